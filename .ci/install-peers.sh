@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the pinned interop peers (../shared/peers/README.md) into target/peers.
+# Idempotent: a peer already installed at the pinned version is kept.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+peers="${MCP_PEERS_DIR:-$root/target/peers}"
+mkdir -p "$peers"
+
+if [ ! -f "$peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; then
+  mkdir -p "$peers/node"
+  (cd "$peers/node" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$peers/node" && npm install --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/server-everything@2026.8.31 \
+    @modelcontextprotocol/conformance@0.1.16 node@22.23.3)
+fi
+
+if [ ! -x "$peers/venv/bin/python" ] || ! "$peers/venv/bin/python" -c 'import mcp.server.mcpserver' 2>/dev/null; then
+  python3 -m venv "$peers/venv"
+  "$peers/venv/bin/pip" install --quiet --disable-pip-version-check mcp==2.3.0
+fi
+echo "peers installed in $peers"

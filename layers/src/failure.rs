@@ -1,0 +1,300 @@
+//! The structured description of one failure.
+
+use std::fmt;
+use std::time::Duration;
+
+/// The establishment or session stage in which something happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Checking the configuration before any I/O.
+    Configure,
+    /// Opening the transport: TCP/TLS connect, spawning a process.
+    Connect,
+    /// Opening a legacy HTTP+SSE stream and waiting for its `endpoint` event.
+    SseEndpoint,
+    /// The modern-era probe (`server/discover` in MCP).
+    Probe,
+    /// The legacy handshake request (`initialize` in MCP).
+    Initialize,
+    /// The legacy handshake acknowledgement (`notifications/initialized`).
+    Initialized,
+    /// A request on an established session.
+    Request,
+    /// Closing a session or transport.
+    Close,
+}
+
+impl Stage {
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Configure => "configure",
+            Stage::Connect => "connect",
+            Stage::SseEndpoint => "sse_endpoint",
+            Stage::Probe => "probe",
+            Stage::Initialize => "initialize",
+            Stage::Initialized => "initialized",
+            Stage::Request => "request",
+            Stage::Close => "close",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a transport ended when it ended on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Closure {
+    /// The peer closed its end cleanly (EOF on a stream or pipe).
+    Eof,
+    /// The connection was reset or broke mid-message.
+    Reset,
+    /// The server process exited.
+    ProcessExit,
+    /// The server declared the session gone (HTTP 404 on a session).
+    SessionExpired,
+    /// This side closed it.
+    Local,
+}
+
+impl Closure {
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closure::Eof => "eof",
+            Closure::Reset => "reset",
+            Closure::ProcessExit => "process_exit",
+            Closure::SessionExpired => "session_expired",
+            Closure::Local => "local",
+        }
+    }
+}
+
+impl fmt::Display for Closure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who or what stopped an operation before it finished.
+///
+/// The four sources are kept apart on purpose: a caller that cancels must
+/// never be told "timeout", and an overall deadline is a different fact from a
+/// probe that took too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CancelSource {
+    /// The caller cancelled (its token fired or it dropped the future).
+    Caller,
+    /// The probe limit expired.
+    ProbeTimeout,
+    /// The per-handshake (or per-request) limit expired.
+    HandshakeTimeout,
+    /// The overall establishment deadline expired.
+    Deadline,
+}
+
+impl CancelSource {
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelSource::Caller => "caller",
+            CancelSource::ProbeTimeout => "probe_timeout",
+            CancelSource::HandshakeTimeout => "handshake_timeout",
+            CancelSource::Deadline => "deadline",
+        }
+    }
+}
+
+impl fmt::Display for CancelSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of failure happened, independent of where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The configuration is invalid; nothing was sent.
+    Configuration,
+    /// The host name did not resolve.
+    Dns,
+    /// TLS failed (handshake, certificate).
+    Tls,
+    /// The connection could not be opened (refused, unreachable).
+    Connect,
+    /// Reading or writing failed after the connection was open.
+    Io,
+    /// The transport closed; see [`Failure::closure`].
+    Closed,
+    /// A limit expired; see [`Failure::cancel_source`].
+    Timeout,
+    /// The caller cancelled.
+    Cancelled,
+    /// HTTP 401 or 403.
+    Auth,
+    /// HTTP 429; see [`Failure::retry_after`].
+    Throttled,
+    /// Any other unexpected HTTP status without a protocol error body.
+    HttpStatus,
+    /// The server answered with a protocol-level (JSON-RPC) error.
+    Rpc,
+    /// The server rejected this client outright (fatal, never retried).
+    Rejected,
+    /// No protocol version both sides allow.
+    Version,
+    /// The peer sent something that is not the protocol (malformed, oversized,
+    /// uncorrelated, wrong content type).
+    Protocol,
+    /// The peer answered in a way that shows it speaks only an older era.
+    LegacyEra,
+    /// Anything else, including an application's own error type.
+    Other,
+}
+
+impl FailureKind {
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Configuration => "configuration",
+            FailureKind::Dns => "dns",
+            FailureKind::Tls => "tls",
+            FailureKind::Connect => "connect",
+            FailureKind::Io => "io",
+            FailureKind::Closed => "closed",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Cancelled => "cancelled",
+            FailureKind::Auth => "auth",
+            FailureKind::Throttled => "throttled",
+            FailureKind::HttpStatus => "http_status",
+            FailureKind::Rpc => "rpc",
+            FailureKind::Rejected => "rejected",
+            FailureKind::Version => "version",
+            FailureKind::Protocol => "protocol",
+            FailureKind::LegacyEra => "legacy_era",
+            FailureKind::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One failure as plain, payload-free data.
+///
+/// Built by [`Classify::failure`] from a typed error; consumed by layers that
+/// decide (recovery) or report (diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Failure {
+    /// Where it happened.
+    pub stage: Stage,
+    /// What happened.
+    pub kind: FailureKind,
+    /// How the transport ended, for [`FailureKind::Closed`].
+    pub closure: Option<Closure>,
+    /// The HTTP status, when there was one.
+    pub http_status: Option<u16>,
+    /// The JSON-RPC error code, when there was one.
+    pub jsonrpc_code: Option<i64>,
+    /// Who stopped it, for [`FailureKind::Timeout`] and [`FailureKind::Cancelled`].
+    pub cancel_source: Option<CancelSource>,
+    /// The server's `Retry-After`, kept for [`FailureKind::Throttled`].
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    /// A failure with only its stage and kind set.
+    pub fn new(stage: Stage, kind: FailureKind) -> Self {
+        Failure {
+            stage,
+            kind,
+            closure: None,
+            http_status: None,
+            jsonrpc_code: None,
+            cancel_source: None,
+            retry_after: None,
+        }
+    }
+
+    /// The same failure with another kind (e.g. a 4xx re-read as era evidence).
+    pub fn with_kind(mut self, kind: FailureKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the closure category.
+    pub fn with_closure(mut self, closure: Closure) -> Self {
+        self.closure = Some(closure);
+        self
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_http_status(mut self, status: u16) -> Self {
+        self.http_status = Some(status);
+        self
+    }
+
+    /// Sets the JSON-RPC error code.
+    pub fn with_jsonrpc_code(mut self, code: i64) -> Self {
+        self.jsonrpc_code = Some(code);
+        self
+    }
+
+    /// Sets the cancellation source.
+    pub fn with_cancel_source(mut self, source: CancelSource) -> Self {
+        self.cancel_source = Some(source);
+        self
+    }
+
+    /// Sets the server's `Retry-After`.
+    pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = Some(retry_after);
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.stage, self.kind)?;
+        if let Some(closure) = self.closure {
+            write!(f, " ({closure})")?;
+        }
+        if let Some(status) = self.http_status {
+            write!(f, ", HTTP {status}")?;
+        }
+        if let Some(code) = self.jsonrpc_code {
+            write!(f, ", JSON-RPC {code}")?;
+        }
+        if let Some(source) = self.cancel_source {
+            write!(f, ", by {source}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Turns a typed error into [`Failure`]s.
+///
+/// An error that stands for several (an attempt that failed on one transport
+/// and then on another) returns every child from [`Classify::children`], so a
+/// policy can inspect each one rather than only the first.
+pub trait Classify {
+    /// The failure this error stands for (for an aggregate, its primary child).
+    fn failure(&self) -> Failure;
+
+    /// Every failure inside this error, the primary first. The default is the
+    /// primary alone.
+    fn children(&self) -> Vec<Failure> {
+        vec![self.failure()]
+    }
+}

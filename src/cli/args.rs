@@ -1,0 +1,115 @@
+//! Command-line arguments.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+/// Establish an MCP session and print its timeline.
+///
+/// TARGET is an http(s) URL, or `-- COMMAND ARGS...` for a stdio server.
+/// With neither, a built-in demo server is started on 127.0.0.1.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-connect", version)]
+pub(crate) struct Args {
+    /// The server URL (http:// or https://).
+    pub(crate) url: Option<String>,
+
+    /// A stdio server command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub(crate) command: Vec<String>,
+
+    /// Which transport to use.
+    #[arg(long, value_enum, default_value_t = Mode::Auto)]
+    pub(crate) transport: Mode,
+
+    /// Require exactly this protocol version.
+    #[arg(long, value_name = "VERSION", conflicts_with = "ceiling")]
+    pub(crate) pin: Option<String>,
+
+    /// Offer no protocol version newer than this.
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) ceiling: Option<String>,
+
+    /// The overall establishment deadline.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub(crate) deadline: Duration,
+
+    /// How long the modern probe (`server/discover`) may take.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub(crate) probe_timeout: Duration,
+
+    /// How long each handshake request may take.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub(crate) handshake_timeout: Duration,
+
+    /// An HTTP header for every request, as 'Name: value' (repeatable). The
+    /// value is never printed.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub(crate) headers: Vec<String>,
+
+    /// List the server's tools after establishing.
+    #[arg(long)]
+    pub(crate) list_tools: bool,
+
+    /// Call this tool after establishing.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) call_tool: Option<String>,
+
+    /// The tool's arguments, a JSON object.
+    #[arg(
+        long = "args",
+        value_name = "JSON",
+        default_value = "{}",
+        requires = "call_tool"
+    )]
+    pub(crate) tool_args: String,
+
+    /// One JSON object per line; the last line is the summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The `--transport` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Mode {
+    /// Streamable HTTP for URLs, stdio for commands.
+    Auto,
+    /// Streamable HTTP.
+    StreamableHttp,
+    /// A stdio child process.
+    Stdio,
+}
+
+/// Parses `1500ms`, `2s`, `1m` (a bare number is seconds).
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 2s or 1500ms"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("{text:?}: unit must be ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_ms_s_and_m() {
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! What the command prints: a human timeline or JSON lines.
+
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mcp_connect::layers::{Classify, Failure, StageEvent, StageObserver, StageOutcome};
+use mcp_connect::{Error, Session};
+use serde_json::{json, Map, Value};
+
+/// Prints stage events as they happen and the final summary.
+#[derive(Debug)]
+pub(crate) struct Printer {
+    json: bool,
+    out: Mutex<std::io::Stdout>,
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+fn failure_json(f: &Failure) -> Value {
+    json!({
+        "stage": f.stage.as_str(),
+        "kind": f.kind.as_str(),
+        "http_status": f.http_status,
+        "jsonrpc_code": f.jsonrpc_code,
+        "cancel_source": f.cancel_source.map(|s| s.as_str()),
+    })
+}
+
+impl Printer {
+    pub(crate) fn new(json: bool) -> Self {
+        Printer {
+            json,
+            out: Mutex::new(std::io::stdout()),
+        }
+    }
+
+    pub(crate) fn line(&self, human: &str, json: Value) {
+        let mut out = self.out.lock().expect("stdout lock poisoned");
+        let _ = if self.json {
+            writeln!(out, "{json}")
+        } else {
+            writeln!(out, "{human}")
+        };
+    }
+
+    pub(crate) fn target(&self, shown: &str, demo: bool) {
+        let note = if demo { " (built-in demo server)" } else { "" };
+        self.line(
+            &format!("connecting to {shown}{note}"),
+            json!({ "event": "target", "target": shown, "demo": demo }),
+        );
+    }
+
+    pub(crate) fn tools(&self, names: &[String]) {
+        self.line(
+            &format!("tools: {}", names.join(", ")),
+            json!({ "event": "tools", "tools": names }),
+        );
+    }
+
+    pub(crate) fn call(
+        &self,
+        name: &str,
+        result: &Result<mcp_connect::protocol::CallToolResult, Error>,
+    ) {
+        match result {
+            Ok(result) => self.line(
+                &format!("tool {name}: {}{}", result.text(), if result.is_error { " (tool error)" } else { "" }),
+                json!({ "event": "call", "tool": name, "ok": !result.is_error, "text": result.text() }),
+            ),
+            Err(error) => self.line(
+                &format!("tool {name} failed: {error}"),
+                json!({ "event": "call", "tool": name, "ok": false, "failure": failure_json(&error.failure()) }),
+            ),
+        }
+    }
+
+    pub(crate) fn summary(
+        &self,
+        outcome: &Result<&Session, &Error>,
+        elapsed: Duration,
+        http_requests: u64,
+        attempts: u32,
+    ) {
+        let mut summary = Map::new();
+        summary.insert("event".into(), "summary".into());
+        summary.insert("attempts".into(), attempts.into());
+        summary.insert("elapsed_ms".into(), millis(elapsed).into());
+        summary.insert("http_requests".into(), http_requests.into());
+        let human = match outcome {
+            Ok(session) => {
+                summary.insert("outcome".into(), "established".into());
+                summary.insert("era".into(), session.era().as_str().into());
+                summary.insert(
+                    "protocol_version".into(),
+                    session.protocol_version().as_str().into(),
+                );
+                summary.insert("transport".into(), session.transport_kind().as_str().into());
+                let info = session.server_info();
+                summary.insert(
+                    "server".into(),
+                    json!({ "name": info.name, "version": info.version }),
+                );
+                format!(
+                    "established: {} era, protocol {}, over {}, server {} {}, {} HTTP requests, {:.3} ms",
+                    session.era(),
+                    session.protocol_version(),
+                    session.transport_kind(),
+                    info.name,
+                    info.version,
+                    http_requests,
+                    millis(elapsed)
+                )
+            }
+            Err(error) => {
+                summary.insert("outcome".into(), "failed".into());
+                summary.insert("failure".into(), failure_json(&error.failure()));
+                let mut text = format!("failed: {error}");
+                let mut source = std::error::Error::source(error);
+                while let Some(cause) = source {
+                    text.push_str(&format!("\n  caused by: {cause}"));
+                    source = cause.source();
+                }
+                text.push_str(&format!(
+                    "\n{http_requests} HTTP requests, {:.3} ms",
+                    millis(elapsed)
+                ));
+                text
+            }
+        };
+        self.line(&human, Value::Object(summary));
+    }
+}
+
+impl StageObserver for Printer {
+    fn on_event(&self, event: &StageEvent) {
+        let (word, failure) = match &event.outcome {
+            StageOutcome::Started => ("started", None),
+            StageOutcome::Succeeded => ("ok", None),
+            StageOutcome::Failed(failure) => ("failed", Some(failure)),
+            _ => ("other", None),
+        };
+        let mut human = format!(
+            "{:>10.3} ms  attempt {}  {:<12} {}",
+            millis(event.elapsed),
+            event.attempt,
+            event.stage.as_str(),
+            word
+        );
+        let mut record = json!({
+            "event": "stage",
+            "attempt": event.attempt,
+            "stage": event.stage.as_str(),
+            "outcome": if word == "ok" { "succeeded" } else { word },
+            "elapsed_ms": millis(event.elapsed),
+        });
+        if let Some(failure) = failure {
+            human.push_str(&format!(": {}", failure.kind));
+            if let Some(status) = failure.http_status {
+                human.push_str(&format!(", HTTP {status}"));
+            }
+            if let Some(code) = failure.jsonrpc_code {
+                human.push_str(&format!(", JSON-RPC {code}"));
+            }
+            if let Some(source) = failure.cancel_source {
+                human.push_str(&format!(", by {source}"));
+            }
+            record["failure"] = failure_json(failure);
+        }
+        self.line(&human, record);
+    }
+}

@@ -1,0 +1,169 @@
+//! The command's flow: parse, connect, optionally use, close, summarize.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use clap::Parser;
+use mcp_connect::demo::DemoServer;
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::transport::{HttpClient, StdioCommand};
+use mcp_connect::{ConnectRequest, Connector, Error, Limits, TransportMode, VersionPolicy};
+use tokio::time::Instant;
+
+use super::args::{Args, Mode};
+use super::output::Printer;
+
+pub(crate) fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcp-connect: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(args))
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("mcp-connect: {message}");
+    ExitCode::from(2)
+}
+
+async fn run(args: Args) -> ExitCode {
+    let tool_args = match serde_json::from_str::<serde_json::Value>(&args.tool_args) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => return usage("--args must be a JSON object"),
+    };
+    let printer = Arc::new(Printer::new(args.json));
+    let started = Instant::now();
+
+    let mut demo = None;
+    let request = match (&args.url, args.command.split_first()) {
+        (Some(_), Some(_)) => return usage("give a URL or a command after --, not both"),
+        (None, Some((program, rest))) => {
+            ConnectRequest::stdio(StdioCommand::new(program).args(rest))
+        }
+        (url, None) => {
+            let url = match url {
+                Some(url) => url.clone(),
+                None => match DemoServer::start().await {
+                    Ok(server) => demo.insert(server).url(),
+                    Err(e) => {
+                        eprintln!("mcp-connect: cannot start the demo server: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            match ConnectRequest::http(&url) {
+                Ok(request) => request,
+                Err(_) => return usage("the URL must be an absolute http:// or https:// URL"),
+            }
+        }
+    };
+    printer.target(&request.target().to_string(), demo.is_some());
+    let mut request = request
+        .with_mode(match args.transport {
+            Mode::Auto => TransportMode::Auto,
+            Mode::StreamableHttp => TransportMode::StreamableHttp,
+            Mode::Stdio => TransportMode::Stdio,
+        })
+        .with_limits(
+            Limits::default()
+                .with_probe_timeout(args.probe_timeout)
+                .with_handshake_timeout(args.handshake_timeout),
+        )
+        .with_deadline(started + args.deadline)
+        .with_start(started)
+        .with_observer(printer.clone());
+    if let Some(pin) = &args.pin {
+        request = request.with_versions(VersionPolicy::Pin(ProtocolVersion::new(pin.as_str())));
+    }
+    if let Some(ceiling) = &args.ceiling {
+        request = request.with_versions(VersionPolicy::Ceiling(ProtocolVersion::new(
+            ceiling.as_str(),
+        )));
+    }
+    for header in &args.headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return usage("--header takes 'Name: value'");
+        };
+        request = match request.with_header(name.trim(), value.trim()) {
+            Ok(request) => request,
+            Err(_) => return usage("--header has an invalid name or value"),
+        };
+    }
+
+    // Counted below the transports, so every request the command sends is seen.
+    let sent = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&sent);
+    let client = HttpClient::new(
+        tower::ServiceBuilder::new()
+            .map_request(move |request| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                request
+            })
+            .service(HttpClient::default_client()),
+    );
+    let connector = Connector::with_client(client);
+
+    let outcome = connector.connect(request).await;
+    let established_in = started.elapsed();
+    let mut ok = outcome.is_ok();
+    if let Ok(session) = &outcome {
+        if args.list_tools {
+            match session.list_tools().await {
+                Ok(list) => printer.tools(
+                    &list
+                        .tools
+                        .iter()
+                        .map(|t| t.name.clone())
+                        .collect::<Vec<_>>(),
+                ),
+                Err(error) => {
+                    ok = false;
+                    report_error(&printer, "list_tools", &error);
+                }
+            }
+        }
+        if let Some(name) = &args.call_tool {
+            let result = session.call_tool(name, &tool_args).await;
+            ok &= matches!(&result, Ok(r) if !r.is_error);
+            printer.call(name, &result);
+        }
+        if let Err(error) = session.close().await {
+            report_error(&printer, "close", &error);
+        }
+    }
+    printer.summary(
+        &outcome.as_ref(),
+        established_in,
+        sent.load(Ordering::Relaxed),
+        1,
+    );
+    drop(demo);
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn report_error(printer: &Printer, operation: &str, error: &Error) {
+    use mcp_connect::layers::Classify;
+    let failure = error.failure();
+    printer.line(
+        &format!("{operation} failed: {error}"),
+        serde_json::json!({
+            "event": "error",
+            "operation": operation,
+            "kind": failure.kind.as_str(),
+            "http_status": failure.http_status,
+            "jsonrpc_code": failure.jsonrpc_code,
+        }),
+    );
+}

@@ -1,0 +1,127 @@
+//! The time and cancellation context of one establishment attempt.
+//!
+//! Every wait in the handshake goes through [`Clock::limit`], which bounds it
+//! by the stage's own limit *and* what is left of the overall deadline, and
+//! races it against the caller's cancellation. Waits end by returning a typed
+//! error, never by being dropped, so the handshake's own cleanup always runs.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_connect_layers::{
+    CancelSource, Classify, Failure, Stage, StageEvent, StageObserver, StageOutcome,
+};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, ErrorKind};
+
+pub(crate) struct Clock {
+    started: Instant,
+    deadline: Option<Instant>,
+    cancel: Option<CancellationToken>,
+    attempt: u32,
+    observer: Option<Arc<dyn StageObserver>>,
+    stage: Mutex<Stage>,
+}
+
+impl Clock {
+    pub(crate) fn new(
+        started: Instant,
+        deadline: Option<Instant>,
+        cancel: Option<CancellationToken>,
+        attempt: u32,
+        observer: Option<Arc<dyn StageObserver>>,
+    ) -> Self {
+        Clock {
+            started,
+            deadline,
+            cancel,
+            attempt,
+            observer,
+            stage: Mutex::new(Stage::Configure),
+        }
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// An error if the caller cancelled or the deadline has passed: checked
+    /// before starting anything new.
+    pub(crate) fn check(&self, stage: Stage) -> Result<(), Error> {
+        if self.is_cancelled() {
+            return Err(Error::new(stage, ErrorKind::Cancelled));
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::new(
+                stage,
+                ErrorKind::Timeout(CancelSource::Deadline),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn begin(&self, stage: Stage) {
+        *self.stage.lock().expect("stage lock poisoned") = stage;
+        self.emit(stage, StageOutcome::Started, None);
+    }
+
+    pub(crate) fn succeed(&self, stage: Stage) {
+        self.emit(stage, StageOutcome::Succeeded, None);
+    }
+
+    pub(crate) fn fail(&self, error: &Error) {
+        self.fail_with(error.failure());
+    }
+
+    pub(crate) fn fail_with(&self, failure: Failure) {
+        self.emit(
+            failure.stage,
+            StageOutcome::Failed(failure),
+            failure.http_status,
+        );
+    }
+
+    fn emit(&self, stage: Stage, outcome: StageOutcome, http_status: Option<u16>) {
+        if let Some(observer) = &self.observer {
+            let event = StageEvent::new(self.attempt, stage, self.started.elapsed(), outcome)
+                .with_http_status(http_status);
+            observer.on_event(&event);
+        }
+    }
+
+    /// Runs `fut` within `limit` (reported as `source`), the overall
+    /// deadline (reported as [`CancelSource::Deadline`]) and the caller's
+    /// cancellation.
+    pub(crate) async fn limit<T, F>(
+        &self,
+        stage: Stage,
+        limit: Duration,
+        source: CancelSource,
+        fut: F,
+    ) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        self.check(stage)?;
+        let own = Instant::now() + limit;
+        let (until, source) = match self.deadline {
+            Some(deadline) if deadline <= own => (deadline, CancelSource::Deadline),
+            _ => (own, source),
+        };
+        let bounded = tokio::time::timeout_at(until, fut);
+        let outcome = match &self.cancel {
+            Some(token) => tokio::select! {
+                biased;
+                _ = token.cancelled() => return Err(Error::new(stage, ErrorKind::Cancelled)),
+                outcome = bounded => outcome,
+            },
+            None => bounded.await,
+        };
+        outcome.unwrap_or_else(|_| Err(Error::new(stage, ErrorKind::Timeout(source))))
+    }
+}

@@ -1,0 +1,121 @@
+//! The reconnect-capable make-service: every call builds a fresh transport
+//! and runs the handshake on it.
+//!
+//! [`Connector`] is a `tower::Service<ConnectRequest>` whose response is an
+//! owned [`Session`]. Nothing survives from one call to the next except the
+//! shared HTTP client (which belongs to whoever built it and is never shut
+//! down here), so middleware above it can retry establishment and be sure
+//! each attempt starts from nothing: a new HTTP session, a new process.
+
+use std::fmt;
+use std::task::{Context, Poll};
+
+use futures_util::future::BoxFuture;
+use mcp_connect_layers::Stage;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use crate::clock::Clock;
+use crate::error::{ConfigError, Error, TransportError};
+use crate::handshake::establish;
+use crate::request::{ConnectRequest, Target, TransportMode};
+use crate::session::Session;
+use crate::transport::{HttpClient, StdioTransport, StreamableHttp, Transport};
+
+/// Makes a new, established [`Session`] for every [`ConnectRequest`].
+#[derive(Clone)]
+pub struct Connector {
+    http: HttpClient,
+}
+
+impl Connector {
+    /// A connector with its own default HTTP client (pooled, keep-alive,
+    /// rustls), shared by every session it makes.
+    pub fn new() -> Self {
+        Connector {
+            http: HttpClient::default_client(),
+        }
+    }
+
+    /// A connector over the caller's HTTP client stack.
+    pub fn with_client(http: HttpClient) -> Self {
+        Connector { http }
+    }
+
+    /// The HTTP client.
+    pub fn http_client(&self) -> &HttpClient {
+        &self.http
+    }
+
+    /// Establishes one session (the same as calling the service).
+    pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
+        let started = request.started.unwrap_or_else(Instant::now);
+        let clock = Clock::new(
+            started,
+            request.deadline,
+            request.cancel.clone(),
+            request.attempt,
+            request.observer.clone(),
+        );
+        let open =
+            |request: &ConnectRequest| -> Result<Box<dyn Transport>, Error> { self.open(request) };
+        establish(&request, &clock, &|| open(&request)).await
+    }
+
+    fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error> {
+        let limits = &request.limits;
+        match (&request.target, request.mode) {
+            (
+                Target::Http { url, headers },
+                TransportMode::Auto | TransportMode::StreamableHttp,
+            ) => Ok(Box::new(StreamableHttp::new(
+                self.http.clone(),
+                url.clone(),
+                headers.clone(),
+                limits.max_message_bytes,
+            ))),
+            (Target::Stdio(command), TransportMode::Auto | TransportMode::Stdio) => {
+                if command.program().is_empty() {
+                    return Err(Error::config(ConfigError::EmptyCommand));
+                }
+                let transport =
+                    StdioTransport::spawn(command, limits.max_message_bytes, limits.close_grace)
+                        .map_err(|e: TransportError| Error::transport(Stage::Connect, e))?;
+                Ok(Box::new(transport))
+            }
+            (_, mode) => Err(Error::config(ConfigError::TransportMismatch {
+                transport: match mode {
+                    TransportMode::Stdio => "stdio",
+                    _ => "streamable-http",
+                },
+            })),
+        }
+    }
+}
+
+impl Default for Connector {
+    fn default() -> Self {
+        Connector::new()
+    }
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connector").finish_non_exhaustive()
+    }
+}
+
+impl Service<ConnectRequest> for Connector {
+    type Response = Session;
+    type Error = Error;
+    type Future = BoxFuture<'static, Result<Session, Error>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: ConnectRequest) -> Self::Future {
+        let connector = self.clone();
+        Box::pin(async move { connector.connect(request).await })
+    }
+}

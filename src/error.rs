@@ -1,0 +1,304 @@
+//! The crate's error type: a stage and a typed kind, never a bare message.
+//!
+//! Every error can be turned into a payload-free [`Failure`] through
+//! [`Classify`], which is what the layers of `mcp-connect-layers` act on.
+//! Displays name the stage, the kind, status codes and JSON-RPC codes; they
+//! never include a server's message, a body, a header value or a URL query.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use mcp_connect_layers::{CancelSource, Classify, Closure, Failure, FailureKind, Stage};
+
+use crate::protocol::{MessageError, ProtocolVersion, RpcError};
+use crate::transport::SseTooLarge;
+
+/// A boxed error from a user-supplied service (an HTTP client stack).
+pub type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// A failure of a transport: the bytes did not go or come back as MCP.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The connection could not be opened.
+    #[error("could not connect")]
+    Connect(#[source] BoxError),
+    /// The HTTP client stack failed for another reason (possibly the
+    /// application's own error type, kept as the source).
+    #[error("HTTP client failed")]
+    Http(#[source] BoxError),
+    /// The connection broke before or while the response arrived.
+    #[error("connection interrupted")]
+    Interrupted(#[source] BoxError),
+    /// The server answered an HTTP status without a JSON-RPC error body.
+    #[error("unexpected HTTP status {status}")]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The server's `Retry-After`, when it sent one in seconds.
+        retry_after: Option<Duration>,
+    },
+    /// The server no longer knows this session (HTTP 404 on a request that
+    /// carried the session id). The session is over.
+    #[error("session expired (HTTP 404)")]
+    SessionExpired {
+        /// The JSON-RPC code of the error body, if it had one.
+        jsonrpc_code: Option<i64>,
+    },
+    /// Reading or writing a stream or pipe failed.
+    #[error("I/O failed")]
+    Io(#[source] std::io::Error),
+    /// The transport is closed.
+    #[error("transport closed ({0})")]
+    Closed(Closure),
+    /// A message or body exceeded its size bound.
+    #[error("message exceeds {limit} bytes")]
+    TooLarge {
+        /// The configured bound.
+        limit: usize,
+    },
+    /// An SSE line or event exceeded its size bound.
+    #[error(transparent)]
+    SseTooLarge(#[from] SseTooLarge),
+    /// The server sent bytes that are not a JSON-RPC message.
+    #[error("server sent a malformed message")]
+    Malformed(#[source] MessageError),
+    /// A successful HTTP response had a content type that carries no MCP.
+    #[error("unexpected content type in a successful response")]
+    ContentType,
+    /// The response ended without answering the request.
+    #[error("response ended without a reply to the request")]
+    NoReply,
+    /// A reply named a request id this client never sent.
+    #[error("reply to an unknown request id")]
+    UnknownId,
+    /// The server process could not be started.
+    #[error("could not start the server process")]
+    Spawn(#[source] std::io::Error),
+}
+
+/// Invalid configuration, found before any I/O.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The URL is not an absolute `http` or `https` URL.
+    #[error("the server URL must be an absolute http:// or https:// URL")]
+    Url,
+    /// A header name or value is invalid.
+    #[error("invalid header")]
+    Header,
+    /// The stdio command is empty.
+    #[error("the stdio command is empty")]
+    EmptyCommand,
+    /// The transport does not fit the target (e.g. stdio for a URL).
+    #[error("transport {transport} cannot reach this target")]
+    TransportMismatch {
+        /// The requested transport.
+        transport: &'static str,
+    },
+    /// The pin or ceiling names a version this client does not speak, or
+    /// they contradict each other.
+    #[error("version policy: {0} is not a version this client allows")]
+    Version(ProtocolVersion),
+}
+
+/// No protocol version both sides allow.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VersionError {
+    /// The server chose a version this client does not allow.
+    #[error("server chose protocol version {offered}, which this client does not allow")]
+    NotAllowed {
+        /// What the server answered.
+        offered: ProtocolVersion,
+    },
+    /// The server's supported versions share none with this client's.
+    #[error("no protocol version in common with the server")]
+    NoMutual,
+}
+
+/// What went wrong, without where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Invalid configuration.
+    #[error("invalid configuration")]
+    Config(#[source] ConfigError),
+    /// The transport failed.
+    #[error("transport failed")]
+    Transport(#[source] TransportError),
+    /// The server answered with a JSON-RPC error.
+    #[error("server answered with an error")]
+    Rpc(#[source] RpcError),
+    /// The server rejected this client (`-32020`, `-32021`); never downgraded.
+    #[error("server rejected the client")]
+    Rejected(#[source] RpcError),
+    /// No protocol version both sides allow.
+    #[error("protocol version mismatch")]
+    Version(#[source] VersionError),
+    /// A result did not have the shape the protocol requires.
+    #[error("server result has the wrong shape")]
+    Result(#[source] serde_json::Error),
+    /// A limit expired.
+    #[error("timed out ({0})")]
+    Timeout(CancelSource),
+    /// The caller cancelled.
+    #[error("cancelled by the caller")]
+    Cancelled,
+}
+
+/// An establishment or session error: the stage it happened in and what
+/// happened, with the full source chain kept.
+pub struct Error {
+    stage: Stage,
+    kind: ErrorKind,
+}
+
+impl Error {
+    pub(crate) fn new(stage: Stage, kind: ErrorKind) -> Self {
+        Error { stage, kind }
+    }
+
+    pub(crate) fn transport(stage: Stage, error: TransportError) -> Self {
+        Error::new(stage, ErrorKind::Transport(error))
+    }
+
+    pub(crate) fn config(error: ConfigError) -> Self {
+        Error::new(Stage::Configure, ErrorKind::Config(error))
+    }
+
+    /// The stage it happened in.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// What happened.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The HTTP status involved, if any.
+    pub fn http_status(&self) -> Option<u16> {
+        self.failure().http_status
+    }
+
+    /// The JSON-RPC error code involved, if any.
+    pub fn jsonrpc_code(&self) -> Option<i64> {
+        self.failure().jsonrpc_code
+    }
+
+    /// The server's JSON-RPC error, if that is what this is.
+    pub fn rpc_error(&self) -> Option<&RpcError> {
+        match &self.kind {
+            ErrorKind::Rpc(e) | ErrorKind::Rejected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("stage", &self.stage)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.stage, self.kind)
+    }
+}
+
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.kind.source()
+    }
+}
+
+fn status_failure(stage: Stage, status: u16) -> Failure {
+    let kind = match status {
+        401 | 403 => FailureKind::Auth,
+        429 => FailureKind::Throttled,
+        _ => FailureKind::HttpStatus,
+    };
+    Failure::new(stage, kind).with_http_status(status)
+}
+
+fn rpc_failure(stage: Stage, error: &RpcError, otherwise: FailureKind) -> Failure {
+    let failure = match error.http_status() {
+        Some(status @ (401 | 403 | 429)) => status_failure(stage, status),
+        Some(status) => Failure::new(stage, otherwise).with_http_status(status),
+        None => Failure::new(stage, otherwise),
+    };
+    failure.with_jsonrpc_code(error.code())
+}
+
+impl TransportError {
+    /// This error as a payload-free failure at `stage`.
+    pub fn failure(&self, stage: Stage) -> Failure {
+        use TransportError as T;
+        match self {
+            T::Connect(_) => Failure::new(stage, FailureKind::Connect),
+            T::Http(_) => Failure::new(stage, FailureKind::Other),
+            T::Interrupted(_) => {
+                Failure::new(stage, FailureKind::Closed).with_closure(Closure::Reset)
+            }
+            T::Status {
+                status,
+                retry_after,
+            } => {
+                let failure = status_failure(stage, *status);
+                match retry_after {
+                    Some(after) => failure.with_retry_after(*after),
+                    None => failure,
+                }
+            }
+            T::SessionExpired { jsonrpc_code } => {
+                let failure = Failure::new(stage, FailureKind::Closed)
+                    .with_closure(Closure::SessionExpired)
+                    .with_http_status(404);
+                match jsonrpc_code {
+                    Some(code) => failure.with_jsonrpc_code(*code),
+                    None => failure,
+                }
+            }
+            T::Io(_) => Failure::new(stage, FailureKind::Io),
+            T::Closed(closure) => Failure::new(stage, FailureKind::Closed).with_closure(*closure),
+            T::TooLarge { .. }
+            | T::SseTooLarge(_)
+            | T::Malformed(_)
+            | T::ContentType
+            | T::NoReply
+            | T::UnknownId => Failure::new(stage, FailureKind::Protocol),
+            T::Spawn(e) => match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    Failure::new(stage, FailureKind::Configuration)
+                }
+                _ => Failure::new(stage, FailureKind::Io),
+            },
+        }
+    }
+}
+
+impl Classify for Error {
+    fn failure(&self) -> Failure {
+        let stage = self.stage;
+        match &self.kind {
+            ErrorKind::Config(_) => Failure::new(stage, FailureKind::Configuration),
+            ErrorKind::Transport(e) => e.failure(stage),
+            ErrorKind::Rpc(e) => rpc_failure(stage, e, FailureKind::Rpc),
+            ErrorKind::Rejected(e) => rpc_failure(stage, e, FailureKind::Rejected),
+            ErrorKind::Version(_) => Failure::new(stage, FailureKind::Version),
+            ErrorKind::Result(_) => Failure::new(stage, FailureKind::Protocol),
+            ErrorKind::Timeout(source) => {
+                Failure::new(stage, FailureKind::Timeout).with_cancel_source(*source)
+            }
+            ErrorKind::Cancelled => {
+                Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
+            }
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The dual-era establishment ladder on fresh transports.
+//!
+//! 1. Modern probe: `server/discover` at the newest modern version allowed.
+//!    A `DiscoverResult` naming a version we speak makes the session modern;
+//!    `-32022` with `data.supported` means the server is modern and names
+//!    its versions, so we retry once at a mutual one (or go legacy if it only
+//!    lists legacy ones); `-32020`/`-32021` are fatal rejections.
+//! 2. Anything else that proves nothing about the era surfaces as an error:
+//!    401/403, 429, 5xx, connection failures, an HTTP probe timeout.
+//! 3. Everything else is legacy evidence: any other JSON-RPC error, any other
+//!    4xx whatever its body, an unparseable result. The rule is a denylist,
+//!    never keyed to one code, because servers answer unknown methods in
+//!    every imaginable way.
+//! 4. Legacy: `initialize` with the newest allowed legacy version, a check
+//!    that the server's answer is one we allow, then
+//!    `notifications/initialized`. A `-32022` here is modern evidence and
+//!    earns one more probe.
+//!
+//! A stdio server that dies on the probe (old servers exit on anything but
+//! `initialize`) is given a freshly spawned process for `initialize`; the
+//! dead one is reaped first.
+
+use mcp_connect_layers::{CancelSource, Classify, Failure, FailureKind, Stage};
+
+use crate::clock::Clock;
+use crate::error::{Error, ErrorKind, TransportError, VersionError};
+use crate::policy::VersionPolicy;
+use crate::protocol::{
+    codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
+    Request, RequestId, UnsupportedVersionData,
+};
+use crate::request::ConnectRequest;
+use crate::session::{ClientIdentity, Negotiated, Session};
+use crate::transport::{Reply, Transport, TransportKind};
+
+/// How many `server/discover` requests one establishment sends at most.
+const MAX_PROBES: u32 = 2;
+
+/// What a probe's outcome says about the server.
+#[derive(Debug)]
+pub(crate) enum ProbeVerdict {
+    /// Modern, at this version.
+    Modern(ProtocolVersion, DiscoverResult),
+    /// Modern, but probe again at this mutual version.
+    RetryAt(ProtocolVersion),
+    /// Legacy; offer this version if the server named one.
+    Legacy(Option<ProtocolVersion>, Failure),
+    /// Legacy, and the transport died on the probe: use a fresh one.
+    LegacyOnFreshTransport(Failure),
+}
+
+/// Judges the outcome of one probe (pure: unit-tested branch by branch).
+pub(crate) fn judge_probe(
+    outcome: Result<Reply, Error>,
+    probed: &ProtocolVersion,
+    policy: &VersionPolicy,
+    kind: TransportKind,
+    timeout_is_legacy: bool,
+) -> Result<ProbeVerdict, Error> {
+    let evidence = |failure: Failure| failure.with_kind(FailureKind::LegacyEra);
+    let rpc = match outcome {
+        Ok(Ok(raw)) => {
+            let Ok(result) = serde_json::from_str::<DiscoverResult>(raw.get()) else {
+                return Ok(ProbeVerdict::Legacy(
+                    None,
+                    Failure::new(Stage::Probe, FailureKind::LegacyEra),
+                ));
+            };
+            if result.supported_versions.contains(probed) {
+                return Ok(ProbeVerdict::Modern(probed.clone(), result));
+            }
+            if let Some(version) = policy.best_of(Era::Modern, &result.supported_versions) {
+                return Ok(ProbeVerdict::RetryAt(version));
+            }
+            let offer = policy.best_of(Era::Legacy, &result.supported_versions);
+            return Ok(ProbeVerdict::Legacy(
+                offer,
+                Failure::new(Stage::Probe, FailureKind::LegacyEra),
+            ));
+        }
+        Ok(Err(rpc)) => rpc,
+        Err(error) => {
+            let failure = error.failure();
+            return match error.kind() {
+                ErrorKind::Transport(TransportError::Status { status, .. })
+                    if (400..500).contains(status) && !matches!(status, 401 | 403 | 429) =>
+                {
+                    Ok(ProbeVerdict::Legacy(None, evidence(failure)))
+                }
+                ErrorKind::Transport(
+                    TransportError::Closed(_)
+                    | TransportError::Interrupted(_)
+                    | TransportError::Io(_),
+                ) if kind == TransportKind::Stdio => {
+                    Ok(ProbeVerdict::LegacyOnFreshTransport(evidence(failure)))
+                }
+                ErrorKind::Timeout(CancelSource::ProbeTimeout)
+                    if kind == TransportKind::Stdio || timeout_is_legacy =>
+                {
+                    Ok(ProbeVerdict::Legacy(None, evidence(failure)))
+                }
+                _ => Err(error),
+            };
+        }
+    };
+    let as_error = |rpc| Error::new(Stage::Probe, ErrorKind::Rpc(rpc));
+    if let Some(status) = rpc.http_status() {
+        if matches!(status, 401 | 403 | 429) || status >= 500 {
+            return Err(as_error(rpc));
+        }
+    }
+    let failure = evidence(as_error(rpc.clone()).failure());
+    match rpc.code() {
+        codes::UNSUPPORTED_PROTOCOL_VERSION => {
+            let Some(data) = rpc
+                .data()
+                .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d.clone()).ok())
+            else {
+                return Ok(ProbeVerdict::Legacy(None, failure));
+            };
+            if let Some(version) = policy.best_of(Era::Modern, &data.supported) {
+                Ok(ProbeVerdict::RetryAt(version))
+            } else if let Some(version) = policy.best_of(Era::Legacy, &data.supported) {
+                Ok(ProbeVerdict::Legacy(Some(version), failure))
+            } else {
+                Err(Error::new(
+                    Stage::Probe,
+                    ErrorKind::Version(VersionError::NoMutual),
+                ))
+            }
+        }
+        codes::HEADER_MISMATCH | codes::MISSING_REQUIRED_CAPABILITY => {
+            Err(Error::new(Stage::Probe, ErrorKind::Rejected(rpc)))
+        }
+        _ => Ok(ProbeVerdict::Legacy(None, failure)),
+    }
+}
+
+/// Opens a fresh transport for the request.
+pub(crate) type Opener<'a> = dyn Fn() -> Result<Box<dyn Transport>, Error> + Send + Sync + 'a;
+
+/// Runs the ladder. On failure every transport it opened is closed before
+/// the error is returned; a failing close never replaces the error.
+pub(crate) async fn establish(
+    request: &ConnectRequest,
+    clock: &Clock,
+    open: &Opener<'_>,
+) -> Result<Session, Error> {
+    request.versions.validate().map_err(Error::config)?;
+    clock.check(Stage::Connect)?;
+    clock.begin(Stage::Connect);
+    let transport = open().inspect_err(|e| clock.fail(e))?;
+    clock.succeed(Stage::Connect);
+    let mut ladder = Ladder {
+        request,
+        clock,
+        next_id: 1,
+        transport,
+    };
+    match ladder.run(open).await {
+        Ok(negotiated) => {
+            if let Err(error) = clock.check(Stage::Initialized) {
+                // Cancellation or expiry raced a late success: the session
+                // that will not be returned is closed, not leaked.
+                ladder.dispose().await;
+                clock.fail(&error);
+                return Err(error);
+            }
+            Ok(Session::new(
+                ladder.transport,
+                negotiated,
+                request.client.clone(),
+                ladder.next_id,
+                request.limits.request_timeout,
+            ))
+        }
+        Err(error) => {
+            ladder.dispose().await;
+            Err(error)
+        }
+    }
+}
+
+struct Ladder<'a> {
+    request: &'a ConnectRequest,
+    clock: &'a Clock,
+    next_id: i64,
+    transport: Box<dyn Transport>,
+}
+
+impl Ladder<'_> {
+    fn id(&mut self) -> RequestId {
+        let id = self.next_id;
+        self.next_id += 1;
+        RequestId::Number(id)
+    }
+
+    fn client(&self) -> &ClientIdentity {
+        &self.request.client
+    }
+
+    async fn run(&mut self, open: &Opener<'_>) -> Result<Negotiated, Error> {
+        let policy = &self.request.versions;
+        let mut probe_at = policy.newest(Era::Modern);
+        let mut probes = 0;
+        let mut offer = None;
+        loop {
+            if let Some(version) = probe_at.take().filter(|_| probes < MAX_PROBES) {
+                probes += 1;
+                match self.probe(&version).await? {
+                    ProbeVerdict::Modern(version, result) => return Ok(modern(version, result)),
+                    ProbeVerdict::RetryAt(next) => {
+                        probe_at = Some(next);
+                        continue;
+                    }
+                    ProbeVerdict::Legacy(named, _) => offer = named,
+                    ProbeVerdict::LegacyOnFreshTransport(_) => {
+                        self.dispose().await;
+                        self.clock.check(Stage::Connect)?;
+                        self.clock.begin(Stage::Connect);
+                        self.transport = open().inspect_err(|e| self.clock.fail(e))?;
+                        self.clock.succeed(Stage::Connect);
+                        self.next_id = 1;
+                    }
+                }
+            }
+            let Some(offer) = offer.clone().or_else(|| policy.newest(Era::Legacy)) else {
+                let error = Error::new(Stage::Probe, ErrorKind::Version(VersionError::NoMutual));
+                self.clock.fail(&error);
+                return Err(error);
+            };
+            match self.initialize(&offer).await {
+                Err(error) if probes < MAX_PROBES => match modern_evidence(&error, policy) {
+                    Some(version) => probe_at = Some(version),
+                    None => return Err(error),
+                },
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn probe(&mut self, version: &ProtocolVersion) -> Result<ProbeVerdict, Error> {
+        let clock = self.clock;
+        clock.begin(Stage::Probe);
+        let request = Request {
+            id: self.id(),
+            method: "server/discover".into(),
+            params: Some(self.client().stamp(version, None)),
+        };
+        let limits = &self.request.limits;
+        let transport = self.transport.as_ref();
+        let outcome = clock
+            .limit(
+                Stage::Probe,
+                limits.probe_timeout,
+                CancelSource::ProbeTimeout,
+                async {
+                    transport
+                        .request(&request, Some(version))
+                        .await
+                        .map_err(|e| Error::transport(Stage::Probe, e))
+                },
+            )
+            .await;
+        let verdict = judge_probe(
+            outcome,
+            version,
+            &self.request.versions,
+            transport.kind(),
+            self.request.probe_timeout_is_legacy,
+        );
+        match &verdict {
+            Ok(ProbeVerdict::Modern(..)) => clock.succeed(Stage::Probe),
+            Ok(
+                ProbeVerdict::Legacy(_, evidence) | ProbeVerdict::LegacyOnFreshTransport(evidence),
+            ) => {
+                clock.fail_with(*evidence);
+            }
+            Ok(ProbeVerdict::RetryAt(_)) => clock.fail_with(
+                Failure::new(Stage::Probe, FailureKind::Version)
+                    .with_jsonrpc_code(codes::UNSUPPORTED_PROTOCOL_VERSION),
+            ),
+            Err(error) => clock.fail(error),
+        }
+        verdict
+    }
+
+    async fn initialize(&mut self, offer: &ProtocolVersion) -> Result<Negotiated, Error> {
+        let clock = self.clock;
+        let limits = &self.request.limits;
+        clock.begin(Stage::Initialize);
+        let id = self.id();
+        let params = InitializeParams {
+            protocol_version: offer,
+            capabilities: &self.client().capabilities,
+            client_info: &self.client().info,
+        };
+        let request = Request {
+            id,
+            method: "initialize".into(),
+            params: Some(serde_json::to_value(params).expect("params serialize")),
+        };
+        let transport = self.transport.as_ref();
+        let policy = &self.request.versions;
+        let result = clock
+            .limit(
+                Stage::Initialize,
+                limits.handshake_timeout,
+                CancelSource::HandshakeTimeout,
+                async {
+                    let reply = transport
+                        .request(&request, None)
+                        .await
+                        .map_err(|e| Error::transport(Stage::Initialize, e))?
+                        .map_err(|rpc| Error::new(Stage::Initialize, ErrorKind::Rpc(rpc)))?;
+                    let result: InitializeResult = serde_json::from_str(reply.get())
+                        .map_err(|e| Error::new(Stage::Initialize, ErrorKind::Result(e)))?;
+                    if result.protocol_version.era() != Era::Legacy
+                        || !policy.allows(&result.protocol_version)
+                    {
+                        return Err(Error::new(
+                            Stage::Initialize,
+                            ErrorKind::Version(VersionError::NotAllowed {
+                                offered: result.protocol_version,
+                            }),
+                        ));
+                    }
+                    Ok(result)
+                },
+            )
+            .await
+            .inspect_err(|e| clock.fail(e))?;
+        clock.succeed(Stage::Initialize);
+
+        clock.begin(Stage::Initialized);
+        let version = result.protocol_version.clone();
+        let notification = Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        clock
+            .limit(
+                Stage::Initialized,
+                limits.handshake_timeout,
+                CancelSource::HandshakeTimeout,
+                async {
+                    transport
+                        .notify(&notification, Some(&version))
+                        .await
+                        .map_err(|e| Error::transport(Stage::Initialized, e))
+                },
+            )
+            .await
+            .inspect_err(|e| clock.fail(e))?;
+        clock.succeed(Stage::Initialized);
+        Ok(Negotiated {
+            version,
+            server_info: result.server_info,
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        })
+    }
+
+    /// Closes the current transport within the close bound. Errors are
+    /// logged by category and never replace the establishment's error.
+    async fn dispose(&self) {
+        let bound = self.request.limits.close_grace * 3;
+        match tokio::time::timeout(bound, self.transport.close()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(failure = %e.failure(Stage::Close), "disposal failed"),
+            Err(_) => tracing::debug!("disposal exceeded its bound"),
+        }
+    }
+}
+
+/// A `-32022` answer to `initialize` naming a mutual modern version.
+fn modern_evidence(error: &Error, policy: &VersionPolicy) -> Option<ProtocolVersion> {
+    let rpc = error.rpc_error()?;
+    if rpc.code() != codes::UNSUPPORTED_PROTOCOL_VERSION {
+        return None;
+    }
+    let data: UnsupportedVersionData = serde_json::from_value(rpc.data()?.clone()).ok()?;
+    policy.best_of(Era::Modern, &data.supported)
+}
+
+fn modern(version: ProtocolVersion, result: DiscoverResult) -> Negotiated {
+    Negotiated {
+        server_info: result.server_info().unwrap_or_default(),
+        version,
+        capabilities: result.capabilities,
+        instructions: result.instructions,
+    }
+}

@@ -1,0 +1,58 @@
+//! Reliable connection establishment to MCP servers of every era.
+//!
+//! Services talk to MCP servers of every age: 2026 stateless servers that
+//! answer `server/discover`, 2025 servers that need `initialize` and a
+//! session, stdio servers that exit on the first unknown request, proxies
+//! that answer plain-text 400s. `mcp-connect` owns the state machine that
+//! gets a usable [`Session`] out of all of them, as a [`tower::Service`]
+//! (the [`Connector`]) that the layers of [`mcp_connect_layers`] wrap.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp_connect::Error> {
+//! use mcp_connect::{ConnectRequest, Connector};
+//!
+//! let connector = Connector::new();
+//! let session = connector
+//!     .connect(ConnectRequest::http("http://127.0.0.1:3000/mcp")?)
+//!     .await?;
+//! println!("{} {}", session.era(), session.protocol_version());
+//! let tools = session.list_tools().await?;
+//! # drop(tools);
+//! session.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The pieces, in the order a request flows:
+//! - [`ConnectRequest`]: target, transport mode, [`VersionPolicy`], limits,
+//!   deadline, cancellation; cloned for every attempt.
+//! - [`Connector`]: the make-service; a fresh transport and handshake per call.
+//! - the handshake: the dual-era ladder (see the `handshake` module docs).
+//! - [`Session`]: the established, owned session.
+//! - [`transport`]: Streamable HTTP over any tower HTTP client, stdio, memory.
+//! - [`protocol`]: JSON-RPC envelopes, versions, messages.
+#![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+
+mod clock;
+mod connector;
+pub mod demo;
+mod error;
+mod handshake;
+mod policy;
+pub mod protocol;
+mod redact;
+mod request;
+mod session;
+pub mod transport;
+
+pub use connector::Connector;
+pub use error::{BoxError, ConfigError, Error, ErrorKind, TransportError, VersionError};
+pub use mcp_connect_layers as layers;
+pub use policy::VersionPolicy;
+pub use request::{ConnectRequest, Limits, Target, TransportMode};
+pub use session::{Session, SessionState};

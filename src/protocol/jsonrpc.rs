@@ -1,0 +1,403 @@
+//! JSON-RPC 2.0 envelopes.
+//!
+//! Outgoing messages are written straight from borrowed parts; incoming ones
+//! are parsed once into [`Incoming`], keeping `result` as raw JSON so a typed
+//! caller deserializes it exactly once.
+
+use std::fmt;
+
+use serde::de::Deserializer;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// A JSON-RPC request id: a number or a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A numeric id (this client only sends these).
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// An outgoing request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The id; responses are matched on it.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The params object, if any.
+    pub params: Option<Value>,
+}
+
+/// An outgoing notification (a request without an id).
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params object, if any.
+    pub params: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct OutgoingEnvelope<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct ResponseEnvelope<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+impl Request {
+    /// The JSON bytes of this request.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&OutgoingEnvelope {
+            jsonrpc: "2.0",
+            id: Some(&self.id),
+            method: &self.method,
+            params: self.params.as_ref(),
+        })
+        .expect("a JSON value always serializes")
+    }
+}
+
+impl Notification {
+    /// The JSON bytes of this notification.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&OutgoingEnvelope {
+            jsonrpc: "2.0",
+            id: None,
+            method: &self.method,
+            params: self.params.as_ref(),
+        })
+        .expect("a JSON value always serializes")
+    }
+}
+
+/// The JSON bytes of a successful response to a server-initiated request.
+pub(crate) fn result_bytes(id: &RequestId, result: &Value) -> Vec<u8> {
+    serde_json::to_vec(&ResponseEnvelope {
+        jsonrpc: "2.0",
+        id,
+        result: Some(result),
+        error: None,
+    })
+    .expect("a JSON value always serializes")
+}
+
+/// The JSON bytes of an error response to a server-initiated request.
+pub(crate) fn error_bytes(id: &RequestId, code: i64, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&ResponseEnvelope {
+        jsonrpc: "2.0",
+        id,
+        result: None,
+        error: Some(ErrorBody { code, message }),
+    })
+    .expect("a JSON value always serializes")
+}
+
+/// A JSON-RPC error object sent by the server.
+///
+/// Its `Debug` and `Display` show the code and HTTP status only: the message
+/// and data are the server's words and may carry anything, so they are
+/// reachable through [`message`](Self::message) and [`data`](Self::data) but
+/// never printed by this crate.
+#[derive(Clone, PartialEq, Deserialize)]
+pub struct RpcError {
+    code: i64,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(skip)]
+    http_status: Option<u16>,
+}
+
+impl RpcError {
+    /// A new error object (for servers and tests).
+    pub fn new(code: i64, message: impl Into<String>, data: Option<Value>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data,
+            http_status: None,
+        }
+    }
+
+    /// The error code.
+    pub fn code(&self) -> i64 {
+        self.code
+    }
+
+    /// The server's message. Never printed by this crate.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The server's `data`, if any. Never printed by this crate.
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// The HTTP status of the response that carried this error, if any.
+    pub fn http_status(&self) -> Option<u16> {
+        self.http_status
+    }
+
+    pub(crate) fn with_http_status(mut self, status: u16) -> Self {
+        self.http_status = Some(status);
+        self
+    }
+}
+
+impl fmt::Debug for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RpcError")
+            .field("code", &self.code)
+            .field("http_status", &self.http_status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JSON-RPC error {}", self.code)?;
+        if let Some(status) = self.http_status {
+            write!(f, " (HTTP {status})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// One message received from the server.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A successful response.
+    Response {
+        /// The id it answers.
+        id: RequestId,
+        /// The raw `result` JSON.
+        result: Box<RawValue>,
+    },
+    /// An error response. `id` is `None` when the server could not tell which
+    /// request it answers (`"id": null`).
+    Error {
+        /// The id it answers, if known.
+        id: Option<RequestId>,
+        /// The error.
+        error: RpcError,
+    },
+    /// A request from the server.
+    Request {
+        /// Its id, to answer with.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The params.
+        params: Option<Value>,
+    },
+    /// A notification from the server.
+    Notification {
+        /// The method.
+        method: String,
+    },
+}
+
+/// Why bytes received from a server are not a JSON-RPC message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// Not JSON at all.
+    #[error("not valid JSON")]
+    Json(#[source] serde_json::Error),
+    /// JSON, but not a JSON-RPC 2.0 message.
+    #[error("JSON but not a JSON-RPC 2.0 message")]
+    NotJsonRpc,
+}
+
+#[derive(Deserialize)]
+struct RawIncoming {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Option<RequestId>>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// Tells a present `null` (`Some(None)`) from an absent field (`None`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<RequestId>>, D::Error> {
+    Option::<RequestId>::deserialize(d).map(Some)
+}
+
+impl TryFrom<RawIncoming> for Incoming {
+    type Error = MessageError;
+
+    fn try_from(raw: RawIncoming) -> Result<Self, MessageError> {
+        if raw.jsonrpc.as_deref() != Some("2.0") {
+            return Err(MessageError::NotJsonRpc);
+        }
+        match (raw.id, raw.method, raw.result, raw.error) {
+            (Some(Some(id)), Some(method), None, None) => Ok(Incoming::Request {
+                id,
+                method,
+                params: raw.params,
+            }),
+            (None, Some(method), None, None) => Ok(Incoming::Notification { method }),
+            (Some(Some(id)), None, Some(result), None) => Ok(Incoming::Response { id, result }),
+            (Some(id), None, None, Some(error)) => Ok(Incoming::Error { id, error }),
+            _ => Err(MessageError::NotJsonRpc),
+        }
+    }
+}
+
+impl Incoming {
+    /// Parses one message.
+    pub fn parse(bytes: &[u8]) -> Result<Incoming, MessageError> {
+        let raw: RawIncoming = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_data() {
+                MessageError::NotJsonRpc
+            } else {
+                MessageError::Json(e)
+            }
+        })?;
+        raw.try_into()
+    }
+
+    /// Parses one message or a batch (a JSON array of messages).
+    pub fn parse_many(bytes: &[u8]) -> Result<Vec<Incoming>, MessageError> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'[') {
+            let raws: Vec<RawIncoming> =
+                serde_json::from_slice(bytes).map_err(|e| match e.is_data() {
+                    true => MessageError::NotJsonRpc,
+                    false => MessageError::Json(e),
+                })?;
+            raws.into_iter().map(Incoming::try_from).collect()
+        } else {
+            Incoming::parse(bytes).map(|m| vec![m])
+        }
+    }
+
+    /// Parses a JSON-RPC error object out of a body that may or may not hold
+    /// one (an HTTP error body of any content type). `None` when it does not.
+    pub(crate) fn error_in(bytes: &[u8]) -> Option<RpcError> {
+        match Incoming::parse_many(bytes).ok()?.into_iter().next()? {
+            Incoming::Error { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_message_shape() {
+        let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#).unwrap();
+        assert!(
+            matches!(m, Incoming::Response { id: RequestId::Number(1), ref result } if result.get() == r#"{"a":1}"#)
+        );
+        let m = Incoming::parse(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(m, Incoming::Error { id: None, ref error } if error.code() == -32700));
+        let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
+        assert!(matches!(
+            m,
+            Incoming::Request {
+                id: RequestId::String(_),
+                ..
+            }
+        ));
+        let m =
+            Incoming::parse(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#)
+                .unwrap();
+        assert!(matches!(m, Incoming::Notification { .. }));
+    }
+
+    #[test]
+    fn rejects_what_is_not_json_rpc() {
+        assert!(matches!(
+            Incoming::parse(b"<html>"),
+            Err(MessageError::Json(_))
+        ));
+        assert!(matches!(
+            Incoming::parse(br#"{"error":"bad"}"#),
+            Err(MessageError::NotJsonRpc)
+        ));
+        assert!(matches!(
+            Incoming::parse(br#"{"jsonrpc":"2.0","id":1}"#),
+            Err(MessageError::NotJsonRpc)
+        ));
+        assert!(matches!(
+            Incoming::parse(b"[1,2]"),
+            Err(MessageError::NotJsonRpc)
+        ));
+    }
+
+    #[test]
+    fn rpc_error_never_prints_the_server_message() {
+        let e = RpcError::new(-32000, "secret-canary", Some(Value::from("data-canary")))
+            .with_http_status(400);
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains("canary"), "{shown}");
+        assert!(shown.contains("-32000") && shown.contains("400"));
+    }
+
+    #[test]
+    fn serializes_requests_and_notifications() {
+        let r = Request {
+            id: RequestId::Number(7),
+            method: "ping".into(),
+            params: None,
+        };
+        assert_eq!(r.to_bytes(), br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+        let n = Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        assert_eq!(
+            n.to_bytes(),
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        );
+    }
+}

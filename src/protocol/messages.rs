@@ -1,0 +1,191 @@
+//! The MCP messages used to establish and use a session.
+//!
+//! Only the fields this client reads are typed; the rest of a server's answer
+//! stays available as raw JSON through [`crate::Session::request`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::ProtocolVersion;
+
+/// The reserved `_meta` keys of the modern era.
+pub mod meta_keys {
+    /// The protocol version a modern request is made under.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's name and version, on every modern request.
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The client's capabilities, on every modern request.
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The server's name and version, in a `DiscoverResult`'s `_meta`.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+}
+
+/// The client's name and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    /// Programmatic name.
+    pub name: String,
+    /// Version string.
+    pub version: String,
+}
+
+impl Default for ClientInfo {
+    fn default() -> Self {
+        ClientInfo {
+            name: env!("CARGO_PKG_NAME").to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// The server's name and version, as it reported them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Programmatic name.
+    #[serde(default)]
+    pub name: String,
+    /// Version string.
+    #[serde(default)]
+    pub version: String,
+}
+
+/// `initialize` params (legacy era).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams<'a> {
+    /// The version the client offers.
+    pub protocol_version: &'a ProtocolVersion,
+    /// The client's capabilities.
+    pub capabilities: &'a Value,
+    /// The client's name and version.
+    pub client_info: &'a ClientInfo,
+}
+
+/// `initialize` result (legacy era).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The version the server chose.
+    pub protocol_version: ProtocolVersion,
+    /// The server's capabilities.
+    #[serde(default)]
+    pub capabilities: Value,
+    /// The server's name and version.
+    #[serde(default)]
+    pub server_info: ServerInfo,
+    /// Usage instructions for the model, if any.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+/// `server/discover` result (modern era).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// Every version the server speaks.
+    pub supported_versions: Vec<ProtocolVersion>,
+    /// The server's capabilities.
+    #[serde(default)]
+    pub capabilities: Value,
+    /// Usage instructions for the model, if any.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Result metadata; the server's identity is under
+    /// [`meta_keys::SERVER_INFO`].
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl DiscoverResult {
+    /// The server's identity from `_meta`, if present and well-formed.
+    pub fn server_info(&self) -> Option<ServerInfo> {
+        let raw = self.meta.as_ref()?.get(meta_keys::SERVER_INFO)?;
+        ServerInfo::deserialize(raw).ok()
+    }
+}
+
+/// The `data` of a `-32022` unsupported-version error.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnsupportedVersionData {
+    /// The versions the server speaks.
+    pub supported: Vec<ProtocolVersion>,
+}
+
+/// `tools/call` params.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallToolParams<'a> {
+    /// The tool name.
+    pub name: &'a str,
+    /// The arguments object.
+    pub arguments: &'a Value,
+}
+
+/// `prompts/get` params.
+#[derive(Debug, Clone, Serialize)]
+pub struct GetPromptParams<'a> {
+    /// The prompt name.
+    pub name: &'a str,
+    /// The arguments object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<&'a Value>,
+}
+
+/// `resources/read` params.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadResourceParams<'a> {
+    /// The resource URI.
+    pub uri: &'a str,
+}
+
+/// One tool from `tools/list`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The tool name.
+    pub name: String,
+    /// A description for the model.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments.
+    #[serde(default)]
+    pub input_schema: Value,
+}
+
+/// `tools/list` result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// The tools on this page.
+    pub tools: Vec<Tool>,
+    /// The cursor of the next page, if any.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// `tools/call` result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Content blocks (text, images, resources) as the server sent them.
+    #[serde(default)]
+    pub content: Vec<Value>,
+    /// Structured output, when the tool declares an output schema.
+    #[serde(default)]
+    pub structured_content: Option<Value>,
+    /// Whether the tool reported a failure of its own.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    /// The `text` of every text content block, joined with newlines.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect();
+        texts.join("\n")
+    }
+}

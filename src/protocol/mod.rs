@@ -1,0 +1,20 @@
+//! The MCP wire vocabulary: JSON-RPC 2.0 envelopes, protocol versions, and the
+//! messages needed to establish and use a session in either era.
+//!
+//! Parsing is lenient where real servers differ (extra fields, missing
+//! optional ones) and strict where a mistake would change meaning (ids,
+//! versions, error codes).
+
+pub mod codes;
+mod jsonrpc;
+mod messages;
+mod version;
+
+pub(crate) use jsonrpc::{error_bytes, result_bytes};
+pub use jsonrpc::{Incoming, MessageError, Notification, Request, RequestId, RpcError};
+pub use messages::{
+    meta_keys, CallToolParams, CallToolResult, ClientInfo, DiscoverResult, GetPromptParams,
+    InitializeParams, InitializeResult, ListToolsResult, ReadResourceParams, ServerInfo, Tool,
+    UnsupportedVersionData,
+};
+pub use version::{Era, ProtocolVersion};

@@ -1,0 +1,44 @@
+//! Printing targets without their secrets.
+//!
+//! URLs are shown as scheme, host, port and path only: userinfo and query
+//! strings routinely carry credentials, so they are dropped by construction.
+
+use std::fmt;
+
+/// Displays a URI without userinfo, query or fragment.
+pub(crate) struct SafeUri<'a>(pub(crate) &'a http::Uri);
+
+impl fmt::Display for SafeUri<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let uri = self.0;
+        if let Some(scheme) = uri.scheme_str() {
+            write!(f, "{scheme}://")?;
+        }
+        if let Some(host) = uri.host() {
+            f.write_str(host)?;
+        }
+        if let Some(port) = uri.port_u16() {
+            write!(f, ":{port}")?;
+        }
+        f.write_str(uri.path())
+    }
+}
+
+impl fmt::Debug for SafeUri<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_userinfo_and_query() {
+        let uri: http::Uri = "https://user:pw@example.com:8443/mcp?token=abc"
+            .parse()
+            .unwrap();
+        assert_eq!(SafeUri(&uri).to_string(), "https://example.com:8443/mcp");
+    }
+}

@@ -1,0 +1,324 @@
+//! What one establishment is asked to do: the value that flows down the stack.
+//!
+//! A [`ConnectRequest`] is small and cheap to clone, so that middleware (a
+//! recovery layer, a deadline layer) can hand a fresh copy to every attempt.
+//! It carries the target, the transport mode, the version policy, the
+//! limits, the absolute deadline and the caller's cancellation token. Its
+//! `Debug` never shows header values, URL queries or userinfo.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::Uri;
+use mcp_connect_layers::StageObserver;
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ConfigError, Error};
+use crate::policy::VersionPolicy;
+use crate::protocol::{ClientInfo, ProtocolVersion};
+use crate::redact::SafeUri;
+use crate::session::ClientIdentity;
+use crate::transport::StdioCommand;
+
+/// Where the server is.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Target {
+    /// An HTTP endpoint, with headers sent on every request.
+    Http {
+        /// The endpoint URL.
+        url: Uri,
+        /// Extra headers (authorization and the like). Never printed.
+        headers: HeaderMap,
+    },
+    /// A server started as a child process.
+    Stdio(StdioCommand),
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &SafeUri(url))
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+            Target::Stdio(command) => f.debug_tuple("Stdio").field(command).finish(),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    /// The URL without userinfo, query or fragment, or the stdio program.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Http { url, .. } => SafeUri(url).fmt(f),
+            Target::Stdio(command) => f.write_str(&command.program().to_string_lossy()),
+        }
+    }
+}
+
+/// Which transport to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TransportMode {
+    /// Pick from the target: Streamable HTTP for URLs, stdio for commands.
+    #[default]
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// A child process over stdio.
+    Stdio,
+}
+
+/// The limits of one establishment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// How long the modern probe may take.
+    pub probe_timeout: Duration,
+    /// How long each handshake request (`initialize`, `initialized`) may take.
+    pub handshake_timeout: Duration,
+    /// How long each request on the established session may take.
+    pub request_timeout: Duration,
+    /// How long closing a transport may take per step (stdio: after closing
+    /// stdin, and again after SIGTERM).
+    pub close_grace: Duration,
+    /// The largest message (body, SSE event, stdio line) accepted, in bytes.
+    pub max_message_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            probe_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            close_grace: Duration::from_secs(2),
+            max_message_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// Sets the probe limit.
+    pub fn with_probe_timeout(mut self, limit: Duration) -> Self {
+        self.probe_timeout = limit;
+        self
+    }
+
+    /// Sets the per-handshake-request limit.
+    pub fn with_handshake_timeout(mut self, limit: Duration) -> Self {
+        self.handshake_timeout = limit;
+        self
+    }
+
+    /// Sets the per-request limit of the established session.
+    pub fn with_request_timeout(mut self, limit: Duration) -> Self {
+        self.request_timeout = limit;
+        self
+    }
+
+    /// Sets the per-step close grace.
+    pub fn with_close_grace(mut self, grace: Duration) -> Self {
+        self.close_grace = grace;
+        self
+    }
+
+    /// Sets the largest accepted message in bytes.
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+}
+
+/// One establishment request.
+#[derive(Clone)]
+pub struct ConnectRequest {
+    pub(crate) target: Target,
+    pub(crate) mode: TransportMode,
+    pub(crate) versions: VersionPolicy,
+    pub(crate) client: Arc<ClientIdentity>,
+    pub(crate) limits: Limits,
+    pub(crate) probe_timeout_is_legacy: bool,
+    pub(crate) attempt: u32,
+    pub(crate) started: Option<Instant>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) cancel: Option<CancellationToken>,
+    pub(crate) observer: Option<Arc<dyn StageObserver>>,
+}
+
+impl ConnectRequest {
+    /// A request for an HTTP endpoint. Fails with a configuration error if
+    /// `url` is not an absolute `http://` or `https://` URL.
+    pub fn http(url: &str) -> Result<Self, Error> {
+        let url: Uri = url.parse().map_err(|_| Error::config(ConfigError::Url))?;
+        match (url.scheme_str(), url.host()) {
+            (Some("http" | "https"), Some(host)) if !host.is_empty() => {}
+            _ => return Err(Error::config(ConfigError::Url)),
+        }
+        Ok(Self::new(Target::Http {
+            url,
+            headers: HeaderMap::new(),
+        }))
+    }
+
+    /// A request for a stdio server.
+    pub fn stdio(command: StdioCommand) -> Self {
+        Self::new(Target::Stdio(command))
+    }
+
+    fn new(target: Target) -> Self {
+        ConnectRequest {
+            target,
+            mode: TransportMode::Auto,
+            versions: VersionPolicy::Auto,
+            client: Arc::new(ClientIdentity {
+                info: ClientInfo::default(),
+                capabilities: Value::Object(Default::default()),
+            }),
+            limits: Limits::default(),
+            probe_timeout_is_legacy: false,
+            attempt: 1,
+            started: None,
+            deadline: None,
+            cancel: None,
+            observer: None,
+        }
+    }
+
+    /// Adds a header to every HTTP request (ignored for stdio). Its value is
+    /// marked sensitive and never printed.
+    pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, Error> {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| Error::config(ConfigError::Header))?;
+        let mut value =
+            HeaderValue::from_str(value).map_err(|_| Error::config(ConfigError::Header))?;
+        value.set_sensitive(true);
+        if let Target::Http { headers, .. } = &mut self.target {
+            headers.append(name, value);
+        }
+        Ok(self)
+    }
+
+    /// Chooses the transport.
+    pub fn with_mode(mut self, mode: TransportMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the version policy.
+    pub fn with_versions(mut self, versions: VersionPolicy) -> Self {
+        self.versions = versions;
+        self
+    }
+
+    /// Pins one exact version.
+    pub fn with_pin(self, version: ProtocolVersion) -> Self {
+        self.with_versions(VersionPolicy::Pin(version))
+    }
+
+    /// Caps the versions offered.
+    pub fn with_ceiling(self, version: ProtocolVersion) -> Self {
+        self.with_versions(VersionPolicy::Ceiling(version))
+    }
+
+    /// Sets the client's name and version.
+    pub fn with_client_info(mut self, info: ClientInfo) -> Self {
+        Arc::make_mut(&mut self.client).info = info;
+        self
+    }
+
+    /// Sets the client's capabilities object.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Self {
+        Arc::make_mut(&mut self.client).capabilities = capabilities;
+        self
+    }
+
+    /// Sets the limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Over HTTP, treat a probe that times out as legacy evidence instead of
+    /// an outage. (Over stdio it always is: old servers ignore unknown
+    /// requests.)
+    pub fn with_probe_timeout_as_legacy(mut self, legacy: bool) -> Self {
+        self.probe_timeout_is_legacy = legacy;
+        self
+    }
+
+    /// Sets the absolute deadline of the whole establishment.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Links the caller's cancellation.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Receives every stage event of the establishment.
+    pub fn with_observer(mut self, observer: Arc<dyn StageObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Sets the attempt number reported in stage events (for middleware
+    /// that makes several attempts).
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// Sets when the establishment started, for elapsed times (defaults to
+    /// the moment the connector is called).
+    pub fn with_start(mut self, started: Instant) -> Self {
+        self.started = Some(started);
+        self
+    }
+
+    /// The target.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The version policy.
+    pub fn versions(&self) -> &VersionPolicy {
+        &self.versions
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The attempt number.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The absolute deadline, if any.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+}
+
+impl fmt::Debug for ConnectRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectRequest")
+            .field("target", &self.target)
+            .field("mode", &self.mode)
+            .field("versions", &self.versions)
+            .field("attempt", &self.attempt)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,288 @@
+//! An established session, owned by the caller.
+//!
+//! A `Session` is what establishment returns: it was open when it was handed
+//! over, and from then on it is the caller's. It never reconnects by itself.
+//! When its transport ends (EOF, reset, child exit, HTTP 404 on the session)
+//! it is terminal: every waiting request fails at once with the closure
+//! category, and later requests fail fast with the same category.
+
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect_layers::{CancelSource, Closure, Stage};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorKind};
+use crate::protocol::{
+    meta_keys, CallToolParams, CallToolResult, ClientInfo, Era, GetPromptParams, ListToolsResult,
+    Notification, ProtocolVersion, ReadResourceParams, Request, RequestId, ServerInfo,
+};
+use crate::transport::{Transport, TransportKind};
+
+/// What this client says about itself on every modern request.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientIdentity {
+    pub(crate) info: ClientInfo,
+    pub(crate) capabilities: Value,
+}
+
+impl ClientIdentity {
+    /// `params` with the modern `_meta` envelope added.
+    pub(crate) fn stamp(&self, version: &ProtocolVersion, params: Option<Value>) -> Value {
+        let mut params = match params {
+            Some(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(meta_keys::PROTOCOL_VERSION.into(), version.as_str().into());
+            meta.insert(
+                meta_keys::CLIENT_INFO.into(),
+                serde_json::to_value(&self.info).expect("client info serializes"),
+            );
+            meta.insert(
+                meta_keys::CLIENT_CAPABILITIES.into(),
+                self.capabilities.clone(),
+            );
+        }
+        Value::Object(params)
+    }
+}
+
+/// Whether a session can still be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// Requests can be sent.
+    Open,
+    /// The session ended; it will never be usable again.
+    Closed(Closure),
+}
+
+/// What the handshake learnt, handed to [`Session`].
+#[derive(Debug)]
+pub(crate) struct Negotiated {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) server_info: ServerInfo,
+    pub(crate) capabilities: Value,
+    pub(crate) instructions: Option<String>,
+}
+
+/// An established MCP session.
+pub struct Session {
+    transport: Box<dyn Transport>,
+    negotiated: Negotiated,
+    client: Arc<ClientIdentity>,
+    next_id: AtomicI64,
+    request_timeout: Duration,
+}
+
+impl Session {
+    pub(crate) fn new(
+        transport: Box<dyn Transport>,
+        negotiated: Negotiated,
+        client: Arc<ClientIdentity>,
+        first_id: i64,
+        request_timeout: Duration,
+    ) -> Self {
+        Session {
+            transport,
+            negotiated,
+            client,
+            next_id: AtomicI64::new(first_id),
+            request_timeout,
+        }
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> &ProtocolVersion {
+        &self.negotiated.version
+    }
+
+    /// The era of the negotiated version.
+    pub fn era(&self) -> Era {
+        self.negotiated.version.era()
+    }
+
+    /// The server's name and version.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.negotiated.server_info
+    }
+
+    /// The server's capabilities object.
+    pub fn capabilities(&self) -> &Value {
+        &self.negotiated.capabilities
+    }
+
+    /// The server's instructions for the model, if any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.negotiated.instructions.as_deref()
+    }
+
+    /// The kind of transport.
+    pub fn transport_kind(&self) -> TransportKind {
+        self.transport.kind()
+    }
+
+    /// HTTP requests sent on this session so far, establishment included.
+    pub fn http_requests(&self) -> u64 {
+        self.transport.http_requests()
+    }
+
+    /// Whether the session is still usable.
+    pub fn state(&self) -> SessionState {
+        match self.transport.closed() {
+            None => SessionState::Open,
+            Some(closure) => SessionState::Closed(closure),
+        }
+    }
+
+    /// The transport, for downcasting to a concrete one (e.g. to read a stdio
+    /// server's stderr).
+    pub fn transport(&self) -> &dyn Transport {
+        self.transport.as_ref()
+    }
+
+    /// Sends a request and returns its raw result.
+    ///
+    /// Fails with [`CancelSource::HandshakeTimeout`] when the per-request
+    /// limit expires; on the legacy era the server is then told with
+    /// `notifications/cancelled`.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Box<RawValue>, Error> {
+        let version = &self.negotiated.version;
+        let params = match self.era() {
+            Era::Modern => Some(self.client.stamp(version, params)),
+            Era::Legacy => params,
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+            params,
+        };
+        let outcome = tokio::time::timeout(
+            self.request_timeout,
+            self.transport.request(&request, Some(version)),
+        )
+        .await;
+        match outcome {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(rpc))) => Err(Error::new(Stage::Request, ErrorKind::Rpc(rpc))),
+            Ok(Err(e)) => Err(Error::transport(Stage::Request, e)),
+            Err(_) => {
+                if self.era() == Era::Legacy {
+                    let cancel = Notification {
+                        method: "notifications/cancelled".into(),
+                        params: Some(serde_json::json!({ "requestId": id, "reason": "timeout" })),
+                    };
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(1),
+                        self.transport.notify(&cancel, Some(version)),
+                    )
+                    .await;
+                }
+                Err(Error::new(
+                    Stage::Request,
+                    ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+                ))
+            }
+        }
+    }
+
+    /// Sends a request and deserializes its result.
+    pub async fn request_as<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<T, Error> {
+        let raw = self.request(method, params).await?;
+        serde_json::from_str(raw.get())
+            .map_err(|e| Error::new(Stage::Request, ErrorKind::Result(e)))
+    }
+
+    /// Sends a notification. On the modern era over HTTP there are no
+    /// client notifications; sending one is the caller's choice.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        let notification = Notification {
+            method: method.to_owned(),
+            params,
+        };
+        tokio::time::timeout(
+            self.request_timeout,
+            self.transport
+                .notify(&notification, Some(&self.negotiated.version)),
+        )
+        .await
+        .map_err(|_| {
+            Error::new(
+                Stage::Request,
+                ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+            )
+        })?
+        .map_err(|e| Error::transport(Stage::Request, e))
+    }
+
+    /// `ping` (legacy era; the modern era has no ping, so this sends
+    /// `server/discover` as the liveness check there).
+    pub async fn ping(&self) -> Result<(), Error> {
+        let method = match self.era() {
+            Era::Legacy => "ping",
+            Era::Modern => "server/discover",
+        };
+        self.request(method, None).await.map(drop)
+    }
+
+    /// `tools/list` (first page).
+    pub async fn list_tools(&self) -> Result<ListToolsResult, Error> {
+        self.request_as("tools/list", None).await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, Error> {
+        let params =
+            serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
+        self.request_as("tools/call", Some(params)).await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(&self, name: &str, arguments: Option<&Value>) -> Result<Value, Error> {
+        let params =
+            serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
+        self.request_as("prompts/get", Some(params)).await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
+        let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
+        self.request_as("resources/read", Some(params)).await
+    }
+
+    /// Closes the session: ends the HTTP session (DELETE) or stops the
+    /// process. Idempotent; a close that fails still leaves the session
+    /// closed.
+    pub async fn close(&self) -> Result<(), Error> {
+        self.transport
+            .close()
+            .await
+            .map_err(|e| Error::transport(Stage::Close, e))
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("protocol_version", &self.negotiated.version)
+            .field("transport", &self.transport)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}

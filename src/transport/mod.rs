@@ -1,0 +1,124 @@
+//! Transports: how JSON-RPC messages reach a server and come back.
+//!
+//! The [`Transport`] trait is request-shaped (send a request, get its reply;
+//! send a notification; close) rather than a raw duplex pipe. That is a
+//! deliberate difference from SDKs that model every transport as a stream of
+//! messages: Streamable HTTP is request/response by nature, and modelling it
+//! as a pipe costs a task and a channel per session to re-join each reply to
+//! its request. Here an HTTP request simply awaits its own POST; only the
+//! duplex transports (stdio, in-memory) run a reader task, and they do the
+//! id matching there.
+//!
+//! Server-initiated requests that arrive while a reply is awaited are
+//! answered by the transport: `ping` with an empty result, anything else with
+//! `-32601`. Server notifications are dropped after a `trace` event naming
+//! only the method.
+
+mod http_client;
+mod lines;
+mod memory;
+mod sse;
+mod stdio;
+mod streamable_http;
+
+use std::fmt;
+
+use futures_util::future::BoxFuture;
+use mcp_connect_layers::Closure;
+use serde_json::value::RawValue;
+
+pub use http_client::{HttpBody, HttpClient};
+pub use memory::MemoryTransport;
+pub use sse::SseTooLarge;
+pub use stdio::{StdioCommand, StdioTransport};
+pub use streamable_http::StreamableHttp;
+
+pub(crate) use sse::SseParser;
+
+use crate::error::TransportError;
+use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
+
+/// The reply to one request: its raw `result`, or the server's error.
+pub type Reply = Result<Box<RawValue>, RpcError>;
+
+/// Which kind of transport carries a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// Streamable HTTP (2025-03-26 and later).
+    StreamableHttp,
+    /// Legacy HTTP+SSE (2024-11-05).
+    Sse,
+    /// A child process speaking over stdin/stdout.
+    Stdio,
+    /// An in-process duplex stream (tests).
+    Memory,
+}
+
+impl TransportKind {
+    /// `"streamable-http"`, `"sse"`, `"stdio"` or `"memory"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::StreamableHttp => "streamable-http",
+            TransportKind::Sse => "sse",
+            TransportKind::Stdio => "stdio",
+            TransportKind::Memory => "memory",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Carries JSON-RPC messages to one server and back.
+///
+/// `version` is the protocol version the message is sent under, when one is
+/// known: HTTP transports turn it into the `MCP-Protocol-Version` header and,
+/// for modern versions, the `Mcp-Method` and `Mcp-Name` routing headers.
+pub trait Transport: Send + Sync + fmt::Debug + 'static {
+    /// Sends a request and waits for its reply.
+    fn request<'a>(
+        &'a self,
+        request: &'a Request,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<Reply, TransportError>>;
+
+    /// Sends a notification.
+    fn notify<'a>(
+        &'a self,
+        notification: &'a Notification,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Closes the transport and releases everything it holds (streams, the
+    /// HTTP session, the child process). Idempotent: later calls return
+    /// `Ok(())` at once.
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// `Some` once the transport has ended, with how it ended.
+    fn closed(&self) -> Option<Closure>;
+
+    /// Which kind of transport this is.
+    fn kind(&self) -> TransportKind;
+
+    /// HTTP requests sent so far (0 for non-HTTP transports).
+    fn http_requests(&self) -> u64 {
+        0
+    }
+}
+
+/// What a transport answers to a server-initiated request.
+pub(crate) fn answer_server_request(id: &crate::protocol::RequestId, method: &str) -> Vec<u8> {
+    if method == "ping" {
+        crate::protocol::result_bytes(id, &serde_json::json!({}))
+    } else {
+        crate::protocol::error_bytes(
+            id,
+            crate::protocol::codes::METHOD_NOT_FOUND,
+            "method not supported by this client",
+        )
+    }
+}

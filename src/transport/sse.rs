@@ -1,0 +1,228 @@
+//! A bounded `text/event-stream` parser following the WHATWG rules.
+//!
+//! Why not a crate: the parser must bound both a line and an event's data so
+//! a hostile or broken server cannot grow memory without limit, and it must
+//! expose `id:` and `retry:` even from events without data (MCP's priming
+//! events). It is small enough to own.
+
+use bytes::{Buf, BytesMut};
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SseEvent {
+    /// The `event:` type; empty means the default, `message`.
+    pub(crate) event: String,
+    /// The `data:` lines joined with `\n`.
+    pub(crate) data: Vec<u8>,
+}
+
+impl SseEvent {
+    /// Whether this is a default (`message`) event.
+    pub(crate) fn is_message(&self) -> bool {
+        self.event.is_empty() || self.event == "message"
+    }
+}
+
+/// The stream broke a size bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("server-sent event exceeds {limit} bytes")]
+pub struct SseTooLarge {
+    /// The configured bound.
+    pub limit: usize,
+}
+
+/// Incremental parser: [`push`](Self::push) bytes, then take events with
+/// [`next_event`](Self::next_event) until it returns `None`.
+#[derive(Debug)]
+pub(crate) struct SseParser {
+    buf: BytesMut,
+    limit: usize,
+    data: Vec<u8>,
+    has_data: bool,
+    event: String,
+    last_event_id: Option<String>,
+    retry_ms: Option<u64>,
+    skip_lf: bool,
+    at_start: bool,
+}
+
+impl SseParser {
+    pub(crate) fn new(limit: usize) -> Self {
+        SseParser {
+            buf: BytesMut::new(),
+            limit,
+            data: Vec::new(),
+            has_data: false,
+            event: String::new(),
+            last_event_id: None,
+            retry_ms: None,
+            skip_lf: false,
+            at_start: true,
+        }
+    }
+
+    /// Appends received bytes.
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// The last `id:` seen, for `Last-Event-ID` on reconnection.
+    #[allow(dead_code)] // read by stream resumption
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The last `retry:` seen, in milliseconds.
+    #[allow(dead_code)] // read by stream resumption
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
+    }
+
+    /// The next complete event, if the buffered bytes hold one.
+    pub(crate) fn next_event(&mut self) -> Result<Option<SseEvent>, SseTooLarge> {
+        loop {
+            if self.at_start {
+                if self.buf.len() < 3 && b"\xEF\xBB\xBF".starts_with(&self.buf) {
+                    return Ok(None);
+                }
+                if self.buf.starts_with(b"\xEF\xBB\xBF") {
+                    self.buf.advance(3);
+                }
+                self.at_start = false;
+            }
+            if self.skip_lf && !self.buf.is_empty() {
+                if self.buf[0] == b'\n' {
+                    self.buf.advance(1);
+                }
+                self.skip_lf = false;
+            }
+            let Some(end) = self.buf.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                if self.buf.len() > self.limit {
+                    return Err(SseTooLarge { limit: self.limit });
+                }
+                return Ok(None);
+            };
+            let line = self.buf.split_to(end);
+            self.skip_lf = self.buf[0] == b'\r';
+            self.buf.advance(1);
+            if let Some(event) = self.line(&line)? {
+                return Ok(Some(event));
+            }
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> Result<Option<SseEvent>, SseTooLarge> {
+        if line.is_empty() {
+            return Ok(self.dispatch());
+        }
+        if line[0] == b':' {
+            return Ok(None);
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                if self.data.len() + value.len() + 1 > self.limit {
+                    return Err(SseTooLarge { limit: self.limit });
+                }
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"id" if !value.contains(&0) => {
+                self.last_event_id = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = std::mem::take(&mut self.event);
+        if !self.has_data {
+            return None;
+        }
+        self.has_data = false;
+        Some(SseEvent {
+            event,
+            data: std::mem::take(&mut self.data),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(input: &[&[u8]], limit: usize) -> Result<Vec<SseEvent>, SseTooLarge> {
+        let mut parser = SseParser::new(limit);
+        let mut out = Vec::new();
+        for chunk in input {
+            parser.push(chunk);
+            while let Some(e) = parser.next_event()? {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn joins_multi_line_data_and_keeps_event_type() {
+        let got = events(&[b"event: endpoint\ndata: a\ndata:b\n\n"], 1024).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].event, "endpoint");
+        assert_eq!(got[0].data, b"a\nb");
+    }
+
+    #[test]
+    fn handles_crlf_cr_and_lf_split_across_chunks() {
+        let got = events(
+            &[
+                b"data: one\r",
+                b"\n\r",
+                b"\ndata: two\r\r",
+                b"data: three\n",
+                b"\n",
+            ],
+            1024,
+        )
+        .unwrap();
+        let data: Vec<_> = got.iter().map(|e| e.data.clone()).collect();
+        assert_eq!(
+            data,
+            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+        );
+    }
+
+    #[test]
+    fn priming_event_without_data_sets_id_and_retry_but_dispatches_nothing() {
+        let mut parser = SseParser::new(1024);
+        parser.push(b"\xEF\xBB\xBFid: 42\nretry: 500\ndata:\n\n: comment\n\n");
+        // An empty `data:` line still counts as data per WHATWG; MCP callers skip empty payloads.
+        let e = parser.next_event().unwrap().unwrap();
+        assert!(e.data.is_empty());
+        assert_eq!(parser.next_event().unwrap(), None);
+        assert_eq!(parser.last_event_id(), Some("42"));
+        assert_eq!(parser.retry_ms(), Some(500));
+    }
+
+    #[test]
+    fn oversized_line_or_event_is_refused() {
+        assert_eq!(events(&[&[b'x'; 100]], 64), Err(SseTooLarge { limit: 64 }));
+        assert_eq!(
+            events(&[b"data: 0123456789\ndata: 0123456789\n"], 16),
+            Err(SseTooLarge { limit: 16 })
+        );
+    }
+}

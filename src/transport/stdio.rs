@@ -1,0 +1,241 @@
+//! A server as a child process speaking JSON lines on stdin/stdout.
+//!
+//! The child runs in its own process group so that closing reaches its
+//! helpers too. Closing follows the MCP lifecycle: close stdin, wait; SIGTERM
+//! the group, wait; SIGKILL the group; always reap. stderr is the server's
+//! log: it is drained (so the child never blocks on a full pipe) into a small
+//! ring the application can read, and never printed by this crate.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fmt;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use mcp_connect_layers::Closure;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+use super::lines::LineTransport;
+use super::{Reply, Transport, TransportKind};
+use crate::error::TransportError;
+use crate::protocol::{Notification, ProtocolVersion, Request};
+
+const STDERR_LINES: usize = 32;
+const STDERR_LINE_BYTES: usize = 1024;
+
+/// The command line of a stdio server.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct StdioCommand {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+}
+
+impl StdioCommand {
+    /// A program to run, found on `PATH` like a shell would.
+    pub fn new(program: impl Into<OsString>) -> Self {
+        StdioCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Adds arguments.
+    pub fn args<I, A>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the child. Values are never printed.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The program.
+    pub fn program(&self) -> &OsString {
+        &self.program
+    }
+}
+
+impl fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Arguments can carry tokens; show only the program and counts.
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args.len())
+            .field("env", &self.env.len())
+            .finish()
+    }
+}
+
+/// A running stdio server.
+pub struct StdioTransport {
+    lines: LineTransport,
+    child: tokio::sync::Mutex<Option<Child>>,
+    pid: Option<u32>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr_task: JoinHandle<()>,
+    grace: Duration,
+}
+
+impl StdioTransport {
+    /// Spawns the command. `grace` is how long each step of the close ladder
+    /// waits for the child to exit before the next, harsher step.
+    pub fn spawn(
+        command: &StdioCommand,
+        max_line: usize,
+        grace: Duration,
+    ) -> Result<Self, TransportError> {
+        let mut child = Command::new(&command.program)
+            .args(&command.args)
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(TransportError::Spawn)?;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
+        let stderr_task = tokio::spawn(drain_stderr(stderr_pipe, Arc::clone(&stderr)));
+        Ok(StdioTransport {
+            lines: LineTransport::new(stdout, stdin, max_line, Closure::ProcessExit),
+            pid: child.id(),
+            child: tokio::sync::Mutex::new(Some(child)),
+            stderr,
+            stderr_task,
+            grace,
+        })
+    }
+
+    /// The child's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The last lines the server wrote to stderr (at most 32, each cut to
+    /// 1 KiB). The server's own words: this crate never prints them.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .map(|lines| lines.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    async fn shut_down(&self) -> Result<(), TransportError> {
+        let Some(mut child) = self.child.lock().await.take() else {
+            return Ok(());
+        };
+        self.lines.shutdown_writer().await;
+        let mut result = Ok(());
+        if tokio::time::timeout(self.grace, child.wait())
+            .await
+            .is_err()
+        {
+            self.signal_group(Signal::SIGTERM);
+            if tokio::time::timeout(self.grace, child.wait())
+                .await
+                .is_err()
+            {
+                self.signal_group(Signal::SIGKILL);
+                result = child.wait().await.map(drop).map_err(TransportError::Io);
+            }
+        }
+        // The leader is reaped; make sure no helper it left keeps the pipes.
+        self.signal_group(Signal::SIGKILL);
+        self.lines.finish_local();
+        self.stderr_task.abort();
+        result
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
+            // ESRCH (already gone) is the expected outcome most of the time.
+            let _ = killpg(Pid::from_raw(pid), signal);
+        }
+    }
+}
+
+async fn drain_stderr(pipe: tokio::process::ChildStderr, ring: Arc<Mutex<VecDeque<String>>>) {
+    let mut lines = BufReader::new(pipe).lines();
+    while let Ok(Some(mut line)) = lines.next_line().await {
+        if line.len() > STDERR_LINE_BYTES {
+            let mut cut = STDERR_LINE_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        if let Ok(mut ring) = ring.lock() {
+            if ring.len() == STDERR_LINES {
+                ring.pop_front();
+            }
+            ring.push_back(line);
+        }
+    }
+}
+
+impl fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // Dropped without close(): the child is killed (kill_on_drop) and
+        // tokio reaps it; helpers in its group get the same signal here.
+        if self.child.get_mut().is_some() {
+            self.signal_group(Signal::SIGKILL);
+        }
+        self.stderr_task.abort();
+    }
+}
+
+impl Transport for StdioTransport {
+    fn request<'a>(
+        &'a self,
+        request: &'a Request,
+        _version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<Reply, TransportError>> {
+        self.lines.request(request).boxed()
+    }
+
+    fn notify<'a>(
+        &'a self,
+        notification: &'a Notification,
+        _version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.lines.notify(notification).boxed()
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.shut_down().boxed()
+    }
+
+    fn closed(&self) -> Option<Closure> {
+        self.lines.closed()
+    }
+
+    fn kind(&self) -> TransportKind {
+        TransportKind::Stdio
+    }
+}

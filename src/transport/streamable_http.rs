@@ -1,0 +1,546 @@
+//! Streamable HTTP (2025-03-26 and later): one POST per message, replies as a
+//! JSON body or an SSE stream on that POST.
+//!
+//! A request awaits its own POST: no task, no channel, no standalone GET
+//! stream per session. The session id the server assigns is kept and sent on
+//! every later request; a 404 to a request that carried it ends the session
+//! for good (it is never silently reused). JSON-RPC error bodies are read on
+//! any status and any content type, because real servers and proxies send
+//! them as `text/plain`, with 400 or 404, or inside a 200 stream.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER};
+use http::{Method, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use mcp_connect_layers::Closure;
+use serde_json::Value;
+
+use super::{
+    answer_server_request, HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind,
+};
+use crate::error::{BoxError, TransportError};
+use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
+use crate::redact::SafeUri;
+
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+/// Error bodies are read only this far when looking for a JSON-RPC error.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// A Streamable HTTP connection to one MCP endpoint.
+pub struct StreamableHttp {
+    client: HttpClient,
+    endpoint: Uri,
+    headers: HeaderMap,
+    max_message: usize,
+    session_id: Mutex<Option<HeaderValue>>,
+    last_version: Mutex<Option<ProtocolVersion>>,
+    closed: Mutex<Option<Closure>>,
+    requests: AtomicU64,
+}
+
+impl StreamableHttp {
+    /// A transport to `endpoint` over `client`. `headers` go on every request
+    /// (their values are marked sensitive and never printed); `max_message`
+    /// bounds one reply body or SSE event in bytes.
+    pub fn new(
+        client: HttpClient,
+        endpoint: Uri,
+        mut headers: HeaderMap,
+        max_message: usize,
+    ) -> Self {
+        for value in headers.values_mut() {
+            value.set_sensitive(true);
+        }
+        StreamableHttp {
+            client,
+            endpoint,
+            headers,
+            max_message,
+            session_id: Mutex::new(None),
+            last_version: Mutex::new(None),
+            closed: Mutex::new(None),
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the server assigned a session id.
+    pub fn has_session(&self) -> bool {
+        self.session_id.lock().expect("lock poisoned").is_some()
+    }
+
+    fn check_open(&self) -> Result<(), TransportError> {
+        match *self.closed.lock().expect("lock poisoned") {
+            Some(closure) => Err(TransportError::Closed(closure)),
+            None => Ok(()),
+        }
+    }
+
+    fn end(&self, closure: Closure) {
+        self.closed
+            .lock()
+            .expect("lock poisoned")
+            .get_or_insert(closure);
+    }
+
+    fn build(
+        &self,
+        method: Method,
+        body: Bytes,
+        rpc_method: Option<&str>,
+        rpc_name: Option<&str>,
+        version: Option<&ProtocolVersion>,
+        session: Option<&HeaderValue>,
+    ) -> http::Request<Full<Bytes>> {
+        let mut request = http::Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.endpoint.clone();
+        let headers = request.headers_mut();
+        headers.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        headers.insert(ACCEPT, ACCEPT_BOTH);
+        headers.insert(CONTENT_TYPE, JSON);
+        if let Some(session) = session {
+            headers.insert(MCP_SESSION_ID, session.clone());
+        }
+        if let Some(version) = version {
+            if let Ok(value) = HeaderValue::from_str(version.as_str()) {
+                headers.insert(MCP_PROTOCOL_VERSION, value);
+            }
+            if version.era() == Era::Modern {
+                if let Some(value) = rpc_method.and_then(|m| HeaderValue::from_str(m).ok()) {
+                    headers.insert(MCP_METHOD, value);
+                }
+                if let Some(value) = rpc_name.map(encode_header_value) {
+                    headers.insert(MCP_NAME, value);
+                }
+            }
+        }
+        request
+    }
+
+    async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<HttpBody>, TransportError> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.client.send(request).await.map_err(client_error)
+    }
+
+    async fn post(
+        &self,
+        body: Vec<u8>,
+        rpc_method: &str,
+        rpc_name: Option<&str>,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<(http::Response<HttpBody>, bool), TransportError> {
+        self.check_open()?;
+        if let Some(version) = version {
+            let mut last = self.last_version.lock().expect("lock poisoned");
+            if last.as_ref() != Some(version) {
+                *last = Some(version.clone());
+            }
+        }
+        let session = self.session_id.lock().expect("lock poisoned").clone();
+        let request = self.build(
+            Method::POST,
+            Bytes::from(body),
+            Some(rpc_method),
+            rpc_name,
+            version,
+            session.as_ref(),
+        );
+        let response = self.send(request).await?;
+        if session.is_none() {
+            if let Some(assigned) = response.headers().get(&MCP_SESSION_ID) {
+                let mut assigned = assigned.clone();
+                assigned.set_sensitive(true);
+                *self.session_id.lock().expect("lock poisoned") = Some(assigned);
+            }
+        }
+        Ok((response, session.is_some()))
+    }
+
+    async fn exchange(
+        &self,
+        request: &Request,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<Reply, TransportError> {
+        let name = name_param(&request.method, request.params.as_ref());
+        let (response, sent_session) = self
+            .post(request.to_bytes(), &request.method, name, version)
+            .await?;
+        let (parts, body) = response.into_parts();
+        if !parts.status.is_success() {
+            return self
+                .failed_status(parts.status, &parts.headers, body, sent_session)
+                .await;
+        }
+        if parts.status == StatusCode::ACCEPTED {
+            return Err(TransportError::NoReply);
+        }
+        if is_event_stream(&parts.headers) {
+            return self.reply_from_stream(body, &request.id, version).await;
+        }
+        let bytes = collect(body, self.max_message).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(TransportError::NoReply);
+        }
+        let messages = Incoming::parse_many(&bytes).map_err(|e| {
+            if is_json(&parts.headers) {
+                TransportError::Malformed(e)
+            } else {
+                TransportError::ContentType
+            }
+        })?;
+        let mut reply = None;
+        for message in messages {
+            if let Some(found) = self.handle(message, &request.id, version).await? {
+                reply.get_or_insert(found);
+            }
+        }
+        reply.ok_or(TransportError::NoReply)
+    }
+
+    /// Reads an SSE reply stream until the event that answers `id`.
+    async fn reply_from_stream(
+        &self,
+        mut body: HttpBody,
+        id: &RequestId,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<Reply, TransportError> {
+        let mut parser = SseParser::new(self.max_message);
+        loop {
+            while let Some(event) = parser.next_event()? {
+                // Priming events carry an id and no data; other event types are not MCP.
+                if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let message = Incoming::parse(&event.data).map_err(TransportError::Malformed)?;
+                if let Some(reply) = self.handle(message, id, version).await? {
+                    return Ok(reply);
+                }
+            }
+            match body.frame().await {
+                None => return Err(TransportError::NoReply),
+                Some(Err(e)) => return Err(TransportError::Interrupted(e)),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        parser.push(&data);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one message from a reply; `Some` when it is the reply to `id`.
+    async fn handle(
+        &self,
+        message: Incoming,
+        id: &RequestId,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<Option<Reply>, TransportError> {
+        match message {
+            Incoming::Response { id: got, result } if got == *id => Ok(Some(Ok(result))),
+            Incoming::Error { id: got, error } if got.as_ref().is_none_or(|got| got == id) => {
+                Ok(Some(Err(error)))
+            }
+            Incoming::Response { .. } | Incoming::Error { .. } => Err(TransportError::UnknownId),
+            Incoming::Request { id, method, .. } => {
+                self.respond(answer_server_request(&id, &method), version)
+                    .await?;
+                Ok(None)
+            }
+            Incoming::Notification { method } => {
+                tracing::trace!(method = %method, "server notification dropped");
+                Ok(None)
+            }
+        }
+    }
+
+    /// POSTs a response to a server-initiated request.
+    async fn respond(
+        &self,
+        body: Vec<u8>,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<(), TransportError> {
+        let session = self.session_id.lock().expect("lock poisoned").clone();
+        let request = self.build(
+            Method::POST,
+            Bytes::from(body),
+            None,
+            None,
+            version,
+            session.as_ref(),
+        );
+        let response = self.send(request).await?;
+        if !response.status().is_success() {
+            tracing::debug!(
+                status = response.status().as_u16(),
+                "answer to a server request refused"
+            );
+        }
+        Ok(())
+    }
+
+    async fn failed_status(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: HttpBody,
+        sent_session: bool,
+    ) -> Result<Reply, TransportError> {
+        // A body that cannot be read or is too large simply carries no JSON-RPC error.
+        let error = collect(body, ERROR_BODY_LIMIT)
+            .await
+            .ok()
+            .and_then(|bytes| Incoming::error_in(&bytes));
+        if status == StatusCode::NOT_FOUND && sent_session {
+            self.end(Closure::SessionExpired);
+            return Err(TransportError::SessionExpired {
+                jsonrpc_code: error.map(|e| e.code()),
+            });
+        }
+        match error {
+            Some(error) => Ok(Err(error.with_http_status(status.as_u16()))),
+            None => Err(TransportError::Status {
+                status: status.as_u16(),
+                retry_after: retry_after(headers),
+            }),
+        }
+    }
+
+    async fn send_notification(
+        &self,
+        notification: &Notification,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<(), TransportError> {
+        let (response, sent_session) = self
+            .post(notification.to_bytes(), &notification.method, None, version)
+            .await?;
+        let status = response.status();
+        if status.is_success() {
+            // 202 is the rule; some servers answer 200 with a body, which is read and dropped
+            // so the connection can go back to the pool.
+            let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+            return Ok(());
+        }
+        let (parts, body) = response.into_parts();
+        match self
+            .failed_status(status, &parts.headers, body, sent_session)
+            .await
+        {
+            Err(e) => Err(e),
+            Ok(_) => Err(TransportError::Status {
+                status: status.as_u16(),
+                retry_after: retry_after(&parts.headers),
+            }),
+        }
+    }
+
+    async fn shut_down(&self) -> Result<(), TransportError> {
+        let previously = self
+            .closed
+            .lock()
+            .expect("lock poisoned")
+            .replace(Closure::Local);
+        if previously.is_some() {
+            // Already ended (expired or closed): keep the first closure, send nothing.
+            self.closed
+                .lock()
+                .expect("lock poisoned")
+                .replace(previously.expect("some"));
+            return Ok(());
+        }
+        let Some(session) = self.session_id.lock().expect("lock poisoned").take() else {
+            return Ok(());
+        };
+        let version = self.last_version.lock().expect("lock poisoned").clone();
+        let request = self.build(
+            Method::DELETE,
+            Bytes::new(),
+            None,
+            None,
+            version.as_ref(),
+            Some(&session),
+        );
+        let response = self.send(request).await?;
+        let status = response.status();
+        let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+        // 405: the server does not let clients end sessions; 404: already gone.
+        if status.is_success()
+            || status == StatusCode::METHOD_NOT_ALLOWED
+            || status == StatusCode::NOT_FOUND
+        {
+            Ok(())
+        } else {
+            Err(TransportError::Status {
+                status: status.as_u16(),
+                retry_after: None,
+            })
+        }
+    }
+}
+
+impl fmt::Debug for StreamableHttp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamableHttp")
+            .field("endpoint", &SafeUri(&self.endpoint))
+            .field("has_session", &self.has_session())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Transport for StreamableHttp {
+    fn request<'a>(
+        &'a self,
+        request: &'a Request,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<Reply, TransportError>> {
+        self.exchange(request, version).boxed()
+    }
+
+    fn notify<'a>(
+        &'a self,
+        notification: &'a Notification,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.send_notification(notification, version).boxed()
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.shut_down().boxed()
+    }
+
+    fn closed(&self) -> Option<Closure> {
+        *self.closed.lock().expect("lock poisoned")
+    }
+
+    fn kind(&self) -> TransportKind {
+        TransportKind::StreamableHttp
+    }
+
+    fn http_requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+/// The param mirrored in `Mcp-Name` for the methods that name a target.
+fn name_param<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
+    let key = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return None,
+    };
+    params?.get(key)?.as_str()
+}
+
+/// Printable ASCII without edge whitespace goes as is; anything else is
+/// wrapped as `=?base64?...?=` so the exact bytes survive.
+fn encode_header_value(value: &str) -> HeaderValue {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    let text = if plain {
+        value.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    };
+    HeaderValue::from_str(&text).expect("printable ASCII is a valid header value")
+}
+
+pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
+    content_type_is(headers, "text/event-stream")
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    content_type_is(headers, "application/json")
+}
+
+fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let seconds = headers
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(Duration::from_secs(seconds))
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+pub(crate) async fn collect(mut body: HttpBody, limit: usize) -> Result<Bytes, TransportError> {
+    let mut collected = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(TransportError::Interrupted)?;
+        if let Ok(data) = frame.into_data() {
+            if collected.len() + data.len() > limit {
+                return Err(TransportError::TooLarge { limit });
+            }
+            collected.extend_from_slice(&data);
+        }
+    }
+    Ok(collected.freeze())
+}
+
+/// Sorts an HTTP client failure by the types in its source chain.
+pub(crate) fn client_error(error: BoxError) -> TransportError {
+    let mut connect = false;
+    let mut interrupted = false;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
+    while let Some(e) = source {
+        if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            connect |= e.is_connect();
+        } else if let Some(e) = e.downcast_ref::<hyper::Error>() {
+            interrupted |= e.is_incomplete_message() || e.is_closed() || e.is_canceled();
+        } else if let Some(e) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            interrupted |= matches!(
+                e.kind(),
+                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
+            );
+        }
+        source = e.source();
+    }
+    if connect {
+        TransportError::Connect(error)
+    } else if interrupted {
+        TransportError::Interrupted(error)
+    } else {
+        TransportError::Http(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_header_is_plain_or_base64() {
+        assert_eq!(encode_header_value("add"), "add");
+        assert_eq!(encode_header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
+    }
+}
