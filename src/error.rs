@@ -229,7 +229,7 @@ fn status_failure(stage: Stage, status: u16) -> Failure {
 
 fn rpc_failure(stage: Stage, error: &RpcError, otherwise: FailureKind) -> Failure {
     let failure = match error.http_status() {
-        Some(status @ (401 | 403 | 429)) => status_failure(stage, status),
+        Some(status @ (401 | 403 | 429 | 500..)) => status_failure(stage, status),
         Some(status) => Failure::new(stage, otherwise).with_http_status(status),
         None => Failure::new(stage, otherwise),
     };

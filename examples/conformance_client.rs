@@ -1,0 +1,55 @@
+//! A client for the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`).
+//!
+//! The suite starts a mock server, then runs this program with the server
+//! URL as the last argument and the scenario name in
+//! `MCP_CONFORMANCE_SCENARIO`. The program exits 0 when the scenario's
+//! client side succeeded.
+//!
+//! ```text
+//! npx conformance client --command "target/debug/examples/conformance_client" --scenario initialize
+//! ```
+
+use std::process::ExitCode;
+
+use mcp_connect::{ConnectRequest, Connector};
+use serde_json::json;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let Some(url) = std::env::args().last().filter(|a| a.starts_with("http")) else {
+        eprintln!("usage: conformance_client URL (with MCP_CONFORMANCE_SCENARIO set)");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    match run(&scenario, &url).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("scenario {scenario} failed: {error}");
+            let mut source = std::error::Error::source(&*error);
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let session = Connector::new().connect(ConnectRequest::http(url)?).await?;
+    match scenario {
+        "initialize" => {}
+        "tools_call" => {
+            let result = session
+                .call_tool("add_numbers", &json!({ "a": 2, "b": 3 }))
+                .await?;
+            if result.is_error {
+                return Err("add_numbers reported a tool error".into());
+            }
+        }
+        other => return Err(format!("scenario {other:?} is not supported by this client").into()),
+    }
+    session.close().await?;
+    Ok(())
+}
