@@ -17,7 +17,10 @@ use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let Some(url) = std::env::args().last().filter(|a| a.starts_with("http")) else {
+    let Some(url) = std::env::args()
+        .next_back()
+        .filter(|a| a.starts_with("http"))
+    else {
         eprintln!("usage: conformance_client URL (with MCP_CONFORMANCE_SCENARIO set)");
         return ExitCode::from(2);
     };

@@ -56,3 +56,8 @@ pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use request::{ConnectRequest, Limits, Target, TransportMode};
 pub use session::{Session, SessionState};
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

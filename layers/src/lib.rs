@@ -1,4 +1,4 @@
-//! Establishment middleware for [tower]: the vocabulary every layer speaks.
+//! Establishment middleware for [tower](https://docs.rs/tower): the vocabulary every layer speaks.
 //!
 //! Connecting to a remote protocol server is a short pipeline of stages
 //! (connect, probe, handshake, ...) that can fail in ways a caller must tell

@@ -350,18 +350,13 @@ impl StreamableHttp {
     }
 
     async fn shut_down(&self) -> Result<(), TransportError> {
-        let previously = self
-            .closed
-            .lock()
-            .expect("lock poisoned")
-            .replace(Closure::Local);
-        if previously.is_some() {
-            // Already ended (expired or closed): keep the first closure, send nothing.
-            self.closed
-                .lock()
-                .expect("lock poisoned")
-                .replace(previously.expect("some"));
-            return Ok(());
+        {
+            let mut closed = self.closed.lock().expect("lock poisoned");
+            if closed.is_some() {
+                // Already ended (expired or closed): keep the first closure, send nothing.
+                return Ok(());
+            }
+            *closed = Some(Closure::Local);
         }
         let Some(session) = self.session_id.lock().expect("lock poisoned").take() else {
             return Ok(());

@@ -1,0 +1,220 @@
+//! Bad input from servers and callers: each case gives a typed error, loses
+//! nothing, and nothing hangs.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_connect::layers::{Classify, FailureKind, Stage};
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::{
+    ConfigError, ConnectRequest, Connector, Error, ErrorKind, Limits, Session, TransportError,
+    VersionError, VersionPolicy,
+};
+use serde_json::json;
+use support::{error, legacy, result, watchdog, Script, ScriptServer};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+async fn connect_with(server: &ScriptServer, limits: Limits) -> Result<Session, Error> {
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_limits(limits);
+    watchdog(LIMIT, Connector::new().connect(request)).await
+}
+
+/// A legacy server whose `tools/call` answer is scripted.
+async fn call_answered(call: fn(&support::Recorded) -> Script) -> ScriptServer {
+    ScriptServer::start(move |r| match r.rpc_method() {
+        "server/discover" => Script::Status(404),
+        "tools/call" => call(r),
+        _ => legacy(r),
+    })
+    .await
+}
+
+fn transport_error(error: &Error) -> &TransportError {
+    match error.kind() {
+        ErrorKind::Transport(e) => e,
+        other => panic!("expected a transport error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn malformed_json_reply_is_a_typed_protocol_error() {
+    let server = call_answered(|_| {
+        Script::Raw(
+            200,
+            "application/json",
+            "{\"jsonrpc\": \"2.0\", \"id\": 3, ".into(),
+        )
+    })
+    .await;
+    let session = connect_with(&server, Limits::default()).await.unwrap();
+    let error = session.call_tool("x", &json!({})).await.unwrap_err();
+    assert!(
+        matches!(transport_error(&error), TransportError::Malformed(_)),
+        "{error:?}"
+    );
+    assert_eq!(
+        (error.stage(), error.failure().kind),
+        (Stage::Request, FailureKind::Protocol)
+    );
+}
+
+#[tokio::test]
+async fn reply_with_an_unknown_id_is_a_typed_error() {
+    let server =
+        call_answered(|_| Script::Json(200, json!({ "jsonrpc": "2.0", "id": 999, "result": {} })))
+            .await;
+    let session = connect_with(&server, Limits::default()).await.unwrap();
+    let error = session.call_tool("x", &json!({})).await.unwrap_err();
+    assert!(
+        matches!(transport_error(&error), TransportError::UnknownId),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn oversized_sse_event_and_oversized_json_body_are_refused() {
+    let limits = Limits::default().with_max_message_bytes(4096);
+    let server =
+        call_answered(|_| Script::Sse(vec![format!("data: {}\n\n", "x".repeat(10_000))])).await;
+    let session = connect_with(&server, limits).await.unwrap();
+    let error = session.call_tool("x", &json!({})).await.unwrap_err();
+    assert!(
+        matches!(transport_error(&error), TransportError::SseTooLarge(_)),
+        "{error:?}"
+    );
+
+    let server = call_answered(|r| {
+        Script::Json(
+            200,
+            result(
+                r,
+                json!({ "content": [{ "type": "text", "text": "y".repeat(10_000) }] }),
+            ),
+        )
+    })
+    .await;
+    let session = connect_with(&server, limits).await.unwrap();
+    let error = session.call_tool("x", &json!({})).await.unwrap_err();
+    assert!(
+        matches!(
+            transport_error(&error),
+            TransportError::TooLarge { limit: 4096 }
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_answering_a_version_we_do_not_speak_is_refused() {
+    let server = ScriptServer::start(|r| match r.rpc_method() {
+        "server/discover" => Script::Status(404),
+        "initialize" => Script::Json(
+            200,
+            result(
+                r,
+                json!({ "protocolVersion": "2099-01-01", "capabilities": {}, "serverInfo": {} }),
+            ),
+        ),
+        _ => legacy(r),
+    })
+    .await;
+    let error = connect_with(&server, Limits::default()).await.unwrap_err();
+    match error.kind() {
+        ErrorKind::Version(VersionError::NotAllowed { offered }) => {
+            assert_eq!(offered.as_str(), "2099-01-01")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.methods(), ["server/discover", "initialize"]);
+}
+
+#[tokio::test]
+async fn an_html_page_is_not_an_mcp_server() {
+    // A web server that answers everything with a 200 page.
+    let server =
+        ScriptServer::start(|_| Script::Raw(200, "text/html", "<html>hello</html>".into())).await;
+    let error = connect_with(&server, Limits::default()).await.unwrap_err();
+    assert!(
+        matches!(transport_error(&error), TransportError::ContentType),
+        "{error:?}"
+    );
+    assert_eq!(error.failure().kind, FailureKind::Protocol);
+
+    // One that answers everything with a 404 page: the probe reads as legacy,
+    // initialize then fails with the status.
+    let server =
+        ScriptServer::start(|_| Script::Raw(404, "text/html", "<h1>Not Found</h1>".into())).await;
+    let error = connect_with(&server, Limits::default()).await.unwrap_err();
+    let failure = error.failure();
+    assert_eq!(
+        (failure.stage, failure.kind, failure.http_status),
+        (Stage::Initialize, FailureKind::HttpStatus, Some(404))
+    );
+}
+
+#[tokio::test]
+async fn initialize_result_of_the_wrong_shape_is_a_typed_error() {
+    let server = ScriptServer::start(|r| match r.rpc_method() {
+        "server/discover" => Script::Status(404),
+        "initialize" => Script::Json(200, result(r, json!({ "capabilities": {} }))),
+        _ => legacy(r),
+    })
+    .await;
+    let error = connect_with(&server, Limits::default()).await.unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Result(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_stalled_initialize_ends_at_the_handshake_limit() {
+    let server = ScriptServer::start(|r| match r.rpc_method() {
+        "server/discover" => Script::Json(400, error(r, -32601, None)),
+        "initialize" => Script::Stall,
+        _ => legacy(r),
+    })
+    .await;
+    let limits = Limits::default().with_handshake_timeout(Duration::from_millis(200));
+    let error = connect_with(&server, limits).await.unwrap_err();
+    let failure = error.failure();
+    assert_eq!(
+        (failure.stage, failure.kind),
+        (Stage::Initialize, FailureKind::Timeout)
+    );
+}
+
+#[test]
+fn invalid_urls_headers_and_versions_are_configuration_errors() {
+    for url in ["", "ftp://example.com/mcp", "/mcp", "http://", "not a url"] {
+        let error = ConnectRequest::http(url).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Config(ConfigError::Url)),
+            "{url:?}"
+        );
+        assert_eq!(error.stage(), Stage::Configure);
+    }
+    let request = ConnectRequest::http("http://127.0.0.1:1/mcp").unwrap();
+    assert!(request.clone().with_header("bad header", "x").is_err());
+    assert!(request
+        .clone()
+        .with_header("authorization", "line\nbreak")
+        .is_err());
+    assert!(VersionPolicy::Pin(ProtocolVersion::new("2099-01-01"))
+        .validate()
+        .is_err());
+}
+
+#[tokio::test]
+async fn an_unknown_pinned_version_fails_before_any_io() {
+    let server = ScriptServer::start(legacy).await;
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::new("2099-01-01"));
+    let error = watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap_err();
+    assert_eq!(error.failure().kind, FailureKind::Configuration);
+    assert!(server.recorded().is_empty());
+}

@@ -1,0 +1,163 @@
+//! The `mcp-connect` command: timeline, JSON summary, exit codes, and that
+//! secrets given to it never appear in its output.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
+        .args(args)
+        .output()
+        .expect("the command runs")
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect()
+}
+
+fn closed_port_url(suffix: &str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}{suffix}", listener.local_addr().unwrap())
+}
+
+#[test]
+fn with_no_target_it_establishes_with_the_built_in_demo_server() {
+    let output = run(&["--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let lines = json_lines(&output);
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!(summary["outcome"], "established");
+    assert_eq!(summary["era"], "modern");
+    assert_eq!(summary["protocol_version"], "2026-07-28");
+    assert_eq!(summary["transport"], "streamable-http");
+    assert_eq!(summary["attempts"], 1);
+    assert_eq!(summary["http_requests"], 1);
+    assert_eq!(summary["server"]["name"], "mcp-connect-demo");
+    assert!(summary["elapsed_ms"].as_f64().unwrap() > 0.0);
+    let stages: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["event"] == "stage")
+        .map(|l| l["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["connect", "connect", "probe", "probe"]);
+}
+
+#[test]
+fn pinned_legacy_run_lists_and_calls_tools_and_counts_every_request() {
+    let output = run(&[
+        "--json",
+        "--pin",
+        "2025-11-25",
+        "--list-tools",
+        "--call-tool",
+        "add",
+        "--args",
+        r#"{"a":2,"b":40}"#,
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let lines = json_lines(&output);
+    let call = lines.iter().find(|l| l["event"] == "call").unwrap();
+    assert_eq!(
+        (call["ok"].as_bool(), call["text"].as_str()),
+        (Some(true), Some("42"))
+    );
+    let tools = lines.iter().find(|l| l["event"] == "tools").unwrap();
+    assert_eq!(tools["tools"], serde_json::json!(["add", "echo"]));
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["era"], "legacy");
+    assert_eq!(summary["protocol_version"], "2025-11-25");
+    // initialize, initialized, tools/list, tools/call, DELETE
+    assert_eq!(summary["http_requests"], 5);
+}
+
+#[test]
+fn human_output_is_a_timeline_then_the_outcome() {
+    let output = run(&[]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("built-in demo server"), "{text}");
+    assert!(text.contains("probe"), "{text}");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("established: modern era, protocol 2026-07-28"),
+        "{text}"
+    );
+}
+
+#[test]
+fn failure_exits_1_with_a_structured_failure() {
+    let output = run(&["--json", &closed_port_url("/mcp")]);
+    assert_eq!(output.status.code(), Some(1));
+    let summary = json_lines(&output).pop().unwrap();
+    assert_eq!(summary["outcome"], "failed");
+    assert_eq!(summary["failure"]["stage"], "probe");
+    assert_eq!(summary["failure"]["kind"], "connect");
+    assert_eq!(summary["failure"]["http_status"], Value::Null);
+    assert!(summary
+        .get("failure")
+        .unwrap()
+        .get("cancel_source")
+        .is_some());
+}
+
+#[test]
+fn a_short_deadline_is_reported_as_the_deadline() {
+    // A listener that accepts and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let output = run(&["--json", "--deadline", "300ms", &url]);
+    assert_eq!(output.status.code(), Some(1));
+    let summary = json_lines(&output).pop().unwrap();
+    assert_eq!(summary["failure"]["kind"], "timeout");
+    assert_eq!(summary["failure"]["cancel_source"], "deadline");
+    assert!(summary["elapsed_ms"].as_f64().unwrap() < 2000.0);
+    drop(listener);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["--deadline", "soon"][..],
+        &["--args", "{}"][..],
+        &["--call-tool", "x", "--args", "[1]"][..],
+        &["ftp://example.com/mcp"][..],
+        &["http://127.0.0.1:1/mcp", "--", "server"][..],
+        &["--header", "no-colon"][..],
+        &["--transport", "carrier-pigeon"][..],
+    ] {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    }
+}
+
+#[test]
+fn header_values_userinfo_and_query_strings_are_never_printed() {
+    let url = closed_port_url("/mcp?token=query-canary");
+    let url = url.replace("http://", "http://user:userinfo-canary@");
+    for json in [true, false] {
+        let mut args = vec![
+            "--header",
+            "Authorization: Bearer header-canary",
+            url.as_str(),
+        ];
+        if json {
+            args.insert(0, "--json");
+        }
+        let output = run(&args);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for canary in ["header-canary", "query-canary", "userinfo-canary"] {
+            assert!(!all.contains(canary), "{canary} printed: {all}");
+        }
+    }
+}

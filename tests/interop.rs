@@ -1,0 +1,218 @@
+//! Interop against real MCP servers nobody here wrote (see
+//! ../shared/peers/README.md). The peers are installed by
+//! `.ci/install-peers.sh`; `.ci/run` runs these tests with `--ignored` and
+//! `MCP_PEERS_DIR` set. Every peer binds 127.0.0.1 and is killed by pid when
+//! its test ends.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use mcp_connect::protocol::{Era, ProtocolVersion};
+use mcp_connect::transport::{StdioCommand, TransportKind};
+use mcp_connect::{ConnectRequest, Connector, Session};
+use serde_json::json;
+use support::watchdog;
+use tokio::process::{Child, Command};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn peers() -> PathBuf {
+    PathBuf::from(
+        std::env::var("MCP_PEERS_DIR")
+            .expect("MCP_PEERS_DIR names the installed peers (.ci/install-peers.sh)"),
+    )
+}
+
+fn everything_entry() -> PathBuf {
+    peers().join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+fn python_server() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/python_server.py")
+}
+
+fn loopback_preload() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/loopback.cjs")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A peer server process, killed (by its pid, through kill_on_drop) when dropped.
+struct Peer {
+    _child: Child,
+    port: u16,
+}
+
+impl Peer {
+    async fn start(mut command: Command, port: u16) -> Peer {
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("peer starts");
+        watchdog(Duration::from_secs(20), async {
+            while tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        Peer {
+            _child: child,
+            port,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+async fn everything_http() -> Peer {
+    let port = free_port();
+    let mut command = Command::new("node");
+    command
+        .args(["--require", loopback_preload()])
+        .arg(everything_entry())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    Peer::start(command, port).await
+}
+
+async fn python_http() -> Peer {
+    let port = free_port();
+    let mut command = Command::new(python());
+    command.args([python_server(), "streamable-http", &port.to_string()]);
+    Peer::start(command, port).await
+}
+
+async fn connect(request: ConnectRequest) -> Session {
+    watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .expect("establishes")
+}
+
+async fn assert_everything_sum(session: &Session) {
+    let result = session
+        .call_tool("get-sum", &json!({ "a": 2, "b": 3 }))
+        .await
+        .unwrap();
+    assert!(!result.is_error);
+    assert!(result.text().contains('5'), "{}", result.text());
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn server_everything_over_streamable_http_is_legacy_2025_11_25() {
+    let peer = everything_http().await;
+    let session = connect(ConnectRequest::http(&peer.url("/mcp")).unwrap()).await;
+    assert_eq!(session.era(), Era::Legacy);
+    assert_eq!(session.protocol_version(), &ProtocolVersion::V2025_11_25);
+    assert_eq!(session.transport_kind(), TransportKind::StreamableHttp);
+    assert_eq!(session.server_info().name, "mcp-servers/everything");
+    assert_everything_sum(&session).await;
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn server_everything_over_stdio_is_legacy_2025_11_25() {
+    let command =
+        StdioCommand::new("node").args([everything_entry().into_os_string(), "stdio".into()]);
+    let session = connect(ConnectRequest::stdio(command)).await;
+    assert_eq!(session.era(), Era::Legacy);
+    assert_eq!(session.protocol_version(), &ProtocolVersion::V2025_11_25);
+    assert_everything_sum(&session).await;
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_over_streamable_http_is_modern_2026_07_28() {
+    let peer = python_http().await;
+    let session = connect(ConnectRequest::http(&peer.url("/mcp")).unwrap()).await;
+    assert_eq!(session.era(), Era::Modern);
+    assert_eq!(session.protocol_version(), &ProtocolVersion::V2026_07_28);
+    assert_eq!(session.server_info().name, "python-peer");
+    let result = session
+        .call_tool("add", &json!({ "a": 2, "b": 3 }))
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "5");
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_pinned_to_2025_11_25_is_legacy() {
+    let peer = python_http().await;
+    let request = ConnectRequest::http(&peer.url("/mcp"))
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    let session = connect(request).await;
+    assert_eq!(session.era(), Era::Legacy);
+    assert_eq!(session.protocol_version(), &ProtocolVersion::V2025_11_25);
+    let result = session
+        .call_tool("add", &json!({ "a": 2, "b": 3 }))
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "5");
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_over_stdio_is_modern() {
+    let command = StdioCommand::new(python()).args([python_server(), "stdio"]);
+    let session = connect(ConnectRequest::stdio(command)).await;
+    assert_eq!(session.era(), Era::Modern);
+    assert_eq!(session.protocol_version(), &ProtocolVersion::V2026_07_28);
+    let result = session
+        .call_tool("add", &json!({ "a": 2, "b": 3 }))
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "5");
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_http_session_expiry_is_terminal() {
+    use mcp_connect::layers::{Classify, Closure};
+    let port = free_port();
+    let mut command = Command::new(python());
+    command.args([python_server(), "streamable-http", &port.to_string(), "1"]);
+    let peer = Peer::start(command, port).await;
+    let request = ConnectRequest::http(&peer.url("/mcp"))
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    let session = connect(request).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let error = session
+        .call_tool("add", &json!({ "a": 2, "b": 3 }))
+        .await
+        .unwrap_err();
+    let failure = error.failure();
+    assert_eq!(
+        (failure.closure, failure.http_status),
+        (Some(Closure::SessionExpired), Some(404))
+    );
+    session.close().await.unwrap();
+}

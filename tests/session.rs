@@ -1,0 +1,207 @@
+//! Established sessions: terminal states, fail-fast after closure, idempotent
+//! close, and what errors show.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mcp_connect::demo::DemoServer;
+use mcp_connect::layers::{Classify, Closure, FailureKind};
+use mcp_connect::protocol::{Notification, ProtocolVersion, Request, RequestId};
+use mcp_connect::transport::{MemoryTransport, Transport};
+use mcp_connect::{ConnectRequest, Connector, SessionState, TransportError};
+use serde_json::json;
+use support::watchdog;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn session_404_is_terminal_and_later_calls_fail_fast_without_a_request() {
+    let server = DemoServer::start().await.unwrap();
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    let session = watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap();
+    assert_eq!(
+        session
+            .call_tool("add", &json!({ "a": 1, "b": 2 }))
+            .await
+            .unwrap()
+            .text(),
+        "3"
+    );
+    server.expire_sessions();
+    let error = session
+        .call_tool("add", &json!({ "a": 1, "b": 2 }))
+        .await
+        .unwrap_err();
+    let failure = error.failure();
+    assert_eq!(failure.kind, FailureKind::Closed);
+    assert_eq!(failure.closure, Some(Closure::SessionExpired));
+    assert_eq!(failure.http_status, Some(404));
+    assert_eq!(
+        session.state(),
+        SessionState::Closed(Closure::SessionExpired)
+    );
+    let seen = server.requests();
+    let again = session.list_tools().await.unwrap_err();
+    assert_eq!(again.failure().closure, Some(Closure::SessionExpired));
+    session.close().await.unwrap();
+    assert_eq!(
+        server.requests(),
+        seen,
+        "nothing is sent on an expired session, not even DELETE"
+    );
+}
+
+#[tokio::test]
+async fn close_is_idempotent_and_ends_the_server_session_once() {
+    let server = DemoServer::start().await.unwrap();
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    let session = watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap();
+    assert_eq!(server.open_sessions(), 1);
+    session.close().await.unwrap();
+    assert_eq!(server.open_sessions(), 0);
+    let after_first = server.requests();
+    session.close().await.unwrap();
+    assert_eq!(server.requests(), after_first);
+    assert_eq!(session.state(), SessionState::Closed(Closure::Local));
+    assert!(session.list_tools().await.is_err());
+}
+
+#[tokio::test]
+async fn modern_session_against_the_demo_server_calls_tools() {
+    let server = DemoServer::start().await.unwrap();
+    let session = watchdog(
+        LIMIT,
+        Connector::new().connect(ConnectRequest::http(&server.url()).unwrap()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(session.protocol_version(), &ProtocolVersion::V2026_07_28);
+    assert_eq!(session.http_requests(), 1, "one discover and nothing else");
+    let tools = session.list_tools().await.unwrap();
+    assert_eq!(
+        tools
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["add", "echo"]
+    );
+    assert_eq!(
+        session
+            .call_tool("echo", &json!({ "message": "hi" }))
+            .await
+            .unwrap()
+            .text(),
+        "hi"
+    );
+    assert_eq!(server.sessions_created(), 0, "modern is stateless");
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_pending_waiter_fails_at_once_when_the_stream_closes() {
+    let (transport, server) = MemoryTransport::pair(1 << 20);
+    let (read, mut write) = tokio::io::split(server);
+    let mut lines = BufReader::new(read).lines();
+    let requests: Vec<Request> = (1..=3)
+        .map(|id| Request {
+            id: RequestId::Number(id),
+            method: "slow".into(),
+            params: None,
+        })
+        .collect();
+    let pending =
+        futures_util::future::join_all(requests.iter().map(|r| transport.request(r, None)));
+    let server_side = async {
+        for _ in 0..3 {
+            lines.next_line().await.unwrap().unwrap();
+        }
+        // A server request and a reply with an unknown id before closing: both harmless.
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}\n")
+            .await
+            .unwrap();
+        let ping_answer = lines.next_line().await.unwrap().unwrap();
+        write.shutdown().await.unwrap();
+        drop(write);
+        ping_answer
+    };
+    let started = Instant::now();
+    let (results, ping_answer) =
+        watchdog(LIMIT, async { tokio::join!(pending, server_side) }).await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(ping_answer, r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#);
+    for result in results {
+        assert!(
+            matches!(result, Err(TransportError::Closed(Closure::Eof))),
+            "{result:?}"
+        );
+    }
+    assert_eq!(transport.closed(), Some(Closure::Eof));
+    let late = transport
+        .notify(
+            &Notification {
+                method: "x".into(),
+                params: None,
+            },
+            None,
+        )
+        .await;
+    assert!(matches!(late, Err(TransportError::Closed(Closure::Eof))));
+}
+
+#[tokio::test]
+async fn replies_are_matched_by_id_in_any_order() {
+    let (transport, server) = MemoryTransport::pair(1 << 20);
+    let (read, mut write) = tokio::io::split(server);
+    let mut lines = BufReader::new(read).lines();
+    let a = Request {
+        id: RequestId::Number(1),
+        method: "a".into(),
+        params: None,
+    };
+    let b = Request {
+        id: RequestId::Number(2),
+        method: "b".into(),
+        params: None,
+    };
+    let server_side = async {
+        lines.next_line().await.unwrap();
+        lines.next_line().await.unwrap();
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":\"second\"}\n")
+            .await
+            .unwrap();
+        write
+            .write_all(
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"m\"}}\n",
+            )
+            .await
+            .unwrap();
+    };
+    let (ra, rb, ()) = watchdog(LIMIT, async {
+        tokio::join!(
+            transport.request(&a, None),
+            transport.request(&b, None),
+            server_side
+        )
+    })
+    .await;
+    assert_eq!(ra.unwrap().unwrap_err().code(), -32601);
+    assert_eq!(rb.unwrap().unwrap().get(), "\"second\"");
+    transport.close().await.unwrap();
+}
