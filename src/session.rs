@@ -17,11 +17,12 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
+use crate::protocol::{error_bytes, result_bytes};
 use crate::protocol::{
     meta_keys, CallToolParams, CallToolResult, ClientInfo, Era, GetPromptParams, ListToolsResult,
-    Notification, ProtocolVersion, ReadResourceParams, Request, RequestId, ServerInfo,
+    Notification, ProtocolVersion, ReadResourceParams, Request, RequestId, RpcError, ServerInfo,
 };
-use crate::transport::{Transport, TransportKind};
+use crate::transport::{ServerStream, Transport, TransportKind};
 
 /// What this client says about itself on every modern request.
 #[derive(Debug, Clone)]
@@ -264,6 +265,47 @@ impl Session {
     pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
         let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
         self.request_as("resources/read", Some(params)).await
+    }
+
+    /// Opens the server-to-client stream, for applications that want the
+    /// server's own notifications and requests (the Streamable HTTP GET).
+    /// `Ok(None)` when the server offers none (405, or 400 from some
+    /// servers), on the modern era, and on transports without one.
+    pub async fn server_stream(&self) -> Result<Option<ServerStream>, Error> {
+        tokio::time::timeout(self.request_timeout, self.transport.open_server_stream())
+            .await
+            .map_err(|_| {
+                Error::new(
+                    Stage::Request,
+                    ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+                )
+            })?
+            .map_err(|e| Error::transport(Stage::Request, e))
+    }
+
+    /// Answers a request the server sent (from a [`ServerStream`]).
+    pub async fn respond(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, RpcError>,
+    ) -> Result<(), Error> {
+        let bytes = match &outcome {
+            Ok(result) => result_bytes(id, result),
+            Err(error) => error_bytes(id, error.code(), error.message()),
+        };
+        tokio::time::timeout(
+            self.request_timeout,
+            self.transport
+                .respond(bytes, Some(&self.negotiated.version)),
+        )
+        .await
+        .map_err(|_| {
+            Error::new(
+                Stage::Request,
+                ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+            )
+        })?
+        .map_err(|e| Error::transport(Stage::Request, e))
     }
 
     /// Closes the session: ends the HTTP session (DELETE) or stops the

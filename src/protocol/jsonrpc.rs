@@ -230,6 +230,8 @@ pub enum Incoming {
     Notification {
         /// The method.
         method: String,
+        /// The params.
+        params: Option<Value>,
     },
 }
 
@@ -279,7 +281,10 @@ impl TryFrom<RawIncoming> for Incoming {
                 method,
                 params: raw.params,
             }),
-            (None, Some(method), None, None) => Ok(Incoming::Notification { method }),
+            (None, Some(method), None, None) => Ok(Incoming::Notification {
+                method,
+                params: raw.params,
+            }),
             (Some(Some(id)), None, Some(result), None) => Ok(Incoming::Response { id, result }),
             (Some(id), None, None, Some(error)) => Ok(Incoming::Error { id, error }),
             _ => Err(MessageError::NotJsonRpc),

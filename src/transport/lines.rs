@@ -124,6 +124,13 @@ impl LineTransport {
         self.shared.write_line(notification.to_bytes()).await
     }
 
+    pub(crate) async fn respond(&self, response: Vec<u8>) -> Result<(), TransportError> {
+        if let Some(closure) = self.shared.closed() {
+            return Err(TransportError::Closed(closure));
+        }
+        self.shared.write_line(response).await
+    }
+
     /// Closes the write half (the peer sees EOF) without waiting for it.
     pub(crate) async fn shutdown_writer(&self) {
         if let Some(mut writer) = self.shared.writer.lock().await.take() {
@@ -206,7 +213,7 @@ async fn read_loop<R>(
                     break Closure::Reset;
                 }
             }
-            Ok(Incoming::Notification { method }) => {
+            Ok(Incoming::Notification { method, .. }) => {
                 tracing::trace!(method = %method, "server notification dropped");
             }
             Err(_) => tracing::debug!("server sent a line that is not JSON-RPC; skipped"),

@@ -51,6 +51,14 @@ impl Transport for MemoryTransport {
         self.lines.notify(notification).boxed()
     }
 
+    fn respond<'a>(
+        &'a self,
+        response: Vec<u8>,
+        _version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.lines.respond(response).boxed()
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         async move {
             self.lines.shutdown_writer().await;

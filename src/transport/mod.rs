@@ -17,6 +17,7 @@
 mod http_client;
 mod lines;
 mod memory;
+mod server_stream;
 mod sse;
 mod stdio;
 mod streamable_http;
@@ -29,6 +30,7 @@ use serde_json::value::RawValue;
 
 pub use http_client::{HttpBody, HttpClient};
 pub use memory::MemoryTransport;
+pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;
 pub use stdio::{StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
@@ -92,6 +94,22 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
         notification: &'a Notification,
         version: Option<&'a ProtocolVersion>,
     ) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Sends a response to a server-initiated request (the bytes of a
+    /// JSON-RPC response).
+    fn respond<'a>(
+        &'a self,
+        response: Vec<u8>,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Opens the server-to-client stream, when the transport has one that
+    /// must be asked for (the Streamable HTTP GET). `Ok(None)` when the
+    /// server offers none (405, or 400 from some servers) or the transport
+    /// has no such stream. Never opened unless asked: it costs a connection.
+    fn open_server_stream(&self) -> BoxFuture<'_, Result<Option<ServerStream>, TransportError>> {
+        Box::pin(async { Ok(None) })
+    }
 
     /// Closes the transport and releases everything it holds (streams, the
     /// HTTP session, the child process). Idempotent: later calls return

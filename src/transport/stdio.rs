@@ -227,6 +227,14 @@ impl Transport for StdioTransport {
         self.lines.notify(notification).boxed()
     }
 
+    fn respond<'a>(
+        &'a self,
+        response: Vec<u8>,
+        _version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.lines.respond(response).boxed()
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         self.shut_down().boxed()
     }

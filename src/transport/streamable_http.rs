@@ -24,7 +24,8 @@ use mcp_connect_layers::Closure;
 use serde_json::Value;
 
 use super::{
-    answer_server_request, HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind,
+    answer_server_request, HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport,
+    TransportKind,
 };
 use crate::error::{BoxError, TransportError};
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
@@ -262,7 +263,7 @@ impl StreamableHttp {
                     .await?;
                 Ok(None)
             }
-            Incoming::Notification { method } => {
+            Incoming::Notification { method, .. } => {
                 tracing::trace!(method = %method, "server notification dropped");
                 Ok(None)
             }
@@ -270,7 +271,7 @@ impl StreamableHttp {
     }
 
     /// POSTs a response to a server-initiated request.
-    async fn respond(
+    async fn post_response(
         &self,
         body: Vec<u8>,
         version: Option<&ProtocolVersion>,
@@ -292,6 +293,49 @@ impl StreamableHttp {
             );
         }
         Ok(())
+    }
+
+    /// GETs the standalone server stream. 405 (and 400, which some servers
+    /// send instead) mean the server offers none; the modern era has none, so
+    /// nothing is sent there.
+    async fn get_stream(&self) -> Result<Option<ServerStream>, TransportError> {
+        self.check_open()?;
+        let version = self.last_version.lock().expect("lock poisoned").clone();
+        if version.as_ref().is_some_and(|v| v.era() == Era::Modern) {
+            return Ok(None);
+        }
+        let session = self.session_id.lock().expect("lock poisoned").clone();
+        let mut request = self.build(
+            Method::GET,
+            Bytes::new(),
+            None,
+            None,
+            version.as_ref(),
+            session.as_ref(),
+        );
+        request
+            .headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        request.headers_mut().remove(CONTENT_TYPE);
+        let response = self.send(request).await?;
+        let (parts, body) = response.into_parts();
+        match parts.status {
+            StatusCode::METHOD_NOT_ALLOWED | StatusCode::BAD_REQUEST => Ok(None),
+            status if status.is_success() && is_event_stream(&parts.headers) => {
+                Ok(Some(ServerStream::new(body, self.max_message)))
+            }
+            status if status.is_success() => Err(TransportError::ContentType),
+            status => match self
+                .failed_status(status, &parts.headers, body, session.is_some())
+                .await
+            {
+                Err(e) => Err(e),
+                Ok(_) => Err(TransportError::Status {
+                    status: status.as_u16(),
+                    retry_after: None,
+                }),
+            },
+        }
     }
 
     async fn failed_status(
@@ -412,6 +456,18 @@ impl Transport for StreamableHttp {
         version: Option<&'a ProtocolVersion>,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
         self.send_notification(notification, version).boxed()
+    }
+
+    fn respond<'a>(
+        &'a self,
+        response: Vec<u8>,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.post_response(response, version).boxed()
+    }
+
+    fn open_server_stream(&self) -> BoxFuture<'_, Result<Option<ServerStream>, TransportError>> {
+        self.get_stream().boxed()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
