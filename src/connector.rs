@@ -17,10 +17,10 @@ use tower_service::Service;
 
 use crate::clock::Clock;
 use crate::error::{ConfigError, Error, TransportError};
-use crate::handshake::establish;
+use crate::handshake::{establish, Open};
 use crate::request::{ConnectRequest, Target, TransportMode};
 use crate::session::Session;
-use crate::transport::{HttpClient, StdioTransport, StreamableHttp, Transport};
+use crate::transport::{HttpClient, LegacySse, StdioTransport, StreamableHttp, Transport};
 
 /// Makes a new, established [`Session`] for every [`ConnectRequest`].
 #[derive(Clone)]
@@ -57,9 +57,28 @@ impl Connector {
             request.attempt,
             request.observer.clone(),
         );
-        let open =
-            |request: &ConnectRequest| -> Result<Box<dyn Transport>, Error> { self.open(request) };
-        establish(&request, &clock, &|| open(&request)).await
+        establish(&request, &clock, self).await
+    }
+}
+
+impl Open for Connector {
+    fn open_sse<'a>(
+        &'a self,
+        request: &'a ConnectRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Transport>, TransportError>> {
+        Box::pin(async move {
+            let Target::Http { url, headers } = &request.target else {
+                unreachable!("establish checks that SSE has an HTTP target")
+            };
+            let transport = LegacySse::connect(
+                self.http.clone(),
+                url.clone(),
+                headers.clone(),
+                request.limits.max_message_bytes,
+            )
+            .await?;
+            Ok(Box::new(transport) as Box<dyn Transport>)
+        })
     }
 
     fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error> {
@@ -86,6 +105,7 @@ impl Connector {
             (_, mode) => Err(Error::config(ConfigError::TransportMismatch {
                 transport: match mode {
                     TransportMode::Stdio => "stdio",
+                    TransportMode::Sse => "sse",
                     _ => "streamable-http",
                 },
             })),

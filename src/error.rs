@@ -73,6 +73,12 @@ pub enum TransportError {
     /// A reply named a request id this client never sent.
     #[error("reply to an unknown request id")]
     UnknownId,
+    /// A legacy SSE `endpoint` event named another origin than the SSE URL.
+    #[error("SSE endpoint refused: it names another origin")]
+    CrossOriginEndpoint,
+    /// A legacy SSE `endpoint` event is not a URI reference.
+    #[error("SSE endpoint is not a valid URI reference")]
+    BadEndpoint,
     /// The server process could not be started.
     #[error("could not start the server process")]
     Spawn(#[source] std::io::Error),
@@ -150,14 +156,34 @@ pub enum ErrorKind {
 
 /// An establishment or session error: the stage it happened in and what
 /// happened, with the full source chain kept.
+///
+/// When one attempt failed in several ways (Streamable HTTP, then the
+/// HTTP+SSE fallback), the first is the primary error and the others are kept
+/// in order in [`also`](Self::also), each with its own source chain.
 pub struct Error {
     stage: Stage,
     kind: ErrorKind,
+    also: Vec<Error>,
 }
 
 impl Error {
     pub(crate) fn new(stage: Stage, kind: ErrorKind) -> Self {
-        Error { stage, kind }
+        Error {
+            stage,
+            kind,
+            also: Vec::new(),
+        }
+    }
+
+    /// Keeps a later failure beside this (primary) one.
+    pub(crate) fn with_also(mut self, later: Error) -> Self {
+        self.also.push(later);
+        self
+    }
+
+    /// Later failures of the same attempt, after the primary one.
+    pub fn also(&self) -> &[Error] {
+        &self.also
     }
 
     pub(crate) fn transport(stage: Stage, error: TransportError) -> Self {
@@ -199,16 +225,22 @@ impl Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Error")
-            .field("stage", &self.stage)
-            .field("kind", &self.kind)
-            .finish()
+        let mut debug = f.debug_struct("Error");
+        debug.field("stage", &self.stage).field("kind", &self.kind);
+        if !self.also.is_empty() {
+            debug.field("also", &self.also);
+        }
+        debug.finish()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {}", self.stage, self.kind)
+        write!(f, "{} failed: {}", self.stage, self.kind)?;
+        for later in &self.also {
+            write!(f, "; then {later}")?;
+        }
+        Ok(())
     }
 }
 
@@ -272,7 +304,9 @@ impl TransportError {
             | T::Malformed(_)
             | T::ContentType
             | T::NoReply
-            | T::UnknownId => Failure::new(stage, FailureKind::Protocol),
+            | T::UnknownId
+            | T::CrossOriginEndpoint
+            | T::BadEndpoint => Failure::new(stage, FailureKind::Protocol),
             T::Spawn(e) => match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
                     Failure::new(stage, FailureKind::Configuration)
@@ -300,5 +334,13 @@ impl Classify for Error {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
         }
+    }
+
+    fn children(&self) -> Vec<Failure> {
+        let mut children = vec![self.failure()];
+        for later in &self.also {
+            children.extend(later.children());
+        }
+        children
     }
 }

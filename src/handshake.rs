@@ -22,14 +22,17 @@
 
 use mcp_connect_layers::{CancelSource, Classify, Failure, FailureKind, Stage};
 
+use futures_util::future::BoxFuture;
+
 use crate::clock::Clock;
-use crate::error::{Error, ErrorKind, TransportError, VersionError};
+use crate::era_cache::{LegacyTransport, Verdict};
+use crate::error::{ConfigError, Error, ErrorKind, TransportError, VersionError};
 use crate::policy::VersionPolicy;
 use crate::protocol::{
     codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
     Request, RequestId, UnsupportedVersionData,
 };
-use crate::request::ConnectRequest;
+use crate::request::{ConnectRequest, Target, TransportMode};
 use crate::session::{ClientIdentity, Negotiated, Session};
 use crate::transport::{Reply, Transport, TransportKind};
 
@@ -136,28 +139,137 @@ pub(crate) fn judge_probe(
     }
 }
 
-/// Opens a fresh transport for the request.
-pub(crate) type Opener<'a> = dyn Fn() -> Result<Box<dyn Transport>, Error> + Send + Sync + 'a;
+/// Opens fresh transports for the ladder (implemented by the connector).
+pub(crate) trait Open: Sync {
+    /// A request/response transport: Streamable HTTP, or a new stdio process.
+    fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error>;
 
-/// Runs the ladder. On failure every transport it opened is closed before
-/// the error is returned; a failing close never replaces the error.
+    /// A legacy HTTP+SSE stream, once its `endpoint` event has arrived.
+    fn open_sse<'a>(
+        &'a self,
+        request: &'a ConnectRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Transport>, TransportError>>;
+}
+
+/// Where the ladder starts.
+#[derive(Debug, Clone)]
+struct Plan {
+    /// Probe first, at this version.
+    probe_at: Option<ProtocolVersion>,
+    /// The legacy version to offer, when known in advance.
+    offer: Option<ProtocolVersion>,
+    /// Go straight to legacy HTTP+SSE.
+    sse: bool,
+}
+
+impl Plan {
+    fn full(request: &ConnectRequest) -> Plan {
+        let sse = request.mode == TransportMode::Sse;
+        Plan {
+            probe_at: if sse {
+                None
+            } else {
+                request.versions.newest(Era::Modern)
+            },
+            offer: None,
+            sse,
+        }
+    }
+
+    fn cached(verdict: Verdict) -> Plan {
+        match verdict {
+            Verdict::Modern { version } => Plan {
+                probe_at: Some(version),
+                offer: None,
+                sse: false,
+            },
+            Verdict::Legacy { transport, version } => Plan {
+                probe_at: None,
+                offer: Some(version),
+                sse: transport == LegacyTransport::Sse,
+            },
+        }
+    }
+}
+
+/// Runs the ladder, consulting and updating the era cache. On failure every
+/// transport it opened is closed before the error is returned; a failing
+/// close never replaces the error.
 pub(crate) async fn establish(
     request: &ConnectRequest,
     clock: &Clock,
-    open: &Opener<'_>,
+    opener: &dyn Open,
 ) -> Result<Session, Error> {
     request.versions.validate().map_err(Error::config)?;
-    clock.check(Stage::Connect)?;
-    clock.begin(Stage::Connect);
-    let transport = open().inspect_err(|e| clock.fail(e))?;
-    clock.succeed(Stage::Connect);
+    if request.mode == TransportMode::Sse && !matches!(request.target, Target::Http { .. }) {
+        return Err(Error::config(ConfigError::TransportMismatch {
+            transport: "sse",
+        }));
+    }
+    // Only unpinned, uncapped, auto-transport connections use the cache: a pin wins.
+    let cache = request
+        .era_cache
+        .as_ref()
+        .filter(|_| request.versions == VersionPolicy::Auto && request.mode == TransportMode::Auto);
+    let cached = cache.and_then(|cache| cache.get(&request.target));
+    let outcome = match cached {
+        Some(verdict) => match attempt(request, clock, opener, Plan::cached(verdict)).await {
+            Err(error) if assumption_failed(&error) => {
+                // The cached verdict is stale: forget it, run the full ladder once.
+                if let Some(cache) = cache {
+                    cache.remove(&request.target);
+                }
+                attempt(request, clock, opener, Plan::full(request)).await
+            }
+            outcome => outcome,
+        },
+        None => attempt(request, clock, opener, Plan::full(request)).await,
+    };
+    if let (Ok(session), Some(cache)) = (&outcome, cache) {
+        if let Some(verdict) = Verdict::of(session.transport_kind(), session.protocol_version()) {
+            cache.insert(&request.target, verdict);
+        }
+    }
+    outcome
+}
+
+/// Whether a failure under a cached verdict may mean the verdict is stale.
+/// Failures that say nothing about the era (auth, throttling, DNS, TLS,
+/// connection, cancellation, the overall deadline) do not.
+fn assumption_failed(error: &Error) -> bool {
+    let failure = error.failure();
+    match failure.kind {
+        FailureKind::Auth
+        | FailureKind::Throttled
+        | FailureKind::Cancelled
+        | FailureKind::Configuration
+        | FailureKind::Dns
+        | FailureKind::Tls
+        | FailureKind::Connect => false,
+        FailureKind::Timeout => failure.cancel_source != Some(CancelSource::Deadline),
+        _ => true,
+    }
+}
+
+async fn attempt(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+    plan: Plan,
+) -> Result<Session, Error> {
+    let transport = if plan.sse {
+        open_sse(request, clock, opener).await?
+    } else {
+        open(request, clock, opener)?
+    };
     let mut ladder = Ladder {
         request,
         clock,
+        opener,
         next_id: 1,
         transport,
     };
-    match ladder.run(open).await {
+    match ladder.run(plan).await {
         Ok(negotiated) => {
             if let Err(error) = clock.check(Stage::Initialized) {
                 // Cancellation or expiry raced a late success: the session
@@ -181,9 +293,63 @@ pub(crate) async fn establish(
     }
 }
 
+fn open(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+) -> Result<Box<dyn Transport>, Error> {
+    clock.check(Stage::Connect)?;
+    clock.begin(Stage::Connect);
+    let transport = opener.open(request).inspect_err(|e| clock.fail(e))?;
+    clock.succeed(Stage::Connect);
+    Ok(transport)
+}
+
+async fn open_sse(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+) -> Result<Box<dyn Transport>, Error> {
+    clock.begin(Stage::SseEndpoint);
+    let transport = clock
+        .limit(
+            Stage::SseEndpoint,
+            request.limits.handshake_timeout,
+            CancelSource::HandshakeTimeout,
+            async {
+                opener
+                    .open_sse(request)
+                    .await
+                    .map_err(|e| Error::transport(Stage::SseEndpoint, e))
+            },
+        )
+        .await
+        .inspect_err(|e| clock.fail(e))?;
+    clock.succeed(Stage::SseEndpoint);
+    Ok(transport)
+}
+
+/// Whether a failed Streamable HTTP `initialize` allows the HTTP+SSE
+/// fallback: 400, 404 or 405 without a modern JSON-RPC error body.
+fn sse_fallback_allowed(error: &Error) -> bool {
+    let failure = error.failure();
+    let modern_code = matches!(
+        failure.jsonrpc_code,
+        Some(
+            codes::UNSUPPORTED_PROTOCOL_VERSION
+                | codes::HEADER_MISMATCH
+                | codes::MISSING_REQUIRED_CAPABILITY
+        )
+    );
+    failure.stage == Stage::Initialize
+        && matches!(failure.http_status, Some(400 | 404 | 405))
+        && !modern_code
+}
+
 struct Ladder<'a> {
     request: &'a ConnectRequest,
     clock: &'a Clock,
+    opener: &'a dyn Open,
     next_id: i64,
     transport: Box<dyn Transport>,
 }
@@ -199,11 +365,11 @@ impl Ladder<'_> {
         &self.request.client
     }
 
-    async fn run(&mut self, open: &Opener<'_>) -> Result<Negotiated, Error> {
+    async fn run(&mut self, plan: Plan) -> Result<Negotiated, Error> {
         let policy = &self.request.versions;
-        let mut probe_at = policy.newest(Era::Modern);
+        let mut probe_at = plan.probe_at;
         let mut probes = 0;
-        let mut offer = None;
+        let mut offer = plan.offer.filter(|v| policy.allows(v));
         loop {
             if let Some(version) = probe_at.take().filter(|_| probes < MAX_PROBES) {
                 probes += 1;
@@ -213,13 +379,10 @@ impl Ladder<'_> {
                         probe_at = Some(next);
                         continue;
                     }
-                    ProbeVerdict::Legacy(named, _) => offer = named,
+                    ProbeVerdict::Legacy(named, _) => offer = named.or(offer),
                     ProbeVerdict::LegacyOnFreshTransport(_) => {
                         self.dispose().await;
-                        self.clock.check(Stage::Connect)?;
-                        self.clock.begin(Stage::Connect);
-                        self.transport = open().inspect_err(|e| self.clock.fail(e))?;
-                        self.clock.succeed(Stage::Connect);
+                        self.transport = open(self.request, self.clock, self.opener)?;
                         self.next_id = 1;
                     }
                 }
@@ -229,16 +392,35 @@ impl Ladder<'_> {
                 self.clock.fail(&error);
                 return Err(error);
             };
-            match self.initialize(&offer).await {
-                Err(error) if probes < MAX_PROBES => match modern_evidence(&error, policy) {
-                    Some(version) => probe_at = Some(version),
-                    None => return Err(error),
-                },
-                outcome => return outcome,
+            let error = match self.initialize(&offer).await {
+                Ok(negotiated) => return Ok(negotiated),
+                Err(error) => error,
+            };
+            if probes < MAX_PROBES {
+                if let Some(version) = modern_evidence(&error, policy) {
+                    probe_at = Some(version);
+                    continue;
+                }
             }
+            let may_fall_back = self.request.mode == TransportMode::Auto
+                && self.transport.kind() == TransportKind::StreamableHttp
+                && sse_fallback_allowed(&error);
+            if !may_fall_back {
+                return Err(error);
+            }
+            // The POST endpoint refused initialize: try the 2024 HTTP+SSE transport.
+            self.dispose().await;
+            self.transport = match open_sse(self.request, self.clock, self.opener).await {
+                Ok(transport) => transport,
+                Err(sse_error) => return Err(error.with_also(sse_error)),
+            };
+            self.next_id = 1;
+            return self
+                .initialize(&offer)
+                .await
+                .map_err(|sse_error| error.with_also(sse_error));
         }
     }
-
     async fn probe(&mut self, version: &ProtocolVersion) -> Result<ProbeVerdict, Error> {
         let clock = self.clock;
         clock.begin(Stage::Probe);

@@ -41,6 +41,7 @@
 mod clock;
 mod connector;
 pub mod demo;
+mod era_cache;
 mod error;
 mod handshake;
 mod policy;
@@ -51,6 +52,7 @@ mod session;
 pub mod transport;
 
 pub use connector::Connector;
+pub use era_cache::{EraCache, LegacyTransport, Verdict};
 pub use error::{BoxError, ConfigError, Error, ErrorKind, TransportError, VersionError};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::era_cache::EraCache;
 use crate::error::{ConfigError, Error};
 use crate::policy::VersionPolicy;
 use crate::protocol::{ClientInfo, ProtocolVersion};
@@ -66,11 +67,16 @@ impl fmt::Display for Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum TransportMode {
-    /// Pick from the target: Streamable HTTP for URLs, stdio for commands.
+    /// Pick from the target: for URLs Streamable HTTP, falling back to
+    /// HTTP+SSE when `initialize` is refused with 400, 404 or 405; stdio for
+    /// commands.
     #[default]
     Auto,
-    /// Streamable HTTP only.
+    /// Streamable HTTP only (no HTTP+SSE fallback).
     StreamableHttp,
+    /// Legacy HTTP+SSE only (the 2024-11-05 transport): GET the URL, wait for
+    /// its `endpoint` event, POST there.
+    Sse,
     /// A child process over stdio.
     Stdio,
 }
@@ -150,6 +156,7 @@ pub struct ConnectRequest {
     pub(crate) deadline: Option<Instant>,
     pub(crate) cancel: Option<CancellationToken>,
     pub(crate) observer: Option<Arc<dyn StageObserver>>,
+    pub(crate) era_cache: Option<EraCache>,
 }
 
 impl ConnectRequest {
@@ -188,6 +195,7 @@ impl ConnectRequest {
             deadline: None,
             cancel: None,
             observer: None,
+            era_cache: None,
         }
     }
 
@@ -268,6 +276,13 @@ impl ConnectRequest {
     /// Receives every stage event of the establishment.
     pub fn with_observer(mut self, observer: Arc<dyn StageObserver>) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Consults and updates this era cache (unpinned, uncapped, auto-mode
+    /// connections only).
+    pub fn with_era_cache(mut self, cache: EraCache) -> Self {
+        self.era_cache = Some(cache);
         self
     }
 

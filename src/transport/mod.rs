@@ -15,12 +15,14 @@
 //! only the method.
 
 mod http_client;
+mod legacy_sse;
 mod lines;
 mod memory;
 mod server_stream;
 mod sse;
 mod stdio;
 mod streamable_http;
+mod waiters;
 
 use std::fmt;
 
@@ -29,6 +31,7 @@ use mcp_connect_layers::Closure;
 use serde_json::value::RawValue;
 
 pub use http_client::{HttpBody, HttpClient};
+pub use legacy_sse::LegacySse;
 pub use memory::MemoryTransport;
 pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;

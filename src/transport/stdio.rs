@@ -68,6 +68,20 @@ impl StdioCommand {
     pub fn program(&self) -> &OsString {
         &self.program
     }
+
+    /// A stable 64-bit FNV-1a hash of the program and arguments (not the
+    /// environment), for keys that must not reveal the arguments.
+    pub fn fingerprint(&self) -> u64 {
+        use std::os::unix::ffi::OsStrExt;
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for part in std::iter::once(&self.program).chain(&self.args) {
+            for &byte in part.as_bytes().iter().chain(&[0u8]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        hash
+    }
 }
 
 impl fmt::Debug for StdioCommand {

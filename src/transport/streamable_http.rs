@@ -38,7 +38,7 @@ const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// Error bodies are read only this far when looking for a JSON-RPC error.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// A Streamable HTTP connection to one MCP endpoint.
 pub struct StreamableHttp {
@@ -530,7 +530,7 @@ fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
 }
 
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let seconds = headers
         .get(RETRY_AFTER)?
         .to_str()

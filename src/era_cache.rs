@@ -1,0 +1,185 @@
+//! What each server turned out to speak, so the next connection skips what
+//! it already knows.
+//!
+//! The cache is an explicit value, never a global: share one between
+//! connectors by cloning it, persist it with [`EraCache::to_json`] and
+//! [`EraCache::from_json`]. Entries are advisory: a connection that fails
+//! under a cached verdict drops the entry and runs the full ladder once on a
+//! fresh transport. Only unpinned, uncapped connections read or write it, so
+//! a pin always wins over what was cached.
+//!
+//! Keys never hold secrets: HTTP targets are keyed by scheme, host, port and
+//! path (no userinfo, no query); stdio targets by a hash of the command line.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::ProtocolVersion;
+use crate::redact::SafeUri;
+use crate::request::Target;
+use crate::transport::TransportKind;
+
+/// The transport a legacy server was reached on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LegacyTransport {
+    /// Streamable HTTP with `initialize`.
+    StreamableHttp,
+    /// HTTP+SSE (2024-11-05 transport).
+    Sse,
+    /// A stdio child process.
+    Stdio,
+}
+
+/// What a server turned out to speak.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "era", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// A modern server, at this version.
+    Modern {
+        /// The version it was reached on.
+        version: ProtocolVersion,
+    },
+    /// A legacy server.
+    Legacy {
+        /// The transport it was reached on.
+        transport: LegacyTransport,
+        /// The version it answered.
+        version: ProtocolVersion,
+    },
+}
+
+impl Verdict {
+    pub(crate) fn of(kind: TransportKind, version: &ProtocolVersion) -> Option<Verdict> {
+        let version = version.clone();
+        if version.era() == crate::protocol::Era::Modern {
+            return Some(Verdict::Modern { version });
+        }
+        let transport = match kind {
+            TransportKind::StreamableHttp => LegacyTransport::StreamableHttp,
+            TransportKind::Sse => LegacyTransport::Sse,
+            TransportKind::Stdio => LegacyTransport::Stdio,
+            TransportKind::Memory => return None,
+        };
+        Some(Verdict::Legacy { transport, version })
+    }
+}
+
+/// A shareable, serializable map from server to [`Verdict`].
+#[derive(Clone, Default)]
+pub struct EraCache {
+    entries: Arc<Mutex<HashMap<String, Verdict>>>,
+}
+
+impl EraCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The cache key of a target.
+    pub fn key(target: &Target) -> String {
+        match target {
+            Target::Http { url, .. } => format!("http {}", SafeUri(url)),
+            Target::Stdio(command) => format!("stdio {:016x}", command.fingerprint()),
+        }
+    }
+
+    /// The verdict for a target, if any.
+    pub fn get(&self, target: &Target) -> Option<Verdict> {
+        self.lock().get(&Self::key(target)).cloned()
+    }
+
+    /// Records a verdict.
+    pub fn insert(&self, target: &Target, verdict: Verdict) {
+        self.lock().insert(Self::key(target), verdict);
+    }
+
+    /// Forgets a target.
+    pub fn remove(&self, target: &Target) {
+        self.lock().remove(&Self::key(target));
+    }
+
+    /// How many servers are remembered.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// The whole cache as JSON, for persisting.
+    pub fn to_json(&self) -> String {
+        let entries = self.lock();
+        let sorted: std::collections::BTreeMap<_, _> = entries.iter().collect();
+        serde_json::to_string_pretty(&sorted).expect("verdicts serialize")
+    }
+
+    /// A cache read back from [`to_json`](Self::to_json) output.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        let entries: HashMap<String, Verdict> = serde_json::from_str(json)?;
+        Ok(EraCache {
+            entries: Arc::new(Mutex::new(entries)),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Verdict>> {
+        self.entries.lock().expect("era cache lock poisoned")
+    }
+}
+
+impl fmt::Debug for EraCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EraCache")
+            .field("entries", &self.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::ConnectRequest;
+    use crate::transport::StdioCommand;
+
+    #[test]
+    fn keys_hold_no_query_userinfo_or_arguments() {
+        let request = ConnectRequest::http("http://user:pw@127.0.0.1:9/mcp?token=secret").unwrap();
+        assert_eq!(
+            EraCache::key(request.target()),
+            "http http://127.0.0.1:9/mcp"
+        );
+        let stdio = ConnectRequest::stdio(StdioCommand::new("server").args(["--token", "secret"]));
+        let key = EraCache::key(stdio.target());
+        assert!(
+            key.starts_with("stdio ") && !key.contains("secret"),
+            "{key}"
+        );
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let cache = EraCache::new();
+        let target = ConnectRequest::http("http://127.0.0.1:9/sse")
+            .unwrap()
+            .target()
+            .clone();
+        cache.insert(
+            &target,
+            Verdict::Legacy {
+                transport: LegacyTransport::Sse,
+                version: ProtocolVersion::V2024_11_05,
+            },
+        );
+        let json = cache.to_json();
+        assert!(json.contains("\"transport\": \"sse\""), "{json}");
+        let back = EraCache::from_json(&json).unwrap();
+        assert_eq!(back.get(&target), cache.get(&target));
+        assert!(EraCache::from_json("{\"x\": {\"era\": \"ancient\"}}").is_err());
+    }
+}

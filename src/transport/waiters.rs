@@ -1,0 +1,160 @@
+//! Requests waiting for replies that arrive on a separate stream (stdio
+//! stdout, an in-memory pipe, a legacy SSE stream): the one place where
+//! replies are matched to requests by id, and where a closing stream fails
+//! every waiter at once.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mcp_connect_layers::Closure;
+use tokio::sync::oneshot;
+
+use super::Reply;
+use crate::error::TransportError;
+use crate::protocol::{Incoming, RequestId, RpcError};
+
+type Waiter = oneshot::Sender<Result<Reply, TransportError>>;
+
+#[derive(Default)]
+struct Pending {
+    waiters: HashMap<i64, Waiter>,
+    closed: Option<Closure>,
+}
+
+/// The pending requests of one transport.
+#[derive(Default)]
+pub(crate) struct Waiters {
+    pending: Mutex<Pending>,
+}
+
+/// A registered request; dropping it (on cancellation or a failed send)
+/// forgets the waiter.
+pub(crate) struct Registration<'a> {
+    waiters: &'a Waiters,
+    id: i64,
+    reply: oneshot::Receiver<Result<Reply, TransportError>>,
+}
+
+impl Registration<'_> {
+    /// Waits for the reply, or for the stream to close.
+    pub(crate) async fn reply(mut self) -> Result<Reply, TransportError> {
+        match (&mut self.reply).await {
+            Ok(reply) => reply,
+            Err(_) => Err(TransportError::Closed(
+                self.waiters.closed().unwrap_or(Closure::Local),
+            )),
+        }
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut pending) = self.waiters.pending.lock() {
+            pending.waiters.remove(&self.id);
+        }
+    }
+}
+
+/// What the reader must do after [`Waiters::dispatch`].
+pub(crate) enum Dispatched {
+    /// Nothing more.
+    Done,
+    /// Answer this server request.
+    Answer(RequestId, String),
+}
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().expect("waiters lock poisoned")
+    }
+
+    /// Registers a request id, unless the stream already ended.
+    pub(crate) fn register(&self, id: &RequestId) -> Result<Registration<'_>, TransportError> {
+        let RequestId::Number(id) = *id else {
+            unreachable!("this client only sends numeric ids")
+        };
+        let (tx, rx) = oneshot::channel();
+        let mut pending = self.lock();
+        if let Some(closure) = pending.closed {
+            return Err(TransportError::Closed(closure));
+        }
+        pending.waiters.insert(id, tx);
+        Ok(Registration {
+            waiters: self,
+            id,
+            reply: rx,
+        })
+    }
+
+    /// How the stream ended, once it has.
+    pub(crate) fn closed(&self) -> Option<Closure> {
+        self.lock().closed
+    }
+
+    /// Delivers a reply (or a failure) to the waiter of `id`.
+    pub(crate) fn deliver(&self, id: &RequestId, reply: Result<Reply, TransportError>) {
+        let waiter = match id {
+            RequestId::Number(n) => self.lock().waiters.remove(n),
+            RequestId::String(_) => None,
+        };
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(reply);
+            }
+            None => tracing::debug!("reply to an unknown request id dropped"),
+        }
+    }
+
+    /// Routes one incoming message: replies to their waiters, server
+    /// requests back to the caller to answer, notifications dropped.
+    pub(crate) fn dispatch(&self, message: Incoming) -> Dispatched {
+        match message {
+            Incoming::Response { id, result } => self.deliver(&id, Ok(Ok(result))),
+            Incoming::Error {
+                id: Some(id),
+                error,
+            } => self.deliver(&id, Ok(Err(error))),
+            Incoming::Error { id: None, error } => self.deliver_unaddressed(error),
+            Incoming::Request { id, method, .. } => return Dispatched::Answer(id, method),
+            Incoming::Notification { method, .. } => {
+                tracing::trace!(method = %method, "server notification dropped");
+            }
+        }
+        Dispatched::Done
+    }
+
+    /// An error with `"id": null` answers the one pending request when there
+    /// is exactly one; with several it cannot be attributed and is dropped.
+    fn deliver_unaddressed(&self, error: RpcError) {
+        let mut pending = self.lock();
+        if pending.waiters.len() == 1 {
+            let id = *pending.waiters.keys().next().expect("one waiter");
+            let waiter = pending.waiters.remove(&id).expect("present");
+            drop(pending);
+            let _ = waiter.send(Ok(Err(error)));
+        } else {
+            tracing::debug!("error without an id could not be attributed; dropped");
+        }
+    }
+
+    /// Fails every current waiter with `error` (the stream stays open).
+    pub(crate) fn fail_all(&self, error: impl Fn() -> TransportError) {
+        let waiters = std::mem::take(&mut self.lock().waiters);
+        for (_, waiter) in waiters {
+            let _ = waiter.send(Err(error()));
+        }
+    }
+
+    /// Marks the stream ended and fails every waiter with the closure. The
+    /// first closure recorded wins.
+    pub(crate) fn finish(&self, closure: Closure) {
+        let (waiters, closure) = {
+            let mut pending = self.lock();
+            let closure = *pending.closed.get_or_insert(closure);
+            (std::mem::take(&mut pending.waiters), closure)
+        };
+        for (_, waiter) in waiters {
+            let _ = waiter.send(Err(TransportError::Closed(closure)));
+        }
+    }
+}
