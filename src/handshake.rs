@@ -16,9 +16,19 @@
 //!    `notifications/initialized`. A `-32022` here is modern evidence and
 //!    earns one more probe.
 //!
+//! 5. HTTP+SSE: when the Streamable HTTP `initialize` POST is refused with
+//!    400, 404 or 405 and no modern error body, the 2024 transport is tried:
+//!    GET the URL, wait for `endpoint`, initialize there. If that fails too,
+//!    the error keeps both, the Streamable HTTP one as primary.
+//!
 //! A stdio server that dies on the probe (old servers exit on anything but
 //! `initialize`) is given a freshly spawned process for `initialize`; the
 //! dead one is reaped first.
+//!
+//! With an [`EraCache`](crate::EraCache) the ladder starts where the last
+//! connection ended (no probe for a legacy server, no doomed POSTs for an
+//! SSE-only one). A failure that may mean the verdict is stale drops it, and
+//! the full ladder runs once more on a fresh transport.
 
 use mcp_connect_layers::{CancelSource, Classify, Failure, FailureKind, Stage};
 

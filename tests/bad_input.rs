@@ -218,3 +218,50 @@ async fn an_unknown_pinned_version_fails_before_any_io() {
     assert_eq!(error.failure().kind, FailureKind::Configuration);
     assert!(server.recorded().is_empty());
 }
+
+#[tokio::test]
+async fn a_chunked_200_carrying_a_correlated_json_rpc_error_is_that_error() {
+    let server = call_answered(|r| {
+        let body = error(r, -32603, None).to_string();
+        let (a, b) = body.split_at(body.len() / 2);
+        Script::Chunked(vec![a.to_owned(), b.to_owned()])
+    })
+    .await;
+    let session = connect_with(&server, Limits::default()).await.unwrap();
+    let error = session.call_tool("x", &json!({})).await.unwrap_err();
+    let failure = error.failure();
+    assert_eq!(
+        (failure.kind, failure.jsonrpc_code, failure.http_status),
+        (FailureKind::Rpc, Some(-32603), None)
+    );
+    assert_eq!(
+        error.rpc_error().unwrap().message(),
+        "scripted error",
+        "the server's words stay reachable"
+    );
+}
+
+#[tokio::test]
+async fn a_404_invalid_session_on_a_later_post_ends_the_session() {
+    let server = call_answered(|r| {
+        Script::Raw(
+            404,
+            "text/plain",
+            format!("invalid session for {}", r.id()).into(),
+        )
+    })
+    .await;
+    let session = connect_with(&server, Limits::default()).await.unwrap();
+    let error = session.call_tool("x", &json!({})).await.unwrap_err();
+    assert!(
+        matches!(
+            transport_error(&error),
+            TransportError::SessionExpired { jsonrpc_code: None }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        session.state(),
+        mcp_connect::SessionState::Closed(mcp_connect::layers::Closure::SessionExpired)
+    );
+}

@@ -1,6 +1,8 @@
 //! The `mcp-connect` command: timeline, JSON summary, exit codes, and that
 //! secrets given to it never appear in its output.
 
+mod support;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -159,5 +161,68 @@ fn header_values_userinfo_and_query_strings_are_never_printed() {
         for canary in ["header-canary", "query-canary", "userinfo-canary"] {
             assert!(!all.contains(canary), "{canary} printed: {all}");
         }
+    }
+}
+
+mod sse {
+    use std::process::Output;
+
+    use crate::support::sse_server::{SseBehaviour, SseServer};
+
+    async fn run_async(args: &[&str]) -> Output {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
+            .args(args)
+            .output()
+            .await
+            .expect("the command runs")
+    }
+
+    fn summary(output: &Output) -> serde_json::Value {
+        let text = String::from_utf8_lossy(&output.stdout);
+        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn sse_only_server_reports_sse_and_counts_what_the_server_saw() {
+        let server = SseServer::start(SseBehaviour::default()).await;
+        let output = run_async(&["--json", &server.url()]).await;
+        assert!(output.status.success(), "{output:?}");
+        let summary = summary(&output);
+        assert_eq!(summary["transport"], "sse");
+        assert_eq!(summary["era"], "legacy");
+        assert_eq!(summary["http_requests"], server.log().len() as u64);
+        assert_eq!(summary["http_requests"], 5);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn era_cache_file_makes_the_second_run_cheaper() {
+        let server = SseServer::start(SseBehaviour::default()).await;
+        let file =
+            std::env::temp_dir().join(format!("mcp-connect-era-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let path = file.to_str().unwrap();
+        let first = summary(&run_async(&["--json", "--era-cache", path, &server.url()]).await);
+        let second = summary(&run_async(&["--json", "--era-cache", path, &server.url()]).await);
+        assert_eq!(
+            (
+                first["http_requests"].as_u64(),
+                second["http_requests"].as_u64()
+            ),
+            (Some(5), Some(3))
+        );
+        let saved = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            saved.contains("\"sse\"") && !saved.contains("sessionId"),
+            "{saved}"
+        );
+
+        std::fs::write(&file, "not a cache").unwrap();
+        let output = run_async(&["--json", "--era-cache", path, &server.url()]).await;
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "not a cache",
+            "a bad file is left untouched"
+        );
     }
 }

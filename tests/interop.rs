@@ -216,3 +216,128 @@ async fn python_sdk_http_session_expiry_is_terminal() {
     );
     session.close().await.unwrap();
 }
+
+mod auto_detection {
+    //! `--transport auto` with a plain URL reaches every kind of HTTP server,
+    //! and a second connection through the same era cache costs less.
+
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use mcp_connect::transport::HttpClient;
+    use mcp_connect::EraCache;
+
+    use super::*;
+
+    fn counting_connector() -> (Connector, Arc<AtomicU64>) {
+        let count = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&count);
+        let client = HttpClient::new(
+            tower::ServiceBuilder::new()
+                .map_request(move |request| {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    request
+                })
+                .service(HttpClient::default_client()),
+        );
+        (Connector::with_client(client), count)
+    }
+
+    /// Connects twice through one cache; returns the session facts and both
+    /// establishment request counts.
+    async fn twice(
+        url: &str,
+        tool: (&str, serde_json::Value),
+    ) -> (TransportKind, ProtocolVersion, u64, u64) {
+        let cache = EraCache::new();
+        let mut counts = Vec::new();
+        let mut facts = None;
+        for _ in 0..2 {
+            let (connector, count) = counting_connector();
+            let request = ConnectRequest::http(url)
+                .unwrap()
+                .with_era_cache(cache.clone());
+            let session = watchdog(LIMIT, connector.connect(request))
+                .await
+                .expect("establishes");
+            counts.push(count.load(Ordering::Relaxed));
+            let result = session.call_tool(tool.0, &tool.1).await.unwrap();
+            assert!(result.text().contains('5'), "{}", result.text());
+            facts = Some((session.transport_kind(), session.protocol_version().clone()));
+            session.close().await.unwrap();
+        }
+        let (kind, version) = facts.unwrap();
+        (kind, version, counts[0], counts[1])
+    }
+
+    fn sum() -> (&'static str, serde_json::Value) {
+        ("get-sum", json!({ "a": 2, "b": 3 }))
+    }
+
+    fn add() -> (&'static str, serde_json::Value) {
+        ("add", json!({ "a": 2, "b": 3 }))
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn server_everything_sse_is_reached_from_its_sse_url() {
+        let port = free_port();
+        let mut command = Command::new("node");
+        command
+            .args(["--require", loopback_preload()])
+            .arg(everything_entry())
+            .arg("sse")
+            .env("PORT", port.to_string());
+        let peer = Peer::start(command, port).await;
+        let (kind, version, first, second) = twice(&peer.url("/sse"), sum()).await;
+        assert_eq!(
+            (kind, version),
+            (TransportKind::Sse, ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!(
+            (first, second),
+            (5, 3),
+            "the cache skips the probe and the doomed initialize POST"
+        );
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn python_sdk_sse_is_reached_from_its_sse_url() {
+        let port = free_port();
+        let mut command = Command::new(python());
+        command.args([python_server(), "sse", &port.to_string()]);
+        let peer = Peer::start(command, port).await;
+        let (kind, version, first, second) = twice(&peer.url("/sse"), add()).await;
+        assert_eq!(
+            (kind, version),
+            (TransportKind::Sse, ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!((first, second), (5, 3));
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn server_everything_streamable_http_is_legacy_and_the_cache_skips_the_probe() {
+        let peer = everything_http().await;
+        let (kind, version, first, second) = twice(&peer.url("/mcp"), sum()).await;
+        assert_eq!(
+            (kind, version),
+            (TransportKind::StreamableHttp, ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!((first, second), (3, 2));
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn python_sdk_streamable_http_is_modern_in_one_request_either_way() {
+        let peer = python_http().await;
+        let (kind, version, first, second) = twice(&peer.url("/mcp"), add()).await;
+        assert_eq!(
+            (kind, version),
+            (TransportKind::StreamableHttp, ProtocolVersion::V2026_07_28)
+        );
+        // server/discover is the whole modern handshake: nothing left to skip.
+        assert_eq!((first, second), (1, 1));
+    }
+}

@@ -64,6 +64,11 @@ pub(crate) struct Args {
     )]
     pub(crate) tool_args: String,
 
+    /// Remember each server's era in FILE (read before, written after), so
+    /// the next run skips what it already knows.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) era_cache: Option<std::path::PathBuf>,
+
     /// One JSON object per line; the last line is the summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -76,6 +81,8 @@ pub(crate) enum Mode {
     Auto,
     /// Streamable HTTP.
     StreamableHttp,
+    /// Legacy HTTP+SSE (the 2024-11-05 transport).
+    Sse,
     /// A stdio child process.
     Stdio,
 }

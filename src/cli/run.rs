@@ -8,7 +8,9 @@ use clap::Parser;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand};
-use mcp_connect::{ConnectRequest, Connector, Error, Limits, TransportMode, VersionPolicy};
+use mcp_connect::{
+    ConnectRequest, Connector, EraCache, Error, Limits, TransportMode, VersionPolicy,
+};
 use tokio::time::Instant;
 
 use super::args::{Args, Mode};
@@ -70,6 +72,7 @@ async fn run(args: Args) -> ExitCode {
         .with_mode(match args.transport {
             Mode::Auto => TransportMode::Auto,
             Mode::StreamableHttp => TransportMode::StreamableHttp,
+            Mode::Sse => TransportMode::Sse,
             Mode::Stdio => TransportMode::Stdio,
         })
         .with_limits(
@@ -96,6 +99,25 @@ async fn run(args: Args) -> ExitCode {
             Ok(request) => request,
             Err(_) => return usage("--header has an invalid name or value"),
         };
+    }
+
+    let era_cache = match &args.era_cache {
+        None => None,
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => match EraCache::from_json(&text) {
+                Ok(cache) => Some(cache),
+                Err(_) => {
+                    return usage(
+                        "--era-cache: the file is not an era cache; it was left untouched",
+                    )
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(EraCache::new()),
+            Err(e) => return usage(&format!("--era-cache: cannot read the file: {e}")),
+        },
+    };
+    if let Some(cache) = &era_cache {
+        request = request.with_era_cache(cache.clone());
     }
 
     // Counted below the transports, so every request the command sends is seen.
@@ -145,6 +167,12 @@ async fn run(args: Args) -> ExitCode {
         sent.load(Ordering::Relaxed),
         1,
     );
+    if let (Some(cache), Some(path)) = (&era_cache, &args.era_cache) {
+        if let Err(e) = std::fs::write(path, cache.to_json()) {
+            eprintln!("mcp-connect: cannot write the era cache: {e}");
+            ok = false;
+        }
+    }
     drop(demo);
     if ok {
         ExitCode::SUCCESS

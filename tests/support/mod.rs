@@ -2,6 +2,8 @@
 //! answered by a closure, so a test states exactly how its server misbehaves.
 #![allow(dead_code)]
 
+pub mod sse_server;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -58,6 +60,8 @@ pub enum Script {
     StatusWith(u16, Vec<(&'static str, String)>),
     /// JSON with extra headers.
     JsonWith(u16, Value, Vec<(&'static str, String)>),
+    /// A 200 `application/json` body sent in these chunks (chunked encoding).
+    Chunked(Vec<String>),
     /// Never answer.
     Stall,
 }
@@ -152,12 +156,14 @@ impl Drop for ScriptServer {
     }
 }
 
-async fn respond(script: Script) -> Response<Full<Bytes>> {
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+async fn respond(script: Script) -> Response<Body> {
     let build = |status: u16,
                  content_type: Option<&str>,
                  body: Bytes,
                  extra: Vec<(&'static str, String)>| {
-        let mut response = Response::new(Full::new(body));
+        let mut response = Response::new(Full::new(body).boxed());
         *response.status_mut() = StatusCode::from_u16(status).unwrap();
         if let Some(ct) = content_type {
             response
@@ -191,6 +197,17 @@ async fn respond(script: Script) -> Response<Full<Bytes>> {
         ),
         Script::Status(status) => build(status, None, Bytes::new(), vec![]),
         Script::StatusWith(status, extra) => build(status, None, Bytes::new(), extra),
+        Script::Chunked(chunks) => {
+            let frames = chunks
+                .into_iter()
+                .map(|c| Ok::<_, Infallible>(hyper::body::Frame::data(Bytes::from(c))));
+            let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
+            let mut response = Response::new(body.boxed());
+            response
+                .headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            response
+        }
         Script::Stall => std::future::pending().await,
     }
 }
