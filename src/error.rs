@@ -9,7 +9,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
-use mcp_connect_layers::{CancelSource, Classify, Closure, Failure, FailureKind, Stage};
+use mcp_connect_layers::{CancelSource, Child, Classify, Closure, Failure, FailureKind, Stage};
 
 use crate::protocol::{MessageError, ProtocolVersion, RpcError};
 use crate::transport::SseTooLarge;
@@ -336,8 +336,11 @@ impl Classify for Error {
         }
     }
 
-    fn children(&self) -> Vec<Failure> {
-        let mut children = vec![self.failure()];
+    fn children(&self) -> Vec<Child<'_>> {
+        let mut children = vec![Child {
+            failure: self.failure(),
+            error: self,
+        }];
         for later in &self.also {
             children.extend(later.children());
         }

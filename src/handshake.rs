@@ -42,7 +42,7 @@ use crate::protocol::{
     codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
     Request, RequestId, UnsupportedVersionData,
 };
-use crate::request::{ConnectRequest, Target, TransportMode};
+use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
 use crate::session::{ClientIdentity, Negotiated, Session};
 use crate::transport::{Reply, Transport, TransportKind};
 
@@ -174,6 +174,24 @@ struct Plan {
 
 impl Plan {
     fn full(request: &ConnectRequest) -> Plan {
+        let legacy_allowed = request.versions.newest(Era::Legacy).is_some();
+        match request.strategy {
+            Strategy::InitializeFirst if legacy_allowed => {
+                return Plan {
+                    probe_at: None,
+                    offer: None,
+                    sse: request.mode == TransportMode::Sse,
+                }
+            }
+            Strategy::Sse if legacy_allowed && matches!(request.target, Target::Http { .. }) => {
+                return Plan {
+                    probe_at: None,
+                    offer: None,
+                    sse: true,
+                }
+            }
+            _ => {}
+        }
         let sse = request.mode == TransportMode::Sse;
         Plan {
             probe_at: if sse {
@@ -216,11 +234,13 @@ pub(crate) async fn establish(
             transport: "sse",
         }));
     }
-    // Only unpinned, uncapped, auto-transport connections use the cache: a pin wins.
-    let cache = request
-        .era_cache
-        .as_ref()
-        .filter(|_| request.versions == VersionPolicy::Auto && request.mode == TransportMode::Auto);
+    // Only unpinned, uncapped, auto-transport first attempts use the cache: a
+    // pin wins, and a recovery strategy is a deliberate change of plan.
+    let cache = request.era_cache.as_ref().filter(|_| {
+        request.versions == VersionPolicy::Auto
+            && request.mode == TransportMode::Auto
+            && request.strategy == Strategy::AsConfigured
+    });
     let cached = cache.and_then(|cache| cache.get(&request.target));
     let outcome = match cached {
         Some(verdict) => match attempt(request, clock, opener, Plan::cached(verdict)).await {

@@ -49,6 +49,9 @@ pub mod protocol;
 mod redact;
 mod request;
 mod session;
+mod stack;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod transport;
 
 pub use connector::Connector;
@@ -56,8 +59,9 @@ pub use era_cache::{EraCache, LegacyTransport, Verdict};
 pub use error::{BoxError, ConfigError, Error, ErrorKind, TransportError, VersionError};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
-pub use request::{ConnectRequest, Limits, Target, TransportMode};
+pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
 pub use session::{Session, SessionState};
+pub use stack::{Establish, EstablishBuilder, EstablishError};
 
 /// The README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
+use mcp_connect_layers::recovery::Attempts;
 use mcp_connect_layers::StageObserver;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -79,6 +80,21 @@ pub enum TransportMode {
     Sse,
     /// A child process over stdio.
     Stdio,
+}
+
+/// What an attempt does differently from the one before it. Chosen by
+/// [`Attempts::next_attempt`]; never changes the caller's version policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// As the request is configured.
+    #[default]
+    AsConfigured,
+    /// `initialize` first, skipping the modern probe (when the policy allows
+    /// a legacy version at all).
+    InitializeFirst,
+    /// Legacy HTTP+SSE (for HTTP targets in auto mode).
+    Sse,
 }
 
 /// The limits of one establishment.
@@ -157,6 +173,7 @@ pub struct ConnectRequest {
     pub(crate) cancel: Option<CancellationToken>,
     pub(crate) observer: Option<Arc<dyn StageObserver>>,
     pub(crate) era_cache: Option<EraCache>,
+    pub(crate) strategy: Strategy,
 }
 
 impl ConnectRequest {
@@ -196,6 +213,7 @@ impl ConnectRequest {
             cancel: None,
             observer: None,
             era_cache: None,
+            strategy: Strategy::AsConfigured,
         }
     }
 
@@ -300,6 +318,16 @@ impl ConnectRequest {
         self
     }
 
+    /// This attempt's strategy.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// The caller's cancellation token, if linked.
+    pub fn cancellation(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
+    }
+
     /// The target.
     pub fn target(&self) -> &Target {
         &self.target
@@ -326,6 +354,34 @@ impl ConnectRequest {
     }
 }
 
+/// The attempt plan: as configured; then `initialize` first on a fresh
+/// transport; then, for an HTTP target in auto mode, legacy HTTP+SSE; then
+/// as configured again. The version policy, target, limits, deadline and
+/// cancellation are the same on every attempt.
+impl Attempts for ConnectRequest {
+    fn next_attempt(&self, attempt: u32) -> Option<Self> {
+        let sse_permitted = matches!(self.target, Target::Http { .. })
+            && self.mode == TransportMode::Auto
+            && self.versions.newest(crate::protocol::Era::Legacy).is_some();
+        let mut next = self.clone();
+        next.attempt = attempt;
+        next.strategy = match attempt {
+            2 => Strategy::InitializeFirst,
+            3 if sse_permitted => Strategy::Sse,
+            _ => Strategy::AsConfigured,
+        };
+        Some(next)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn cancellation(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
+    }
+}
+
 impl fmt::Debug for ConnectRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConnectRequest")
@@ -333,6 +389,7 @@ impl fmt::Debug for ConnectRequest {
             .field("mode", &self.mode)
             .field("versions", &self.versions)
             .field("attempt", &self.attempt)
+            .field("strategy", &self.strategy)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }

@@ -123,11 +123,11 @@ async fn when_sse_fails_too_both_failures_are_kept_streamable_http_first() {
     let children = error.children();
     assert_eq!(children.len(), 2, "{error:?}");
     assert_eq!(
-        (children[0].stage, children[0].http_status),
+        (children[0].failure.stage, children[0].failure.http_status),
         (Stage::Initialize, Some(404))
     );
     assert_eq!(
-        (children[1].stage, children[1].http_status),
+        (children[1].failure.stage, children[1].failure.http_status),
         (Stage::SseEndpoint, Some(404))
     );
     assert_eq!(error.also().len(), 1);

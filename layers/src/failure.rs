@@ -283,18 +283,59 @@ impl fmt::Display for Failure {
     }
 }
 
+/// One failure inside an error, with the error value it came from, so a
+/// policy can downcast it (to an application's own error type, say) without
+/// ever reading its message.
+#[derive(Clone, Copy)]
+pub struct Child<'a> {
+    /// The failure as data.
+    pub failure: Failure,
+    /// The error it came from, with its source chain.
+    pub error: &'a (dyn std::error::Error + 'static),
+}
+
+impl fmt::Debug for Child<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Child")
+            .field("failure", &self.failure)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Child<'_> {
+    /// The first error of type `T` in this child's source chain, itself
+    /// included.
+    pub fn find<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        let mut current: Option<&(dyn std::error::Error + 'static)> = Some(self.error);
+        while let Some(error) = current {
+            if let Some(found) = error.downcast_ref::<T>() {
+                return Some(found);
+            }
+            current = error.source();
+        }
+        None
+    }
+}
+
 /// Turns a typed error into [`Failure`]s.
 ///
 /// An error that stands for several (an attempt that failed on one transport
 /// and then on another) returns every child from [`Classify::children`], so a
-/// policy can inspect each one rather than only the first.
+/// policy inspects each one rather than only the first.
 pub trait Classify {
-    /// The failure this error stands for (for an aggregate, its primary child).
+    /// The failure this error stands for: its primary child, or for a
+    /// decided outcome the failure that decided it.
     fn failure(&self) -> Failure;
 
     /// Every failure inside this error, the primary first. The default is the
-    /// primary alone.
-    fn children(&self) -> Vec<Failure> {
-        vec![self.failure()]
+    /// error alone.
+    fn children(&self) -> Vec<Child<'_>>
+    where
+        Self: std::error::Error + Sized + 'static,
+    {
+        vec![Child {
+            failure: self.failure(),
+            error: self,
+        }]
     }
 }

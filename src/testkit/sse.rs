@@ -1,5 +1,4 @@
-//! A scriptable legacy HTTP+SSE server (2024-11-05 transport) for tests.
-#![allow(dead_code)]
+//! A scriptable legacy HTTP+SSE server (the 2024-11-05 transport).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -18,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// How the SSE server behaves.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct SseBehaviour {
     /// The `endpoint` event's data; `None` never sends one.
     pub endpoint: Option<String>,
@@ -44,6 +43,9 @@ impl Default for SseBehaviour {
 type Body = BoxBody<Bytes, Infallible>;
 type Streams = Arc<Mutex<Vec<mpsc::UnboundedSender<Option<String>>>>>;
 
+/// A loopback HTTP+SSE server: `GET /sse` opens the stream and names the
+/// endpoint; `POST /message` takes messages and replies on the stream;
+/// `POST /sse` (a Streamable HTTP attempt) gets a chosen status.
 pub struct SseServer {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
@@ -51,9 +53,12 @@ pub struct SseServer {
 }
 
 impl SseServer {
+    /// Starts the server.
     pub async fn start(behaviour: SseBehaviour) -> SseServer {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("testkit server");
+        let addr = listener.local_addr().expect("testkit server");
         let log = Arc::new(Mutex::new(Vec::new()));
         let streams: Streams = Arc::default();
         let shared = (Arc::clone(&log), behaviour);
@@ -91,7 +96,15 @@ impl SseServer {
 
     /// "METHOD path rpc-method" for every request received.
     pub fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
+        self.log.lock().expect("testkit server").clone()
+    }
+}
+
+impl std::fmt::Debug for SseServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -103,7 +116,7 @@ impl Drop for SseServer {
 
 fn full(status: u16, body: impl Into<Bytes>) -> Response<Body> {
     let mut response = Response::new(Full::new(body.into()).boxed());
-    *response.status_mut() = StatusCode::from_u16(status).unwrap();
+    *response.status_mut() = StatusCode::from_u16(status).expect("testkit server");
     response
 }
 
@@ -125,7 +138,7 @@ async fn handle(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    log.lock().unwrap().push(
+    log.lock().expect("testkit server").push(
         format!("{} {} {rpc}", parts.method, parts.uri.path())
             .trim_end()
             .to_owned(),
@@ -140,9 +153,9 @@ async fn handle(
                 tx.send(Some(format!(
                     ": hello\n\nevent: endpoint\ndata: {endpoint}\n\n"
                 )))
-                .unwrap();
+                .expect("testkit server");
             }
-            streams.lock().unwrap().push(tx);
+            streams.lock().expect("testkit server").push(tx);
             let stream = futures_util::stream::unfold(rx, |mut rx| async move {
                 match rx.recv().await {
                     Some(Some(chunk)) => {
@@ -152,14 +165,15 @@ async fn handle(
                 }
             });
             let mut response = Response::new(StreamBody::new(stream).boxed());
-            response
-                .headers_mut()
-                .insert("content-type", "text/event-stream".parse().unwrap());
+            response.headers_mut().insert(
+                "content-type",
+                "text/event-stream".parse().expect("testkit server"),
+            );
             response
         }
         (&Method::POST, "/sse") => full(behaviour.post_to_sse_url, "Method Not Allowed"),
         (&Method::POST, "/message") => {
-            let Some(tx) = streams.lock().unwrap().last().cloned() else {
+            let Some(tx) = streams.lock().expect("testkit server").last().cloned() else {
                 return full(404, "Could not find session");
             };
             let id = message.get("id").cloned();

@@ -1,0 +1,145 @@
+//! The error of a recovered establishment: every attempt, the first primary.
+
+use std::fmt;
+
+use crate::classify::Decision;
+use crate::{CancelSource, Child, Classify, Failure, FailureKind};
+
+use super::Decided;
+
+/// Why recovery stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stop {
+    /// The last failure was not eligible for a fresh attempt (or was vetoed).
+    NotEligible,
+    /// The attempt cap was reached.
+    MaxAttempts,
+    /// The request's plan has no further attempt.
+    NoPlan,
+    /// The shared retry budget is empty.
+    Budget,
+    /// The overall deadline passed before another attempt could start.
+    Deadline,
+    /// The caller cancelled between attempts.
+    Cancelled,
+}
+
+impl Stop {
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::NotEligible => "not_eligible",
+            Stop::MaxAttempts => "max_attempts",
+            Stop::NoPlan => "no_plan",
+            Stop::Budget => "budget",
+            Stop::Deadline => "deadline",
+            Stop::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Every attempt's error, in order; the first is primary.
+pub struct RecoveryError<E> {
+    errors: Vec<E>,
+    stop: Stop,
+}
+
+impl<E> RecoveryError<E> {
+    pub(crate) fn new(errors: Vec<E>, stop: Stop) -> Self {
+        debug_assert!(!errors.is_empty());
+        RecoveryError { errors, stop }
+    }
+
+    /// The first attempt's error.
+    pub fn primary(&self) -> &E {
+        &self.errors[0]
+    }
+
+    /// The errors of the attempts after the first, in order.
+    pub fn later(&self) -> &[E] {
+        &self.errors[1..]
+    }
+
+    /// How many attempts were made.
+    pub fn attempts(&self) -> u32 {
+        self.errors.len() as u32
+    }
+
+    /// Why recovery stopped.
+    pub fn stop(&self) -> Stop {
+        self.stop
+    }
+
+    /// The first attempt's error, unwrapped.
+    pub fn into_primary(self) -> E {
+        self.errors
+            .into_iter()
+            .next()
+            .expect("at least one attempt")
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for RecoveryError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecoveryError")
+            .field("stop", &self.stop)
+            .field("errors", &self.errors)
+            .finish()
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for RecoveryError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "establishment failed after {} attempt(s), stopped: {}",
+            self.errors.len(),
+            self.stop
+        )?;
+        for (n, later) in self.errors.iter().enumerate().skip(1) {
+            write!(f, "; attempt {}: {later}", n + 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for RecoveryError<E> {
+    /// The first attempt's error, with its own chain.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.primary())
+    }
+}
+
+impl<E> Classify for RecoveryError<E>
+where
+    E: Classify + Decided + std::error::Error + 'static,
+{
+    /// The failure that ended recovery: the caller's cancellation, the
+    /// deadline, or a later attempt's vetoed or ineligible failure are
+    /// reported as such; otherwise the first attempt's failure.
+    fn failure(&self) -> Failure {
+        let last = self.errors.last().expect("at least one attempt");
+        match self.stop {
+            Stop::Cancelled => Failure::new(last.failure().stage, FailureKind::Cancelled)
+                .with_cancel_source(CancelSource::Caller),
+            Stop::Deadline => Failure::new(last.failure().stage, FailureKind::Timeout)
+                .with_cancel_source(CancelSource::Deadline),
+            Stop::NotEligible => match last.decision() {
+                Decision::Ineligible(failure) | Decision::Vetoed(failure) => *failure,
+                Decision::Eligible => last.failure(),
+            },
+            Stop::MaxAttempts | Stop::NoPlan | Stop::Budget => self.primary().failure(),
+        }
+    }
+
+    fn children(&self) -> Vec<Child<'_>> {
+        self.errors.iter().flat_map(|e| e.children()).collect()
+    }
+}

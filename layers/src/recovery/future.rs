@@ -1,0 +1,109 @@
+//! The attempt loop.
+//!
+//! Unlike the other layers' futures this one is an `async` block, boxed once
+//! per establishment: the loop holds a service, a backoff sleep and a
+//! cancellation wait across several attempts, and a hand-written state
+//! machine for it would be longer than the logic. One allocation per
+//! establishment is noise next to a TCP connection.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+use tower_service::Service;
+
+use super::{Attempts, Decided, RecoveryError, RecoveryPolicy, Stop};
+use crate::classify::Decision;
+
+/// The future returned by [`FreshSessionRecovery`](super::FreshSessionRecovery).
+pub type ResponseFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, RecoveryError<E>>> + Send>>;
+
+pub(crate) fn run<S, Request>(
+    first: S,
+    mut policy: RecoveryPolicy,
+    request: Request,
+) -> ResponseFuture<S::Response, S::Error>
+where
+    S: Service<Request> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Decided + Send + 'static,
+    Request: Attempts + Send + 'static,
+{
+    Box::pin(async move {
+        if let Some(budget) = &policy.budget {
+            budget.deposit();
+        }
+        let deadline = request.deadline();
+        let token = request.cancellation().cloned();
+        let mut errors = Vec::new();
+        let mut service = first;
+        let mut current = request.clone();
+        let mut first_call = true;
+        loop {
+            let outcome = if first_call {
+                first_call = false;
+                service.call(current).await
+            } else {
+                service.clone().oneshot(current).await
+            };
+            let error = match outcome {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            let eligible = matches!(error.decision(), Decision::Eligible);
+            errors.push(error);
+            let failed = errors.len() as u32;
+            let stop = if !eligible {
+                Some(Stop::NotEligible)
+            } else if failed >= policy.max_attempts {
+                Some(Stop::MaxAttempts)
+            } else if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                Some(Stop::Cancelled)
+            } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                Some(Stop::Deadline)
+            } else if policy.budget.as_ref().is_some_and(|b| !b.withdraw()) {
+                Some(Stop::Budget)
+            } else {
+                None
+            };
+            if let Some(stop) = stop {
+                return Err(RecoveryError::new(errors, stop));
+            }
+            let Some(next) = request.next_attempt(failed + 1) else {
+                return Err(RecoveryError::new(errors, Stop::NoPlan));
+            };
+            let delay = policy.backoff.delay(failed, &mut policy.rng);
+            if let Some(stop) = back_off(delay, deadline, token.as_ref()).await {
+                return Err(RecoveryError::new(errors, stop));
+            }
+            current = next;
+        }
+    })
+}
+
+/// Sleeps `delay`, but no later than the deadline; `Some` when the deadline
+/// or the caller's cancellation ended the wait.
+async fn back_off(
+    delay: std::time::Duration,
+    deadline: Option<Instant>,
+    token: Option<&CancellationToken>,
+) -> Option<Stop> {
+    let wake = Instant::now() + delay;
+    let (until, at_deadline) = match deadline {
+        Some(deadline) if deadline <= wake => (deadline, true),
+        _ => (wake, false),
+    };
+    let sleep = tokio::time::sleep_until(until);
+    match token {
+        Some(token) => tokio::select! {
+            biased;
+            _ = token.cancelled() => return Some(Stop::Cancelled),
+            _ = sleep => {}
+        },
+        None => sleep.await,
+    }
+    at_deadline.then_some(Stop::Deadline)
+}

@@ -1,0 +1,130 @@
+//! Bounded, opt-in recovery of a failed establishment on a genuinely fresh
+//! transport, session and process.
+//!
+//! # Why not `tower::retry`
+//!
+//! Retrying a connection establishment is not retrying a request:
+//!
+//! - every attempt must start from nothing. The inner service is a
+//!   *make-service* (each call builds a new transport and runs the
+//!   handshake), and the previous attempt is fully disposed before the next
+//!   begins, so nothing half-open is ever reused;
+//! - the decision is taken on a classified failure (see
+//!   [`classify`](crate::classify)), never on a bare error, and a veto in any
+//!   child of an aggregate error wins;
+//! - attempts are bounded twice: by count and by the request's absolute
+//!   deadline. No attempt and no backoff starts after the deadline or after
+//!   the caller cancelled; `tower::retry` has neither bound and, under an
+//!   outer timeout, loses the last error;
+//! - on exhaustion the *first* attempt's error stays primary with its source
+//!   chain, and later attempts are kept beside it, because the first failure
+//!   is the one that says what is wrong with the server; a caller
+//!   cancellation or a vetoed failure in a later attempt is still what the
+//!   error reports through [`Classify`](crate::Classify).
+//!
+//! What it reuses from tower: the [`Budget`](tower::retry::budget::Budget)
+//! trait and [`TpsBudget`](tower::retry::budget::TpsBudget), so that many
+//! connections failing together cannot storm a server, and tower's RNG for
+//! the backoff. The backoff itself is "full jitter" (a uniform delay in
+//! `[0, min(max, base * 2^n)]`), which tower's exponential backoff is not,
+//! and its sleep ends at the deadline or on cancellation.
+//!
+//! Each attempt's request comes from [`Attempts::next_attempt`], so the
+//! request type chooses what changes between attempts (for MCP: as
+//! configured, then `initialize` first, then HTTP+SSE) and what never does
+//! (a version pin).
+
+mod error;
+mod future;
+mod layer;
+mod policy;
+
+use std::task::{Context, Poll};
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower_service::Service;
+
+pub use error::{RecoveryError, Stop};
+pub use future::ResponseFuture;
+pub use layer::FreshSessionRecoveryLayer;
+pub use policy::{Backoff, RecoveryPolicy};
+
+use crate::classify::Decision;
+
+/// A request that knows its later attempts, its deadline and its caller's
+/// cancellation.
+pub trait Attempts: Clone {
+    /// The request for attempt `attempt` (2 or more), or `None` when the
+    /// plan has no such attempt.
+    fn next_attempt(&self, attempt: u32) -> Option<Self>;
+
+    /// The absolute deadline of the whole establishment.
+    fn deadline(&self) -> Option<Instant>;
+
+    /// The caller's cancellation.
+    fn cancellation(&self) -> Option<&CancellationToken>;
+}
+
+/// An error that carries a recovery decision (a
+/// [`Classified`](crate::classify::Classified) error does).
+pub trait Decided {
+    /// The decision taken on this error.
+    fn decision(&self) -> &Decision;
+}
+
+impl<E> Decided for crate::classify::Classified<E> {
+    fn decision(&self) -> &Decision {
+        crate::classify::Classified::decision(self)
+    }
+}
+
+/// The service made by [`FreshSessionRecoveryLayer`].
+#[derive(Debug, Clone)]
+pub struct FreshSessionRecovery<S> {
+    inner: S,
+    policy: RecoveryPolicy,
+}
+
+impl<S> FreshSessionRecovery<S> {
+    /// Wraps a make-service.
+    pub fn new(inner: S, policy: RecoveryPolicy) -> Self {
+        FreshSessionRecovery { inner, policy }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, Request> Service<Request> for FreshSessionRecovery<S>
+where
+    S: Service<Request> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Decided + Send + 'static,
+    Request: Attempts + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = RecoveryError<S::Error>;
+    type Future = ResponseFuture<S::Response, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|error| RecoveryError::new(vec![error], Stop::NotEligible))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // The readied service serves the first attempt; clones serve the rest.
+        let clone = self.inner.clone();
+        let first = std::mem::replace(&mut self.inner, clone);
+        future::run(first, self.policy.clone(), request)
+    }
+}

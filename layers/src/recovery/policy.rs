@@ -1,0 +1,134 @@
+//! How many fresh attempts, how far apart, and from which budget.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower::retry::budget::Budget;
+use tower::util::rng::{HasherRng, Rng};
+
+/// Exponential backoff with full jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The base delay before the second attempt.
+    pub base: Duration,
+    /// The largest delay.
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// No delay between attempts.
+    pub const NONE: Backoff = Backoff {
+        base: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+
+    /// The delay before the attempt that follows `failed` failed attempts:
+    /// uniform in `[0, min(max, base * 2^(failed - 1))]`.
+    pub fn delay(&self, failed: u32, rng: &mut impl Rng) -> Duration {
+        let ceiling = self
+            .base
+            .checked_mul(1u32 << failed.saturating_sub(1).min(20))
+            .unwrap_or(self.max)
+            .min(self.max);
+        ceiling.mul_f64(rng.next_f64())
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_millis(100),
+            max: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The recovery policy.
+#[derive(Clone)]
+pub struct RecoveryPolicy {
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) budget: Option<Arc<dyn Budget + Send + Sync>>,
+    pub(crate) rng: HasherRng,
+}
+
+impl RecoveryPolicy {
+    /// Up to three attempts (as configured, then two fresh ones), the default
+    /// backoff, no shared budget.
+    pub fn new() -> Self {
+        RecoveryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::default(),
+            budget: None,
+            rng: HasherRng::default(),
+        }
+    }
+
+    /// Exactly one attempt.
+    pub fn disabled() -> Self {
+        RecoveryPolicy::new().with_max_attempts(1)
+    }
+
+    /// At most `attempts` attempts in all (at least 1).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The backoff between attempts.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// A budget shared by every connection using this policy (for example
+    /// `tower::retry::budget::TpsBudget`): each establishment deposits, each
+    /// fresh attempt withdraws, and an empty budget stops recovery.
+    pub fn with_budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The attempt cap.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+}
+
+impl Default for RecoveryPolicy {
+    fn default() -> Self {
+        RecoveryPolicy::new()
+    }
+}
+
+impl fmt::Debug for RecoveryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecoveryPolicy")
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .field("budget", &self.budget.is_some())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_jitter_stays_within_the_growing_ceiling() {
+        let backoff = Backoff {
+            base: Duration::from_millis(100),
+            max: Duration::from_millis(350),
+        };
+        let mut rng = HasherRng::default();
+        for _ in 0..200 {
+            assert!(backoff.delay(1, &mut rng) <= Duration::from_millis(100));
+            assert!(backoff.delay(2, &mut rng) <= Duration::from_millis(200));
+            assert!(backoff.delay(3, &mut rng) <= Duration::from_millis(350));
+            assert!(backoff.delay(60, &mut rng) <= Duration::from_millis(350));
+        }
+        assert_eq!(Backoff::NONE.delay(3, &mut rng), Duration::ZERO);
+    }
+}

@@ -1,0 +1,393 @@
+//! A scriptable loopback HTTP server.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderMap, Method, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The HTTP method.
+    pub method: Method,
+    /// The path and query.
+    pub path: String,
+    /// The request headers.
+    pub headers: HeaderMap,
+    /// The body as JSON (`Null` when it is not JSON).
+    pub body: Value,
+    seq: u64,
+    connection: u64,
+}
+
+impl Recorded {
+    /// The JSON-RPC method, or `""` for bodiless requests and responses.
+    pub fn rpc_method(&self) -> &str {
+        self.body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The JSON-RPC id as sent (`Null` when absent).
+    pub fn id(&self) -> Value {
+        self.body.get("id").cloned().unwrap_or(Value::Null)
+    }
+
+    /// A header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// This request's number on the server, from 1.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The number of the connection it came on, from 1.
+    pub fn connection(&self) -> u64 {
+        self.connection
+    }
+}
+
+/// How to answer one request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Script {
+    /// A JSON body with this status.
+    Json(u16, Value),
+    /// A JSON body with this status and extra headers.
+    JsonWith(u16, Value, Vec<(&'static str, String)>),
+    /// Any body with this status and content type.
+    Raw(u16, &'static str, Bytes),
+    /// A complete `text/event-stream` made of these raw chunks.
+    Sse(Vec<String>),
+    /// These SSE chunks, then the stream stays open and silent forever.
+    SseThenStall(Vec<String>),
+    /// A status with no body.
+    Status(u16),
+    /// A status with no body and extra headers.
+    StatusWith(u16, Vec<(&'static str, String)>),
+    /// A 200 `application/json` body sent in these chunks (chunked encoding).
+    Chunked(Vec<String>),
+    /// Never answer (the headers never come).
+    Stall,
+    /// Close the connection before any header (FIN).
+    CloseBeforeHeaders,
+    /// Reset the connection before any header (RST).
+    ResetBeforeHeaders,
+    /// Send 200 headers with this content type and these bytes, then break
+    /// the connection mid-body.
+    BreakMidBody(&'static str, String),
+}
+
+type Body = BoxBody<Bytes, io::Error>;
+type Responder = dyn Fn(&Recorded) -> Script + Send + Sync;
+
+#[derive(Default)]
+struct Counters {
+    recorded: Mutex<Vec<Recorded>>,
+    connections: AtomicU64,
+    requests: AtomicU64,
+}
+
+/// A loopback HTTP server whose answers a closure chooses.
+pub struct ScriptServer {
+    addr: SocketAddr,
+    counters: Arc<Counters>,
+    task: JoinHandle<()>,
+}
+
+impl ScriptServer {
+    /// Starts the server; `script` answers every request.
+    pub async fn start<F>(script: F) -> ScriptServer
+    where
+        F: Fn(&Recorded) -> Script + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("bound address");
+        let counters = Arc::new(Counters::default());
+        let script: Arc<Responder> = Arc::new(script);
+        let task = tokio::spawn(accept(listener, Arc::clone(&counters), script));
+        ScriptServer {
+            addr,
+            counters,
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url_for(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Every request received so far, in order.
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.counters.recorded.lock().expect("lock").clone()
+    }
+
+    /// The JSON-RPC method of every request (the HTTP method for bodiless
+    /// ones), in order.
+    pub fn methods(&self) -> Vec<String> {
+        self.recorded()
+            .iter()
+            .map(|r| match r.rpc_method() {
+                "" => r.method.to_string(),
+                m => m.to_owned(),
+            })
+            .collect()
+    }
+
+    /// How many requests carried this JSON-RPC method.
+    pub fn count(&self, rpc_method: &str) -> usize {
+        self.recorded()
+            .iter()
+            .filter(|r| r.rpc_method() == rpc_method)
+            .count()
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.counters.connections.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for ScriptServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ScriptServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn accept(listener: TcpListener, counters: Arc<Counters>, script: Arc<Responder>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let connection = counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let reset = Arc::new(AtomicBool::new(false));
+        let io = FaultIo {
+            stream,
+            reset: Arc::clone(&reset),
+        };
+        let (counters, script) = (Arc::clone(&counters), Arc::clone(&script));
+        tokio::spawn(async move {
+            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let (counters, script, reset) = (
+                    Arc::clone(&counters),
+                    Arc::clone(&script),
+                    Arc::clone(&reset),
+                );
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let bytes = body
+                        .collect()
+                        .await
+                        .map(|b| b.to_bytes())
+                        .unwrap_or_default();
+                    let recorded = Recorded {
+                        seq: counters.requests.fetch_add(1, Ordering::Relaxed) + 1,
+                        connection,
+                        path: parts
+                            .uri
+                            .path_and_query()
+                            .map(|p| p.to_string())
+                            .unwrap_or_default(),
+                        method: parts.method,
+                        headers: parts.headers,
+                        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                    };
+                    counters
+                        .recorded
+                        .lock()
+                        .expect("lock")
+                        .push(recorded.clone());
+                    respond(script(&recorded), &reset).await
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(io), service)
+                .await;
+        });
+    }
+}
+
+fn build(
+    status: u16,
+    content_type: Option<&str>,
+    body: Body,
+    extra: Vec<(&'static str, String)>,
+) -> Response<Body> {
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(status).expect("a valid status");
+    if let Some(content_type) = content_type {
+        response.headers_mut().insert(
+            "content-type",
+            content_type.parse().expect("a valid content type"),
+        );
+    }
+    for (name, value) in extra {
+        response
+            .headers_mut()
+            .insert(name, value.parse().expect("a valid header value"));
+    }
+    response
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed()
+}
+
+/// A body of `chunks`, then either its end or, with `then`, that outcome.
+fn chunks(chunks: Vec<String>, then: Option<io::Result<()>>) -> Body {
+    let frames = chunks.into_iter().map(|c| Ok(Frame::data(Bytes::from(c))));
+    let tail = futures_util::stream::iter(then).filter_map(|end| async move {
+        match end {
+            Err(e) => Some(Err(e)),
+            Ok(()) => {
+                std::future::pending::<()>().await;
+                None
+            }
+        }
+    });
+    BodyExt::boxed(StreamBody::new(
+        futures_util::stream::iter(frames).chain(tail),
+    ))
+}
+
+async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, io::Error> {
+    let broken = || io::Error::new(io::ErrorKind::ConnectionAborted, "scripted break");
+    Ok(match script {
+        Script::Json(status, body) => build(
+            status,
+            Some("application/json"),
+            full(body.to_string()),
+            vec![],
+        ),
+        Script::JsonWith(status, body, extra) => build(
+            status,
+            Some("application/json"),
+            full(body.to_string()),
+            extra,
+        ),
+        Script::Raw(status, content_type, body) => {
+            build(status, Some(content_type), full(body), vec![])
+        }
+        Script::Sse(events) => build(200, Some("text/event-stream"), chunks(events, None), vec![]),
+        Script::SseThenStall(events) => build(
+            200,
+            Some("text/event-stream"),
+            chunks(events, Some(Ok(()))),
+            vec![],
+        ),
+        Script::Status(status) => build(status, None, full(Bytes::new()), vec![]),
+        Script::StatusWith(status, extra) => build(status, None, full(Bytes::new()), extra),
+        Script::Chunked(parts) => build(200, Some("application/json"), chunks(parts, None), vec![]),
+        Script::Stall => std::future::pending().await,
+        Script::CloseBeforeHeaders => return Err(broken()),
+        Script::ResetBeforeHeaders => {
+            reset.store(true, Ordering::Relaxed);
+            return Err(broken());
+        }
+        Script::BreakMidBody(content_type, partial) => build(
+            200,
+            Some(content_type),
+            chunks(vec![partial], Some(Err(broken()))),
+            vec![],
+        ),
+    })
+}
+
+/// The server side of one connection: a TCP stream that resets (SO_LINGER
+/// 0, then close) instead of closing cleanly when its flag is set.
+struct FaultIo {
+    stream: TcpStream,
+    reset: Arc<AtomicBool>,
+}
+
+impl Drop for FaultIo {
+    fn drop(&mut self) {
+        if self.reset.load(Ordering::Relaxed) {
+            let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+        }
+    }
+}
+
+impl AsyncRead for FaultIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for FaultIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.reset.load(Ordering::Relaxed) {
+            // No FIN: the drop resets the connection.
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// A JSON-RPC result answering `request`.
+pub fn result(request: &Recorded, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": request.id(), "result": result })
+}
+
+/// A JSON-RPC error answering `request`, with the message "scripted error".
+pub fn error(request: &Recorded, code: i64, data: Option<Value>) -> Value {
+    let mut error = json!({ "code": code, "message": "scripted error" });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({ "jsonrpc": "2.0", "id": request.id(), "error": error })
+}

@@ -1,0 +1,115 @@
+//! A ready-made legacy (2025) Streamable HTTP server for [`ScriptServer`].
+//!
+//! [`ScriptServer`]: super::ScriptServer
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use http::Method;
+use serde_json::json;
+
+use super::http::{error, result, Recorded, Script};
+
+#[derive(Debug, Default)]
+struct State {
+    open: Mutex<HashSet<String>>,
+    created: AtomicU64,
+    deleted: AtomicU64,
+    tool_calls: AtomicU64,
+}
+
+/// Answers like a 2025 server with sessions: `server/discover` gets 400
+/// `-32000` (as the TypeScript SDK does), `initialize` opens a session
+/// (`Mcp-Session-Id: session-N`), later requests need a known session (400
+/// without one, 404 for an unknown or expired one), DELETE ends it, GET gets
+/// 405. Clones share state.
+#[derive(Debug, Clone, Default)]
+pub struct LegacyServer {
+    state: Arc<State>,
+}
+
+impl LegacyServer {
+    /// A server with no sessions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sessions created so far.
+    pub fn sessions_created(&self) -> u64 {
+        self.state.created.load(Ordering::Relaxed)
+    }
+
+    /// Sessions ended by DELETE so far.
+    pub fn sessions_deleted(&self) -> u64 {
+        self.state.deleted.load(Ordering::Relaxed)
+    }
+
+    /// Sessions open now.
+    pub fn open_sessions(&self) -> usize {
+        self.state.open.lock().expect("lock").len()
+    }
+
+    /// `tools/call` requests answered so far.
+    pub fn tool_calls(&self) -> u64 {
+        self.state.tool_calls.load(Ordering::Relaxed)
+    }
+
+    /// Forgets every session: later requests on them get 404.
+    pub fn expire_sessions(&self) {
+        self.state.open.lock().expect("lock").clear();
+    }
+
+    /// The answer to one request.
+    pub fn respond(&self, request: &Recorded) -> Script {
+        let session = request.header("mcp-session-id").map(str::to_owned);
+        match (&request.method, request.rpc_method()) {
+            (&Method::GET, _) => return Script::Status(405),
+            (&Method::DELETE, _) => {
+                let removed =
+                    session.is_some_and(|s| self.state.open.lock().expect("lock").remove(&s));
+                if removed {
+                    self.state.deleted.fetch_add(1, Ordering::Relaxed);
+                }
+                return Script::Status(if removed { 200 } else { 404 });
+            }
+            (_, "server/discover") => return Script::Json(400, error(request, -32000, None)),
+            (_, "initialize") => {
+                let n = self.state.created.fetch_add(1, Ordering::Relaxed) + 1;
+                let id = format!("session-{n}");
+                self.state.open.lock().expect("lock").insert(id.clone());
+                let body = result(
+                    request,
+                    json!({
+                        "protocolVersion": request.body["params"]["protocolVersion"],
+                        "capabilities": { "tools": {} },
+                        "serverInfo": { "name": "testkit-legacy", "version": n.to_string() }
+                    }),
+                );
+                return Script::JsonWith(200, body, vec![("mcp-session-id", id)]);
+            }
+            _ => {}
+        }
+        match session {
+            None => Script::Json(400, error(request, -32600, None)),
+            Some(s) if !self.state.open.lock().expect("lock").contains(&s) => {
+                Script::Json(404, error(request, -32600, None))
+            }
+            Some(_) => match request.rpc_method() {
+                "" | "notifications/initialized" => Script::Status(202),
+                "tools/call" => {
+                    self.state.tool_calls.fetch_add(1, Ordering::Relaxed);
+                    Script::Json(
+                        200,
+                        result(
+                            request,
+                            json!({ "content": [{ "type": "text", "text": "ok" }] }),
+                        ),
+                    )
+                }
+                "ping" => Script::Json(200, result(request, json!({}))),
+                _ => Script::Json(200, error(request, -32601, None)),
+            },
+        }
+    }
+}

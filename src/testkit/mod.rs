@@ -1,0 +1,40 @@
+//! Fault-injecting loopback MCP servers, for this crate's tests and for
+//! applications that want to test their own handling of broken servers.
+//!
+//! Enabled by the `testkit` feature. Everything binds `127.0.0.1` on an
+//! ephemeral port and stops when dropped.
+//!
+//! - [`ScriptServer`]: an HTTP server whose every answer is chosen by a
+//!   closure over the [`Recorded`] request: a normal reply, any status, body
+//!   and content type, an SSE stream, a stall, a connection closed or reset
+//!   before the headers or in the middle of a body or stream. It records
+//!   every request and counts connections.
+//! - [`LegacyServer`]: a ready-made closure for [`ScriptServer`] that behaves
+//!   like a 2025 Streamable HTTP server with sessions, and can expire them.
+//! - [`SseServer`]: a 2024 HTTP+SSE server with scripted faults.
+//! - the `mcp-connect-stdio-fixture` binary (built with this feature): a
+//!   legacy stdio server that exits, stalls or ignores signals on command.
+//!
+//! ```
+//! # async fn run() {
+//! use mcp_connect::testkit::{LegacyServer, Script, ScriptServer};
+//!
+//! let legacy = LegacyServer::new();
+//! let responder = legacy.clone();
+//! let server = ScriptServer::start(move |request| match request.rpc_method() {
+//!     // The first initialize is cut off before any header is sent.
+//!     "initialize" if responder.sessions_created() == 0 && request.seq() == 1 => Script::ResetBeforeHeaders,
+//!     _ => responder.respond(request),
+//! })
+//! .await;
+//! # drop(server);
+//! # }
+//! ```
+
+mod http;
+mod legacy;
+mod sse;
+
+pub use http::{error, result, Recorded, Script, ScriptServer};
+pub use legacy::LegacyServer;
+pub use sse::{SseBehaviour, SseServer};
