@@ -24,6 +24,12 @@ pub enum TransportError {
     /// The connection could not be opened.
     #[error("could not connect")]
     Connect(#[source] BoxError),
+    /// The host name did not resolve (tagged by the HTTP client's resolver).
+    #[error("DNS resolution failed")]
+    Dns(#[source] BoxError),
+    /// The TLS handshake failed (tagged by the HTTP client's connector).
+    #[error("TLS failed")]
+    Tls(#[source] BoxError),
     /// The HTTP client stack failed for another reason (possibly the
     /// application's own error type, kept as the source).
     #[error("HTTP client failed")]
@@ -274,6 +280,8 @@ impl TransportError {
         use TransportError as T;
         match self {
             T::Connect(_) => Failure::new(stage, FailureKind::Connect),
+            T::Dns(_) => Failure::new(stage, FailureKind::Dns),
+            T::Tls(_) => Failure::new(stage, FailureKind::Tls),
             T::Http(_) => Failure::new(stage, FailureKind::Other),
             T::Interrupted(_) => {
                 Failure::new(stage, FailureKind::Closed).with_closure(Closure::Reset)

@@ -64,6 +64,15 @@ pub(crate) struct Args {
     )]
     pub(crate) tool_args: String,
 
+    /// Fresh-session recovery after an eligible failure: off (one attempt) or
+    /// default (up to --max-attempts, each on a new transport).
+    #[arg(long, value_enum, default_value_t = Recovery::Off)]
+    pub(crate) recovery: Recovery,
+
+    /// The attempt cap when recovery is on.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub(crate) max_attempts: u32,
+
     /// Remember each server's era in FILE (read before, written after), so
     /// the next run skips what it already knows.
     #[arg(long, value_name = "FILE")]
@@ -72,6 +81,15 @@ pub(crate) struct Args {
     /// One JSON object per line; the last line is the summary.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// The `--recovery` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Recovery {
+    /// One attempt, exactly as configured.
+    Off,
+    /// Fresh attempts after eligible failures.
+    Default,
 }
 
 /// The `--transport` values.

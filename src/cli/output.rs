@@ -1,6 +1,7 @@
 //! What the command prints: a human timeline or JSON lines.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use serde_json::{json, Map, Value};
 pub(crate) struct Printer {
     json: bool,
     out: Mutex<std::io::Stdout>,
+    last_attempt: AtomicU32,
 }
 
 fn millis(d: Duration) -> f64 {
@@ -34,7 +36,13 @@ impl Printer {
         Printer {
             json,
             out: Mutex::new(std::io::stdout()),
+            last_attempt: AtomicU32::new(1),
         }
+    }
+
+    /// The highest attempt number seen in the stage events.
+    pub(crate) fn last_attempt(&self) -> u32 {
+        self.last_attempt.load(Ordering::Relaxed)
     }
 
     pub(crate) fn line(&self, human: &str, json: Value) {
@@ -80,7 +88,7 @@ impl Printer {
 
     pub(crate) fn summary(
         &self,
-        outcome: &Result<&Session, &Error>,
+        outcome: Result<&Session, (&(dyn std::error::Error + 'static), Failure)>,
         elapsed: Duration,
         http_requests: u64,
         attempts: u32,
@@ -115,11 +123,11 @@ impl Printer {
                     millis(elapsed)
                 )
             }
-            Err(error) => {
+            Err((error, failure)) => {
                 summary.insert("outcome".into(), "failed".into());
-                summary.insert("failure".into(), failure_json(&error.failure()));
+                summary.insert("failure".into(), failure_json(&failure));
                 let mut text = format!("failed: {error}");
-                let mut source = std::error::Error::source(error);
+                let mut source = error.source();
                 while let Some(cause) = source {
                     text.push_str(&format!("\n  caused by: {cause}"));
                     source = cause.source();
@@ -137,6 +145,8 @@ impl Printer {
 
 impl StageObserver for Printer {
     fn on_event(&self, event: &StageEvent) {
+        self.last_attempt
+            .fetch_max(event.attempt, Ordering::Relaxed);
         let (word, failure) = match &event.outcome {
             StageOutcome::Started => ("started", None),
             StageOutcome::Succeeded => ("ok", None),

@@ -6,14 +6,17 @@ use std::sync::Arc;
 
 use clap::Parser;
 use mcp_connect::demo::DemoServer;
+use mcp_connect::layers::recovery::RecoveryPolicy;
+use mcp_connect::layers::Classify;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand};
 use mcp_connect::{
-    ConnectRequest, Connector, EraCache, Error, Limits, TransportMode, VersionPolicy,
+    ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, TransportMode,
+    VersionPolicy,
 };
 use tokio::time::Instant;
 
-use super::args::{Args, Mode};
+use super::args::{Args, Mode, Recovery};
 use super::output::Printer;
 
 pub(crate) fn main() -> ExitCode {
@@ -131,9 +134,15 @@ async fn run(args: Args) -> ExitCode {
             })
             .service(HttpClient::default_client()),
     );
-    let connector = Connector::with_client(client);
+    let recovery = match args.recovery {
+        Recovery::Off => RecoveryPolicy::disabled(),
+        Recovery::Default => RecoveryPolicy::new().with_max_attempts(args.max_attempts),
+    };
+    let stack = EstablishBuilder::new(Connector::with_client(client))
+        .with_recovery(recovery)
+        .build();
 
-    let outcome = connector.connect(request).await;
+    let outcome = stack.connect(request).await;
     let established_in = started.elapsed();
     let mut ok = outcome.is_ok();
     if let Ok(session) = &outcome {
@@ -161,11 +170,17 @@ async fn run(args: Args) -> ExitCode {
             report_error(&printer, "close", &error);
         }
     }
+    let attempts = match &outcome {
+        Ok(_) => printer.last_attempt(),
+        Err(error) => error.attempts(),
+    };
     printer.summary(
-        &outcome.as_ref(),
+        outcome
+            .as_ref()
+            .map_err(|e| (e as &(dyn std::error::Error + 'static), e.failure())),
         established_in,
         sent.load(Ordering::Relaxed),
-        1,
+        attempts,
     );
     if let (Some(cache), Some(path)) = (&era_cache, &args.era_cache) {
         if let Err(e) = std::fs::write(path, cache.to_json()) {
@@ -182,7 +197,6 @@ async fn run(args: Args) -> ExitCode {
 }
 
 fn report_error(printer: &Printer, operation: &str, error: &Error) {
-    use mcp_connect::layers::Classify;
     let failure = error.failure();
     printer.line(
         &format!("{operation} failed: {error}"),

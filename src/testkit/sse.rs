@@ -49,6 +49,7 @@ type Streams = Arc<Mutex<Vec<mpsc::UnboundedSender<Option<String>>>>>;
 pub struct SseServer {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
+    streams: Streams,
     task: JoinHandle<()>,
 }
 
@@ -61,6 +62,7 @@ impl SseServer {
         let addr = listener.local_addr().expect("testkit server");
         let log = Arc::new(Mutex::new(Vec::new()));
         let streams: Streams = Arc::default();
+        let open = Arc::clone(&streams);
         let shared = (Arc::clone(&log), behaviour);
         let task = tokio::spawn(async move {
             loop {
@@ -86,12 +88,27 @@ impl SseServer {
                 });
             }
         });
-        SseServer { addr, log, task }
+        SseServer {
+            addr,
+            log,
+            streams: open,
+            task,
+        }
     }
 
     /// The SSE URL.
     pub fn url(&self) -> String {
         format!("http://{}/sse", self.addr)
+    }
+
+    /// SSE streams the server opened that a client still holds.
+    pub fn open_streams(&self) -> usize {
+        self.streams
+            .lock()
+            .expect("testkit server")
+            .iter()
+            .filter(|tx| !tx.is_closed())
+            .count()
     }
 
     /// "METHOD path rpc-method" for every request received.

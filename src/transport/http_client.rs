@@ -10,8 +10,12 @@ use std::fmt;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
+use std::net::SocketAddr;
+
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
+use hyper_util::client::legacy::connect::HttpConnector;
 use tower::util::BoxCloneSyncService;
-use tower::{Service, ServiceExt};
+use tower::{Service, ServiceBuilder, ServiceExt};
 
 use crate::error::BoxError;
 
@@ -56,19 +60,41 @@ impl HttpClient {
     }
 
     /// The default client: hyper-util's pooled client over HTTP/1.1 and
-    /// HTTP/2, with rustls (ring) and the Mozilla roots for `https://`.
+    /// HTTP/2, with rustls (ring) and the Mozilla roots for `https://`, and
+    /// the system resolver.
     pub fn default_client() -> Self {
+        Self::with_resolver(GaiResolver::new())
+    }
+
+    /// The default client with another resolver (any
+    /// `tower::Service<Name>` returning socket addresses).
+    ///
+    /// Connection failures are tagged where they happen, so nothing later
+    /// has to guess from a message: resolver errors become [`DnsError`],
+    /// TCP connect errors [`TcpConnectError`], and every other failure of
+    /// the connector (the TLS handshake, certificates) [`TlsError`].
+    pub fn with_resolver<R>(resolver: R) -> Self
+    where
+        R: Service<Name> + Clone + Send + Sync + 'static,
+        R::Response: Iterator<Item = SocketAddr>,
+        R::Error: Into<BoxError>,
+        R::Future: Send,
+    {
+        let resolver = ServiceBuilder::new()
+            .map_err(|e: R::Error| DnsError(e.into()))
+            .service(resolver);
+        let mut http = HttpConnector::new_with_resolver(resolver);
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
         let executor = hyper_util::rt::TokioExecutor::new();
         let mut builder = hyper_util::client::legacy::Client::builder(executor);
         builder.pool_idle_timeout(std::time::Duration::from_secs(90));
         #[cfg(feature = "rustls")]
         {
-            let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-            http.enforce_http(false);
-            http.set_nodelay(true);
             // ring is named explicitly so that another crate enabling a second
             // rustls provider cannot make the builder ambiguous.
-            let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            let https = hyper_rustls::HttpsConnectorBuilder::new()
                 .with_provider_and_webpki_roots(std::sync::Arc::new(
                     rustls::crypto::ring::default_provider(),
                 ))
@@ -76,14 +102,13 @@ impl HttpClient {
                 .https_or_http()
                 .enable_http1()
                 .enable_http2()
-                .wrap_connector(http);
-            HttpClient::new(builder.build(connector))
+                .wrap_connector(tcp);
+            let tagged = ServiceBuilder::new().map_err(tag_tls).service(https);
+            HttpClient::new(builder.build(tagged))
         }
         #[cfg(not(feature = "rustls"))]
         {
-            let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-            http.set_nodelay(true);
-            HttpClient::new(builder.build(http))
+            HttpClient::new(builder.build(tcp))
         }
     }
 
@@ -93,6 +118,50 @@ impl HttpClient {
         request: http::Request<Full<Bytes>>,
     ) -> tower::util::Oneshot<Inner, http::Request<Full<Bytes>>> {
         self.inner.clone().oneshot(request)
+    }
+}
+
+/// The resolver of the default client failed.
+#[derive(Debug, thiserror::Error)]
+#[error("DNS resolution failed")]
+pub struct DnsError(#[source] pub BoxError);
+
+/// The default client could not open a TCP connection.
+#[derive(Debug, thiserror::Error)]
+#[error("TCP connection failed")]
+pub struct TcpConnectError(#[source] pub BoxError);
+
+/// The default client's TLS handshake failed.
+#[derive(Debug, thiserror::Error)]
+#[error("TLS handshake failed")]
+pub struct TlsError(#[source] pub BoxError);
+
+/// Whether `error` or anything in its source chain is a `T`.
+pub(crate) fn chain_has<T: std::error::Error + 'static>(
+    error: &(dyn std::error::Error + 'static),
+) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.is::<T>() {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+fn tag_tcp<E: Into<BoxError>>(error: E) -> TcpConnectError {
+    TcpConnectError(error.into())
+}
+
+/// Everything the HTTPS connector fails with that the resolver and the TCP
+/// connector did not tag is the TLS layer's.
+#[cfg(feature = "rustls")]
+fn tag_tls(error: BoxError) -> BoxError {
+    if chain_has::<DnsError>(error.as_ref()) || chain_has::<TcpConnectError>(error.as_ref()) {
+        error
+    } else {
+        Box::new(TlsError(error))
     }
 }
 

@@ -30,7 +30,7 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::Closure;
 use serde_json::value::RawValue;
 
-pub use http_client::{HttpBody, HttpClient};
+pub use http_client::{DnsError, HttpBody, HttpClient, TcpConnectError, TlsError};
 pub use legacy_sse::LegacySse;
 pub use memory::MemoryTransport;
 pub use server_stream::ServerStream;

@@ -23,6 +23,7 @@ use http_body_util::{BodyExt, Full};
 use mcp_connect_layers::Closure;
 use serde_json::Value;
 
+use super::http_client::{chain_has, DnsError, TlsError};
 use super::{
     answer_server_request, HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport,
     TransportKind,
@@ -558,6 +559,12 @@ pub(crate) async fn collect(mut body: HttpBody, limit: usize) -> Result<Bytes, T
 
 /// Sorts an HTTP client failure by the types in its source chain.
 pub(crate) fn client_error(error: BoxError) -> TransportError {
+    if chain_has::<DnsError>(error.as_ref()) {
+        return TransportError::Dns(error);
+    }
+    if chain_has::<TlsError>(error.as_ref()) {
+        return TransportError::Tls(error);
+    }
     let mut connect = false;
     let mut interrupted = false;
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
