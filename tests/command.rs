@@ -226,3 +226,60 @@ mod sse {
         );
     }
 }
+
+mod recovery {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use crate::support::{LegacyServer, Script, ScriptServer};
+
+    async fn summary(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
+            .args(args)
+            .output()
+            .await
+            .expect("the command runs");
+        let text = String::from_utf8_lossy(&output.stdout);
+        (
+            output.status.code(),
+            serde_json::from_str(text.lines().last().unwrap()).unwrap(),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn recovery_default_reports_the_attempts_it_took() {
+        let legacy = LegacyServer::new();
+        let first = AtomicBool::new(true);
+        let server = ScriptServer::start(move |r| match r.rpc_method() {
+            "initialize" if first.swap(false, Ordering::SeqCst) => Script::ResetBeforeHeaders,
+            _ => legacy.respond(r),
+        })
+        .await;
+        let (code, off) = summary(&["--json", "--recovery", "off", &server.url()]).await;
+        assert_eq!(
+            (code, off["outcome"].as_str(), off["attempts"].as_u64()),
+            (Some(1), Some("failed"), Some(1))
+        );
+        assert_eq!(off["failure"]["kind"], "closed");
+
+        let legacy = LegacyServer::new();
+        let first = AtomicBool::new(true);
+        let server = ScriptServer::start(move |r| match r.rpc_method() {
+            "initialize" if first.swap(false, Ordering::SeqCst) => Script::ResetBeforeHeaders,
+            _ => legacy.respond(r),
+        })
+        .await;
+        let (code, on) = summary(&[
+            "--json",
+            "--recovery",
+            "default",
+            "--max-attempts",
+            "2",
+            &server.url(),
+        ])
+        .await;
+        assert_eq!(
+            (code, on["outcome"].as_str(), on["attempts"].as_u64()),
+            (Some(0), Some("established"), Some(2))
+        );
+    }
+}

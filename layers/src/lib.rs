@@ -8,9 +8,11 @@
 //! [`FailureKind`], [`Closure`], [`CancelSource`]), and builds layers that
 //! agree on them without ever reading an error message:
 //!
-//! - [`classify`]: [`FailureClassifierLayer`](classify::FailureClassifierLayer)
-//!   decides, for every error, whether a fresh attempt may follow;
-//! - [`recovery`]: [`FreshSessionRecoveryLayer`](recovery::FreshSessionRecoveryLayer)
+//! - the [`classify`] module's
+//!   [`FailureClassifierLayer`](classify::FailureClassifierLayer) decides,
+//!   for every error, whether a fresh attempt may follow;
+//! - the [`recovery`] module's
+//!   [`FreshSessionRecoveryLayer`](recovery::FreshSessionRecoveryLayer)
 //!   makes bounded fresh attempts through a make-service.
 //!
 //! Nothing here knows about MCP: the root crate `mcp-connect` implements

@@ -113,3 +113,10 @@ impl LegacyServer {
         }
     }
 }
+
+impl LegacyServer {
+    /// This server as a [`ScriptServer`](super::ScriptServer) closure.
+    pub fn responder(self) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
+        move |request| self.respond(request)
+    }
+}

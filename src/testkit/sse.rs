@@ -27,6 +27,8 @@ pub struct SseBehaviour {
     pub get_status: u16,
     /// Close the stream right after a `tools/call` arrives, without replying.
     pub close_on_call: bool,
+    /// Never reply to `initialize`.
+    pub stall_initialize: bool,
 }
 
 impl Default for SseBehaviour {
@@ -36,6 +38,7 @@ impl Default for SseBehaviour {
             post_to_sse_url: 405,
             get_status: 200,
             close_on_call: false,
+            stall_initialize: false,
         }
     }
 }
@@ -196,6 +199,7 @@ async fn handle(
             let id = message.get("id").cloned();
             let reply = match (rpc.as_str(), id) {
                 (_, None) => None,
+                ("initialize", Some(_)) if behaviour.stall_initialize => None,
                 ("initialize", Some(id)) => Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
                     "protocolVersion": message["params"]["protocolVersion"],
                     "capabilities": { "tools": {} },

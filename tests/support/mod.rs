@@ -45,3 +45,77 @@ pub async fn watchdog<F: Future<Output = T>, T>(limit: Duration, body: F) -> T {
         .await
         .expect("watchdog: the test did not finish in time")
 }
+
+use std::sync::{Arc, Mutex};
+
+use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
+use mcp_connect::layers::{StageEvent, StageObserver};
+use mcp_connect::{Connector, Establish, EstablishBuilder};
+
+/// Records every stage event.
+#[derive(Debug, Default)]
+pub struct Events(Mutex<Vec<StageEvent>>);
+
+impl StageObserver for Events {
+    fn on_event(&self, event: &StageEvent) {
+        self.0.lock().unwrap().push(*event);
+    }
+}
+
+impl Events {
+    pub fn new() -> Arc<Events> {
+        Arc::new(Events::default())
+    }
+
+    pub fn all(&self) -> Vec<StageEvent> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// The highest attempt number seen.
+    pub fn attempts(&self) -> u32 {
+        self.all().iter().map(|e| e.attempt).max().unwrap_or(0)
+    }
+}
+
+/// The stack with recovery on, up to `attempts`, no backoff.
+pub fn recovering(attempts: u32) -> Establish {
+    recovering_with(Connector::new(), attempts)
+}
+
+/// The stack over `connector` with recovery on, up to `attempts`, no backoff.
+pub fn recovering_with(connector: Connector, attempts: u32) -> Establish {
+    EstablishBuilder::new(connector)
+        .with_recovery(
+            RecoveryPolicy::new()
+                .with_max_attempts(attempts)
+                .with_backoff(Backoff::NONE),
+        )
+        .build()
+}
+
+/// The stdio fault fixture with these arguments.
+pub fn fixture(args: &[&str]) -> mcp_connect::transport::StdioCommand {
+    mcp_connect::transport::StdioCommand::new(env!("CARGO_BIN_EXE_mcp-connect-stdio-fixture"))
+        .args(args)
+}
+
+/// A fresh spawn-log path for the stdio fixture.
+pub fn spawn_log(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("mcp-connect-{name}-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The pids in a spawn log.
+pub fn spawned(log: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+/// Whether a process exists (a reaped child does not).
+pub fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}

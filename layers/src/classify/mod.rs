@@ -20,7 +20,7 @@
 //! An error standing for several failures (Streamable HTTP, then the
 //! HTTP+SSE fallback) is judged child by child: an ineligible child or an
 //! application veto in *any* position wins. No decision reads a message:
-//! policies see [`Failure`](crate::Failure) data and may downcast each
+//! policies see [`Failure`] data and may downcast each
 //! child's error to their own types with [`Child::find`](crate::Child::find).
 //!
 //! ```

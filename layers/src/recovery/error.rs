@@ -126,16 +126,15 @@ where
     /// reported as such; otherwise the first attempt's failure.
     fn failure(&self) -> Failure {
         let last = self.errors.last().expect("at least one attempt");
+        if let Decision::Ineligible(failure) | Decision::Vetoed(failure) = last.decision() {
+            return *failure;
+        }
         match self.stop {
             Stop::Cancelled => Failure::new(last.failure().stage, FailureKind::Cancelled)
                 .with_cancel_source(CancelSource::Caller),
             Stop::Deadline => Failure::new(last.failure().stage, FailureKind::Timeout)
                 .with_cancel_source(CancelSource::Deadline),
-            Stop::NotEligible => match last.decision() {
-                Decision::Ineligible(failure) | Decision::Vetoed(failure) => *failure,
-                Decision::Eligible => last.failure(),
-            },
-            Stop::MaxAttempts | Stop::NoPlan | Stop::Budget => self.primary().failure(),
+            _ => self.primary().failure(),
         }
     }
 

@@ -16,6 +16,7 @@ use tower_service::Service;
 
 use super::{Attempts, Decided, RecoveryError, RecoveryPolicy, Stop};
 use crate::classify::Decision;
+use crate::{CancelSource, Failure, FailureKind};
 
 /// The future returned by [`FreshSessionRecovery`](super::FreshSessionRecovery).
 pub type ResponseFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, RecoveryError<E>>> + Send>>;
@@ -53,11 +54,14 @@ where
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
-            let eligible = matches!(error.decision(), Decision::Eligible);
+            let refused = match error.decision() {
+                Decision::Eligible => None,
+                Decision::Ineligible(failure) | Decision::Vetoed(failure) => Some(refusal(failure)),
+            };
             errors.push(error);
             let failed = errors.len() as u32;
-            let stop = if !eligible {
-                Some(Stop::NotEligible)
+            let stop = if refused.is_some() {
+                refused
             } else if failed >= policy.max_attempts {
                 Some(Stop::MaxAttempts)
             } else if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
@@ -82,6 +86,16 @@ where
             current = next;
         }
     })
+}
+
+/// Why an ineligible failure stops recovery: the deadline and the caller's
+/// cancellation are named as such.
+fn refusal(failure: &Failure) -> Stop {
+    match (failure.kind, failure.cancel_source) {
+        (FailureKind::Timeout, Some(CancelSource::Deadline)) => Stop::Deadline,
+        (FailureKind::Cancelled, _) | (_, Some(CancelSource::Caller)) => Stop::Cancelled,
+        _ => Stop::NotEligible,
+    }
 }
 
 /// Sleeps `delay`, but no later than the deadline; `Some` when the deadline
