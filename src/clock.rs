@@ -22,7 +22,7 @@ pub(crate) struct Clock {
     deadline: Option<Instant>,
     cancel: Option<CancellationToken>,
     attempt: u32,
-    observer: Option<Arc<dyn StageObserver>>,
+    observers: Vec<Arc<dyn StageObserver>>,
     stage: Mutex<Stage>,
 }
 
@@ -32,14 +32,14 @@ impl Clock {
         deadline: Option<Instant>,
         cancel: Option<CancellationToken>,
         attempt: u32,
-        observer: Option<Arc<dyn StageObserver>>,
+        observers: Vec<Arc<dyn StageObserver>>,
     ) -> Self {
         Clock {
             started,
             deadline,
             cancel,
             attempt,
-            observer,
+            observers,
             stage: Mutex::new(Stage::Configure),
         }
     }
@@ -87,9 +87,12 @@ impl Clock {
     }
 
     fn emit(&self, stage: Stage, outcome: StageOutcome, http_status: Option<u16>) {
-        if let Some(observer) = &self.observer {
-            let event = StageEvent::new(self.attempt, stage, self.started.elapsed(), outcome)
-                .with_http_status(http_status);
+        if self.observers.is_empty() {
+            return;
+        }
+        let event = StageEvent::new(self.attempt, stage, self.started.elapsed(), outcome)
+            .with_http_status(http_status);
+        for observer in &self.observers {
             observer.on_event(&event);
         }
     }

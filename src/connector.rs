@@ -55,7 +55,7 @@ impl Connector {
             request.deadline,
             request.cancel.clone(),
             request.attempt,
-            request.observer.clone(),
+            request.observers.clone(),
         );
         establish(&request, &clock, self).await
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use mcp_connect_layers::{CancelSource, Child, Classify, Closure, Failure, FailureKind, Stage};
 
-use crate::protocol::{MessageError, ProtocolVersion, RpcError};
+use crate::protocol::{JsonError, MessageError, ProtocolVersion, RpcError};
 use crate::transport::SseTooLarge;
 
 /// A boxed error from a user-supplied service (an HTTP client stack).
@@ -151,7 +151,7 @@ pub enum ErrorKind {
     Version(#[source] VersionError),
     /// A result did not have the shape the protocol requires.
     #[error("server result has the wrong shape")]
-    Result(#[source] serde_json::Error),
+    Result(#[source] JsonError),
     /// A limit expired.
     #[error("timed out ({0})")]
     Timeout(CancelSource),
@@ -324,6 +324,8 @@ impl TransportError {
         }
     }
 }
+
+impl mcp_connect_layers::recovery::Outcome for Error {}
 
 impl Classify for Error {
     fn failure(&self) -> Failure {

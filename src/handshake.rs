@@ -526,7 +526,7 @@ impl Ladder<'_> {
                         .map_err(|e| Error::transport(Stage::Initialize, e))?
                         .map_err(|rpc| Error::new(Stage::Initialize, ErrorKind::Rpc(rpc)))?;
                     let result: InitializeResult = serde_json::from_str(reply.get())
-                        .map_err(|e| Error::new(Stage::Initialize, ErrorKind::Result(e)))?;
+                        .map_err(|e| Error::new(Stage::Initialize, ErrorKind::Result(e.into())))?;
                     if result.protocol_version.era() != Era::Legacy
                         || !policy.allows(&result.protocol_version)
                     {

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
+use mcp_connect_layers::deadline::Budgeted;
+use mcp_connect_layers::diagnostics::Observable;
 use mcp_connect_layers::recovery::Attempts;
 use mcp_connect_layers::StageObserver;
 use serde_json::Value;
@@ -171,7 +173,7 @@ pub struct ConnectRequest {
     pub(crate) started: Option<Instant>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) cancel: Option<CancellationToken>,
-    pub(crate) observer: Option<Arc<dyn StageObserver>>,
+    pub(crate) observers: Vec<Arc<dyn StageObserver>>,
     pub(crate) era_cache: Option<EraCache>,
     pub(crate) strategy: Strategy,
 }
@@ -211,7 +213,7 @@ impl ConnectRequest {
             started: None,
             deadline: None,
             cancel: None,
-            observer: None,
+            observers: Vec::new(),
             era_cache: None,
             strategy: Strategy::AsConfigured,
         }
@@ -291,9 +293,10 @@ impl ConnectRequest {
         self
     }
 
-    /// Receives every stage event of the establishment.
+    /// Receives every stage event of the establishment (in addition to any
+    /// observer already added).
     pub fn with_observer(mut self, observer: Arc<dyn StageObserver>) -> Self {
-        self.observer = Some(observer);
+        self.observers.push(observer);
         self
     }
 
@@ -379,6 +382,39 @@ impl Attempts for ConnectRequest {
 
     fn cancellation(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
+    }
+}
+
+impl Budgeted for ConnectRequest {
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn set_deadline(&mut self, deadline: Instant) {
+        self.deadline = Some(deadline);
+    }
+
+    fn set_start(&mut self, started: Instant) {
+        self.started = Some(started);
+    }
+
+    fn cancellation(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
+    }
+}
+
+impl Observable for ConnectRequest {
+    fn add_observer(&mut self, observer: Arc<dyn StageObserver>) {
+        self.observers.push(observer);
+    }
+
+    fn transport_mode(&self) -> &'static str {
+        match (self.mode, &self.target) {
+            (TransportMode::Auto, Target::Http { .. }) => "auto",
+            (TransportMode::Auto, Target::Stdio(_)) | (TransportMode::Stdio, _) => "stdio",
+            (TransportMode::StreamableHttp, _) => "streamable-http",
+            (TransportMode::Sse, _) => "sse",
+        }
     }
 }
 

@@ -207,7 +207,7 @@ impl Session {
     ) -> Result<T, Error> {
         let raw = self.request(method, params).await?;
         serde_json::from_str(raw.get())
-            .map_err(|e| Error::new(Stage::Request, ErrorKind::Result(e)))
+            .map_err(|e| Error::new(Stage::Request, ErrorKind::Result(e.into())))
     }
 
     /// Sends a notification. On the modern era over HTTP there are no

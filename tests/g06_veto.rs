@@ -62,7 +62,10 @@ async fn veto_on_the_applications_own_error_type_stops_recovery() {
     .await
     .unwrap_err();
     assert_eq!(error.attempts(), 1);
-    assert!(matches!(error.primary().decision(), Decision::Vetoed(_)));
+    assert!(matches!(
+        error.primary().unwrap().decision(),
+        Decision::Vetoed(_)
+    ));
 }
 
 /// G6: a veto on plain failure data narrows eligibility.

@@ -50,7 +50,7 @@ async fn first_attempts_error_is_primary_and_later_ones_are_listed() {
         .await
         .unwrap_err();
     assert_eq!(error.stop(), Stop::MaxAttempts);
-    let primary = error.primary().get_ref();
+    let primary = error.primary().unwrap().get_ref();
     assert!(
         matches!(
             primary.kind(),
@@ -93,7 +93,7 @@ async fn a_later_security_failure_is_reported_as_such() {
         .await
         .unwrap_err();
     assert_eq!((error.attempts(), error.stop()), (2, Stop::NotEligible));
-    assert_eq!(error.primary().failure().http_status, Some(404));
+    assert_eq!(error.primary().unwrap().failure().http_status, Some(404));
     let failure = error.failure();
     assert_eq!(
         (failure.kind, failure.http_status),
@@ -135,7 +135,10 @@ async fn a_later_cancellation_is_reported_as_the_callers() {
         (failure.kind, failure.cancel_source),
         (FailureKind::Cancelled, Some(CancelSource::Caller))
     );
-    assert_eq!(error.primary().failure().closure, Some(Closure::Reset));
+    assert_eq!(
+        error.primary().unwrap().failure().closure,
+        Some(Closure::Reset)
+    );
 }
 
 /// G13: when disposing the failed attempt fails too (its DELETE is reset),

@@ -13,7 +13,12 @@
 //!   for every error, whether a fresh attempt may follow;
 //! - the [`recovery`] module's
 //!   [`FreshSessionRecoveryLayer`](recovery::FreshSessionRecoveryLayer)
-//!   makes bounded fresh attempts through a make-service.
+//!   makes bounded fresh attempts through a make-service;
+//! - the [`deadline`] module's [`DeadlineLayer`](deadline::DeadlineLayer)
+//!   bounds the whole establishment by one absolute deadline;
+//! - the [`diagnostics`] module's
+//!   [`LifecycleDiagnosticsLayer`](diagnostics::LifecycleDiagnosticsLayer)
+//!   records it, payload-free, through `tracing` and a metrics callback.
 //!
 //! Nothing here knows about MCP: the root crate `mcp-connect` implements
 //! [`Classify`] and [`recovery::Attempts`] for its own types. Any other
@@ -31,6 +36,8 @@
 )]
 
 pub mod classify;
+pub mod deadline;
+pub mod diagnostics;
 mod failure;
 mod observe;
 pub mod recovery;

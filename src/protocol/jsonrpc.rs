@@ -235,13 +235,40 @@ pub enum Incoming {
     },
 }
 
+/// Where JSON stopped parsing, without the text around it: serde_json's own
+/// messages can quote the input, which is the server's payload, so only the
+/// category and position are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("JSON {category} error at line {line}, column {column}")]
+pub struct JsonError {
+    category: &'static str,
+    line: usize,
+    column: usize,
+}
+
+impl From<serde_json::Error> for JsonError {
+    fn from(error: serde_json::Error) -> Self {
+        use serde_json::error::Category;
+        JsonError {
+            category: match error.classify() {
+                Category::Io => "I/O",
+                Category::Syntax => "syntax",
+                Category::Data => "shape",
+                Category::Eof => "end-of-input",
+            },
+            line: error.line(),
+            column: error.column(),
+        }
+    }
+}
+
 /// Why bytes received from a server are not a JSON-RPC message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MessageError {
     /// Not JSON at all.
     #[error("not valid JSON")]
-    Json(#[source] serde_json::Error),
+    Json(#[source] JsonError),
     /// JSON, but not a JSON-RPC 2.0 message.
     #[error("JSON but not a JSON-RPC 2.0 message")]
     NotJsonRpc,
@@ -299,7 +326,7 @@ impl Incoming {
             if e.is_data() {
                 MessageError::NotJsonRpc
             } else {
-                MessageError::Json(e)
+                MessageError::Json(e.into())
             }
         })?;
         raw.try_into()
@@ -312,7 +339,7 @@ impl Incoming {
             let raws: Vec<RawIncoming> =
                 serde_json::from_slice(bytes).map_err(|e| match e.is_data() {
                     true => MessageError::NotJsonRpc,
-                    false => MessageError::Json(e),
+                    false => MessageError::Json(e.into()),
                 })?;
             raws.into_iter().map(Incoming::try_from).collect()
         } else {

@@ -11,7 +11,7 @@ mod messages;
 mod version;
 
 pub(crate) use jsonrpc::{error_bytes, result_bytes};
-pub use jsonrpc::{Incoming, MessageError, Notification, Request, RequestId, RpcError};
+pub use jsonrpc::{Incoming, JsonError, MessageError, Notification, Request, RequestId, RpcError};
 pub use messages::{
     meta_keys, CallToolParams, CallToolResult, ClientInfo, DiscoverResult, GetPromptParams,
     InitializeParams, InitializeResult, ListToolsResult, ReadResourceParams, ServerInfo, Tool,

@@ -264,8 +264,8 @@ impl StreamableHttp {
                     .await?;
                 Ok(None)
             }
-            Incoming::Notification { method, .. } => {
-                tracing::trace!(method = %method, "server notification dropped");
+            Incoming::Notification { .. } => {
+                tracing::trace!("server notification dropped");
                 Ok(None)
             }
         }

@@ -116,8 +116,8 @@ impl Waiters {
             } => self.deliver(&id, Ok(Err(error))),
             Incoming::Error { id: None, error } => self.deliver_unaddressed(error),
             Incoming::Request { id, method, .. } => return Dispatched::Answer(id, method),
-            Incoming::Notification { method, .. } => {
-                tracing::trace!(method = %method, "server notification dropped");
+            Incoming::Notification { .. } => {
+                tracing::trace!("server notification dropped");
             }
         }
         Dispatched::Done

@@ -79,6 +79,32 @@ impl<E> Decided for crate::classify::Classified<E> {
     }
 }
 
+/// What an establishment's error says about its attempts, for diagnostics.
+/// The defaults describe a single attempt.
+pub trait Outcome {
+    /// How many attempts were made.
+    fn attempts(&self) -> u32 {
+        1
+    }
+
+    /// Why recovery stopped, when recovery ran.
+    fn exhaustion(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+impl<E> Outcome for crate::classify::Classified<E> {}
+
+impl<E> Outcome for RecoveryError<E> {
+    fn attempts(&self) -> u32 {
+        RecoveryError::attempts(self)
+    }
+
+    fn exhaustion(&self) -> Option<&'static str> {
+        Some(self.stop().as_str())
+    }
+}
+
 /// The service made by [`FreshSessionRecoveryLayer`].
 #[derive(Debug, Clone)]
 pub struct FreshSessionRecovery<S> {

@@ -1,0 +1,95 @@
+//! The deadline layer's error.
+
+use std::fmt;
+
+use crate::recovery::Outcome;
+use crate::{CancelSource, Child, Classify, Failure, FailureKind, Stage};
+
+/// What [`Deadline`](super::Deadline) fails with.
+#[derive(Debug)]
+pub enum DeadlineError<E> {
+    /// The inner service's own error (which, when the deadline or the
+    /// caller stopped it cooperatively, says so in its failure).
+    Inner(E),
+    /// The inner service neither got ready nor finished within the deadline
+    /// plus the cleanup bound, and was dropped.
+    Elapsed,
+    /// The caller cancelled and the inner service did not finish within the
+    /// cleanup bound, and was dropped.
+    Cancelled,
+}
+
+impl<E> DeadlineError<E> {
+    /// The inner error, if that is what this is.
+    pub fn inner(&self) -> Option<&E> {
+        match self {
+            DeadlineError::Inner(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for DeadlineError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeadlineError::Inner(e) => e.fmt(f),
+            DeadlineError::Elapsed => {
+                f.write_str("deadline elapsed and cleanup did not finish in its bound")
+            }
+            DeadlineError::Cancelled => {
+                f.write_str("cancelled and cleanup did not finish in its bound")
+            }
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for DeadlineError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DeadlineError::Inner(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
+impl<E> Classify for DeadlineError<E>
+where
+    E: Classify + std::error::Error + 'static,
+{
+    fn failure(&self) -> Failure {
+        match self {
+            DeadlineError::Inner(e) => e.failure(),
+            DeadlineError::Elapsed => Failure::new(Stage::Connect, FailureKind::Timeout)
+                .with_cancel_source(CancelSource::Deadline),
+            DeadlineError::Cancelled => Failure::new(Stage::Connect, FailureKind::Cancelled)
+                .with_cancel_source(CancelSource::Caller),
+        }
+    }
+
+    fn children(&self) -> Vec<Child<'_>> {
+        match self {
+            DeadlineError::Inner(e) => e.children(),
+            _ => vec![Child {
+                failure: self.failure(),
+                error: self,
+            }],
+        }
+    }
+}
+
+impl<E: Outcome> Outcome for DeadlineError<E> {
+    fn attempts(&self) -> u32 {
+        match self {
+            DeadlineError::Inner(e) => e.attempts(),
+            _ => 1,
+        }
+    }
+
+    fn exhaustion(&self) -> Option<&'static str> {
+        match self {
+            DeadlineError::Inner(e) => e.exhaustion(),
+            DeadlineError::Elapsed => Some("deadline"),
+            DeadlineError::Cancelled => Some("cancelled"),
+        }
+    }
+}

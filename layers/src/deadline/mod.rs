@@ -1,0 +1,157 @@
+//! One absolute deadline for a whole establishment, started before any I/O.
+//!
+//! # Why not `tower::timeout`
+//!
+//! `tower::timeout::Timeout` bounds one call's future, starting when `call`
+//! is made; it does not bound `poll_ready`, knows nothing of attempts, and
+//! reports only "elapsed". An establishment needs more:
+//!
+//! - the clock starts at the first `poll_ready` (or at `call` when the
+//!   service was ready), before any transport I/O, and `poll_ready` itself
+//!   is bounded;
+//! - the *absolute* deadline travels down inside the request
+//!   ([`Budgeted::set_deadline`]), so every stage below (TCP/TLS connect,
+//!   HTTP headers, the SSE `endpoint` event, discovery, `initialize`,
+//!   backoff sleeps, every recovery attempt) waits at most for what is
+//!   left, a new attempt never resets it, and none starts after it. Stages
+//!   below report which limit fired: the caller, the probe limit, the
+//!   handshake limit or this overall deadline are four different
+//!   [`CancelSource`](crate::CancelSource)s;
+//! - expiry is cooperative first: the stages below stop their reads and
+//!   sends at the deadline and dispose of what they opened, then return
+//!   their typed error, which keeps the last real error of the attempt.
+//!
+//! # The cleanup contract
+//!
+//! On expiry or caller cancellation, disposal (closing streams, ending HTTP
+//! sessions, the stdio close ladder of stdin EOF, SIGTERM, SIGKILL) has its
+//! own bound, [`DeadlineLayer::with_cleanup_bound`]. This layer guarantees
+//! the call returns by *deadline + cleanup bound* (or *cancellation +
+//! cleanup bound*): if the inner future has not finished by then it is
+//! dropped (dropping closes sockets and kills child processes) and
+//! [`DeadlineError::Elapsed`] or [`DeadlineError::Cancelled`] is returned.
+//! The only thing that can extend that is code that ignores cancellation
+//! by blocking a thread (a synchronous handler inside the application's own
+//! HTTP stack, say): an async future can always be dropped, a blocked
+//! thread cannot.
+
+mod error;
+mod future;
+mod layer;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+use tower_service::Service;
+
+pub use error::DeadlineError;
+pub use future::ResponseFuture;
+pub use layer::DeadlineLayer;
+
+/// A request that carries the establishment's deadline and start.
+pub trait Budgeted {
+    /// The absolute deadline already set, if any.
+    fn deadline(&self) -> Option<Instant>;
+
+    /// Sets the absolute deadline of the whole establishment.
+    fn set_deadline(&mut self, deadline: Instant);
+
+    /// Sets when the establishment started (for elapsed times).
+    fn set_start(&mut self, started: Instant);
+
+    /// The caller's cancellation.
+    fn cancellation(&self) -> Option<&CancellationToken>;
+}
+
+/// The service made by [`DeadlineLayer`].
+#[derive(Debug)]
+pub struct Deadline<S> {
+    inner: S,
+    budget: Duration,
+    cleanup: Duration,
+    /// When the caller first asked for readiness, and the timer bounding it.
+    waiting: Option<(Instant, Pin<Box<Sleep>>)>,
+}
+
+impl<S: Clone> Clone for Deadline<S> {
+    fn clone(&self) -> Self {
+        Deadline {
+            inner: self.inner.clone(),
+            budget: self.budget,
+            cleanup: self.cleanup,
+            waiting: None,
+        }
+    }
+}
+
+impl<S> Deadline<S> {
+    /// Wraps `inner` with an overall `budget` and a `cleanup` bound.
+    pub fn new(inner: S, budget: Duration, cleanup: Duration) -> Self {
+        Deadline {
+            inner,
+            budget,
+            cleanup,
+            waiting: None,
+        }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, Request> Service<Request> for Deadline<S>
+where
+    S: Service<Request>,
+    Request: Budgeted,
+{
+    type Response = S::Response;
+    type Error = DeadlineError<S::Error>;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        let now = Instant::now();
+        let budget = self.budget;
+        let (_, timer) = self
+            .waiting
+            .get_or_insert_with(|| (now, Box::pin(tokio::time::sleep_until(now + budget))));
+        match self.inner.poll_ready(cx) {
+            Poll::Ready(outcome) => Poll::Ready(outcome.map_err(DeadlineError::Inner)),
+            Poll::Pending => {
+                ready!(timer.as_mut().poll(cx));
+                self.waiting = None;
+                Poll::Ready(Err(DeadlineError::Elapsed))
+            }
+        }
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let started = self
+            .waiting
+            .take()
+            .map_or_else(Instant::now, |(started, _)| started);
+        let deadline = match request.deadline() {
+            Some(earlier) if earlier < started + self.budget => earlier,
+            _ => started + self.budget,
+        };
+        request.set_deadline(deadline);
+        request.set_start(started);
+        let cancel = request.cancellation().cloned();
+        ResponseFuture::new(
+            self.inner.call(request),
+            deadline + self.cleanup,
+            self.cleanup,
+            cancel,
+        )
+    }
+}
