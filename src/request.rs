@@ -181,16 +181,36 @@ pub struct ConnectRequest {
 impl ConnectRequest {
     /// A request for an HTTP endpoint. Fails with a configuration error if
     /// `url` is not an absolute `http://` or `https://` URL.
+    ///
+    /// Userinfo in the URL (`https://user:password@host/`) is taken out of
+    /// the URL and sent as HTTP Basic `Authorization` (marked sensitive), so
+    /// it never travels inside the URL where clients and proxies log it.
     pub fn http(url: &str) -> Result<Self, Error> {
         let url: Uri = url.parse().map_err(|_| Error::config(ConfigError::Url))?;
         match (url.scheme_str(), url.host()) {
             (Some("http" | "https"), Some(host)) if !host.is_empty() => {}
             _ => return Err(Error::config(ConfigError::Url)),
         }
-        Ok(Self::new(Target::Http {
-            url,
-            headers: HeaderMap::new(),
-        }))
+        let mut headers = HeaderMap::new();
+        let split = url
+            .authority()
+            .and_then(|a| a.as_str().rsplit_once('@'))
+            .map(|(userinfo, host)| (userinfo.to_owned(), host.to_owned()));
+        let url = match split {
+            None => url,
+            Some((userinfo, host)) => {
+                use base64::Engine as _;
+                let encoded = base64::engine::general_purpose::STANDARD.encode(userinfo);
+                let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+                    .map_err(|_| Error::config(ConfigError::Header))?;
+                value.set_sensitive(true);
+                headers.insert(http::header::AUTHORIZATION, value);
+                let mut parts = url.into_parts();
+                parts.authority = Some(host.parse().map_err(|_| Error::config(ConfigError::Url))?);
+                Uri::from_parts(parts).map_err(|_| Error::config(ConfigError::Url))?
+            }
+        };
+        Ok(Self::new(Target::Http { url, headers }))
     }
 
     /// A request for a stdio server.
@@ -219,8 +239,9 @@ impl ConnectRequest {
         }
     }
 
-    /// Adds a header to every HTTP request (ignored for stdio). Its value is
-    /// marked sensitive and never printed.
+    /// Sets a header on every HTTP request (ignored for stdio), replacing any
+    /// earlier value of the same name. Its value is marked sensitive and
+    /// never printed.
     pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, Error> {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| Error::config(ConfigError::Header))?;
@@ -228,7 +249,7 @@ impl ConnectRequest {
             HeaderValue::from_str(value).map_err(|_| Error::config(ConfigError::Header))?;
         value.set_sensitive(true);
         if let Target::Http { headers, .. } = &mut self.target {
-            headers.append(name, value);
+            headers.insert(name, value);
         }
         Ok(self)
     }

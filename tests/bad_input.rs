@@ -265,3 +265,20 @@ async fn a_404_invalid_session_on_a_later_post_ends_the_session() {
         mcp_connect::SessionState::Closed(mcp_connect::layers::Closure::SessionExpired)
     );
 }
+
+#[tokio::test]
+async fn userinfo_leaves_the_url_and_travels_as_basic_authorization() {
+    let server = ScriptServer::start(legacy).await;
+    let url = server.url().replace("http://", "http://alice:s3cret@");
+    let request = ConnectRequest::http(&url)
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    assert!(!format!("{request:?}").contains("s3cret"));
+    watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap();
+    let init = &server.recorded()[0];
+    // base64("alice:s3cret")
+    assert_eq!(init.header("authorization"), Some("Basic YWxpY2U6czNjcmV0"));
+    assert!(init.header("host").is_some_and(|h| !h.contains('@')));
+}

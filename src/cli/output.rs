@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mcp_connect::layers::{Classify, Failure, StageEvent, StageObserver, StageOutcome};
+use mcp_connect::layers::diagnostics::{LifecycleMetrics, StageRecord};
+use mcp_connect::layers::{Classify, Failure, StageOutcome};
 use mcp_connect::{Error, Session};
 use serde_json::{json, Map, Value};
 
@@ -143,8 +144,10 @@ impl Printer {
     }
 }
 
-impl StageObserver for Printer {
-    fn on_event(&self, event: &StageEvent) {
+/// The command's events are the diagnostics layer's values.
+impl LifecycleMetrics for Printer {
+    fn on_stage(&self, record: &StageRecord) {
+        let event = &record.event;
         self.last_attempt
             .fetch_max(event.attempt, Ordering::Relaxed);
         let (word, failure) = match &event.outcome {
@@ -166,6 +169,8 @@ impl StageObserver for Printer {
             "stage": event.stage.as_str(),
             "outcome": if word == "ok" { "succeeded" } else { word },
             "elapsed_ms": millis(event.elapsed),
+            "remaining_ms": record.remaining.map(millis),
+            "transport": record.transport,
         });
         if let Some(failure) = failure {
             human.push_str(&format!(": {}", failure.kind));

@@ -82,10 +82,7 @@ async fn run(args: Args) -> ExitCode {
             Limits::default()
                 .with_probe_timeout(args.probe_timeout)
                 .with_handshake_timeout(args.handshake_timeout),
-        )
-        .with_deadline(started + args.deadline)
-        .with_start(started)
-        .with_observer(printer.clone());
+        );
     if let Some(pin) = &args.pin {
         request = request.with_versions(VersionPolicy::Pin(ProtocolVersion::new(pin.as_str())));
     }
@@ -140,6 +137,8 @@ async fn run(args: Args) -> ExitCode {
     };
     let stack = EstablishBuilder::new(Connector::with_client(client))
         .with_recovery(recovery)
+        .with_deadline(args.deadline)
+        .with_metrics(printer.clone())
         .build();
 
     let outcome = stack.connect(request).await;

@@ -24,6 +24,8 @@ type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 struct Shared {
     writer: tokio::sync::Mutex<Option<Writer>>,
     waiters: Waiters,
+    /// How the transport ends when the peer goes away.
+    eof: Closure,
 }
 
 impl Shared {
@@ -35,8 +37,19 @@ impl Shared {
                 self.waiters.closed().unwrap_or(Closure::Local),
             ));
         };
-        writer.write_all(&bytes).await.map_err(TransportError::Io)?;
-        writer.flush().await.map_err(TransportError::Io)
+        let written = match writer.write_all(&bytes).await {
+            Ok(()) => writer.flush().await,
+            Err(e) => Err(e),
+        };
+        written.map_err(|e| match e.kind() {
+            // The peer closed its end: the transport is over, whether or not
+            // the reader has seen the EOF yet.
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
+                self.waiters.finish(self.eof);
+                TransportError::Closed(self.waiters.closed().unwrap_or(self.eof))
+            }
+            _ => TransportError::Io(e),
+        })
     }
 
     fn check_open(&self) -> Result<(), TransportError> {
@@ -64,6 +77,7 @@ impl LineTransport {
         let shared = Arc::new(Shared {
             writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
             waiters: Waiters::default(),
+            eof,
         });
         let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(max_line));
         let reader = tokio::spawn(read_loop(lines, Arc::clone(&shared), eof, max_line));
