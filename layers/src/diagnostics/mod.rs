@@ -11,7 +11,7 @@
 //! [`LifecycleMetrics`] callback receives the same values.
 //!
 //! By construction it cannot leak: every value it sees is a
-//! [`StageEvent`](crate::StageEvent) or a [`Failure`](crate::Failure),
+//! [`StageEvent`] or a [`Failure`],
 //! plain enums and numbers that have no room for a header value, a session
 //! id, a URL, a body, a tool argument or a server's message.
 //!
