@@ -283,3 +283,68 @@ mod recovery {
         );
     }
 }
+
+mod watch {
+    use crate::support::{LegacyServer, ScriptServer};
+
+    /// Issue 6: the watch mode calls through the long-lived client: one line
+    /// per call, and a session that dies is rebuilt for the next call.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn watch_mode_survives_session_expiry_and_reports_generations() {
+        let legacy = LegacyServer::new();
+        let server = ScriptServer::start(legacy.clone().responder()).await;
+        let expirer = {
+            let legacy = legacy.clone();
+            tokio::spawn(async move {
+                while legacy.tool_calls() < 2 {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                legacy.expire_sessions();
+            })
+        };
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
+            .args([
+                "--json",
+                "--pin",
+                "2025-11-25",
+                "--call-tool",
+                "x",
+                "--repeat",
+                "4",
+                "--interval",
+                "100ms",
+                &server.url(),
+            ])
+            .output()
+            .await
+            .unwrap();
+        expirer.await.unwrap();
+        let calls: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["event"] == "call")
+            .collect();
+        let shape: Vec<(bool, u64, bool)> = calls
+            .iter()
+            .map(|c| {
+                (
+                    c["ok"].as_bool().unwrap(),
+                    c["generation"].as_u64().unwrap(),
+                    c["reconnected"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (true, 1, false),
+                (true, 1, false),
+                (false, 1, false),
+                (true, 2, true)
+            ]
+        );
+        assert_eq!(calls[2]["http_status"], 404);
+        assert_eq!(output.status.code(), Some(1), "one call failed");
+        assert_eq!(legacy.sessions_created(), 2);
+    }
+}

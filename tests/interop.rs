@@ -341,3 +341,60 @@ mod auto_detection {
         assert_eq!((first, second), (1, 1));
     }
 }
+
+/// Issue 6: the command's watch mode survives a real session expiry
+/// (Python `mcp` with a 1-second idle timeout) and reports the generation
+/// increasing.
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn watch_mode_survives_real_session_expiry() {
+    let port = free_port();
+    let mut command = Command::new(python());
+    command.args([python_server(), "streamable-http", &port.to_string(), "1"]);
+    let peer = Peer::start(command, port).await;
+    let output = watchdog(
+        LIMIT,
+        Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
+            .args([
+                "--json",
+                "--pin",
+                "2025-11-25",
+                "--call-tool",
+                "add",
+                "--args",
+                r#"{"a":2,"b":3}"#,
+                "--repeat",
+                "3",
+                "--interval",
+                "2500ms",
+                &peer.url("/mcp"),
+            ])
+            .output(),
+    )
+    .await
+    .unwrap();
+    let calls: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["event"] == "call")
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(
+        (calls[0]["ok"].as_bool(), calls[0]["generation"].as_u64()),
+        (Some(true), Some(1))
+    );
+    assert_eq!(
+        (calls[1]["ok"].as_bool(), calls[1]["http_status"].as_u64()),
+        (Some(false), Some(404)),
+        "{calls:?}"
+    );
+    assert_eq!(calls[1]["session_lost"], true);
+    assert_eq!(
+        (
+            calls[2]["ok"].as_bool(),
+            calls[2]["generation"].as_u64(),
+            calls[2]["reconnected"].as_bool()
+        ),
+        (Some(true), Some(2), Some(true))
+    );
+}

@@ -73,6 +73,15 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub(crate) max_attempts: u32,
 
+    /// Call the tool N times through a long-lived client that reconnects
+    /// only when its session dies (watch mode).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "call_tool", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) repeat: u32,
+
+    /// The pause between repeated calls.
+    #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
+    pub(crate) interval: Duration,
+
     /// Remember each server's era in FILE (read before, written after), so
     /// the next run skips what it already knows.
     #[arg(long, value_name = "FILE")]

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use mcp_connect::layers::diagnostics::{LifecycleMetrics, StageRecord};
 use mcp_connect::layers::{Classify, Failure, StageOutcome};
-use mcp_connect::{Error, Session};
+use mcp_connect::protocol::CallToolResult;
+use mcp_connect::{ClientError, Session};
 use serde_json::{json, Map, Value};
 
 /// Prints stage events as they happen and the final summary.
@@ -72,18 +73,37 @@ impl Printer {
 
     pub(crate) fn call(
         &self,
+        n: u32,
         name: &str,
-        result: &Result<mcp_connect::protocol::CallToolResult, Error>,
+        result: &Result<CallToolResult, ClientError>,
+        generation: u64,
+        reconnected: bool,
     ) {
+        let note = if reconnected { ", reconnected" } else { "" };
         match result {
             Ok(result) => self.line(
-                &format!("tool {name}: {}{}", result.text(), if result.is_error { " (tool error)" } else { "" }),
-                json!({ "event": "call", "tool": name, "ok": !result.is_error, "text": result.text() }),
+                &format!(
+                    "call {n} {name}: {}{} (session {generation}{note})",
+                    result.text(),
+                    if result.is_error { " (tool error)" } else { "" }
+                ),
+                json!({
+                    "event": "call", "n": n, "tool": name, "ok": !result.is_error, "text": result.text(),
+                    "generation": generation, "http_status": null, "reconnected": reconnected,
+                }),
             ),
-            Err(error) => self.line(
-                &format!("tool {name} failed: {error}"),
-                json!({ "event": "call", "tool": name, "ok": false, "failure": failure_json(&error.failure()) }),
-            ),
+            Err(error) => {
+                let failure = error.failure();
+                self.line(
+                    &format!("call {n} {name} failed: {error} (session {generation}{note})"),
+                    json!({
+                        "event": "call", "n": n, "tool": name, "ok": false,
+                        "generation": generation, "http_status": failure.http_status,
+                        "reconnected": reconnected, "session_lost": error.session_lost(),
+                        "failure": failure_json(&failure),
+                    }),
+                )
+            }
         }
     }
 

@@ -11,8 +11,8 @@ use mcp_connect::layers::Classify;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand};
 use mcp_connect::{
-    ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, TransportMode,
-    VersionPolicy,
+    ClientError, ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, McpClient,
+    TransportMode, VersionPolicy,
 };
 use tokio::time::Instant;
 
@@ -141,7 +141,12 @@ async fn run(args: Args) -> ExitCode {
         .with_metrics(printer.clone())
         .build();
 
-    let outcome = stack.connect(request).await;
+    let client = McpClient::lazy(stack, request);
+    let outcome = match client.session().await {
+        Ok((session, _)) => Ok(session),
+        Err(ClientError::Connect(error)) => Err(error),
+        Err(other) => unreachable!("the first session is built, not cooled down: {other:?}"),
+    };
     let established_in = started.elapsed();
     let mut ok = outcome.is_ok();
     if let Ok(session) = &outcome {
@@ -161,22 +166,27 @@ async fn run(args: Args) -> ExitCode {
             }
         }
         if let Some(name) = &args.call_tool {
-            let result = session.call_tool(name, &tool_args).await;
-            ok &= matches!(&result, Ok(r) if !r.is_error);
-            printer.call(name, &result);
+            ok &= watch(
+                &printer,
+                &client,
+                name,
+                &tool_args,
+                args.repeat,
+                args.interval,
+            )
+            .await;
         }
-        if let Err(error) = session.close().await {
+        if let Err(error) = client.close().await {
             report_error(&printer, "close", &error);
         }
     }
+    let outcome = outcome.as_deref();
     let attempts = match &outcome {
         Ok(_) => printer.last_attempt(),
         Err(error) => error.attempts(),
     };
     printer.summary(
-        outcome
-            .as_ref()
-            .map_err(|e| (e as &(dyn std::error::Error + 'static), e.failure())),
+        outcome.map_err(|e| (e as &(dyn std::error::Error + 'static), e.failure())),
         established_in,
         sent.load(Ordering::Relaxed),
         attempts,
@@ -193,6 +203,35 @@ async fn run(args: Args) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Calls the tool `repeat` times through the long-lived client, one line per
+/// call; true when every call succeeded.
+async fn watch(
+    printer: &Printer,
+    client: &McpClient,
+    name: &str,
+    arguments: &serde_json::Value,
+    repeat: u32,
+    interval: std::time::Duration,
+) -> bool {
+    let mut all_ok = true;
+    let mut last_generation = client.generation();
+    for n in 1..=repeat {
+        if n > 1 {
+            tokio::time::sleep(interval).await;
+        }
+        let result = client.call_tool(name, arguments).await;
+        let generation = match &result {
+            Ok(_) => client.generation(),
+            Err(e) => e.generation().unwrap_or_else(|| client.generation()),
+        };
+        let reconnected = generation > last_generation;
+        last_generation = generation;
+        all_ok &= matches!(&result, Ok(r) if !r.is_error);
+        printer.call(n, name, &result, generation, reconnected);
+    }
+    all_ok
 }
 
 fn report_error(printer: &Printer, operation: &str, error: &Error) {

@@ -108,6 +108,8 @@ impl LegacyServer {
                     )
                 }
                 "ping" => Script::Json(200, result(request, json!({}))),
+                "prompts/get" => Script::Json(200, result(request, json!({ "messages": [] }))),
+                "resources/read" => Script::Json(200, result(request, json!({ "contents": [] }))),
                 _ => Script::Json(200, error(request, -32601, None)),
             },
         }

@@ -1,0 +1,373 @@
+//! A long-lived client that reconnects for later calls only after the
+//! session itself failed.
+//!
+//! Applications keep one [`McpClient`] per configured server for hours. When
+//! its session dies (the transport closed, reset or its process exited, or
+//! the server answered 404 to a request that carried the session id) the
+//! failed call's error goes to the caller, the dead session is disposed,
+//! and the *next* call (or a background task, if asked) builds a new session
+//! through the establishment stack. A failed call is never replayed: the
+//! client cannot know whether the server acted on it.
+//!
+//! Everything else is the server talking, not the session dying: HTTP 500,
+//! 429 (its `Retry-After` is in the failure), 401, 403, any other status and
+//! any JSON-RPC error reach the caller with no reconnect and the generation
+//! unchanged. A new session cannot fix a 500, and reconnecting on 429 hits a
+//! throttled server harder. On the modern era there is no session, so a 404
+//! whose body is a JSON-RPC error (method not found) is an application
+//! error too.
+//!
+//! Reconnects are bounded twice: concurrent callers that hit the same dead
+//! session share one reconnect, and after a failed reconnect further calls
+//! fail fast with that failure until a backoff (doubling from 100 ms to
+//! 30 s) has passed, so a server that is down is not stormed.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect_layers::{Classify, Failure, FailureKind};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use crate::error::{Error, ErrorKind, TransportError};
+use crate::protocol::{CallToolResult, ListToolsResult};
+use crate::request::ConnectRequest;
+use crate::session::Session;
+use crate::stack::{Establish, EstablishError};
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// When the client builds a new session after the old one died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Reconnect {
+    /// On the next call (the default).
+    #[default]
+    OnNextCall,
+    /// At once, in a background task, so the next call finds it ready.
+    InBackground,
+}
+
+enum State {
+    /// No session: none yet, or the last one died.
+    Empty,
+    /// A live session of this generation.
+    Ready(Arc<Session>, u64),
+    /// The last reconnect failed; calls fail fast until `until`.
+    CoolingDown {
+        until: Instant,
+        backoff: Duration,
+        failure: Failure,
+    },
+}
+
+struct Inner {
+    stack: Establish,
+    request: ConnectRequest,
+    reconnect: Reconnect,
+    state: Mutex<State>,
+    generation: AtomicU64,
+}
+
+/// A long-lived MCP client (see the [module docs](self)). Cheap to clone;
+/// clones share the session.
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+/// Why a call on an [`McpClient`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// No session could be established.
+    #[error("no session: {0}")]
+    Connect(#[source] EstablishError),
+    /// The last reconnect failed recently; the client is backing off.
+    #[error("no session: backing off for {retry_in:?} after a failed reconnect ({failure})")]
+    CoolingDown {
+        /// The failure of the last reconnect.
+        failure: Failure,
+        /// How long until the client tries again.
+        retry_in: Duration,
+    },
+    /// The call itself failed on session `generation`.
+    #[error("{operation} failed on session {generation}: {error}")]
+    Call {
+        /// The operation, e.g. `call_tool`.
+        operation: &'static str,
+        /// The session generation the call ran on.
+        generation: u64,
+        /// Whether the session was found dead and dropped (the next call
+        /// builds a new one).
+        session_lost: bool,
+        /// The error.
+        #[source]
+        error: Error,
+    },
+}
+
+impl ClientError {
+    /// The session generation the call ran on, when it ran.
+    pub fn generation(&self) -> Option<u64> {
+        match self {
+            ClientError::Call { generation, .. } => Some(*generation),
+            _ => None,
+        }
+    }
+
+    /// Whether the session died with this call.
+    pub fn session_lost(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Call {
+                session_lost: true,
+                ..
+            }
+        )
+    }
+
+    /// The call's own error, when the call ran.
+    pub fn call_error(&self) -> Option<&Error> {
+        match self {
+            ClientError::Call { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl Classify for ClientError {
+    fn failure(&self) -> Failure {
+        match self {
+            ClientError::Connect(e) => e.failure(),
+            ClientError::CoolingDown { failure, .. } => *failure,
+            ClientError::Call { error, .. } => error.failure(),
+        }
+    }
+}
+
+/// Whether a failed call means the session itself is gone: transport
+/// closure or I/O failure (no HTTP status), or session expiry (404 on a
+/// request that carried the session id). Decided on failure data only.
+pub fn session_lost(error: &Error) -> bool {
+    if let ErrorKind::Transport(TransportError::Http(_) | TransportError::Interrupted(_)) =
+        error.kind()
+    {
+        return true;
+    }
+    let failure = error.failure();
+    match failure.kind {
+        FailureKind::Closed | FailureKind::Io | FailureKind::Connect => true,
+        _ => false,
+    }
+}
+
+impl McpClient {
+    /// A client that connects on its first call.
+    pub fn lazy(stack: Establish, request: ConnectRequest) -> Self {
+        McpClient {
+            inner: Arc::new(Inner {
+                stack,
+                request,
+                reconnect: Reconnect::OnNextCall,
+                state: Mutex::new(State::Empty),
+                generation: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// A client that connects now, failing if the first session cannot be
+    /// established.
+    pub async fn connect(stack: Establish, request: ConnectRequest) -> Result<Self, ClientError> {
+        let client = Self::lazy(stack, request);
+        client.session().await?;
+        Ok(client)
+    }
+
+    /// When to rebuild a dead session.
+    pub fn with_reconnect(self, reconnect: Reconnect) -> Self {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                inner.reconnect = reconnect;
+                McpClient {
+                    inner: Arc::new(inner),
+                }
+            }
+            Err(inner) => McpClient { inner },
+        }
+    }
+
+    /// How many sessions have been built (0 before the first).
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::SeqCst)
+    }
+
+    /// The live session and its generation, building one if there is none.
+    /// Concurrent callers wait for the same build.
+    pub async fn session(&self) -> Result<(Arc<Session>, u64), ClientError> {
+        let mut state = self.inner.state.lock().await;
+        let backoff = match &*state {
+            State::Ready(session, generation) => return Ok((Arc::clone(session), *generation)),
+            State::CoolingDown { until, failure, .. } if Instant::now() < *until => {
+                return Err(ClientError::CoolingDown {
+                    failure: *failure,
+                    retry_in: *until - Instant::now(),
+                });
+            }
+            State::CoolingDown { backoff, .. } => (*backoff * 2).min(MAX_BACKOFF),
+            State::Empty => FIRST_BACKOFF,
+        };
+        match self.inner.stack.connect(self.inner.request.clone()).await {
+            Ok(session) => {
+                let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                let session = Arc::new(session);
+                *state = State::Ready(Arc::clone(&session), generation);
+                Ok((session, generation))
+            }
+            Err(error) => {
+                *state = State::CoolingDown {
+                    until: Instant::now() + backoff,
+                    backoff,
+                    failure: error.failure(),
+                };
+                Err(ClientError::Connect(error))
+            }
+        }
+    }
+
+    /// Drops session `generation` if it is still the current one, and
+    /// disposes of it.
+    async fn lost(&self, generation: u64) {
+        let dead = {
+            let mut state = self.inner.state.lock().await;
+            match &*state {
+                State::Ready(session, current) if *current == generation => {
+                    let dead = Arc::clone(session);
+                    *state = State::Empty;
+                    Some(dead)
+                }
+                _ => None,
+            }
+        };
+        if let Some(dead) = dead {
+            // A dead transport closes at once; the error is the call's, not this.
+            let _ = dead.close().await;
+            if self.inner.reconnect == Reconnect::InBackground {
+                let client = self.clone();
+                tokio::spawn(async move {
+                    let _ = client.session().await;
+                });
+            }
+        }
+    }
+
+    async fn run<T, F, Fut>(&self, operation: &'static str, call: F) -> Result<T, ClientError>
+    where
+        F: FnOnce(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let (session, generation) = self.session().await?;
+        match call(session).await {
+            Ok(value) => Ok(value),
+            Err(error) => {
+                let lost = session_lost(&error);
+                let failure = error.failure();
+                tracing::warn!(
+                    target: "mcp_connect::client",
+                    operation,
+                    http_status = failure.http_status,
+                    jsonrpc_code = failure.jsonrpc_code,
+                    kind = failure.kind.as_str(),
+                    closure = failure.closure.map(|c| c.as_str()),
+                    generation,
+                    session_lost = lost,
+                    "call failed"
+                );
+                if lost {
+                    self.lost(generation).await;
+                }
+                Err(ClientError::Call {
+                    operation,
+                    generation,
+                    session_lost: lost,
+                    error,
+                })
+            }
+        }
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<CallToolResult, ClientError> {
+        self.run("call_tool", |s| async move {
+            s.call_tool(name, arguments).await
+        })
+        .await
+    }
+
+    /// `tools/list` (first page).
+    pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
+        self.run("list_tools", |s| async move { s.list_tools().await })
+            .await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+    ) -> Result<Value, ClientError> {
+        self.run("get_prompt", |s| async move {
+            s.get_prompt(name, arguments).await
+        })
+        .await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
+        self.run(
+            "read_resource",
+            |s| async move { s.read_resource(uri).await },
+        )
+        .await
+    }
+
+    /// Any request, raw result.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        self.run(
+            "request",
+            |s| async move { s.request(method, params).await },
+        )
+        .await
+    }
+
+    /// Closes the current session, if any. Later calls build a new one.
+    pub async fn close(&self) -> Result<(), Error> {
+        let current = std::mem::replace(&mut *self.inner.state.lock().await, State::Empty);
+        match current {
+            State::Ready(session, _) => session.close().await,
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClient")
+            .field("request", &self.inner.request)
+            .field("generation", &self.generation())
+            .finish_non_exhaustive()
+    }
+}
