@@ -74,8 +74,16 @@ struct Inner {
     generation: AtomicU64,
 }
 
-/// A long-lived MCP client (see the [module docs](self)). Cheap to clone;
-/// clones share the session.
+/// A long-lived MCP client. Cheap to clone; clones share the session.
+///
+/// It reconnects for later calls only after the session itself died:
+/// transport closure or I/O failure (no HTTP status), or a 404 to a request
+/// that carried the session id (see [`session_lost`]). HTTP 500, 429, 401,
+/// 403, other statuses and JSON-RPC errors reach the caller with no
+/// reconnect and the generation unchanged. A failed call is never replayed.
+/// Concurrent callers on a dead session share one reconnect, and after a
+/// failed reconnect calls fail fast during a backoff that doubles from
+/// 100 ms to 30 s.
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
@@ -161,10 +169,10 @@ pub fn session_lost(error: &Error) -> bool {
         return true;
     }
     let failure = error.failure();
-    match failure.kind {
-        FailureKind::Closed | FailureKind::Io | FailureKind::Connect => true,
-        _ => false,
-    }
+    matches!(
+        failure.kind,
+        FailureKind::Closed | FailureKind::Io | FailureKind::Connect
+    )
 }
 
 impl McpClient {
