@@ -18,6 +18,9 @@ use support::{error, result, watchdog, LegacyServer, Recorded, Script, ScriptSer
 
 const LIMIT: Duration = Duration::from_secs(20);
 
+/// A scripted answer.
+type Fault = fn(&Recorded) -> Script;
+
 /// A legacy server whose first answer to `method` is `fault`.
 async fn first_fails(
     method: &'static str,
@@ -119,7 +122,7 @@ async fn json_rpc_errors_never_reconnect() {
 /// call is not replayed. The same for get_prompt and read_resource.
 #[tokio::test]
 async fn session_expiry_and_transport_failure_reconnect_for_the_next_call() {
-    let faults: [(&str, fn(&Recorded) -> Script); 3] = [
+    let faults: [(&str, Fault); 3] = [
         ("404 with a JSON-RPC body", |r| {
             Script::Json(404, error(r, -32600, None))
         }),
