@@ -73,8 +73,11 @@ pub struct Deadline<S> {
     inner: S,
     budget: Duration,
     cleanup: Duration,
-    /// When the caller first asked for readiness, and the timer bounding it.
-    waiting: Option<(Instant, Pin<Box<Sleep>>)>,
+    /// When the caller first asked for readiness.
+    started: Option<Instant>,
+    /// The timer bounding readiness, made only if the inner service is not
+    /// ready at once (the common case allocates nothing).
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S: Clone> Clone for Deadline<S> {
@@ -83,7 +86,8 @@ impl<S: Clone> Clone for Deadline<S> {
             inner: self.inner.clone(),
             budget: self.budget,
             cleanup: self.cleanup,
-            waiting: None,
+            started: None,
+            timer: None,
         }
     }
 }
@@ -95,7 +99,8 @@ impl<S> Deadline<S> {
             inner,
             budget,
             cleanup,
-            waiting: None,
+            started: None,
+            timer: None,
         }
     }
 
@@ -120,26 +125,25 @@ where
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        let now = Instant::now();
-        let budget = self.budget;
-        let (_, timer) = self
-            .waiting
-            .get_or_insert_with(|| (now, Box::pin(tokio::time::sleep_until(now + budget))));
+        let started = *self.started.get_or_insert_with(Instant::now);
         match self.inner.poll_ready(cx) {
             Poll::Ready(outcome) => Poll::Ready(outcome.map_err(DeadlineError::Inner)),
             Poll::Pending => {
+                let budget = self.budget;
+                let timer = self
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + budget)));
                 ready!(timer.as_mut().poll(cx));
-                self.waiting = None;
+                self.started = None;
+                self.timer = None;
                 Poll::Ready(Err(DeadlineError::Elapsed))
             }
         }
     }
 
     fn call(&mut self, mut request: Request) -> Self::Future {
-        let started = self
-            .waiting
-            .take()
-            .map_or_else(Instant::now, |(started, _)| started);
+        self.timer = None;
+        let started = self.started.take().unwrap_or_else(Instant::now);
         let deadline = match request.deadline() {
             Some(earlier) if earlier < started + self.budget => earlier,
             _ => started + self.budget,
