@@ -69,7 +69,7 @@ enum State {
 struct Inner {
     stack: Establish,
     request: ConnectRequest,
-    reconnect: Reconnect,
+    reconnect: std::sync::Mutex<Reconnect>,
     state: Mutex<State>,
     generation: AtomicU64,
 }
@@ -182,7 +182,7 @@ impl McpClient {
             inner: Arc::new(Inner {
                 stack,
                 request,
-                reconnect: Reconnect::OnNextCall,
+                reconnect: std::sync::Mutex::new(Reconnect::OnNextCall),
                 state: Mutex::new(State::Empty),
                 generation: AtomicU64::new(0),
             }),
@@ -197,17 +197,10 @@ impl McpClient {
         Ok(client)
     }
 
-    /// When to rebuild a dead session.
+    /// When to rebuild a dead session (for this client and its clones).
     pub fn with_reconnect(self, reconnect: Reconnect) -> Self {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                inner.reconnect = reconnect;
-                McpClient {
-                    inner: Arc::new(inner),
-                }
-            }
-            Err(inner) => McpClient { inner },
-        }
+        *self.inner.reconnect.lock().expect("lock poisoned") = reconnect;
+        self
     }
 
     /// How many sessions have been built (0 before the first).
@@ -265,7 +258,7 @@ impl McpClient {
         if let Some(dead) = dead {
             // A dead transport closes at once; the error is the call's, not this.
             let _ = dead.close().await;
-            if self.inner.reconnect == Reconnect::InBackground {
+            if *self.inner.reconnect.lock().expect("lock poisoned") == Reconnect::InBackground {
                 let client = self.clone();
                 tokio::spawn(async move {
                     let _ = client.session().await;

@@ -6,7 +6,9 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_connect::layers::{CancelSource, Classify, FailureKind};
+use mcp_connect::layers::{
+    CancelSource, Classify, FailureKind, Stage, StageEvent, StageObserver, StageOutcome,
+};
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, Limits, TransportMode};
 use support::{alive, fixture, spawn_log, spawned, watchdog, LegacyServer, ScriptServer};
 use tokio_util::sync::CancellationToken;
@@ -55,36 +57,38 @@ async fn cancellation_racing_a_late_success_disposes_the_session() {
     );
 }
 
-/// G11: the same race over stdio: the process that will not be returned
-/// exits and is reaped.
+/// Cancels the caller's token the moment the last handshake step succeeds.
+#[derive(Debug)]
+struct CancelOnSuccess(CancellationToken);
+
+impl StageObserver for CancelOnSuccess {
+    fn on_event(&self, event: &StageEvent) {
+        if event.stage == Stage::Initialized && event.outcome == StageOutcome::Succeeded {
+            self.0.cancel();
+        }
+    }
+}
+
+/// G11: the same race over stdio: the handshake succeeds and the caller
+/// cancels in the same instant; the process that will not be returned exits
+/// and is reaped.
 #[tokio::test]
 async fn cancellation_racing_a_late_stdio_success_reaps_the_process() {
     let log = spawn_log("g11");
     let token = CancellationToken::new();
     let request = ConnectRequest::stdio(fixture(&["--spawn-log", log.to_str().unwrap()]))
         .with_limits(Limits::default().with_close_grace(Duration::from_millis(100)))
-        .with_cancellation(token.clone());
-    // Cancel as soon as the process is up: whichever stage it reaches, the
-    // outcome is the caller's cancellation and the process is gone.
-    let cancel = async {
-        while spawned(&log).is_empty() {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        token.cancel();
-    };
-    let connector = Connector::new();
-    let (outcome, ()) = watchdog(LIMIT, async {
-        tokio::join!(connector.connect(request), cancel)
-    })
-    .await;
+        .with_cancellation(token.clone())
+        .with_observer(Arc::new(CancelOnSuccess(token)));
+    let outcome = watchdog(LIMIT, Connector::new().connect(request)).await;
     let failure = outcome.unwrap_err().failure();
     assert_eq!(
         (failure.kind, failure.cancel_source),
         (FailureKind::Cancelled, Some(CancelSource::Caller))
     );
-    for pid in spawned(&log) {
-        assert!(!alive(pid), "process {pid} was reaped");
-    }
+    let pids = spawned(&log);
+    assert_eq!(pids.len(), 1);
+    assert!(!alive(pids[0]), "process {} was reaped", pids[0]);
 }
 
 /// G11: a session that is returned was open at the moment of transfer.

@@ -64,7 +64,10 @@ pub enum Held {
 }
 
 fn arguments() -> serde_json::Map<String, serde_json::Value> {
-    serde_json::json!({ "a": 2, "b": 3 }).as_object().cloned().unwrap()
+    serde_json::json!({ "a": 2, "b": 3 })
+        .as_object()
+        .cloned()
+        .unwrap()
 }
 
 impl Client {
@@ -83,15 +86,18 @@ impl Client {
                 Held::Ours(stack.connect(request).await.expect("ours establishes"))
             }
             Client::OursCached(connector, cache) => {
-                let request = ours(ConnectRequest::http(url).unwrap()).with_era_cache(cache.clone());
+                let request =
+                    ours(ConnectRequest::http(url).unwrap()).with_era_cache(cache.clone());
                 Held::Ours(connector.connect(request).await.expect("ours establishes"))
             }
             Client::Rmcp => {
-                let transport =
-                    StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
+                let transport = StreamableHttpClientTransport::from_config(
+                    StreamableHttpClientTransportConfig::with_uri(url),
+                );
                 let (config, mode) = match era {
                     Era::Legacy => (
-                        ClientConfig::default().with_protocol_version(ProtocolVersion::V_2025_11_25),
+                        ClientConfig::default()
+                            .with_protocol_version(ProtocolVersion::V_2025_11_25),
                         ClientLifecycleMode::Initialize,
                     ),
                     Era::Modern => (
@@ -102,7 +108,12 @@ impl Client {
                         },
                     ),
                 };
-                Held::Rmcp(config.serve_with_lifecycle(transport, mode).await.expect("rmcp establishes"))
+                Held::Rmcp(
+                    config
+                        .serve_with_lifecycle(transport, mode)
+                        .await
+                        .expect("rmcp establishes"),
+                )
             }
         }
     }
@@ -112,7 +123,10 @@ impl Held {
     pub async fn call(&self) {
         match self {
             Held::Ours(session) => {
-                let result = session.call_tool("add", &serde_json::json!({ "a": 2, "b": 3 })).await.unwrap();
+                let result = session
+                    .call_tool("add", &serde_json::json!({ "a": 2, "b": 3 }))
+                    .await
+                    .unwrap();
                 assert_eq!(result.text(), "5");
             }
             Held::Rmcp(client) => {

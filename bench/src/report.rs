@@ -54,11 +54,18 @@ pub fn markdown(rows: &[Row], runs: usize) -> String {
         "Median across {runs} runs of each run's statistic (min–max in brackets). Ratio = ours / other; \"better\" says which way is good."
     );
     let _ = writeln!(out);
-    let _ = writeln!(out, "| metric | unit | ours | other | other is | ratio | better |");
+    let _ = writeln!(
+        out,
+        "| metric | unit | ours | other | other is | ratio | better |"
+    );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for row in rows {
         let ratio = row.ratio();
-        let ratio = if ratio.is_nan() { "n/a".to_owned() } else { format!("{ratio:.2}") };
+        let ratio = if ratio.is_nan() {
+            "n/a".to_owned()
+        } else {
+            format!("{ratio:.2}")
+        };
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {ratio} | {} |",
@@ -110,7 +117,12 @@ pub fn svg(curves: &[(String, &'static str, Vec<f64>)]) -> String {
         );
         let fraction = i as f64 / 5.0;
         let y = top + plot_h * (1.0 - fraction);
-        let _ = write!(out, r#"<text x="{}" y="{}" text-anchor="end">{fraction:.1}</text>"#, left - 6.0, y + 4.0);
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end">{fraction:.1}</text>"#,
+            left - 6.0,
+            y + 4.0
+        );
     }
     let _ = write!(
         out,
@@ -130,7 +142,11 @@ pub fn svg(curves: &[(String, &'static str, Vec<f64>)]) -> String {
                 format!("{x:.1},{y:.1}")
             })
             .collect();
-        let dash = if name.starts_with("rmcp") { r#" stroke-dasharray="6 3""# } else { "" };
+        let dash = if name.starts_with("rmcp") {
+            r#" stroke-dasharray="6 3""#
+        } else {
+            ""
+        };
         let _ = write!(
             out,
             r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,

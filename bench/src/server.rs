@@ -49,7 +49,11 @@ impl ServerHandler for Adder {
     ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + MaybeSendFuture + '_ {
         // As rmcp's default, unless this server plays a legacy-only one.
         std::future::ready(if self.legacy_only {
-            Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "Method not found", None))
+            Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "Method not found",
+                None,
+            ))
         } else {
             Ok(DiscoverResult::from_server_info(
                 self.supported_protocol_versions().into_owned(),
@@ -68,7 +72,10 @@ pub struct Counters {
 
 impl Counters {
     pub fn snapshot(&self) -> (u64, u64) {
-        (self.requests.load(Ordering::Relaxed), self.connections.load(Ordering::Relaxed))
+        (
+            self.requests.load(Ordering::Relaxed),
+            self.connections.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -93,7 +100,9 @@ pub async fn start(legacy_only: bool) -> (SocketAddr, Arc<Counters>) {
     let counting = Arc::clone(&counters);
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             counting.connections.fetch_add(1, Ordering::Relaxed);
             let service = service.clone();
@@ -128,7 +137,10 @@ where
     type Error = S::Error;
     type Future = S::Future;
 
-    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 

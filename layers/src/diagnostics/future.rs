@@ -21,13 +21,13 @@ pin_project! {
         #[pin]
         inner: F,
         span: Span,
-        tracer: Arc<Tracer>,
+        tracer: Option<Arc<Tracer>>,
         started: Instant,
     }
 }
 
 impl<F> ResponseFuture<F> {
-    pub(crate) fn new(inner: F, span: Span, tracer: Arc<Tracer>) -> Self {
+    pub(crate) fn new(inner: F, span: Span, tracer: Option<Arc<Tracer>>) -> Self {
         ResponseFuture {
             inner,
             span,
@@ -50,12 +50,12 @@ where
             let _entered = this.span.enter();
             ready!(this.inner.poll(cx))
         };
-        let elapsed = this.started.elapsed();
-        match &outcome {
-            Ok(_) => this.tracer.finish(elapsed, Ok(())),
-            Err(e) => this
-                .tracer
-                .finish(elapsed, Err((e.failure(), e.attempts(), e.exhaustion()))),
+        if let Some(tracer) = this.tracer {
+            let elapsed = this.started.elapsed();
+            match &outcome {
+                Ok(_) => tracer.finish(elapsed, Ok(())),
+                Err(e) => tracer.finish(elapsed, Err((e.failure(), e.attempts(), e.exhaustion()))),
+            }
         }
         Poll::Ready(outcome)
     }

@@ -4,25 +4,23 @@ use std::sync::Arc;
 
 use tower_layer::Layer;
 
-use super::{LifecycleDiagnostics, LifecycleMetrics, NoMetrics};
+use super::{LifecycleDiagnostics, LifecycleMetrics};
 
 /// Records every establishment through `tracing` (see the [module docs](super)).
 #[derive(Debug, Clone)]
 pub struct LifecycleDiagnosticsLayer {
-    metrics: Arc<dyn LifecycleMetrics>,
+    metrics: Option<Arc<dyn LifecycleMetrics>>,
 }
 
 impl LifecycleDiagnosticsLayer {
     /// Tracing only.
     pub fn new() -> Self {
-        LifecycleDiagnosticsLayer {
-            metrics: Arc::new(NoMetrics),
-        }
+        LifecycleDiagnosticsLayer { metrics: None }
     }
 
     /// Also calls `metrics` with every value.
     pub fn with_metrics(mut self, metrics: Arc<dyn LifecycleMetrics>) -> Self {
-        self.metrics = metrics;
+        self.metrics = Some(metrics);
         self
     }
 }
@@ -37,6 +35,6 @@ impl<S> Layer<S> for LifecycleDiagnosticsLayer {
     type Service = LifecycleDiagnostics<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        LifecycleDiagnostics::new(inner, Arc::clone(&self.metrics))
+        LifecycleDiagnostics::new(inner, self.metrics.clone())
     }
 }

@@ -99,12 +99,12 @@ impl LifecycleMetrics for NoMetrics {}
 #[derive(Debug, Clone)]
 pub struct LifecycleDiagnostics<S> {
     inner: S,
-    metrics: Arc<dyn LifecycleMetrics>,
+    metrics: Option<Arc<dyn LifecycleMetrics>>,
 }
 
 impl<S> LifecycleDiagnostics<S> {
-    /// Wraps `inner`, reporting to `tracing` and `metrics`.
-    pub fn new(inner: S, metrics: Arc<dyn LifecycleMetrics>) -> Self {
+    /// Wraps `inner`, reporting to `tracing` and, if given, `metrics`.
+    pub fn new(inner: S, metrics: Option<Arc<dyn LifecycleMetrics>>) -> Self {
         LifecycleDiagnostics { inner, metrics }
     }
 
@@ -131,13 +131,22 @@ where
     fn call(&mut self, mut request: Request) -> Self::Future {
         let transport = request.transport_mode();
         let span = tracing::info_span!("mcp.establish", transport);
-        let tracer = Arc::new(tracer::Tracer::new(
-            span.clone(),
-            request.deadline(),
-            transport,
-            Arc::clone(&self.metrics),
-        ));
-        request.add_observer(tracer.clone());
+        // Nobody listening (no subscriber wants these spans or the outcome
+        // warning, no metrics): no tracer, no observer, no per-stage work.
+        let listening = self.metrics.is_some()
+            || !span.is_disabled()
+            || tracing::enabled!(target: "mcp_connect::lifecycle", tracing::Level::WARN);
+        let tracer = listening.then(|| {
+            let metrics = self.metrics.clone().unwrap_or_else(|| Arc::new(NoMetrics));
+            let tracer = Arc::new(tracer::Tracer::new(
+                span.clone(),
+                request.deadline(),
+                transport,
+                metrics,
+            ));
+            request.add_observer(tracer.clone());
+            tracer
+        });
         let inner = {
             let _entered = span.enter();
             self.inner.call(request)
