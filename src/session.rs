@@ -149,6 +149,22 @@ impl Session {
         self.transport.as_ref()
     }
 
+    /// Runs a transport operation within the per-request limit.
+    async fn within<T>(
+        &self,
+        operation: impl std::future::Future<Output = Result<T, crate::error::TransportError>>,
+    ) -> Result<T, Error> {
+        tokio::time::timeout(self.request_timeout, operation)
+            .await
+            .map_err(|_| {
+                Error::new(
+                    Stage::Request,
+                    ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+                )
+            })?
+            .map_err(|e| Error::transport(Stage::Request, e))
+    }
+
     /// Sends a request and returns its raw result.
     ///
     /// Fails with [`CancelSource::HandshakeTimeout`] when the per-request
@@ -217,19 +233,11 @@ impl Session {
             method: method.to_owned(),
             params,
         };
-        tokio::time::timeout(
-            self.request_timeout,
+        self.within(
             self.transport
                 .notify(&notification, Some(&self.negotiated.version)),
         )
         .await
-        .map_err(|_| {
-            Error::new(
-                Stage::Request,
-                ErrorKind::Timeout(CancelSource::HandshakeTimeout),
-            )
-        })?
-        .map_err(|e| Error::transport(Stage::Request, e))
     }
 
     /// `ping` (legacy era; the modern era has no ping, so this sends
@@ -272,15 +280,7 @@ impl Session {
     /// `Ok(None)` when the server offers none (405, or 400 from some
     /// servers), on the modern era, and on transports without one.
     pub async fn server_stream(&self) -> Result<Option<ServerStream>, Error> {
-        tokio::time::timeout(self.request_timeout, self.transport.open_server_stream())
-            .await
-            .map_err(|_| {
-                Error::new(
-                    Stage::Request,
-                    ErrorKind::Timeout(CancelSource::HandshakeTimeout),
-                )
-            })?
-            .map_err(|e| Error::transport(Stage::Request, e))
+        self.within(self.transport.open_server_stream()).await
     }
 
     /// Answers a request the server sent (from a [`ServerStream`]).
@@ -293,19 +293,11 @@ impl Session {
             Ok(result) => result_bytes(id, result),
             Err(error) => error_bytes(id, error.code(), error.message()),
         };
-        tokio::time::timeout(
-            self.request_timeout,
+        self.within(
             self.transport
                 .respond(bytes, Some(&self.negotiated.version)),
         )
         .await
-        .map_err(|_| {
-            Error::new(
-                Stage::Request,
-                ErrorKind::Timeout(CancelSource::HandshakeTimeout),
-            )
-        })?
-        .map_err(|e| Error::transport(Stage::Request, e))
     }
 
     /// Closes the session: ends the HTTP session (DELETE) or stops the

@@ -231,15 +231,7 @@ mod auto_detection {
 
     fn counting_connector() -> (Connector, Arc<AtomicU64>) {
         let count = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&count);
-        let client = HttpClient::new(
-            tower::ServiceBuilder::new()
-                .map_request(move |request| {
-                    counter.fetch_add(1, Ordering::Relaxed);
-                    request
-                })
-                .service(HttpClient::default_client()),
-        );
+        let client = HttpClient::default_client().counting(Arc::clone(&count));
         (Connector::with_client(client), count)
     }
 

@@ -122,15 +122,7 @@ async fn run(args: Args) -> ExitCode {
 
     // Counted below the transports, so every request the command sends is seen.
     let sent = Arc::new(AtomicU64::new(0));
-    let counter = Arc::clone(&sent);
-    let client = HttpClient::new(
-        tower::ServiceBuilder::new()
-            .map_request(move |request| {
-                counter.fetch_add(1, Ordering::Relaxed);
-                request
-            })
-            .service(HttpClient::default_client()),
-    );
+    let client = HttpClient::default_client().counting(Arc::clone(&sent));
     let recovery = match args.recovery {
         Recovery::Off => RecoveryPolicy::disabled(),
         Recovery::Default => RecoveryPolicy::new().with_max_attempts(args.max_attempts),

@@ -112,6 +112,19 @@ impl HttpClient {
         }
     }
 
+    /// This client, counting every request it sends into `counter` (for
+    /// reports such as the command's `http_requests`).
+    pub fn counting(self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
+        HttpClient::new(
+            ServiceBuilder::new()
+                .map_request(move |request: http::Request<Full<Bytes>>| {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    request
+                })
+                .service(self),
+        )
+    }
+
     /// Sends one request once the client is ready.
     pub(crate) fn send(
         &self,
