@@ -1,0 +1,117 @@
+//! FreshSessionRecoveryLayer on a synthetic make-service: the shared retry
+//! budget and the backoff stop recovery as documented.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use mcp_connect_layers::classify::FailureClassifierLayer;
+use mcp_connect_layers::recovery::{
+    Attempts, Backoff, FreshSessionRecoveryLayer, RecoveryPolicy, Stop,
+};
+use mcp_connect_layers::{Classify, Closure, Failure, FailureKind, Stage};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::retry::budget::TpsBudget;
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+#[derive(Debug)]
+struct Reset;
+
+impl std::fmt::Display for Reset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection reset")
+    }
+}
+impl std::error::Error for Reset {}
+impl Classify for Reset {
+    fn failure(&self) -> Failure {
+        Failure::new(Stage::Initialize, FailureKind::Closed).with_closure(Closure::Reset)
+    }
+}
+
+#[derive(Clone)]
+struct Request;
+
+impl Attempts for Request {
+    fn next_attempt(&self, _: u32) -> Option<Self> {
+        Some(Request)
+    }
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+    fn cancellation(&self) -> Option<&CancellationToken> {
+        None
+    }
+}
+
+#[derive(Clone)]
+struct AlwaysResets(Arc<AtomicU32>);
+
+impl Service<Request> for AlwaysResets {
+    type Response = ();
+    type Error = Reset;
+    type Future = std::future::Ready<Result<(), Reset>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Reset>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, _: Request) -> Self::Future {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Err(Reset))
+    }
+}
+
+/// Many establishments failing together draw on one budget: once it is
+/// spent, each stops after its first attempt.
+#[tokio::test(start_paused = true)]
+async fn an_empty_shared_budget_stops_recovery() {
+    // No minimum, 10% of deposits may be retried.
+    let budget = Arc::new(TpsBudget::new(Duration::from_secs(10), 0, 0.1));
+    let policy = RecoveryPolicy::new()
+        .with_backoff(Backoff::NONE)
+        .with_budget(budget);
+    let calls = Arc::new(AtomicU32::new(0));
+    let stack = ServiceBuilder::new()
+        .layer(FreshSessionRecoveryLayer::new(policy))
+        .layer(FailureClassifierLayer::new())
+        .service(AlwaysResets(Arc::clone(&calls)));
+    let mut stops = Vec::new();
+    for _ in 0..20 {
+        let error = stack.clone().oneshot(Request).await.unwrap_err();
+        stops.push(error.stop());
+    }
+    let budgeted = stops.iter().filter(|s| **s == Stop::Budget).count();
+    assert!(
+        budgeted >= 15,
+        "most establishments found the budget empty: {stops:?}"
+    );
+    assert!(
+        calls.load(Ordering::SeqCst) < 20 * 3,
+        "far fewer than 3 attempts each"
+    );
+}
+
+/// The backoff sleeps between attempts (full jitter, never above the cap).
+#[tokio::test(start_paused = true)]
+async fn backoff_spaces_the_attempts_within_its_cap() {
+    let policy = RecoveryPolicy::new()
+        .with_max_attempts(3)
+        .with_backoff(Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(2),
+        });
+    let calls = Arc::new(AtomicU32::new(0));
+    let stack = ServiceBuilder::new()
+        .layer(FreshSessionRecoveryLayer::new(policy))
+        .layer(FailureClassifierLayer::new())
+        .service(AlwaysResets(Arc::clone(&calls)));
+    let started = Instant::now();
+    let error = stack.oneshot(Request).await.unwrap_err();
+    assert_eq!((error.attempts(), error.stop()), (3, Stop::MaxAttempts));
+    assert!(
+        started.elapsed() <= Duration::from_secs(3),
+        "1 s + 2 s at most: {:?}",
+        started.elapsed()
+    );
+}
