@@ -542,19 +542,36 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(Duration::from_secs(seconds))
 }
 
-/// Reads a whole body, refusing more than `limit` bytes.
+/// Reads a whole body, refusing more than `limit` bytes. A body that
+/// arrives in one frame (the usual JSON reply) is returned without a copy.
 pub(crate) async fn collect(mut body: HttpBody, limit: usize) -> Result<Bytes, TransportError> {
-    let mut collected = bytes::BytesMut::new();
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<bytes::BytesMut> = None;
+    let mut length = 0;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(TransportError::Interrupted)?;
-        if let Ok(data) = frame.into_data() {
-            if collected.len() + data.len() > limit {
-                return Err(TransportError::TooLarge { limit });
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        length += data.len();
+        if length > limit {
+            return Err(TransportError::TooLarge { limit });
+        }
+        match (&mut joined, first.take()) {
+            (Some(joined), _) => joined.extend_from_slice(&data),
+            (None, None) => first = Some(data),
+            (None, Some(earlier)) => {
+                let mut buffer = bytes::BytesMut::with_capacity(length);
+                buffer.extend_from_slice(&earlier);
+                buffer.extend_from_slice(&data);
+                joined = Some(buffer);
             }
-            collected.extend_from_slice(&data);
         }
     }
-    Ok(collected.freeze())
+    Ok(match joined {
+        Some(joined) => joined.freeze(),
+        None => first.unwrap_or_default(),
+    })
 }
 
 /// Sorts an HTTP client failure by the types in its source chain.
