@@ -6,7 +6,7 @@
 //! error, never by being dropped, so the handshake's own cleanup always runs.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::{
@@ -23,7 +23,6 @@ pub(crate) struct Clock {
     cancel: Option<CancellationToken>,
     attempt: u32,
     observers: Vec<Arc<dyn StageObserver>>,
-    stage: Mutex<Stage>,
 }
 
 impl Clock {
@@ -40,7 +39,6 @@ impl Clock {
             cancel,
             attempt,
             observers,
-            stage: Mutex::new(Stage::Configure),
         }
     }
 
@@ -66,7 +64,6 @@ impl Clock {
     }
 
     pub(crate) fn begin(&self, stage: Stage) {
-        *self.stage.lock().expect("stage lock poisoned") = stage;
         self.emit(stage, StageOutcome::Started, None);
     }
 

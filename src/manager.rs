@@ -161,11 +161,12 @@ impl Classify for ClientError {
 
 /// Whether a failed call means the session itself is gone: transport
 /// closure or I/O failure (no HTTP status), or session expiry (404 on a
-/// request that carried the session id). Decided on failure data only.
+/// request that carried the session id). Decided on types and failure
+/// data, never on a message.
 pub fn session_lost(error: &Error) -> bool {
-    if let ErrorKind::Transport(TransportError::Http(_) | TransportError::Interrupted(_)) =
-        error.kind()
-    {
+    // An HTTP client error with no status classifies as `Other`, yet the
+    // connection it ran on is gone all the same.
+    if let ErrorKind::Transport(TransportError::Http(_)) = error.kind() {
         return true;
     }
     let failure = error.failure();

@@ -67,13 +67,13 @@ impl SseParser {
     }
 
     /// The last `id:` seen, for `Last-Event-ID` on reconnection.
-    #[allow(dead_code)] // read by stream resumption
+    #[allow(dead_code)] // for resuming a broken stream (Last-Event-ID), not built yet
     pub(crate) fn last_event_id(&self) -> Option<&str> {
         self.last_event_id.as_deref()
     }
 
     /// The last `retry:` seen, in milliseconds.
-    #[allow(dead_code)] // read by stream resumption
+    #[allow(dead_code)] // for resuming a broken stream (Last-Event-ID), not built yet
     pub(crate) fn retry_ms(&self) -> Option<u64> {
         self.retry_ms
     }
