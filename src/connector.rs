@@ -47,8 +47,25 @@ impl Connector {
         &self.http
     }
 
+    /// Checks, before any I/O, that this connector can serve `request`:
+    /// everything [`ConnectRequest::validate`] checks, and that an
+    /// `https://` target has a client that speaks TLS
+    /// ([`ConfigError::TlsUnavailable`] otherwise).
+    pub fn validate(&self, request: &ConnectRequest) -> Result<(), Error> {
+        request.validate()?;
+        match &request.target {
+            Target::Http { url, .. }
+                if url.scheme() == Some(&http::uri::Scheme::HTTPS) && !self.http.speaks_tls() =>
+            {
+                Err(Error::config(ConfigError::TlsUnavailable))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Establishes one session (the same as calling the service).
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
+        self.validate(&request)?;
         let started = request.started.unwrap_or_else(Instant::now);
         let clock = Clock::new(
             started,

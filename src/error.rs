@@ -79,6 +79,10 @@ pub enum TransportError {
     /// A reply named a request id this client never sent.
     #[error("reply to an unknown request id")]
     UnknownId,
+    /// A request was sent with an id that is already awaiting its reply, so
+    /// the two replies could not be told apart. Nothing was sent.
+    #[error("request id is already in use by a pending request")]
+    DuplicateId,
     /// A legacy SSE `endpoint` event named another origin than the SSE URL.
     #[error("SSE endpoint refused: it names another origin")]
     CrossOriginEndpoint,
@@ -97,9 +101,20 @@ pub enum ConfigError {
     /// The URL is not an absolute `http` or `https` URL.
     #[error("the server URL must be an absolute http:// or https:// URL")]
     Url,
+    /// The URL names a port outside 1 to 65535.
+    #[error("the server URL's port must be a number from 1 to 65535")]
+    Port,
     /// A header name or value is invalid.
     #[error("invalid header")]
     Header,
+    /// The header belongs to the HTTP framing or to the transport
+    /// (`Host`, `Content-Length`, `Transfer-Encoding`, `Mcp-Session-Id`...).
+    #[error("this header is set by the transport and cannot be configured")]
+    ReservedHeader,
+    /// The target is `https://` but the HTTP client cannot speak TLS (the
+    /// default client built without the `rustls` feature). Nothing was sent.
+    #[error("https:// needs TLS, which this HTTP client does not have (enable the `rustls` feature or give a TLS-capable client)")]
+    TlsUnavailable,
     /// The stdio command is empty.
     #[error("the stdio command is empty")]
     EmptyCommand,
@@ -108,6 +123,12 @@ pub enum ConfigError {
     TransportMismatch {
         /// The requested transport.
         transport: &'static str,
+    },
+    /// A limit that must be positive is zero.
+    #[error("limit {limit} must be greater than zero")]
+    ZeroLimit {
+        /// The limit's name, e.g. `probe_timeout`.
+        limit: &'static str,
     },
     /// The pin or ceiling names a version this client does not speak, or
     /// they contradict each other.
@@ -306,6 +327,7 @@ impl TransportError {
                 }
             }
             T::Io(_) => Failure::new(stage, FailureKind::Io),
+            T::DuplicateId => Failure::new(stage, FailureKind::Configuration),
             T::Closed(closure) => Failure::new(stage, FailureKind::Closed).with_closure(*closure),
             T::TooLarge { .. }
             | T::SseTooLarge(_)

@@ -36,7 +36,7 @@ use futures_util::future::BoxFuture;
 
 use crate::clock::Clock;
 use crate::era_cache::{LegacyTransport, Verdict};
-use crate::error::{ConfigError, Error, ErrorKind, TransportError, VersionError};
+use crate::error::{Error, ErrorKind, TransportError, VersionError};
 use crate::policy::VersionPolicy;
 use crate::protocol::{
     codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
@@ -228,12 +228,7 @@ pub(crate) async fn establish(
     clock: &Clock,
     opener: &dyn Open,
 ) -> Result<Session, Error> {
-    request.versions.validate().map_err(Error::config)?;
-    if request.mode == TransportMode::Sse && !matches!(request.target, Target::Http { .. }) {
-        return Err(Error::config(ConfigError::TransportMismatch {
-            transport: "sse",
-        }));
-    }
+    request.validate()?;
     // Only unpinned, uncapped, auto-transport first attempts use the cache: a
     // pin wins, and a recovery strategy is a deliberate change of plan.
     let cache = request.era_cache.as_ref().filter(|_| {

@@ -54,6 +54,7 @@ mod stack;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod transport;
+mod uri;
 
 pub use connector::Connector;
 pub use era_cache::{EraCache, LegacyTransport, Verdict};

@@ -19,19 +19,24 @@
 //!
 //! Reconnects are bounded twice: concurrent callers that hit the same dead
 //! session share one reconnect, and after a failed reconnect further calls
-//! fail fast with that failure until a backoff (doubling from 100 ms to
-//! 30 s) has passed, so a server that is down is not stormed.
+//! fail fast with that failure until a backoff has passed, so a server that
+//! is down is not stormed. The backoff is the recovery layer's
+//! [`Backoff`]: full jitter under a ceiling that doubles from 100 ms to
+//! 30 s, drawn per client, so a fleet of clients that lost one server
+//! together does not reconnect in lock-step.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Classify, Failure, FailureKind};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
+use tower::util::rng::HasherRng;
 
 use crate::error::{Error, ErrorKind, TransportError};
 use crate::protocol::{CallToolResult, ListToolsResult};
@@ -39,8 +44,12 @@ use crate::request::ConnectRequest;
 use crate::session::Session;
 use crate::stack::{Establish, EstablishError};
 
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The cool-down after failed reconnects: full jitter under a ceiling of
+/// 100 ms doubling to 30 s.
+const COOL_DOWN: Backoff = Backoff {
+    base: Duration::from_millis(100),
+    max: Duration::from_secs(30),
+};
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,10 +67,10 @@ enum State {
     Empty,
     /// A live session of this generation.
     Ready(Arc<Session>, u64),
-    /// The last reconnect failed; calls fail fast until `until`.
+    /// The last `failures` reconnects failed; calls fail fast until `until`.
     CoolingDown {
         until: Instant,
-        backoff: Duration,
+        failures: u32,
         failure: Failure,
     },
 }
@@ -72,6 +81,7 @@ struct Inner {
     reconnect: std::sync::Mutex<Reconnect>,
     state: Mutex<State>,
     generation: AtomicU64,
+    jitter: std::sync::Mutex<HasherRng>,
 }
 
 /// A long-lived MCP client. Cheap to clone; clones share the session.
@@ -82,8 +92,8 @@ struct Inner {
 /// 403, other statuses and JSON-RPC errors reach the caller with no
 /// reconnect and the generation unchanged. A failed call is never replayed.
 /// Concurrent callers on a dead session share one reconnect, and after a
-/// failed reconnect calls fail fast during a backoff that doubles from
-/// 100 ms to 30 s.
+/// failed reconnect calls fail fast during a jittered backoff whose ceiling
+/// doubles from 100 ms to 30 s.
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
@@ -94,7 +104,7 @@ pub struct McpClient {
 #[non_exhaustive]
 pub enum ClientError {
     /// No session could be established.
-    #[error("no session: {0}")]
+    #[error("no session could be established")]
     Connect(#[source] EstablishError),
     /// The last reconnect failed recently; the client is backing off.
     #[error("no session: backing off for {retry_in:?} after a failed reconnect ({failure})")]
@@ -105,7 +115,7 @@ pub enum ClientError {
         retry_in: Duration,
     },
     /// The call itself failed on session `generation`.
-    #[error("{operation} failed on session {generation}: {error}")]
+    #[error("{operation} failed on session {generation}")]
     Call {
         /// The operation, e.g. `call_tool`.
         operation: &'static str,
@@ -186,6 +196,7 @@ impl McpClient {
                 reconnect: std::sync::Mutex::new(Reconnect::OnNextCall),
                 state: Mutex::new(State::Empty),
                 generation: AtomicU64::new(0),
+                jitter: std::sync::Mutex::new(HasherRng::default()),
             }),
         }
     }
@@ -213,7 +224,7 @@ impl McpClient {
     /// Concurrent callers wait for the same build.
     pub async fn session(&self) -> Result<(Arc<Session>, u64), ClientError> {
         let mut state = self.inner.state.lock().await;
-        let backoff = match &*state {
+        let failures = match &*state {
             State::Ready(session, generation) => return Ok((Arc::clone(session), *generation)),
             State::CoolingDown { until, failure, .. } if Instant::now() < *until => {
                 return Err(ClientError::CoolingDown {
@@ -221,8 +232,8 @@ impl McpClient {
                     retry_in: *until - Instant::now(),
                 });
             }
-            State::CoolingDown { backoff, .. } => (*backoff * 2).min(MAX_BACKOFF),
-            State::Empty => FIRST_BACKOFF,
+            State::CoolingDown { failures, .. } => failures.saturating_add(1),
+            State::Empty => 1,
         };
         match self.inner.stack.connect(self.inner.request.clone()).await {
             Ok(session) => {
@@ -232,9 +243,14 @@ impl McpClient {
                 Ok((session, generation))
             }
             Err(error) => {
+                let pause = {
+                    // Poisoning needs a panic under this lock; `delay` cannot panic.
+                    let mut rng = self.inner.jitter.lock().expect("jitter lock poisoned");
+                    COOL_DOWN.delay(failures, &mut *rng)
+                };
                 *state = State::CoolingDown {
-                    until: Instant::now() + backoff,
-                    backoff,
+                    until: Instant::now() + pause,
+                    failures,
                     failure: error.failure(),
                 };
                 Err(ClientError::Connect(error))

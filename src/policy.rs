@@ -20,12 +20,17 @@ pub enum VersionPolicy {
 }
 
 impl VersionPolicy {
-    /// Checks that the policy names versions this client speaks.
+    /// Checks the policy: a pin must be a version this client speaks; a
+    /// ceiling must be a well-formed `YYYY-MM-DD` revision no older than the
+    /// oldest one this client speaks (it may name a revision between or
+    /// after the known ones: it only caps).
     pub fn validate(&self) -> Result<(), ConfigError> {
         match self {
             VersionPolicy::Auto => Ok(()),
             VersionPolicy::Pin(v) if !v.is_supported() => Err(ConfigError::Version(v.clone())),
-            VersionPolicy::Ceiling(v) if *v < ProtocolVersion::SUPPORTED[0] => {
+            VersionPolicy::Ceiling(v)
+                if !v.is_well_formed() || *v < ProtocolVersion::SUPPORTED[0] =>
+            {
                 Err(ConfigError::Version(v.clone()))
             }
             _ => Ok(()),
@@ -84,5 +89,13 @@ mod tests {
         assert!(VersionPolicy::Pin(ProtocolVersion::new("2099-01-01"))
             .validate()
             .is_err());
+        for bad in ["2026", "garbage", "2024-01-01"] {
+            assert!(VersionPolicy::Ceiling(ProtocolVersion::new(bad))
+                .validate()
+                .is_err());
+        }
+        assert!(VersionPolicy::Ceiling(ProtocolVersion::new("2025-12-01"))
+            .validate()
+            .is_ok());
     }
 }

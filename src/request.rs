@@ -180,7 +180,10 @@ pub struct ConnectRequest {
 
 impl ConnectRequest {
     /// A request for an HTTP endpoint. Fails with a configuration error if
-    /// `url` is not an absolute `http://` or `https://` URL.
+    /// `url` is not an absolute `http://` or `https://` URL
+    /// ([`ConfigError::Url`]) or names a port outside 1 to 65535
+    /// ([`ConfigError::Port`]; `http::Uri` would otherwise read it as the
+    /// default port).
     ///
     /// Userinfo in the URL (`https://user:password@host/`) is taken out of
     /// the URL and sent as HTTP Basic `Authorization` (marked sensitive), so
@@ -190,6 +193,9 @@ impl ConnectRequest {
         match (url.scheme_str(), url.host()) {
             (Some("http" | "https"), Some(host)) if !host.is_empty() => {}
             _ => return Err(Error::config(ConfigError::Url)),
+        }
+        if !crate::uri::port_is_valid(&url) {
+            return Err(Error::config(ConfigError::Port));
         }
         let mut headers = HeaderMap::new();
         let split = url
@@ -242,9 +248,19 @@ impl ConnectRequest {
     /// Sets a header on every HTTP request (ignored for stdio), replacing any
     /// earlier value of the same name. Its value is marked sensitive and
     /// never printed.
+    ///
+    /// Headers that belong to the HTTP framing or to the transport itself
+    /// (`Host`, `Content-Length`, `Transfer-Encoding`, the hop-by-hop
+    /// headers, `Content-Type`, `Accept`, `Mcp-Session-Id`,
+    /// `MCP-Protocol-Version`, `Last-Event-ID`) are refused with
+    /// [`ConfigError::ReservedHeader`]: a caller's value there would corrupt
+    /// the message framing or the session.
     pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, Error> {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| Error::config(ConfigError::Header))?;
+        if is_reserved(&name) {
+            return Err(Error::config(ConfigError::ReservedHeader));
+        }
         let mut value =
             HeaderValue::from_str(value).map_err(|_| Error::config(ConfigError::Header))?;
         value.set_sensitive(true);
@@ -342,6 +358,50 @@ impl ConnectRequest {
         self
     }
 
+    /// Checks what can be checked before any I/O: the version policy, that
+    /// the transport fits the target, a non-empty stdio command and non-zero
+    /// limits. Every establishment runs this first; a command-line tool can
+    /// run it to report a usage error before connecting.
+    pub fn validate(&self) -> Result<(), Error> {
+        self.versions.validate().map_err(Error::config)?;
+        let fits = match (&self.target, self.mode) {
+            (_, TransportMode::Auto) => true,
+            (Target::Http { .. }, TransportMode::StreamableHttp | TransportMode::Sse) => true,
+            (Target::Stdio(_), TransportMode::Stdio) => true,
+            _ => false,
+        };
+        if !fits {
+            return Err(Error::config(ConfigError::TransportMismatch {
+                transport: match self.mode {
+                    TransportMode::Stdio => "stdio",
+                    TransportMode::Sse => "sse",
+                    _ => "streamable-http",
+                },
+            }));
+        }
+        if let Target::Stdio(command) = &self.target {
+            if command.program().is_empty() {
+                return Err(Error::config(ConfigError::EmptyCommand));
+            }
+        }
+        let limits = &self.limits;
+        for (name, value) in [
+            ("probe_timeout", limits.probe_timeout),
+            ("handshake_timeout", limits.handshake_timeout),
+            ("request_timeout", limits.request_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(Error::config(ConfigError::ZeroLimit { limit: name }));
+            }
+        }
+        if limits.max_message_bytes == 0 {
+            return Err(Error::config(ConfigError::ZeroLimit {
+                limit: "max_message_bytes",
+            }));
+        }
+        Ok(())
+    }
+
     /// This attempt's strategy.
     pub fn strategy(&self) -> Strategy {
         self.strategy
@@ -376,6 +436,27 @@ impl ConnectRequest {
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
+}
+
+/// Headers the caller may not set (see [`ConnectRequest::with_header`]).
+fn is_reserved(name: &HeaderName) -> bool {
+    const RESERVED: &[&str] = &[
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+        "content-type",
+        "accept",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "last-event-id",
+    ];
+    RESERVED.contains(&name.as_str())
 }
 
 /// The attempt plan: as configured; then `initialize` first on a fresh

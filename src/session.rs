@@ -159,7 +159,7 @@ impl Session {
             .map_err(|_| {
                 Error::new(
                     Stage::Request,
-                    ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+                    ErrorKind::Timeout(CancelSource::RequestTimeout),
                 )
             })?
             .map_err(|e| Error::transport(Stage::Request, e))
@@ -167,7 +167,7 @@ impl Session {
 
     /// Sends a request and returns its raw result.
     ///
-    /// Fails with [`CancelSource::HandshakeTimeout`] when the per-request
+    /// Fails with [`CancelSource::RequestTimeout`] when the per-request
     /// limit expires; on the legacy era the server is then told with
     /// `notifications/cancelled`.
     pub async fn request(
@@ -209,7 +209,7 @@ impl Session {
                 }
                 Err(Error::new(
                     Stage::Request,
-                    ErrorKind::Timeout(CancelSource::HandshakeTimeout),
+                    ErrorKind::Timeout(CancelSource::RequestTimeout),
                 ))
             }
         }

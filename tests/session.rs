@@ -205,3 +205,76 @@ async fn replies_are_matched_by_id_in_any_order() {
     assert_eq!(rb.unwrap().unwrap().get(), "\"second\"");
     transport.close().await.unwrap();
 }
+
+/// Issue 10, item 4: a string request id through the public `Transport`
+/// API is matched like a numeric one (it used to panic), and an id that is
+/// already pending is a typed error, not a lost reply.
+#[tokio::test]
+async fn string_request_ids_are_served_and_duplicate_ids_are_refused() {
+    let (transport, server) = MemoryTransport::pair(1 << 20);
+    let (read, mut write) = tokio::io::split(server);
+    let mut lines = BufReader::new(read).lines();
+    let request = Request {
+        id: RequestId::String("client-7".into()),
+        method: "echo".into(),
+        params: None,
+    };
+    let server_side = async {
+        let line = lines.next_line().await.unwrap().unwrap();
+        let sent: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(sent["id"], "client-7");
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"client-7\",\"result\":\"back\"}\n")
+            .await
+            .unwrap();
+    };
+    let (reply, ()) = watchdog(LIMIT, async {
+        tokio::join!(transport.request(&request, None), server_side)
+    })
+    .await;
+    assert_eq!(reply.unwrap().unwrap().get(), "\"back\"");
+
+    let first = transport.request(&request, None);
+    let second = transport.request(&request, None);
+    tokio::pin!(first);
+    // Poll the first far enough to register its id, then send the second.
+    let pending = std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(std::future::Future::poll(first.as_mut(), cx).is_pending())
+    })
+    .await;
+    assert!(pending);
+    let duplicate = watchdog(LIMIT, second).await.unwrap_err();
+    assert!(
+        matches!(duplicate, TransportError::DuplicateId),
+        "{duplicate:?}"
+    );
+}
+
+/// Issue 10, item 11: the per-request limit of an established session is
+/// its own cancellation source, not the handshake's.
+#[tokio::test]
+async fn a_request_past_its_limit_reports_request_timeout() {
+    use mcp_connect::layers::CancelSource;
+    use mcp_connect::Limits;
+    use support::{legacy, Script, ScriptServer};
+
+    let server = ScriptServer::start(|request| match request.rpc_method() {
+        "tools/call" => Script::Stall,
+        _ => legacy(request),
+    })
+    .await;
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_limits(Limits::default().with_request_timeout(Duration::from_millis(200)));
+    let session = watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap();
+    let error = watchdog(LIMIT, session.call_tool("slow", &json!({})))
+        .await
+        .unwrap_err();
+    let failure = error.failure();
+    assert_eq!(failure.kind, FailureKind::Timeout);
+    assert_eq!(failure.cancel_source, Some(CancelSource::RequestTimeout));
+    assert_eq!(CancelSource::RequestTimeout.as_str(), "request_timeout");
+}

@@ -84,7 +84,7 @@ impl fmt::Display for Closure {
 
 /// Who or what stopped an operation before it finished.
 ///
-/// The four sources are kept apart on purpose: a caller that cancels must
+/// The sources are kept apart on purpose: a caller that cancels must
 /// never be told "timeout", and an overall deadline is a different fact from a
 /// probe that took too long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,10 +94,12 @@ pub enum CancelSource {
     Caller,
     /// The probe limit expired.
     ProbeTimeout,
-    /// The per-handshake (or per-request) limit expired.
+    /// The per-handshake limit expired.
     HandshakeTimeout,
     /// The overall establishment deadline expired.
     Deadline,
+    /// The per-request limit of an established session expired.
+    RequestTimeout,
 }
 
 impl CancelSource {
@@ -108,6 +110,7 @@ impl CancelSource {
             CancelSource::ProbeTimeout => "probe_timeout",
             CancelSource::HandshakeTimeout => "handshake_timeout",
             CancelSource::Deadline => "deadline",
+            CancelSource::RequestTimeout => "request_timeout",
         }
     }
 }

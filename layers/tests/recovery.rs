@@ -115,3 +115,98 @@ async fn backoff_spaces_the_attempts_within_its_cap() {
         started.elapsed()
     );
 }
+
+/// Records when each attempt started.
+#[derive(Clone)]
+struct TimedResets(Arc<std::sync::Mutex<Vec<Instant>>>);
+
+impl Service<Request> for TimedResets {
+    type Response = ();
+    type Error = Reset;
+    type Future = std::future::Ready<Result<(), Reset>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Reset>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, _: Request) -> Self::Future {
+        self.0.lock().unwrap().push(Instant::now());
+        std::future::ready(Err(Reset))
+    }
+}
+
+/// The delay before the second attempt of one establishment through `stack`.
+async fn first_delay<S>(stack: &S, starts: &std::sync::Mutex<Vec<Instant>>) -> Duration
+where
+    S: Service<Request> + Clone,
+{
+    starts.lock().unwrap().clear();
+    let _ = stack.clone().oneshot(Request).await;
+    let starts = starts.lock().unwrap();
+    starts[1] - starts[0]
+}
+
+/// Issue 10, item 10: establishments through one stack (one cloned policy)
+/// draw their jitter independently, so a fleet that failed together does
+/// not come back in lock-step; over many, the first delay is spread evenly
+/// over `[0, base]`.
+#[tokio::test(start_paused = true)]
+async fn each_establishment_draws_its_own_jitter() {
+    // Paused time sleeps in whole milliseconds: a long base keeps the
+    // rounding from making equal delays out of different draws.
+    let base = Duration::from_secs(1000);
+    let policy = RecoveryPolicy::new()
+        .with_max_attempts(2)
+        .with_backoff(Backoff { base, max: base });
+    let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stack = ServiceBuilder::new()
+        .layer(FreshSessionRecoveryLayer::new(policy))
+        .layer(FailureClassifierLayer::new())
+        .service(TimedResets(Arc::clone(&starts)));
+
+    let a = first_delay(&stack, &starts).await;
+    let b = first_delay(&stack, &starts).await;
+    assert_ne!(a, b, "two establishments waited exactly the same backoff");
+
+    const RUNS: usize = 400;
+    let mut delays = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        delays.push(first_delay(&stack, &starts).await.as_secs_f64() / 1000.0);
+    }
+    assert!(delays.iter().all(|d| (0.0..=1.0).contains(d)));
+    let mut distinct = delays.clone();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    assert!(
+        distinct.len() > RUNS * 95 / 100,
+        "{} distinct",
+        distinct.len()
+    );
+    // Uniform on [0, 1]: each quarter holds about 100 of 400; a quarter
+    // below 60 or above 140 is more than 4.6 standard deviations out.
+    for quarter in 0..4 {
+        let low = quarter as f64 / 4.0;
+        let count = delays
+            .iter()
+            .filter(|d| **d >= low && **d < low + 0.25)
+            .count();
+        assert!((60..=140).contains(&count), "quarter {quarter}: {count}");
+    }
+    let mean = delays.iter().sum::<f64>() / RUNS as f64;
+    assert!((0.45..=0.55).contains(&mean), "mean {mean}");
+}
+
+/// Issue 10, item 9: with recovery off the error says so, not "attempt cap".
+#[tokio::test]
+async fn with_recovery_off_the_error_says_so() {
+    let stack = ServiceBuilder::new()
+        .layer(FreshSessionRecoveryLayer::new(RecoveryPolicy::disabled()))
+        .layer(FailureClassifierLayer::new())
+        .service(AlwaysResets(Arc::new(AtomicU32::new(0))));
+    let error = stack.oneshot(Request).await.unwrap_err();
+    assert_eq!((error.attempts(), error.stop()), (1, Stop::RecoveryOff));
+    let shown = error.to_string();
+    assert_eq!(
+        shown,
+        "establishment failed after 1 attempt (recovery is off)"
+    );
+    assert!(!shown.contains("max_attempts"));
+}

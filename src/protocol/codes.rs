@@ -17,3 +17,23 @@ pub const MISSING_REQUIRED_CAPABILITY: i64 = -32021;
 /// Modern era: the requested protocol version is not supported; `data.supported`
 /// lists the versions the server speaks.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// MCP: the resource does not exist.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// A short, fixed name for a code's category, safe to print (it never
+/// contains anything the server said).
+pub fn category(code: i64) -> &'static str {
+    match code {
+        PARSE_ERROR => "parse error",
+        INVALID_REQUEST => "invalid request",
+        METHOD_NOT_FOUND => "method not found",
+        INVALID_PARAMS => "invalid params",
+        INTERNAL_ERROR => "internal error",
+        HEADER_MISMATCH => "header mismatch",
+        MISSING_REQUIRED_CAPABILITY => "missing required capability",
+        UNSUPPORTED_PROTOCOL_VERSION => "unsupported protocol version",
+        RESOURCE_NOT_FOUND => "resource not found",
+        -32099..=-32000 => "server error",
+        _ => "application error",
+    }
+}

@@ -189,11 +189,16 @@ impl fmt::Debug for RpcError {
 
 impl fmt::Display for RpcError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JSON-RPC error {}", self.code)?;
+        write!(
+            f,
+            "JSON-RPC error {} ({}",
+            self.code,
+            super::codes::category(self.code)
+        )?;
         if let Some(status) = self.http_status {
-            write!(f, " (HTTP {status})")?;
+            write!(f, ", HTTP {status}")?;
         }
-        Ok(())
+        f.write_str(")")
     }
 }
 

@@ -97,6 +97,27 @@ impl ProtocolVersion {
         }
     }
 
+    /// Whether the string has a revision's shape, `YYYY-MM-DD` (digits,
+    /// month 01-12, day 01-31). Only well-formed versions compare
+    /// meaningfully as strings, so a ceiling must be one.
+    pub fn is_well_formed(&self) -> bool {
+        let b = self.0.as_bytes();
+        let digits = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
+        let number = |range: std::ops::Range<usize>| {
+            b[range]
+                .iter()
+                .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'))
+        };
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && digits(0..4)
+            && digits(5..7)
+            && digits(8..10)
+            && (1..=12).contains(&number(5..7))
+            && (1..=31).contains(&number(8..10))
+    }
+
     /// Whether this client speaks this version.
     pub fn is_supported(&self) -> bool {
         Self::SUPPORTED.contains(self)
@@ -135,5 +156,23 @@ mod tests {
         assert_eq!(ProtocolVersion::new("2027-01-01").era(), Era::Modern);
         assert!(!ProtocolVersion::new("2027-01-01").is_supported());
         assert!(ProtocolVersion::new("2025-06-18").is_supported());
+    }
+
+    #[test]
+    fn only_dates_are_well_formed() {
+        for good in ["2025-11-25", "2026-07-28", "2030-01-01"] {
+            assert!(ProtocolVersion::new(good).is_well_formed(), "{good}");
+        }
+        for bad in [
+            "2026",
+            "garbage",
+            "2025-13-01",
+            "2025-11-32",
+            "2025-1-01",
+            "2025-11-25 ",
+            "２０２５-11-25",
+        ] {
+            assert!(!ProtocolVersion::new(bad).is_well_formed(), "{bad}");
+        }
     }
 }

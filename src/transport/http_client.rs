@@ -28,6 +28,9 @@ type Inner = BoxCloneSyncService<http::Request<Full<Bytes>>, http::Response<Http
 #[derive(Clone)]
 pub struct HttpClient {
     inner: Inner,
+    /// False only for [`HttpClient::http_only`]: `https://` targets are then
+    /// refused before any I/O instead of being sent as cleartext.
+    tls: bool,
 }
 
 impl HttpClient {
@@ -56,14 +59,33 @@ impl HttpClient {
             .map_err(Into::into);
         HttpClient {
             inner: BoxCloneSyncService::new(service),
+            tls: true,
         }
     }
 
     /// The default client: hyper-util's pooled client over HTTP/1.1 and
     /// HTTP/2, with rustls (ring) and the Mozilla roots for `https://`, and
-    /// the system resolver.
+    /// the system resolver. Built without the `rustls` feature it is
+    /// [`http_only`](Self::http_only).
     pub fn default_client() -> Self {
         Self::with_resolver(GaiResolver::new())
+    }
+
+    /// The default client without TLS: plain `http://` only. An `https://`
+    /// target is refused with
+    /// [`ConfigError::TlsUnavailable`](crate::ConfigError::TlsUnavailable)
+    /// before any byte is sent, and the connector underneath refuses any
+    /// non-`http` URI too, so nothing meant for TLS ever travels in the
+    /// clear.
+    pub fn http_only() -> Self {
+        Self::http_only_with_resolver(GaiResolver::new())
+    }
+
+    /// Whether this client can reach `https://` targets. True for every
+    /// caller-supplied client (its TLS is its own business); false for
+    /// [`http_only`](Self::http_only).
+    pub fn speaks_tls(&self) -> bool {
+        self.tls
     }
 
     /// The default client with another resolver (any
@@ -80,18 +102,12 @@ impl HttpClient {
         R::Error: Into<BoxError>,
         R::Future: Send,
     {
-        let resolver = ServiceBuilder::new()
-            .map_err(|e: R::Error| DnsError(e.into()))
-            .service(resolver);
-        let mut http = HttpConnector::new_with_resolver(resolver);
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
-        let executor = hyper_util::rt::TokioExecutor::new();
-        let mut builder = hyper_util::client::legacy::Client::builder(executor);
-        builder.pool_idle_timeout(std::time::Duration::from_secs(90));
         #[cfg(feature = "rustls")]
         {
+            let mut http = tcp_connector(resolver);
+            // The HTTPS connector below decides per scheme.
+            http.enforce_http(false);
+            let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
             // ring is named explicitly so that another crate enabling a second
             // rustls provider cannot make the builder ambiguous.
             let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -104,25 +120,48 @@ impl HttpClient {
                 .enable_http2()
                 .wrap_connector(tcp);
             let tagged = ServiceBuilder::new().map_err(tag_tls).service(https);
-            HttpClient::new(builder.build(tagged))
+            HttpClient::new(pooled().build(tagged))
         }
         #[cfg(not(feature = "rustls"))]
         {
-            HttpClient::new(builder.build(tcp))
+            Self::http_only_with_resolver(resolver)
+        }
+    }
+
+    /// [`http_only`](Self::http_only) with another resolver.
+    pub fn http_only_with_resolver<R>(resolver: R) -> Self
+    where
+        R: Service<Name> + Clone + Send + Sync + 'static,
+        R::Response: Iterator<Item = SocketAddr>,
+        R::Error: Into<BoxError>,
+        R::Future: Send,
+    {
+        // enforce_http stays on (hyper's default): a URI that is not
+        // `http://` fails in the connector, before a socket is opened.
+        let tcp = ServiceBuilder::new()
+            .map_err(tag_tcp)
+            .service(tcp_connector(resolver));
+        HttpClient {
+            tls: false,
+            ..HttpClient::new(pooled().build(tcp))
         }
     }
 
     /// This client, counting every request it sends into `counter` (for
     /// reports such as the command's `http_requests`).
     pub fn counting(self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
-        HttpClient::new(
-            ServiceBuilder::new()
-                .map_request(move |request: http::Request<Full<Bytes>>| {
-                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    request
-                })
-                .service(self),
-        )
+        let tls = self.tls;
+        HttpClient {
+            tls,
+            ..HttpClient::new(
+                ServiceBuilder::new()
+                    .map_request(move |request: http::Request<Full<Bytes>>| {
+                        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        request
+                    })
+                    .service(self),
+            )
+        }
     }
 
     /// Sends one request once the client is ready.
@@ -161,6 +200,33 @@ pub(crate) fn chain_has<T: std::error::Error + 'static>(
         current = e.source();
     }
     false
+}
+
+/// The system-resolver TCP connector every default client starts from, its
+/// resolver errors tagged as [`DnsError`].
+fn tcp_connector<R>(
+    resolver: R,
+) -> HttpConnector<impl Service<Name, Response = R::Response, Error = DnsError, Future: Send> + Clone>
+where
+    R: Service<Name> + Clone + Send + Sync + 'static,
+    R::Response: Iterator<Item = SocketAddr>,
+    R::Error: Into<BoxError>,
+    R::Future: Send,
+{
+    let resolver = ServiceBuilder::new()
+        .map_err(|e: R::Error| DnsError(e.into()))
+        .service(resolver);
+    let mut http = HttpConnector::new_with_resolver(resolver);
+    http.set_nodelay(true);
+    http
+}
+
+/// hyper-util's pooled client builder with the idle timeout used here.
+fn pooled() -> hyper_util::client::legacy::Builder {
+    let mut builder =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
+    builder.pool_idle_timeout(std::time::Duration::from_secs(90));
+    builder
 }
 
 fn tag_tcp<E: Into<BoxError>>(error: E) -> TcpConnectError {

@@ -17,7 +17,7 @@ type Waiter = oneshot::Sender<Result<Reply, TransportError>>;
 
 #[derive(Default)]
 struct Pending {
-    waiters: HashMap<i64, Waiter>,
+    waiters: HashMap<RequestId, Waiter>,
     closed: Option<Closure>,
 }
 
@@ -31,7 +31,7 @@ pub(crate) struct Waiters {
 /// forgets the waiter.
 pub(crate) struct Registration<'a> {
     waiters: &'a Waiters,
-    id: i64,
+    id: RequestId,
     reply: oneshot::Receiver<Result<Reply, TransportError>>,
 }
 
@@ -65,23 +65,26 @@ pub(crate) enum Dispatched {
 
 impl Waiters {
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // Poisoning needs a panic while the lock is held; nothing in these
+        // short sections can panic, so this cannot fire.
         self.pending.lock().expect("waiters lock poisoned")
     }
 
-    /// Registers a request id, unless the stream already ended.
+    /// Registers a request id, unless the stream already ended or the id is
+    /// already awaiting a reply (its reply could not be told apart).
     pub(crate) fn register(&self, id: &RequestId) -> Result<Registration<'_>, TransportError> {
-        let RequestId::Number(id) = *id else {
-            unreachable!("this client only sends numeric ids")
-        };
         let (tx, rx) = oneshot::channel();
         let mut pending = self.lock();
         if let Some(closure) = pending.closed {
             return Err(TransportError::Closed(closure));
         }
-        pending.waiters.insert(id, tx);
+        if pending.waiters.contains_key(id) {
+            return Err(TransportError::DuplicateId);
+        }
+        pending.waiters.insert(id.clone(), tx);
         Ok(Registration {
             waiters: self,
-            id,
+            id: id.clone(),
             reply: rx,
         })
     }
@@ -93,10 +96,7 @@ impl Waiters {
 
     /// Delivers a reply (or a failure) to the waiter of `id`.
     pub(crate) fn deliver(&self, id: &RequestId, reply: Result<Reply, TransportError>) {
-        let waiter = match id {
-            RequestId::Number(n) => self.lock().waiters.remove(n),
-            RequestId::String(_) => None,
-        };
+        let waiter = self.lock().waiters.remove(id);
         match waiter {
             Some(waiter) => {
                 let _ = waiter.send(reply);
@@ -128,10 +128,11 @@ impl Waiters {
     fn deliver_unaddressed(&self, error: RpcError) {
         let mut pending = self.lock();
         if pending.waiters.len() == 1 {
-            let id = *pending.waiters.keys().next().expect("one waiter");
-            let waiter = pending.waiters.remove(&id).expect("present");
+            let only = std::mem::take(&mut pending.waiters);
             drop(pending);
-            let _ = waiter.send(Ok(Err(error)));
+            for (_, waiter) in only {
+                let _ = waiter.send(Ok(Err(error.clone())));
+            }
         } else {
             tracing::debug!("error without an id could not be attributed; dropped");
         }

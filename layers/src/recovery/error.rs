@@ -23,6 +23,8 @@ pub enum Stop {
     Deadline,
     /// The caller cancelled between attempts.
     Cancelled,
+    /// Recovery is off (a cap of one attempt): the single attempt failed.
+    RecoveryOff,
 }
 
 impl Stop {
@@ -35,6 +37,20 @@ impl Stop {
             Stop::Budget => "budget",
             Stop::Deadline => "deadline",
             Stop::Cancelled => "cancelled",
+            Stop::RecoveryOff => "recovery_off",
+        }
+    }
+
+    /// A short phrase for people: what ended the attempts.
+    fn describe(self) -> &'static str {
+        match self {
+            Stop::NotEligible => "the failure is not one a fresh attempt can fix",
+            Stop::MaxAttempts => "attempt cap reached",
+            Stop::NoPlan => "no further attempt planned",
+            Stop::Budget => "the shared retry budget is empty",
+            Stop::Deadline => "the deadline passed",
+            Stop::Cancelled => "the caller cancelled",
+            Stop::RecoveryOff => "recovery is off",
         }
     }
 }
@@ -95,18 +111,16 @@ impl<E: fmt::Debug> fmt::Debug for RecoveryError<E> {
     }
 }
 
-impl<E: fmt::Display> fmt::Display for RecoveryError<E> {
+/// Says how many attempts ran and why they stopped. The first attempt's
+/// error is the [`source`](std::error::Error::source), so it is not repeated
+/// here; the later ones are in [`RecoveryError::later`].
+impl<E> fmt::Display for RecoveryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "establishment failed after {} attempt(s), stopped: {}",
-            self.errors.len(),
-            self.stop
-        )?;
-        for (n, later) in self.errors.iter().enumerate().skip(1) {
-            write!(f, "; attempt {}: {later}", n + 1)?;
+        match self.errors.len() {
+            1 => f.write_str("establishment failed after 1 attempt")?,
+            n => write!(f, "establishment failed after {n} attempts")?,
         }
-        Ok(())
+        write!(f, " ({})", self.stop.describe())
     }
 }
 

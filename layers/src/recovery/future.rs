@@ -23,7 +23,7 @@ pub type ResponseFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, RecoveryEr
 
 pub(crate) fn run<S, Request>(
     first: S,
-    mut policy: RecoveryPolicy,
+    policy: RecoveryPolicy,
     request: Request,
 ) -> ResponseFuture<S::Response, S::Error>
 where
@@ -34,6 +34,9 @@ where
     Request: Attempts + Send + 'static,
 {
     Box::pin(async move {
+        // A new generator for every establishment: connections that failed
+        // together must not wait the same delays and return in lock-step.
+        let mut rng = policy.rng();
         if let Some(budget) = &policy.budget {
             budget.deposit();
         }
@@ -60,8 +63,14 @@ where
             };
             errors.push(error);
             let failed = errors.len() as u32;
-            let stop = if refused.is_some() {
-                refused
+            let stop = if let Some(refused) = refused {
+                // The deadline and the caller are named even with recovery off.
+                match refused {
+                    Stop::NotEligible if policy.max_attempts == 1 => Some(Stop::RecoveryOff),
+                    refused => Some(refused),
+                }
+            } else if policy.max_attempts == 1 {
+                Some(Stop::RecoveryOff)
             } else if failed >= policy.max_attempts {
                 Some(Stop::MaxAttempts)
             } else if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
@@ -79,7 +88,7 @@ where
             let Some(next) = request.next_attempt(failed + 1) else {
                 return Err(RecoveryError::new(errors, Stop::NoPlan));
             };
-            let delay = policy.backoff.delay(failed, &mut policy.rng);
+            let delay = policy.backoff.delay(failed, &mut rng);
             if let Some(stop) = back_off(delay, deadline, token.as_ref()).await {
                 return Err(RecoveryError::new(errors, stop));
             }

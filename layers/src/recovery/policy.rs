@@ -45,12 +45,15 @@ impl Default for Backoff {
 }
 
 /// The recovery policy.
+///
+/// Cloning a policy shares its budget but never its randomness: every
+/// establishment draws its backoff from a generator of its own (see
+/// [`rng`](Self::rng)).
 #[derive(Clone)]
 pub struct RecoveryPolicy {
     pub(crate) max_attempts: u32,
     pub(crate) backoff: Backoff,
     pub(crate) budget: Option<Arc<dyn Budget + Send + Sync>>,
-    pub(crate) rng: HasherRng,
 }
 
 impl RecoveryPolicy {
@@ -61,7 +64,6 @@ impl RecoveryPolicy {
             max_attempts: 3,
             backoff: Backoff::default(),
             budget: None,
-            rng: HasherRng::default(),
         }
     }
 
@@ -93,6 +95,20 @@ impl RecoveryPolicy {
     /// The attempt cap.
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
+    }
+
+    /// The backoff between attempts.
+    pub fn backoff(&self) -> Backoff {
+        self.backoff
+    }
+
+    /// A new jitter generator for one establishment. Each call returns an
+    /// independently keyed generator (tower's `HasherRng` over a fresh std
+    /// `RandomState`), so connections that failed together, even through one
+    /// cloned policy, wait different delays instead of returning in
+    /// lock-step.
+    pub fn rng(&self) -> HasherRng {
+        HasherRng::default()
     }
 }
 
