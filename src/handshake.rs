@@ -324,9 +324,19 @@ fn open(
     opener: &dyn Open,
 ) -> Result<Box<dyn Transport>, Error> {
     clock.check(Stage::Connect)?;
-    clock.begin(Stage::Connect);
+    // Only a stdio spawn does something here. A Streamable HTTP transport is
+    // a value until its first request, which opens (or reuses) a pooled
+    // connection: reporting `connect ok` for it would claim a connection that
+    // does not exist yet, so its connection failures surface at the stage of
+    // that first request instead.
+    let spawns = matches!(request.target, Target::Stdio(_));
+    if spawns {
+        clock.begin(Stage::Connect);
+    }
     let transport = opener.open(request).inspect_err(|e| clock.fail(e))?;
-    clock.succeed(Stage::Connect);
+    if spawns {
+        clock.succeed(Stage::Connect);
+    }
     Ok(transport)
 }
 

@@ -364,12 +364,15 @@ impl ConnectRequest {
     /// run it to report a usage error before connecting.
     pub fn validate(&self) -> Result<(), Error> {
         self.versions.validate().map_err(Error::config)?;
-        let fits = match (&self.target, self.mode) {
-            (_, TransportMode::Auto) => true,
-            (Target::Http { .. }, TransportMode::StreamableHttp | TransportMode::Sse) => true,
-            (Target::Stdio(_), TransportMode::Stdio) => true,
-            _ => false,
-        };
+        let fits = matches!(
+            (&self.target, self.mode),
+            (_, TransportMode::Auto)
+                | (
+                    Target::Http { .. },
+                    TransportMode::StreamableHttp | TransportMode::Sse
+                )
+                | (Target::Stdio(_), TransportMode::Stdio)
+        );
         if !fits {
             return Err(Error::config(ConfigError::TransportMismatch {
                 transport: match self.mode {

@@ -143,10 +143,30 @@ impl Session {
         }
     }
 
-    /// The transport, for downcasting to a concrete one (e.g. to read a stdio
-    /// server's stderr).
+    /// The transport, as the [`Transport`] trait object. To reach a concrete
+    /// transport's own methods use [`transport_as`](Self::transport_as).
     pub fn transport(&self) -> &dyn Transport {
         self.transport.as_ref()
+    }
+
+    /// The transport as its concrete type, when it is one: for example the
+    /// stdio transport, to read the server's recent stderr or its pid.
+    ///
+    /// ```no_run
+    /// # async fn run(session: mcp_connect::Session) {
+    /// use mcp_connect::transport::StdioTransport;
+    ///
+    /// if let Some(stdio) = session.transport_as::<StdioTransport>() {
+    ///     println!("server pid {:?}", stdio.pid());
+    ///     for line in stdio.stderr_tail() {
+    ///         eprintln!("server: {line}");
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn transport_as<T: Transport>(&self) -> Option<&T> {
+        let any: &dyn std::any::Any = self.transport.as_ref();
+        any.downcast_ref::<T>()
     }
 
     /// Runs a transport operation within the per-request limit.

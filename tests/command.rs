@@ -3,23 +3,8 @@
 
 mod support;
 
-use std::process::{Command, Output};
-
 use serde_json::Value;
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
-        .args(args)
-        .output()
-        .expect("the command runs")
-}
-
-fn json_lines(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
-        .collect()
-}
+use support::cli::{json_lines, run};
 
 fn closed_port_url(suffix: &str) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -46,7 +31,8 @@ fn with_no_target_it_establishes_with_the_built_in_demo_server() {
         .filter(|l| l["event"] == "stage")
         .map(|l| l["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(stages, ["connect", "connect", "probe", "probe"]);
+    // No `connect` stage over HTTP: the probe opens the connection.
+    assert_eq!(stages, ["probe", "probe"]);
 }
 
 #[test]
@@ -167,15 +153,8 @@ fn header_values_userinfo_and_query_strings_are_never_printed() {
 mod sse {
     use std::process::Output;
 
+    use crate::support::cli::run_async;
     use crate::support::sse_server::{SseBehaviour, SseServer};
-
-    async fn run_async(args: &[&str]) -> Output {
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
-            .args(args)
-            .output()
-            .await
-            .expect("the command runs")
-    }
 
     fn summary(output: &Output) -> serde_json::Value {
         let text = String::from_utf8_lossy(&output.stdout);
@@ -233,11 +212,7 @@ mod recovery {
     use crate::support::{LegacyServer, Script, ScriptServer};
 
     async fn summary(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
-            .args(args)
-            .output()
-            .await
-            .expect("the command runs");
+        let output = crate::support::cli::run_async(args).await;
         let text = String::from_utf8_lossy(&output.stdout);
         (
             output.status.code(),
@@ -302,22 +277,19 @@ mod watch {
                 legacy.expire_sessions();
             })
         };
-        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
-            .args([
-                "--json",
-                "--pin",
-                "2025-11-25",
-                "--call-tool",
-                "x",
-                "--repeat",
-                "4",
-                "--interval",
-                "100ms",
-                &server.url(),
-            ])
-            .output()
-            .await
-            .unwrap();
+        let output = crate::support::cli::run_async(&[
+            "--json",
+            "--pin",
+            "2025-11-25",
+            "--call-tool",
+            "x",
+            "--repeat",
+            "4",
+            "--interval",
+            "100ms",
+            &server.url(),
+        ])
+        .await;
         expirer.await.unwrap();
         let calls: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
             .lines()

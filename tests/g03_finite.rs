@@ -37,7 +37,13 @@ async fn attempts_never_exceed_the_cap() {
             .unwrap_err();
         assert_eq!(error.attempts(), cap);
         assert_eq!(events.attempts(), cap);
-        assert_eq!(error.stop(), Stop::MaxAttempts);
+        // A cap of one is recovery off, and the error says so.
+        let stop = if cap == 1 {
+            Stop::RecoveryOff
+        } else {
+            Stop::MaxAttempts
+        };
+        assert_eq!(error.stop(), stop);
     }
 }
 

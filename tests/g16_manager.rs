@@ -269,3 +269,33 @@ async fn background_reconnect_prepares_the_next_session() {
     );
     assert_eq!(client.generation(), 2);
 }
+
+/// Issue 10, item 10: the cool-down after a failed reconnect is jittered
+/// per client, so clients that lost one server together do not retry in
+/// lock-step (with a fixed 100 ms they would all wait within a millisecond
+/// of each other).
+#[tokio::test]
+async fn cool_downs_of_clients_that_failed_together_are_spread() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let mut waits = Vec::new();
+    for _ in 0..20 {
+        let request = ConnectRequest::http(&url).unwrap();
+        let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+        let first = watchdog(LIMIT, call(&client, "tools/call")).await;
+        assert!(matches!(first, Err(ClientError::Connect(_))), "{first:?}");
+        if let Err(ClientError::CoolingDown { retry_in, .. }) =
+            watchdog(LIMIT, call(&client, "tools/call")).await
+        {
+            assert!(retry_in <= Duration::from_millis(100));
+            waits.push(retry_in);
+        }
+    }
+    let (least, most) = (waits.iter().min().unwrap(), waits.iter().max().unwrap());
+    assert!(
+        *most - *least > Duration::from_millis(30),
+        "cool-downs spread over only {:?}: {waits:?}",
+        *most - *least
+    );
+}

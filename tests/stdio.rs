@@ -193,3 +193,25 @@ async fn stderr_is_kept_for_the_application_and_not_printed() {
     use mcp_connect::transport::Transport;
     transport.close().await.unwrap();
 }
+
+/// Issue 10, item 13: the session's transport can be reached as its
+/// concrete type (the documented way to read a stdio server's pid and
+/// stderr); another type is `None`, not a panic.
+#[tokio::test]
+async fn a_stdio_session_exposes_its_concrete_transport() {
+    let log = spawn_log("downcast");
+    let session = watchdog(
+        LIMIT,
+        Connector::new().connect(ConnectRequest::stdio(fixture("legacy", Some(&log)))),
+    )
+    .await
+    .unwrap();
+    let stdio = session
+        .transport_as::<StdioTransport>()
+        .expect("a stdio session has a StdioTransport");
+    assert_eq!(stdio.pid().map(|p| p as i32), pids(&log).first().copied());
+    assert!(session
+        .transport_as::<mcp_connect::transport::StreamableHttp>()
+        .is_none());
+    session.close().await.unwrap();
+}

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::VersionPolicy;
 
 /// Establish an MCP session and print its timeline.
 ///
@@ -15,31 +17,31 @@ pub(crate) struct Args {
     pub(crate) url: Option<String>,
 
     /// A stdio server command and its arguments, after `--`.
-    #[arg(last = true)]
-    pub(crate) command: Vec<String>,
+    #[arg(last = true, num_args = 1..)]
+    pub(crate) command: Option<Vec<String>>,
 
     /// Which transport to use.
     #[arg(long, value_enum, default_value_t = Mode::Auto)]
     pub(crate) transport: Mode,
 
-    /// Require exactly this protocol version.
-    #[arg(long, value_name = "VERSION", conflicts_with = "ceiling")]
-    pub(crate) pin: Option<String>,
+    /// Require exactly this protocol version (one this client speaks).
+    #[arg(long, value_name = "VERSION", conflicts_with = "ceiling", value_parser = parse_pin)]
+    pub(crate) pin: Option<ProtocolVersion>,
 
-    /// Offer no protocol version newer than this.
-    #[arg(long, value_name = "VERSION")]
-    pub(crate) ceiling: Option<String>,
+    /// Offer no protocol version newer than this (a YYYY-MM-DD revision).
+    #[arg(long, value_name = "VERSION", value_parser = parse_ceiling)]
+    pub(crate) ceiling: Option<ProtocolVersion>,
 
     /// The overall establishment deadline.
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, value_parser = parse_limit, default_value = "30s")]
     pub(crate) deadline: Duration,
 
     /// How long the modern probe (`server/discover`) may take.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = parse_limit, default_value = "10s")]
     pub(crate) probe_timeout: Duration,
 
     /// How long each handshake request may take.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = parse_limit, default_value = "10s")]
     pub(crate) handshake_timeout: Duration,
 
     /// An HTTP header for every request, as 'Name: value' (repeatable). The
@@ -114,6 +116,51 @@ pub(crate) enum Mode {
     Stdio,
 }
 
+/// A `--pin`: exactly a version this client speaks.
+fn parse_pin(text: &str) -> Result<ProtocolVersion, String> {
+    let version = ProtocolVersion::new(text);
+    VersionPolicy::Pin(version.clone())
+        .validate()
+        .map(|()| version)
+        .map_err(|_| {
+            format!(
+                "{text:?} is not a protocol version this client speaks ({})",
+                known()
+            )
+        })
+}
+
+/// A `--ceiling`: a well-formed revision date, checked by the same rule as
+/// the library's.
+fn parse_ceiling(text: &str) -> Result<ProtocolVersion, String> {
+    let version = ProtocolVersion::new(text);
+    VersionPolicy::Ceiling(version.clone())
+        .validate()
+        .map(|()| version)
+        .map_err(|_| {
+            format!(
+                "{text:?} is not a YYYY-MM-DD revision no older than {}",
+                ProtocolVersion::SUPPORTED[0]
+            )
+        })
+}
+
+fn known() -> String {
+    ProtocolVersion::SUPPORTED
+        .iter()
+        .map(ProtocolVersion::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A limit: a duration greater than zero.
+fn parse_limit(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        limit if limit.is_zero() => Err(format!("{text:?}: a limit must be greater than zero")),
+        limit => Ok(limit),
+    }
+}
+
 /// Parses `1500ms`, `2s`, `1m` (a bare number is seconds).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -145,5 +192,18 @@ mod tests {
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5h").is_err());
+        assert!(parse_limit("0").is_err());
+        assert!(parse_limit("0ms").is_err());
+        assert_eq!(parse_limit("1ms"), Ok(Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn pins_and_ceilings_parse_by_the_library_rules() {
+        assert!(parse_pin("2025-11-25").is_ok());
+        assert!(parse_pin("2099-01-01").is_err());
+        assert!(parse_ceiling("2025-12-01").is_ok());
+        for bad in ["garbage", "2026", "2024-01-01", ""] {
+            assert!(parse_ceiling(bad).is_err(), "{bad}");
+        }
     }
 }

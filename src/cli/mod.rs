@@ -3,5 +3,6 @@
 mod args;
 mod output;
 mod run;
+mod signals;
 
 pub(crate) use run::main;

@@ -95,7 +95,10 @@ impl Printer {
             Err(error) => {
                 let failure = error.failure();
                 self.line(
-                    &format!("call {n} {name} failed: {error} (session {generation}{note})"),
+                    &format!(
+                        "call {n} {name} failed: {} (session {generation}{note})",
+                        super::run::chain(error)
+                    ),
                     json!({
                         "event": "call", "n": n, "tool": name, "ok": false,
                         "generation": generation, "http_status": failure.http_status,
@@ -113,9 +116,11 @@ impl Printer {
         elapsed: Duration,
         http_requests: u64,
         attempts: u32,
+        signal: Option<&'static str>,
     ) {
         let mut summary = Map::new();
         summary.insert("event".into(), "summary".into());
+        summary.insert("signal".into(), signal.into());
         summary.insert("attempts".into(), attempts.into());
         summary.insert("elapsed_ms".into(), millis(elapsed).into());
         summary.insert("http_requests".into(), http_requests.into());
@@ -159,6 +164,12 @@ impl Printer {
                 ));
                 text
             }
+        };
+        let human = match signal {
+            Some(signal) => {
+                format!("{human}\ninterrupted by {signal}: everything opened was closed")
+            }
+            None => human,
         };
         self.line(&human, Value::Object(summary));
     }

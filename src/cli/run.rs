@@ -8,19 +8,21 @@ use clap::Parser;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::layers::Classify;
-use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand};
 use mcp_connect::{
     ClientError, ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, McpClient,
-    TransportMode, VersionPolicy,
+    Session, TransportMode, VersionPolicy,
 };
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::args::{Args, Mode, Recovery};
 use super::output::Printer;
+use super::signals::{Received, Signals};
 
 pub(crate) fn main() -> ExitCode {
     let args = Args::parse();
+    install_tracing();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -34,43 +36,55 @@ pub(crate) fn main() -> ExitCode {
     runtime.block_on(run(args))
 }
 
+/// `RUST_LOG` turns on the library's `tracing` output on stderr; without it
+/// nothing is logged. The events are payload-free by construction (no
+/// header values, session ids, bodies or server messages).
+fn install_tracing() {
+    if std::env::var_os("RUST_LOG").is_none() {
+        return;
+    }
+    match tracing_subscriber::EnvFilter::try_from_default_env() {
+        Ok(filter) => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        Err(_) => eprintln!("mcp-connect: RUST_LOG is not a valid filter; logging stays off"),
+    }
+}
+
 fn usage(message: &str) -> ExitCode {
     eprintln!("mcp-connect: {message}");
     ExitCode::from(2)
 }
 
-async fn run(args: Args) -> ExitCode {
-    let tool_args = match serde_json::from_str::<serde_json::Value>(&args.tool_args) {
-        Ok(value @ serde_json::Value::Object(_)) => value,
-        _ => return usage("--args must be a JSON object"),
-    };
-    let printer = Arc::new(Printer::new(args.json));
-    let started = Instant::now();
+/// An error and its causes on one line, each cause after a colon.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
 
-    let mut demo = None;
-    let request = match (&args.url, args.command.split_first()) {
-        (Some(_), Some(_)) => return usage("give a URL or a command after --, not both"),
-        (None, Some((program, rest))) => {
+/// The connect request the arguments describe, or the usage error to print.
+fn request_from(args: &Args, demo_url: Option<String>) -> Result<ConnectRequest, String> {
+    let request = match (&args.url, &args.command, demo_url.as_ref()) {
+        (Some(_), Some(_), _) => return Err("give a URL or a command after --, not both".into()),
+        (None, Some(command), _) => {
+            let (program, rest) = command
+                .split_first()
+                .ok_or("-- must be followed by a command")?;
             ConnectRequest::stdio(StdioCommand::new(program).args(rest))
         }
-        (url, None) => {
-            let url = match url {
-                Some(url) => url.clone(),
-                None => match DemoServer::start().await {
-                    Ok(server) => demo.insert(server).url(),
-                    Err(e) => {
-                        eprintln!("mcp-connect: cannot start the demo server: {e}");
-                        return ExitCode::FAILURE;
-                    }
-                },
-            };
-            match ConnectRequest::http(&url) {
-                Ok(request) => request,
-                Err(_) => return usage("the URL must be an absolute http:// or https:// URL"),
-            }
+        (Some(url), None, _) | (None, None, Some(url)) => {
+            ConnectRequest::http(url).map_err(|e| chain(&e))?
         }
+        (None, None, None) => return Err("no target".into()),
     };
-    printer.target(&request.target().to_string(), demo.is_some());
     let mut request = request
         .with_mode(match args.transport {
             Mode::Auto => TransportMode::Auto,
@@ -84,22 +98,62 @@ async fn run(args: Args) -> ExitCode {
                 .with_handshake_timeout(args.handshake_timeout),
         );
     if let Some(pin) = &args.pin {
-        request = request.with_versions(VersionPolicy::Pin(ProtocolVersion::new(pin.as_str())));
+        request = request.with_versions(VersionPolicy::Pin(pin.clone()));
     }
     if let Some(ceiling) = &args.ceiling {
-        request = request.with_versions(VersionPolicy::Ceiling(ProtocolVersion::new(
-            ceiling.as_str(),
-        )));
+        request = request.with_versions(VersionPolicy::Ceiling(ceiling.clone()));
     }
     for header in &args.headers {
-        let Some((name, value)) = header.split_once(':') else {
-            return usage("--header takes 'Name: value'");
-        };
-        request = match request.with_header(name.trim(), value.trim()) {
-            Ok(request) => request,
-            Err(_) => return usage("--header has an invalid name or value"),
-        };
+        let (name, value) = header
+            .split_once(':')
+            .ok_or("--header takes 'Name: value'")?;
+        request = request
+            .with_header(name.trim(), value.trim())
+            .map_err(|e| format!("--header {}: {}", name.trim(), chain(&e)))?;
     }
+    Ok(request)
+}
+
+async fn run(args: Args) -> ExitCode {
+    let tool_args = match serde_json::from_str::<serde_json::Value>(&args.tool_args) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => return usage("--args must be a JSON object"),
+    };
+    if args.url.is_some() && args.command.is_some() {
+        return usage("give a URL or a command after --, not both");
+    }
+    // clap drops a trailing `--` with nothing after it; it is not "no target".
+    if args.command.is_none() && std::env::args_os().last().is_some_and(|a| a == "--") {
+        return usage("-- must be followed by a command");
+    }
+    // Watching starts before anything is opened, so nothing escapes it.
+    let cancel = CancellationToken::new();
+    let signals = match Signals::watch(cancel.clone()) {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("mcp-connect: cannot watch for signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let printer = Arc::new(Printer::new(args.json));
+    let started = Instant::now();
+
+    let mut demo = None;
+    let demo_url = if args.url.is_none() && args.command.is_none() {
+        match DemoServer::start().await {
+            Ok(server) => Some(demo.insert(server).url()),
+            Err(e) => {
+                eprintln!("mcp-connect: cannot start the demo server: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    let mut request = match request_from(&args, demo_url) {
+        Ok(request) => request.with_cancellation(cancel.clone()),
+        Err(message) => return usage(&message),
+    };
 
     let era_cache = match &args.era_cache {
         None => None,
@@ -122,12 +176,17 @@ async fn run(args: Args) -> ExitCode {
 
     // Counted below the transports, so every request the command sends is seen.
     let sent = Arc::new(AtomicU64::new(0));
-    let client = HttpClient::default_client().counting(Arc::clone(&sent));
+    let connector =
+        Connector::with_client(HttpClient::default_client().counting(Arc::clone(&sent)));
+    if let Err(error) = connector.validate(&request) {
+        return usage(&chain(&error));
+    }
+    printer.target(&request.target().to_string(), demo.is_some());
     let recovery = match args.recovery {
         Recovery::Off => RecoveryPolicy::disabled(),
         Recovery::Default => RecoveryPolicy::new().with_max_attempts(args.max_attempts),
     };
-    let stack = EstablishBuilder::new(Connector::with_client(client))
+    let stack = EstablishBuilder::new(connector)
         .with_recovery(recovery)
         .with_deadline(args.deadline)
         .with_metrics(printer.clone())
@@ -142,34 +201,37 @@ async fn run(args: Args) -> ExitCode {
     let established_in = started.elapsed();
     let mut ok = outcome.is_ok();
     if let Ok(session) = &outcome {
-        if args.list_tools {
-            match session.list_tools().await {
-                Ok(list) => printer.tools(
-                    &list
-                        .tools
-                        .iter()
-                        .map(|t| t.name.clone())
-                        .collect::<Vec<_>>(),
-                ),
-                Err(error) => {
-                    ok = false;
-                    report_error(&printer, "list_tools", &error);
-                }
+        let work = async {
+            let mut ok = true;
+            if args.list_tools {
+                ok &= list_tools(&printer, session).await;
             }
-        }
-        if let Some(name) = &args.call_tool {
-            ok &= watch(
-                &printer,
-                &client,
-                name,
-                &tool_args,
-                args.repeat,
-                args.interval,
-            )
-            .await;
-        }
-        if let Err(error) = client.close().await {
-            report_error(&printer, "close", &error);
+            if let Some(name) = &args.call_tool {
+                ok &= watch(
+                    &printer,
+                    &client,
+                    name,
+                    &tool_args,
+                    args.repeat,
+                    args.interval,
+                )
+                .await;
+            }
+            ok
+        };
+        ok = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => false,
+            worked = work => worked,
+        };
+        // Bounded: a server that never answers the DELETE cannot hold the exit.
+        match tokio::time::timeout(CLOSE_BOUND, client.close()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => report_error(&printer, "close", &error),
+            Err(_) => printer.line(
+                "close did not finish in time",
+                serde_json::json!({ "event": "error", "operation": "close", "kind": "timeout" }),
+            ),
         }
     }
     let outcome = outcome.as_deref();
@@ -182,6 +244,7 @@ async fn run(args: Args) -> ExitCode {
         established_in,
         sent.load(Ordering::Relaxed),
         attempts,
+        signals.received().map(Received::name),
     );
     if let (Some(cache), Some(path)) = (&era_cache, &args.era_cache) {
         if let Err(e) = std::fs::write(path, cache.to_json()) {
@@ -190,10 +253,33 @@ async fn run(args: Args) -> ExitCode {
         }
     }
     drop(demo);
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    match signals.received() {
+        Some(signal) => ExitCode::from(signal.exit_code()),
+        None if ok => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
+    }
+}
+
+/// How long closing the session may take when the command ends (the stdio
+/// close ladder needs up to two grace periods).
+const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn list_tools(printer: &Printer, session: &Session) -> bool {
+    match session.list_tools().await {
+        Ok(list) => {
+            printer.tools(
+                &list
+                    .tools
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect::<Vec<_>>(),
+            );
+            true
+        }
+        Err(error) => {
+            report_error(printer, "list_tools", &error);
+            false
+        }
     }
 }
 
@@ -229,7 +315,7 @@ async fn watch(
 fn report_error(printer: &Printer, operation: &str, error: &Error) {
     let failure = error.failure();
     printer.line(
-        &format!("{operation} failed: {error}"),
+        &format!("{operation} failed: {}", chain(error)),
         serde_json::json!({
             "event": "error",
             "operation": operation,

@@ -83,7 +83,7 @@ impl fmt::Display for TransportKind {
 /// `version` is the protocol version the message is sent under, when one is
 /// known: HTTP transports turn it into the `MCP-Protocol-Version` header and,
 /// for modern versions, the `Mcp-Method` and `Mcp-Name` routing headers.
-pub trait Transport: Send + Sync + fmt::Debug + 'static {
+pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// Sends a request and waits for its reply.
     fn request<'a>(
         &'a self,

@@ -1,6 +1,8 @@
 //! Shared test helpers: the crate's own testkit, plus a watchdog.
 #![allow(dead_code, unused_imports)]
 
+pub mod cli;
+
 use std::future::Future;
 use std::time::Duration;
 
