@@ -206,6 +206,80 @@ fn invalid_urls_headers_and_versions_are_configuration_errors() {
         .is_err());
 }
 
+/// Issue 10, item 2: `http::Uri` reads an unrepresentable port as "no
+/// port" (then port 80); here it is a typed error.
+#[test]
+fn ports_outside_1_to_65535_are_configuration_errors() {
+    for url in [
+        "http://127.0.0.1:99999/mcp",
+        "http://127.0.0.1:65536/mcp",
+        "http://127.0.0.1:4294967376/mcp",
+        "http://127.0.0.1:0/mcp",
+        "https://user:pw@example.com:70000/mcp",
+        "http://[::1]:99999/mcp",
+    ] {
+        let error = ConnectRequest::http(url).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Config(ConfigError::Port)),
+            "{url:?}: {error:?}"
+        );
+    }
+    for url in [
+        "http://127.0.0.1:65535/mcp",
+        "http://[::1]:8080/mcp",
+        "http://h/mcp",
+    ] {
+        assert!(ConnectRequest::http(url).is_ok(), "{url}");
+    }
+}
+
+/// Issue 10, item 7: headers that belong to the framing or the transport
+/// are refused; limits of zero and transports that do not fit the target
+/// fail validation before any I/O.
+#[tokio::test]
+async fn reserved_headers_zero_limits_and_misfit_transports_are_refused_before_io() {
+    let server = ScriptServer::start(legacy).await;
+    let request = ConnectRequest::http(&server.url()).unwrap();
+    for name in [
+        "Host",
+        "content-length",
+        "Transfer-Encoding",
+        "Connection",
+        "Upgrade",
+        "Mcp-Session-Id",
+        "MCP-Protocol-Version",
+        "Content-Type",
+    ] {
+        let error = request.clone().with_header(name, "x").unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Config(ConfigError::ReservedHeader)),
+            "{name}"
+        );
+    }
+    assert!(request.clone().with_header("X-Api-Key", "x").is_ok());
+    let misfits = [
+        request
+            .clone()
+            .with_limits(Limits::default().with_probe_timeout(Duration::ZERO)),
+        request
+            .clone()
+            .with_limits(Limits::default().with_max_message_bytes(0)),
+        request.clone().with_mode(mcp_connect::TransportMode::Stdio),
+        ConnectRequest::stdio(mcp_connect::transport::StdioCommand::new("cat"))
+            .with_mode(mcp_connect::TransportMode::Sse),
+        request.clone().with_ceiling(ProtocolVersion::new("2026")),
+    ];
+    for bad in misfits {
+        let error = bad.validate().unwrap_err();
+        assert_eq!(error.failure().kind, FailureKind::Configuration, "{bad:?}");
+        let error = watchdog(LIMIT, Connector::new().connect(bad))
+            .await
+            .unwrap_err();
+        assert_eq!(error.failure().kind, FailureKind::Configuration);
+    }
+    assert!(server.recorded().is_empty(), "nothing was sent");
+}
+
 #[tokio::test]
 async fn an_unknown_pinned_version_fails_before_any_io() {
     let server = ScriptServer::start(legacy).await;

@@ -1,4 +1,4 @@
-//! The dual-era establishment ladder (DESIGN.md section 2), branch by branch,
+//! The dual-era establishment ladder (src/handshake.rs), branch by branch,
 //! against scripted loopback HTTP servers.
 
 mod support;

@@ -15,7 +15,7 @@
 //! plain enums and numbers that have no room for a header value, a session
 //! id, a URL, a body, a tool argument or a server's message.
 //!
-//! It sits *outside* the recovery layer (DESIGN.md lists it inside): from
+//! It sits *outside* the recovery layer (an earlier design put it inside): from
 //! there one span covers every attempt and the exhaustion reason is known,
 //! while the per-attempt spans still come from the attempt numbers in the
 //! stage events.
