@@ -5,23 +5,17 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use support::cli::{command, finish};
-use support::{alive, LegacyServer, ScriptServer};
+use support::{alive, spawn_log, LegacyServer, ScriptServer};
 
 fn send(child: &Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).unwrap();
-}
-
-fn pid_file(name: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("mcp-connect-{name}-{}.pid", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
 }
 
 /// Waits for a stdio child to write its pid.
@@ -54,7 +48,7 @@ fn deaf_server(pid_path: &Path) -> String {
 
 #[test]
 fn sigterm_during_establishment_stops_the_stdio_child_and_exits_143() {
-    let pid_path = pid_file("sigterm");
+    let pid_path = spawn_log("sigterm");
     let script = deaf_server(&pid_path);
     let child = command(&["--json", "--", "sh", "-c", &script])
         .spawn()
@@ -73,7 +67,7 @@ fn sigterm_during_establishment_stops_the_stdio_child_and_exits_143() {
 
 #[test]
 fn a_second_signal_exits_at_once() {
-    let pid_path = pid_file("second");
+    let pid_path = spawn_log("second");
     let script = deaf_server(&pid_path);
     let child = command(&["--", "sh", "-c", &script]).spawn().unwrap();
     let server = child_pid(&pid_path);
