@@ -1,7 +1,9 @@
 //! The two clients behind one small interface.
 
+use crate::floor::{Floor, FloorSession};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::ProtocolVersion as OurVersion;
+use mcp_connect::transport::ServerStream;
 use mcp_connect::{ConnectRequest, Connector, EraCache, Establish, EstablishBuilder, Session};
 use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
@@ -26,8 +28,58 @@ impl Era {
     }
 }
 
-/// A client under test.
+/// How rmcp gets its HTTP client: the configurations a user would pick.
 #[derive(Clone)]
+pub enum RmcpVariant {
+    /// `from_config(with_uri(url))`, rmcp's documented default: a new
+    /// reqwest client (rustls, the system CA store, no pooling) built for
+    /// every connection, inside the timed window.
+    PerConnection,
+    /// One reqwest client built once and shared, pooling off
+    /// (`pool_max_idle_per_host(0)`, rmcp's own default policy).
+    SharedUnpooled(reqwest::Client),
+    /// One reqwest client built once and shared, reqwest's default pooling
+    /// (what a performance-aware user would pick for `http://`).
+    SharedPooled(reqwest::Client),
+}
+
+impl RmcpVariant {
+    /// Every variant, shared clients built now (outside any timer).
+    pub fn all() -> Vec<RmcpVariant> {
+        vec![
+            RmcpVariant::PerConnection,
+            RmcpVariant::SharedUnpooled(
+                reqwest::Client::builder()
+                    .pool_max_idle_per_host(0)
+                    .build()
+                    .expect("reqwest client"),
+            ),
+            RmcpVariant::SharedPooled(reqwest::Client::new()),
+        ]
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            RmcpVariant::PerConnection => "rmcp per-connection client",
+            RmcpVariant::SharedUnpooled(_) => "rmcp shared client, unpooled",
+            RmcpVariant::SharedPooled(_) => "rmcp shared client, pooled",
+        }
+    }
+
+    fn transport(&self, url: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+        let config = StreamableHttpClientTransportConfig::with_uri(url);
+        match self {
+            RmcpVariant::PerConnection => StreamableHttpClientTransport::from_config(config),
+            RmcpVariant::SharedUnpooled(client) | RmcpVariant::SharedPooled(client) => {
+                StreamableHttpClientTransport::with_client(client.clone(), config)
+            }
+        }
+    }
+}
+
+/// A client under test. (Cloned per task; the size of a variant is noise.)
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum Client {
     /// mcp-connect's bare make-service.
     Ours(Connector),
@@ -35,8 +87,10 @@ pub enum Client {
     OursStack(Establish),
     /// mcp-connect with a warm era cache.
     OursCached(Connector, EraCache),
-    /// rmcp 3.11's default client.
-    Rmcp,
+    /// rmcp 3.11 in one of its configurations.
+    Rmcp(RmcpVariant),
+    /// The raw-hyper floor: the same HTTP requests, no MCP logic.
+    Floor(Floor),
 }
 
 impl Client {
@@ -55,12 +109,25 @@ impl Client {
     pub fn cached() -> Client {
         Client::OursCached(Connector::new(), EraCache::new())
     }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Client::Ours(_) => "ours",
+            Client::OursStack(_) => "ours, full stack",
+            Client::OursCached(..) => "ours, warm era cache",
+            Client::Rmcp(variant) => variant.name(),
+            Client::Floor(_) => "raw hyper floor",
+        }
+    }
 }
 
 /// An established session of either client.
 pub enum Held {
-    Ours(Session),
+    /// Our session, and its standalone GET stream when asked to hold one.
+    /// (A mutex only to make the held stream `Sync`; it is never locked.)
+    Ours(Session, Option<std::sync::Mutex<ServerStream>>),
     Rmcp(RunningService<RoleClient, ClientConfig>),
+    Floor(FloorSession),
 }
 
 fn arguments() -> serde_json::Map<String, serde_json::Value> {
@@ -79,21 +146,29 @@ impl Client {
         match self {
             Client::Ours(connector) => {
                 let request = ours(ConnectRequest::http(url).unwrap());
-                Held::Ours(connector.connect(request).await.expect("ours establishes"))
+                Held::Ours(
+                    connector.connect(request).await.expect("ours establishes"),
+                    None,
+                )
             }
             Client::OursStack(stack) => {
                 let request = ours(ConnectRequest::http(url).unwrap());
-                Held::Ours(stack.connect(request).await.expect("ours establishes"))
+                Held::Ours(
+                    stack.connect(request).await.expect("ours establishes"),
+                    None,
+                )
             }
             Client::OursCached(connector, cache) => {
                 let request =
                     ours(ConnectRequest::http(url).unwrap()).with_era_cache(cache.clone());
-                Held::Ours(connector.connect(request).await.expect("ours establishes"))
+                Held::Ours(
+                    connector.connect(request).await.expect("ours establishes"),
+                    None,
+                )
             }
-            Client::Rmcp => {
-                let transport = StreamableHttpClientTransport::from_config(
-                    StreamableHttpClientTransportConfig::with_uri(url),
-                );
+            Client::Floor(floor) => Held::Floor(floor.establish(url, era).await),
+            Client::Rmcp(variant) => {
+                let transport = variant.transport(url);
                 let (config, mode) = match era {
                     Era::Legacy => (
                         ClientConfig::default()
@@ -120,9 +195,21 @@ impl Client {
 }
 
 impl Held {
+    /// Opens and keeps the server-to-client GET stream (legacy sessions), as
+    /// rmcp's client always does: equal functionality for memory figures.
+    pub async fn hold_server_stream(&mut self) {
+        if let Held::Ours(session, stream) = self {
+            *stream = session
+                .server_stream()
+                .await
+                .expect("GET stream")
+                .map(std::sync::Mutex::new);
+        }
+    }
+
     pub async fn call(&self) {
         match self {
-            Held::Ours(session) => {
+            Held::Ours(session, _) => {
                 let result = session
                     .call_tool("add", &serde_json::json!({ "a": 2, "b": 3 }))
                     .await
@@ -136,17 +223,20 @@ impl Held {
                     .unwrap();
                 assert_ne!(result.is_error, Some(true));
             }
+            Held::Floor(session) => session.call().await,
         }
     }
 
     pub async fn close(self) {
         match self {
-            Held::Ours(session) => {
+            Held::Ours(session, stream) => {
+                drop(stream);
                 let _ = session.close().await;
             }
             Held::Rmcp(client) => {
                 let _ = client.cancel().await;
             }
+            Held::Floor(session) => session.close().await,
         }
     }
 }

@@ -8,7 +8,9 @@
 //! Writes `bench/results.md` (the table), `bench/results.jsonl` (one object
 //! per metric: metric, ours, rmcp, ratio) and `bench/latency.svg`.
 
+mod cheap;
 mod clients;
+mod floor;
 mod report;
 mod server;
 mod stats;
@@ -17,9 +19,9 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clients::{Client, Era, Held};
+use clients::{Client, Era, Held, RmcpVariant};
 use report::Row;
-use stats::{ms, percentile, Across};
+use stats::{ms, percentile};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::Instant;
 
@@ -30,6 +32,11 @@ struct Config {
     concurrency: usize,
     calls: usize,
     held: usize,
+    lifecycles: usize,
+    /// Concurrency levels of the scaling curves.
+    levels: &'static [usize],
+    /// Sessions held for the memory curve.
+    held_levels: &'static [usize],
 }
 
 fn config() -> Config {
@@ -45,19 +52,25 @@ fn config() -> Config {
         Config {
             runs,
             sequential: 50,
-            concurrent: 200,
-            concurrency: 50,
+            concurrent: 300,
+            concurrency: 100,
             calls: 200,
             held: 200,
+            lifecycles: 200,
+            levels: &[1, 10, 100],
+            held_levels: &[100, 500],
         }
     } else {
         Config {
             runs,
-            sequential: 300,
+            sequential: 1000,
             concurrent: 1000,
             concurrency: 100,
             calls: 1000,
             held: 1000,
+            lifecycles: 1000,
+            levels: &[1, 10, 100, 1000],
+            held_levels: &[100, 1000, 10000],
         }
     }
 }
@@ -70,6 +83,7 @@ fn main() {
         .expect("runtime");
     match args.get(1).map(String::as_str) {
         Some("serve") => runtime.block_on(serve(args.get(2).is_some_and(|a| a == "legacy-only"))),
+        Some("serve-canned") => runtime.block_on(serve_canned(&args[2])),
         Some("split") => runtime.block_on(split()),
         Some("layers") => runtime.block_on(layers()),
         Some("memory") => runtime.block_on(memory(
@@ -78,6 +92,9 @@ fn main() {
             &args[4],
             args[5].parse().unwrap(),
         )),
+        Some("cpu") => {
+            runtime.block_on(cpu(&args[2], &args[3], &args[4], args[5].parse().unwrap()))
+        }
         _ => runtime.block_on(run(config())),
     }
 }
@@ -85,6 +102,15 @@ fn main() {
 /// Runs a server in this process until stdin closes; prints its address.
 async fn serve(legacy_only: bool) {
     let (addr, _) = server::start(legacy_only).await;
+    println!("{addr}");
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(_)) = stdin.next_line().await {}
+}
+
+/// Runs the canned-answer server (answers captured from the rmcp server at
+/// `url`) until stdin closes; prints its address.
+async fn serve_canned(url: &str) {
+    let addr = cheap::start(cheap::Canned::capture(url).await).await;
     println!("{addr}");
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(_)) = stdin.next_line().await {}
@@ -212,11 +238,17 @@ struct ServerProcess {
 }
 
 async fn server_process(legacy_only: bool) -> ServerProcess {
+    spawn_server(if legacy_only {
+        &["serve", "legacy-only"]
+    } else {
+        &["serve"]
+    })
+    .await
+}
+
+async fn spawn_server(args: &[&str]) -> ServerProcess {
     let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
-    command.arg("serve");
-    if legacy_only {
-        command.arg("legacy-only");
-    }
+    command.args(args);
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -343,25 +375,23 @@ fn rss_and_fds() -> (f64, f64) {
 
 /// In a fresh process: memory and descriptors per idle established session.
 async fn memory(which: &str, era: &str, url: &str, n: usize) {
-    let client = if which == "rmcp" {
-        Client::Rmcp
-    } else {
-        Client::ours()
-    };
-    let era = if era == "legacy" {
-        Era::Legacy
-    } else {
-        Era::Modern
-    };
+    let (client, era) = (client_named(which), era_named(era));
     // Warm up code paths, the pool and the allocator with a few sessions.
     let mut held: Vec<Held> = Vec::new();
+    let establish = || async {
+        let mut session = client.establish(url, era).await;
+        if era == Era::Legacy {
+            session.hold_server_stream().await;
+        }
+        session
+    };
     for _ in 0..10 {
-        held.push(client.establish(url, era).await);
+        held.push(establish().await);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (rss0, fds0) = rss_and_fds();
     for _ in 0..n {
-        held.push(client.establish(url, era).await);
+        held.push(establish().await);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (rss1, fds1) = rss_and_fds();
@@ -370,6 +400,98 @@ async fn memory(which: &str, era: &str, url: &str, n: usize) {
         serde_json::json!({ "rss_per_session": (rss1 - rss0) / n as f64, "fds_per_session": (fds1 - fds0) / n as f64 })
     );
     std::process::exit(0);
+}
+
+/// The client a child process was asked for: `ours`, `floor` or `rmcpN`.
+fn client_named(which: &str) -> Client {
+    match which.strip_prefix("rmcp") {
+        Some(index) => Client::Rmcp(RmcpVariant::all().swap_remove(index.parse().unwrap())),
+        None if which == "floor" => Client::Floor(floor::Floor::new()),
+        None => Client::ours(),
+    }
+}
+
+fn era_named(era: &str) -> Era {
+    if era == "legacy" {
+        Era::Legacy
+    } else {
+        Era::Modern
+    }
+}
+
+/// The names child processes know `clients` by.
+fn child_names(clients: &[Client]) -> Vec<String> {
+    let mut rmcp = 0;
+    clients
+        .iter()
+        .map(|client| match client {
+            Client::Rmcp(_) => {
+                rmcp += 1;
+                format!("rmcp{}", rmcp - 1)
+            }
+            Client::Floor(_) => "floor".to_owned(),
+            _ => "ours".to_owned(),
+        })
+        .collect()
+}
+
+/// User plus system CPU time this process has used.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// In a fresh process (the server in another): client CPU per lifecycle
+/// (establish, one tools/call, close), after a warm-up.
+///
+/// The loop runs in a spawned task, as a service's code runs on a worker of
+/// the multi-threaded runtime, rather than on the `block_on` thread, whose
+/// every wake-up would be a cross-thread hand-off for all clients alike.
+async fn cpu(which: &str, era: &str, url: &str, n: usize) {
+    let (client, era, url) = (client_named(which), era_named(era), url.to_owned());
+    let used = tokio::spawn(async move {
+        let lifecycle = || async {
+            let held = client.establish(&url, era).await;
+            held.call().await;
+            held.close().await;
+        };
+        for _ in 0..(n / 10).max(20) {
+            lifecycle().await;
+        }
+        // rmcp closes in background tasks: let the warm-up's settle first.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let before = cpu_time();
+        for _ in 0..n {
+            lifecycle().await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cpu_time() - before
+    })
+    .await
+    .unwrap();
+    println!(
+        "{}",
+        serde_json::json!({ "cpu_us_per_lifecycle": used.as_secs_f64() * 1e6 / n as f64 })
+    );
+    std::process::exit(0);
+}
+
+async fn cpu_run(which: &str, era: Era, url: &str, n: usize) -> f64 {
+    let output = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["cpu", which, era.name(), url, &n.to_string()])
+        .output()
+        .await
+        .expect("cpu process");
+    let line = String::from_utf8_lossy(&output.stdout);
+    let value: serde_json::Value =
+        serde_json::from_str(line.trim()).unwrap_or_else(|_| panic!("{line}"));
+    value["cpu_us_per_lifecycle"].as_f64().unwrap()
 }
 
 async fn memory_run(which: &str, era: Era, url: &str, n: usize) -> (f64, f64) {
@@ -416,23 +538,58 @@ async fn counts(client: &Client, era: Era, n: usize) -> (f64, f64, f64, f64) {
     )
 }
 
-fn row(
+/// Ours, then every rmcp variant (shared clients built here, untimed).
+fn contenders() -> Vec<Client> {
+    std::iter::once(Client::ours())
+        .chain(RmcpVariant::all().into_iter().map(Client::Rmcp))
+        .collect()
+}
+
+/// The rmcp variant that was best on the row named `metric`.
+fn best_rmcp(rows: &[Row], metric: &str) -> Client {
+    let variant = rows
+        .iter()
+        .find(|row| row.metric == metric)
+        .map(|row| row.other_variant)
+        .unwrap_or_else(|| panic!("no row {metric}"));
+    contenders()
+        .into_iter()
+        .find(|client| client.name() == variant)
+        .expect("a known variant")
+}
+
+/// Ours, the raw-hyper floor, then every rmcp variant.
+fn with_floor() -> Vec<Client> {
+    let mut clients = contenders();
+    clients.insert(1, Client::Floor(floor::Floor::new()));
+    clients
+}
+
+/// The row for `per_client` values of `clients` (ours first): ours against
+/// the best rmcp variant, and against the floor when it ran.
+fn versus(
     metric: String,
     unit: &'static str,
     better: &'static str,
-    ours: &[f64],
-    other: &[f64],
-    other_name: &'static str,
+    clients: &[Client],
+    per_client: &[Vec<f64>],
 ) -> Row {
-    Row {
-        metric,
-        unit,
-        better,
-        ours: Across::of(ours),
-        other: Across::of(other),
-        other_name,
+    let mut floor = None;
+    let mut others = Vec::new();
+    for (client, values) in clients[1..].iter().zip(&per_client[1..]) {
+        match client {
+            Client::Floor(_) => floor = Some(values),
+            _ => others.push((client.name(), values.clone())),
+        }
+    }
+    let row = Row::best_of(metric, unit, better, &per_client[0], others, "rmcp");
+    match floor {
+        Some(floor) => row.with_floor(&per_client[0], floor),
+        None => row,
     }
 }
+
+const PALETTE: [&str; 5] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"];
 
 async fn run(config: Config) {
     let modern_server = server_process(false).await;
@@ -448,38 +605,36 @@ async fn run(config: Config) {
     // fall on whichever client runs next).
     for era in [Era::Legacy, Era::Modern] {
         let e = era.name();
-        let (p50, p99, last) =
-            interleaved(&[Client::ours(), Client::Rmcp], &url, era, &config).await;
-        rows.push(row(
+        let clients = with_floor();
+        let (p50, p99, last) = interleaved(&clients, &url, era, &config).await;
+        rows.push(versus(
             format!("establish {e} p50"),
             "ms",
             "lower",
-            &p50[0],
-            &p50[1],
-            "rmcp",
+            &clients,
+            &p50,
         ));
-        rows.push(row(
+        rows.push(versus(
             format!("establish {e} p99"),
             "ms",
             "lower",
-            &p99[0],
-            &p99[1],
-            "rmcp",
+            &clients,
+            &p99,
         ));
-        let colors = if era == Era::Legacy {
-            "#1f77b4"
-        } else {
-            "#d62728"
-        };
-        curves.push((format!("ours {e}"), colors, last[0].clone()));
-        curves.push((format!("rmcp {e}"), colors, last[1].clone()));
+        for (i, client) in clients.iter().enumerate() {
+            curves.push((
+                format!("{} {e}", client.name()),
+                PALETTE[i % PALETTE.len()],
+                last[i].clone(),
+            ));
+        }
         let (p50, _, _) = interleaved(&[Client::stack(), Client::ours()], &url, era, &config).await;
-        rows.push(row(
+        rows.push(Row::best_of(
             format!("full stack vs bare, establish {e} p50"),
             "ms",
             "lower",
             &p50[0],
-            &p50[1],
+            vec![("bare make-service", p50[1].clone())],
             "bare",
         ));
         eprintln!("done: sequential {e}");
@@ -491,31 +646,65 @@ async fn run(config: Config) {
         let (addr, _) = server::start(false).await;
         let local = format!("http://{addr}/mcp");
         for era in [Era::Legacy, Era::Modern] {
-            let (p50, _, _) =
-                interleaved(&[Client::ours(), Client::Rmcp], &local, era, &config).await;
+            let clients = with_floor();
+            let (p50, _, _) = interleaved(&clients, &local, era, &config).await;
             let e = era.name();
-            rows.push(row(
+            rows.push(versus(
                 format!("establish {e} p50, in-process server"),
                 "ms",
                 "lower",
-                &p50[0],
-                &p50[1],
-                "rmcp",
+                &clients,
+                &p50,
             ));
         }
         eprintln!("done: sequential, in-process server");
     }
 
+    // 1c. The same against a canned-answer server in its own process, where
+    // the server costs next to nothing: what remains is the clients' own cost.
+    {
+        let canned = spawn_server(&["serve-canned", &url]).await;
+        for era in [Era::Legacy, Era::Modern] {
+            let e = era.name();
+            let clients = with_floor();
+            let (p50, _, _) = interleaved(&clients, &canned.url, era, &config).await;
+            rows.push(versus(
+                format!("establish {e} p50, canned server"),
+                "ms",
+                "lower",
+                &clients,
+                &p50,
+            ));
+            let k = clients.len();
+            let mut calls_p50 = vec![Vec::new(); k];
+            for run in 0..config.runs {
+                for j in 0..k {
+                    let i = (j + run) % k;
+                    calls_p50[i].push(calls(&clients[i], &canned.url, era, config.calls).await.0);
+                }
+            }
+            rows.push(versus(
+                format!("tools/call {e} p50, canned server"),
+                "ms",
+                "lower",
+                &clients,
+                &calls_p50,
+            ));
+        }
+        eprintln!("done: canned server");
+    }
+
     // 2. Concurrency.
     for era in [Era::Legacy, Era::Modern] {
-        let clients = [Client::ours(), Client::Rmcp];
-        let mut rate = vec![Vec::new(); 2];
-        let mut wall = vec![Vec::new(); 2];
-        let mut p50 = vec![Vec::new(); 2];
-        let mut p99 = vec![Vec::new(); 2];
+        let clients = with_floor();
+        let k = clients.len();
+        let mut rate = vec![Vec::new(); k];
+        let mut wall = vec![Vec::new(); k];
+        let mut p50 = vec![Vec::new(); k];
+        let mut p99 = vec![Vec::new(); k];
         for run in 0..config.runs {
-            for k in 0..2 {
-                let i = (k + run) % 2;
+            for j in 0..k {
+                let i = (j + run) % k;
                 let (w, r, a, b) = concurrent(
                     &clients[i],
                     &url,
@@ -531,143 +720,152 @@ async fn run(config: Config) {
             }
         }
         let e = era.name();
-        let n = format!(
-            "{} at concurrency {}",
-            config.concurrent, config.concurrency
-        );
-        rows.push(row(
-            format!("{n}, {e}: wall time"),
-            "ms",
-            "lower",
-            &wall[0],
-            &wall[1],
-            "rmcp",
-        ));
-        rows.push(row(
-            format!("{n}, {e}: establishments per second"),
+        // `concurrent` establishments, `concurrency` at a time.
+        let n = format!("concurrency {} {e}", config.concurrency);
+        rows.push(versus(
+            format!("{n} rate"),
             "1/s",
             "higher",
-            &rate[0],
-            &rate[1],
-            "rmcp",
+            &clients,
+            &rate,
         ));
-        rows.push(row(
-            format!("{n}, {e}: p50"),
+        rows.push(versus(
+            format!("{n} wall time"),
             "ms",
             "lower",
-            &p50[0],
-            &p50[1],
-            "rmcp",
+            &clients,
+            &wall,
         ));
-        rows.push(row(
-            format!("{n}, {e}: p99"),
-            "ms",
-            "lower",
-            &p99[0],
-            &p99[1],
-            "rmcp",
-        ));
-        let ours_p99_over_p50: Vec<f64> = p99[0].iter().zip(&p50[0]).map(|(a, b)| a / b).collect();
-        let rmcp_p99_over_p50: Vec<f64> = p99[1].iter().zip(&p50[1]).map(|(a, b)| a / b).collect();
-        rows.push(row(
-            format!("{n}, {e}: p99 / p50"),
+        rows.push(versus(format!("{n} p50"), "ms", "lower", &clients, &p50));
+        rows.push(versus(format!("{n} p99"), "ms", "lower", &clients, &p99));
+        let spread: Vec<Vec<f64>> = p99
+            .iter()
+            .zip(&p50)
+            .map(|(high, mid)| high.iter().zip(mid).map(|(a, b)| a / b).collect())
+            .collect();
+        rows.push(versus(
+            format!("{n} p99 / p50"),
             "x",
             "lower",
-            &ours_p99_over_p50,
-            &rmcp_p99_over_p50,
-            "rmcp",
+            &clients,
+            &spread,
         ));
         eprintln!("done: concurrency {e}");
     }
 
     // 3. Memory and descriptors per idle session (fresh processes).
     for era in [Era::Legacy, Era::Modern] {
-        let mut rss = vec![Vec::new(); 2];
-        let mut fds = vec![Vec::new(); 2];
+        let clients = contenders();
+        let k = clients.len();
+        let which = child_names(&clients);
+        let mut rss = vec![Vec::new(); k];
+        let mut fds = vec![Vec::new(); k];
         for run in 0..config.runs.min(3) {
-            for k in 0..2 {
-                let i = (k + run) % 2;
-                let (r, f) = memory_run(["ours", "rmcp"][i], era, &url, config.held).await;
+            for j in 0..k {
+                let i = (j + run) % k;
+                let (r, f) = memory_run(&which[i], era, &url, config.held).await;
                 rss[i].push(r / 1024.0);
                 fds[i].push(f);
             }
         }
         let e = era.name();
-        rows.push(row(
-            format!("idle memory per session, {e}"),
+        rows.push(versus(
+            format!("idle memory per session {e}"),
             "KiB",
             "lower",
-            &rss[0],
-            &rss[1],
-            "rmcp",
+            &clients,
+            &rss,
         ));
-        rows.push(row(
-            format!("open descriptors per session, {e}"),
+        rows.push(versus(
+            format!("open descriptors per session {e}"),
             "fds",
             "lower",
-            &fds[0],
-            &fds[1],
-            "rmcp",
+            &clients,
+            &fds,
         ));
         eprintln!("done: memory {e}");
     }
 
+    // 3b. Client CPU per lifecycle (fresh client processes, server apart).
+    for era in [Era::Legacy, Era::Modern] {
+        let clients = with_floor();
+        let which = child_names(&clients);
+        let k = clients.len();
+        let mut cpu = vec![Vec::new(); k];
+        for run in 0..config.runs {
+            for j in 0..k {
+                let i = (j + run) % k;
+                cpu[i].push(cpu_run(&which[i], era, &url, config.lifecycles).await);
+            }
+        }
+        let e = era.name();
+        rows.push(versus(
+            format!("client cpu per lifecycle {e}"),
+            "µs",
+            "lower",
+            &clients,
+            &cpu,
+        ));
+        eprintln!("done: cpu {e}");
+    }
+
     // 4. tools/call round trip.
     for era in [Era::Legacy, Era::Modern] {
-        let clients = [Client::ours(), Client::Rmcp];
-        let mut p50 = vec![Vec::new(); 2];
-        let mut p99 = vec![Vec::new(); 2];
+        let clients = with_floor();
+        let k = clients.len();
+        let mut p50 = vec![Vec::new(); k];
+        let mut p99 = vec![Vec::new(); k];
         for run in 0..config.runs {
-            for k in 0..2 {
-                let i = (k + run) % 2;
+            for j in 0..k {
+                let i = (j + run) % k;
                 let (a, b) = calls(&clients[i], &url, era, config.calls).await;
                 p50[i].push(a);
                 p99[i].push(b);
             }
         }
         let e = era.name();
-        rows.push(row(
+        rows.push(versus(
             format!("tools/call {e} p50"),
             "ms",
             "lower",
-            &p50[0],
-            &p50[1],
-            "rmcp",
+            &clients,
+            &p50,
         ));
-        rows.push(row(
+        rows.push(versus(
             format!("tools/call {e} p99"),
             "ms",
             "lower",
-            &p99[0],
-            &p99[1],
-            "rmcp",
+            &clients,
+            &p99,
         ));
         eprintln!("done: calls {e}");
     }
 
     // 5. HTTP requests and TCP connections (server side, in this process).
     for era in [Era::Legacy, Era::Modern] {
-        let ours = counts(&Client::ours(), era, 20).await;
-        let rmcp = counts(&Client::Rmcp, era, 20).await;
+        let clients = contenders();
+        let mut measured = Vec::new();
+        for client in &clients {
+            measured.push(counts(client, era, 20).await);
+        }
         let e = era.name();
-        let pairs = [
-            ("HTTP requests per establishment", ours.0, rmcp.0),
-            ("TCP connections per establishment", ours.1, rmcp.1),
-            (
-                "HTTP requests per lifecycle (establish, call, close)",
-                ours.2,
-                rmcp.2,
-            ),
-            ("TCP connections per lifecycle", ours.3, rmcp.3),
+        let names = [
+            "HTTP requests per establishment",
+            "TCP connections per establishment",
+            "HTTP requests per lifecycle (establish, call, close)",
+            "TCP connections per lifecycle",
         ];
-        for (name, a, b) in pairs {
-            rows.push(row(
+        for (n, name) in names.iter().enumerate() {
+            let per_client: Vec<Vec<f64>> = measured
+                .iter()
+                .map(|c| vec![[c.0, c.1, c.2, c.3][n]])
+                .collect();
+            rows.push(versus(
                 format!("{name}, {e}"),
                 "count",
                 "lower",
-                &[a],
-                &[b],
-                "rmcp",
+                &clients,
+                &per_client,
             ));
         }
         eprintln!("done: counts {e}");
@@ -682,30 +880,97 @@ async fn run(config: Config) {
             .await
             .close()
             .await;
-        let (p50, _, _) = interleaved(
-            &[Client::ours(), Client::Rmcp, cached],
-            &legacy_url,
-            Era::Modern,
-            &config,
-        )
-        .await;
-        rows.push(row(
+        let mut clients = contenders();
+        clients.push(cached);
+        let (p50, _, _) = interleaved(&clients, &legacy_url, Era::Modern, &config).await;
+        let rmcp = clients.len() - 1;
+        rows.push(versus(
             "legacy-only server, unpinned, cold p50".into(),
             "ms",
             "lower",
-            &p50[0],
-            &p50[1],
-            "rmcp",
+            &clients[..rmcp],
+            &p50[..rmcp],
         ));
-        rows.push(row(
+        let mut warm = vec![p50[rmcp].clone()];
+        warm.extend_from_slice(&p50[1..rmcp]);
+        let mut warm_clients = vec![clients[rmcp].clone()];
+        warm_clients.extend_from_slice(&clients[1..rmcp]);
+        rows.push(versus(
             "legacy-only server, unpinned, warm era cache p50".into(),
             "ms",
             "lower",
-            &p50[2],
-            &p50[1],
-            "rmcp",
+            &warm_clients,
+            &warm,
         ));
         eprintln!("done: legacy-only");
+    }
+
+    // 7. Scaling: ours and the best rmcp variant of each headline row, over
+    // concurrency and over sessions held.
+    let mut panels = vec![
+        report::Panel {
+            title: "establishments per second",
+            x_label: "concurrency",
+            y_label: "per second",
+            series: Vec::new(),
+        },
+        report::Panel {
+            title: "establishment p99",
+            x_label: "concurrency",
+            y_label: "ms",
+            series: Vec::new(),
+        },
+        report::Panel {
+            title: "idle memory per session",
+            x_label: "sessions held",
+            y_label: "KiB",
+            series: Vec::new(),
+        },
+    ];
+    let mut scaling = Vec::new();
+    for era in [Era::Legacy, Era::Modern] {
+        let e = era.name();
+        let rate_best = best_rmcp(
+            &rows,
+            &format!("concurrency {} {e} rate", config.concurrency),
+        );
+        for client in [Client::ours(), rate_best] {
+            let (mut rate, mut p99) = (Vec::new(), Vec::new());
+            for &level in config.levels {
+                let n = config.concurrent.max(level);
+                let (_, r, _, b) = concurrent(&client, &url, era, n, level).await;
+                rate.push((level as f64, r));
+                p99.push((level as f64, b));
+                scaling.push(serde_json::json!({
+                    "era": e, "client": client.name(), "concurrency": level,
+                    "establishments": n, "rate": r, "p99_ms": b,
+                }));
+            }
+            panels[0]
+                .series
+                .push((format!("{} {e}", client.name()), rate));
+            panels[1]
+                .series
+                .push((format!("{} {e}", client.name()), p99));
+        }
+        let memory_best = best_rmcp(&rows, &format!("idle memory per session {e}"));
+        let clients = [Client::ours(), memory_best];
+        let which = child_names(&clients);
+        for (client, which) in clients.iter().zip(&which) {
+            let mut points = Vec::new();
+            for &held in config.held_levels {
+                let (rss, _) = memory_run(which, era, &url, held).await;
+                points.push((held as f64, rss / 1024.0));
+                scaling.push(serde_json::json!({
+                    "era": e, "client": client.name(), "sessions_held": held,
+                    "idle_kib_per_session": rss / 1024.0,
+                }));
+            }
+            panels[2]
+                .series
+                .push((format!("{} {e}", client.name()), points));
+        }
+        eprintln!("done: scaling {e}");
     }
 
     let table = report::markdown(&rows, config.runs);
@@ -716,4 +981,7 @@ async fn run(config: Config) {
     std::fs::write(dir.join("results.md"), &table).unwrap();
     std::fs::write(dir.join("results.jsonl"), &jsonl).unwrap();
     std::fs::write(dir.join("latency.svg"), report::svg(&curves)).unwrap();
+    std::fs::write(dir.join("scaling.svg"), report::scaling_svg(&panels)).unwrap();
+    let scaling: String = scaling.iter().map(|point| format!("{point}\n")).collect();
+    std::fs::write(dir.join("scaling.jsonl"), scaling).unwrap();
 }
