@@ -86,6 +86,7 @@ fn main() {
         Some("serve-canned") => runtime.block_on(serve_canned(&args[2])),
         Some("split") => runtime.block_on(split()),
         Some("layers") => runtime.block_on(layers()),
+        Some("probe-latency") => runtime.block_on(probe_latency(&args[2])),
         Some("memory") => runtime.block_on(memory(
             &args[2],
             &args[3],
@@ -143,6 +144,36 @@ async fn split() {
         "rmcp transport build p50 {:.3} ms, handshake p50 {:.3} ms",
         percentile(&build, 0.5),
         percentile(&handshake, 0.5)
+    );
+}
+
+/// Where ours spends a modern establishment's latency: the whole connect,
+/// against the same discover request on an established session, against
+/// the floor's one POST.
+async fn probe_latency(url: &str) {
+    use mcp_connect::{ConnectRequest, Connector};
+    let connector = Connector::new();
+    let floor = floor::Floor::new();
+    let (mut connect, mut again, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3000 {
+        let t = Instant::now();
+        let session = connector
+            .connect(ConnectRequest::http(url).unwrap())
+            .await
+            .unwrap();
+        connect.push(ms(t.elapsed()));
+        let t = Instant::now();
+        session.request("server/discover", None).await.unwrap();
+        again.push(ms(t.elapsed()));
+        let t = Instant::now();
+        floor.establish(url, Era::Modern).await;
+        raw.push(ms(t.elapsed()));
+    }
+    println!(
+        "connect p50 {:.3} ms, discover on the session p50 {:.3} ms, floor p50 {:.3} ms",
+        percentile(&connect, 0.5),
+        percentile(&again, 0.5),
+        percentile(&raw, 0.5)
     );
 }
 

@@ -88,6 +88,14 @@ impl ProtocolVersion {
         &self.0
     }
 
+    /// The version string when it is a `'static` one (the known versions).
+    pub(crate) fn static_str(&self) -> Option<&'static str> {
+        match self.0 {
+            Cow::Borrowed(text) => Some(text),
+            Cow::Owned(_) => None,
+        }
+    }
+
     /// The era of this version.
     pub fn era(&self) -> Era {
         if *self >= Self::V2026_07_28 {

@@ -117,11 +117,11 @@ impl StreamableHttp {
             headers.insert(MCP_SESSION_ID, session.clone());
         }
         if let Some(version) = version {
-            if let Ok(value) = HeaderValue::from_str(version.as_str()) {
+            if let Some(value) = version_header(version) {
                 headers.insert(MCP_PROTOCOL_VERSION, value);
             }
             if version.era() == Era::Modern {
-                if let Some(value) = rpc_method.and_then(|m| HeaderValue::from_str(m).ok()) {
+                if let Some(value) = rpc_method.and_then(method_header) {
                     headers.insert(MCP_METHOD, value);
                 }
                 if let Some(value) = rpc_name.map(encode_header_value) {
@@ -231,6 +231,7 @@ impl StreamableHttp {
                 }
                 let message = Incoming::parse(&event.data).map_err(TransportError::Malformed)?;
                 if let Some(reply) = self.handle(message, id, version).await? {
+                    finish_if_ended(&mut body);
                     return Ok(reply);
                 }
             }
@@ -513,6 +514,53 @@ fn encode_header_value(value: &str) -> HeaderValue {
         )
     };
     HeaderValue::from_str(&text).expect("printable ASCII is a valid header value")
+}
+
+/// Reads what has already arrived after the reply, without waiting: when
+/// the server ended the stream right after its reply (as most do), the body
+/// reaches its end here and hyper can pool the connection for the next
+/// request instead of closing it. Anything still to come is not waited for.
+fn finish_if_ended(body: &mut HttpBody) {
+    use futures_util::FutureExt as _;
+    // A few frames at most: the chunked terminator, perhaps an empty frame.
+    for _ in 0..4 {
+        match body.frame().now_or_never() {
+            Some(Some(Ok(_))) => continue,
+            _ => return,
+        }
+    }
+}
+
+/// The `MCP-Protocol-Version` value: static for the versions this client
+/// speaks (no allocation), parsed for any other.
+fn version_header(version: &ProtocolVersion) -> Option<HeaderValue> {
+    match ProtocolVersion::SUPPORTED
+        .iter()
+        .find(|known| *known == version)
+        .and_then(ProtocolVersion::static_str)
+    {
+        Some(known) => Some(HeaderValue::from_static(known)),
+        None => HeaderValue::from_str(version.as_str()).ok(),
+    }
+}
+
+/// The `Mcp-Method` value: static for the methods this client sends most.
+fn method_header(method: &str) -> Option<HeaderValue> {
+    const COMMON: &[&str] = &[
+        "server/discover",
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "resources/list",
+        "prompts/get",
+        "prompts/list",
+        "initialize",
+        "ping",
+    ];
+    match COMMON.iter().find(|known| **known == method) {
+        Some(known) => Some(HeaderValue::from_static(known)),
+        None => HeaderValue::from_str(method).ok(),
+    }
 }
 
 pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
