@@ -108,7 +108,11 @@ impl Clock {
         F: Future<Output = Result<T, Error>>,
     {
         self.check(stage)?;
-        let own = Instant::now() + limit;
+        // A limit of `Duration::MAX` means "none": saturate instead of overflowing.
+        let now = Instant::now();
+        let own = now
+            .checked_add(limit)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
         let (until, source) = match self.deadline {
             Some(deadline) if deadline <= own => (deadline, CancelSource::Deadline),
             _ => (own, source),

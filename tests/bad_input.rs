@@ -280,6 +280,35 @@ async fn reserved_headers_zero_limits_and_misfit_transports_are_refused_before_i
     assert!(server.recorded().is_empty(), "nothing was sent");
 }
 
+/// Limits of `Duration::MAX` mean "no limit"; they must not overflow an
+/// `Instant` (a panic through the public API before).
+#[tokio::test]
+async fn limits_of_duration_max_do_not_panic() {
+    let server = ScriptServer::start(legacy).await;
+    let limits = Limits::default()
+        .with_probe_timeout(Duration::MAX)
+        .with_handshake_timeout(Duration::MAX)
+        .with_request_timeout(Duration::MAX);
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_limits(limits);
+    let session = watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap();
+    watchdog(LIMIT, session.call_tool("x", &json!({})))
+        .await
+        .unwrap();
+    let stack = mcp_connect::EstablishBuilder::new(Connector::new())
+        .with_deadline(Duration::MAX)
+        .build();
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_limits(limits);
+    watchdog(LIMIT, stack.connect(request)).await.unwrap();
+}
+
 #[tokio::test]
 async fn an_unknown_pinned_version_fails_before_any_io() {
     let server = ScriptServer::start(legacy).await;

@@ -58,6 +58,16 @@ impl RmcpVariant {
         ]
     }
 
+    /// This variant's position in [`all`](Self::all), which is how a child
+    /// process is told which one to build.
+    pub fn index(&self) -> usize {
+        match self {
+            RmcpVariant::PerConnection => 0,
+            RmcpVariant::SharedUnpooled(_) => 1,
+            RmcpVariant::SharedPooled(_) => 2,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             RmcpVariant::PerConnection => "rmcp per-connection client",

@@ -1,12 +1,31 @@
-//! mcp-connect and rmcp 3.11 side by side, in one run, alternating, against
-//! the same rmcp Streamable HTTP server (stateful sessions, one `add` tool).
+//! mcp-connect side by side with rmcp 3.11 at each of its configurations and
+//! with a raw-hyper floor, in one run, interleaved, against the same servers.
 //!
 //! ```text
 //! cargo run --release --manifest-path bench/Cargo.toml -- [--runs 5] [--quick]
 //! ```
 //!
+//! The contenders: ours (the bare make-service; `full stack vs bare` rows
+//! show what the four layers add); rmcp with a new reqwest client per
+//! connection (its documented `from_config`, client built inside the timed
+//! window), with one shared client without pooling (rmcp's own default
+//! policy), and with one shared pooled client (what a performance-aware user
+//! picks); and the floor, a raw hyper client sending the same requests with
+//! no MCP logic. Shared clients are built once, outside every timer. Every
+//! headline row compares ours with the *best* rmcp variant for that metric
+//! and names it; ratios are medians of per-run paired ratios, with min–max,
+//! and "not distinguishable" when that range crosses 1.
+//!
+//! The servers: rmcp's own Streamable HTTP server in a child process (the
+//! main one), the same in this process, a legacy-only variant, and a
+//! canned-answer hyper server (answers captured from rmcp's) where the
+//! server costs next to nothing, so the clients' own cost shows.
+//!
 //! Writes `bench/results.md` (the table), `bench/results.jsonl` (one object
-//! per metric: metric, ours, rmcp, ratio) and `bench/latency.svg`.
+//! per metric: `metric`, `unit`, `better`, `ours`, `rmcp`, `rmcp_variant`,
+//! `floor`, `ratio`, `floor_ratio`, each with min and max),
+//! `bench/latency.svg`, and the scaling curves in `bench/scaling.svg` and
+//! `bench/scaling.jsonl`.
 
 mod cheap;
 mod clients;
@@ -308,6 +327,9 @@ async fn sequential(client: &Client, url: &str, era: Era, n: usize) -> Vec<f64> 
 
 type PerClient = Vec<Vec<f64>>;
 
+/// Untimed establishments before every timed series.
+const WARM_UP: usize = 20;
+
 /// `config.sequential` establishments per client per run, interleaved one by
 /// one in alternating order: per-run p50s, p99s, and the last run's samples.
 async fn interleaved(
@@ -322,6 +344,10 @@ async fn interleaved(
         vec![Vec::new(); k],
         vec![Vec::new(); k],
     );
+    // Warm-up: code paths, pools and allocators, untimed.
+    for client in clients {
+        sequential(client, url, era, WARM_UP).await;
+    }
     for _ in 0..config.runs {
         let mut samples = vec![Vec::with_capacity(config.sequential); k];
         for n in 0..config.sequential {
@@ -349,6 +375,7 @@ async fn concurrent(
     n: usize,
     concurrency: usize,
 ) -> (f64, f64, f64, f64) {
+    sequential(client, url, era, WARM_UP).await;
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let started = Instant::now();
     let tasks: Vec<_> = (0..n)
@@ -452,14 +479,10 @@ fn era_named(era: &str) -> Era {
 
 /// The names child processes know `clients` by.
 fn child_names(clients: &[Client]) -> Vec<String> {
-    let mut rmcp = 0;
     clients
         .iter()
         .map(|client| match client {
-            Client::Rmcp(_) => {
-                rmcp += 1;
-                format!("rmcp{}", rmcp - 1)
-            }
+            Client::Rmcp(variant) => format!("rmcp{}", variant.index()),
             Client::Floor(_) => "floor".to_owned(),
             _ => "ours".to_owned(),
         })

@@ -39,6 +39,7 @@ pub mod classify;
 pub mod deadline;
 pub mod diagnostics;
 mod failure;
+mod instant;
 mod observe;
 pub mod recovery;
 

@@ -179,3 +179,20 @@ async fn a_response_ready_at_the_cut_wins() {
         "the inner future is polled before the timer"
     );
 }
+
+/// A budget and a cleanup bound of `Duration::MAX` ("no limit") saturate at
+/// a far-future deadline instead of overflowing `Instant` (a panic through
+/// the public API before).
+#[tokio::test(start_paused = true)]
+async fn a_budget_of_duration_max_means_no_limit_without_panicking() {
+    let (service, seen) = slow(Some(Duration::from_millis(5)), Some(Duration::from_secs(1)));
+    let layer = DeadlineLayer::new(Duration::MAX).with_cleanup_bound(Duration::MAX);
+    let started = Instant::now();
+    layer
+        .layer(service)
+        .oneshot(Request::default())
+        .await
+        .unwrap();
+    let deadline = seen.lock().unwrap().as_ref().unwrap().deadline.unwrap();
+    assert!(deadline > started + Duration::from_secs(86_400 * 365));
+}

@@ -210,3 +210,45 @@ async fn with_recovery_off_the_error_says_so() {
     );
     assert!(!shown.contains("max_attempts"));
 }
+
+/// A backoff capped at `Duration::MAX` does not overflow the wake instant.
+#[tokio::test(start_paused = true)]
+async fn a_huge_backoff_ends_at_the_deadline_without_panicking() {
+    #[derive(Clone)]
+    struct Until(Instant);
+    impl Attempts for Until {
+        fn next_attempt(&self, _: u32) -> Option<Self> {
+            Some(self.clone())
+        }
+        fn deadline(&self) -> Option<Instant> {
+            Some(self.0)
+        }
+        fn cancellation(&self) -> Option<&CancellationToken> {
+            None
+        }
+    }
+    impl Service<Until> for AlwaysResets {
+        type Response = ();
+        type Error = Reset;
+        type Future = std::future::Ready<Result<(), Reset>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Reset>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: Until) -> Self::Future {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Err(Reset))
+        }
+    }
+    let policy = RecoveryPolicy::new().with_backoff(Backoff {
+        base: Duration::MAX,
+        max: Duration::MAX,
+    });
+    let stack = ServiceBuilder::new()
+        .layer(FreshSessionRecoveryLayer::new(policy))
+        .layer(FailureClassifierLayer::new())
+        .service(AlwaysResets(Arc::new(AtomicU32::new(0))));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let error = stack.oneshot(Until(deadline)).await.unwrap_err();
+    assert_eq!(error.stop(), Stop::Deadline);
+    assert!(Instant::now() <= deadline + Duration::from_millis(1));
+}

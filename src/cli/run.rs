@@ -119,9 +119,6 @@ async fn run(args: Args) -> ExitCode {
         Ok(value @ serde_json::Value::Object(_)) => value,
         _ => return usage("--args must be a JSON object"),
     };
-    if args.url.is_some() && args.command.is_some() {
-        return usage("give a URL or a command after --, not both");
-    }
     // clap drops a trailing `--` with nothing after it; it is not "no target".
     if args.command.is_none() && std::env::args_os().last().is_some_and(|a| a == "--") {
         return usage("-- must be followed by a command");

@@ -61,7 +61,7 @@ where
             if cancelled.poll(cx).is_ready() {
                 this.cancelled.set(None);
                 *this.by_caller = true;
-                let cut = Instant::now() + *this.cleanup;
+                let cut = crate::instant::after(Instant::now(), *this.cleanup);
                 if cut < this.cut.deadline() {
                     this.cut.as_mut().reset(cut);
                 }

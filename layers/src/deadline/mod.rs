@@ -48,6 +48,8 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
+use crate::instant::after;
+
 pub use error::DeadlineError;
 pub use future::ResponseFuture;
 pub use layer::DeadlineLayer;
@@ -130,9 +132,9 @@ where
             Poll::Ready(outcome) => Poll::Ready(outcome.map_err(DeadlineError::Inner)),
             Poll::Pending => {
                 let budget = self.budget;
-                let timer = self
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + budget)));
+                let timer = self.timer.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep_until(after(started, budget)))
+                });
                 ready!(timer.as_mut().poll(cx));
                 self.started = None;
                 self.timer = None;
@@ -144,16 +146,17 @@ where
     fn call(&mut self, mut request: Request) -> Self::Future {
         self.timer = None;
         let started = self.started.take().unwrap_or_else(Instant::now);
+        let own = after(started, self.budget);
         let deadline = match request.deadline() {
-            Some(earlier) if earlier < started + self.budget => earlier,
-            _ => started + self.budget,
+            Some(earlier) if earlier < own => earlier,
+            _ => own,
         };
         request.set_deadline(deadline);
         request.set_start(started);
         let cancel = request.cancellation().cloned();
         ResponseFuture::new(
             self.inner.call(request),
-            deadline + self.cleanup,
+            after(deadline, self.cleanup),
             self.cleanup,
             cancel,
         )

@@ -114,7 +114,7 @@ async fn back_off(
     deadline: Option<Instant>,
     token: Option<&CancellationToken>,
 ) -> Option<Stop> {
-    let wake = Instant::now() + delay;
+    let wake = crate::instant::after(Instant::now(), delay);
     let (until, at_deadline) = match deadline {
         Some(deadline) if deadline <= wake => (deadline, true),
         _ => (wake, false),
