@@ -378,8 +378,8 @@ pub fn scaling_svg(panels: &[Panel]) -> String {
 
 fn short(value: f64) -> String {
     if value >= 1000.0 {
-        format!("{:.0}k", value / 1000.0)
-    } else if value >= 10.0 {
+        format!("{:.1}k", value / 1000.0).replace(".0k", "k")
+    } else if value >= 10.0 || value.fract() == 0.0 {
         format!("{value:.0}")
     } else {
         format!("{value:.2}")
