@@ -11,6 +11,7 @@ use std::fmt;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
+use mcp_connect_layers::diagnostics::Observable;
 use mcp_connect_layers::Stage;
 use tokio::time::Instant;
 use tower_service::Service;
@@ -111,20 +112,14 @@ impl Open for Connector {
                 limits.max_message_bytes,
             ))),
             (Target::Stdio(command), TransportMode::Auto | TransportMode::Stdio) => {
-                if command.program().is_empty() {
-                    return Err(Error::config(ConfigError::EmptyCommand));
-                }
                 let transport =
                     StdioTransport::spawn(command, limits.max_message_bytes, limits.close_grace)
                         .map_err(|e: TransportError| Error::transport(Stage::Connect, e))?;
                 Ok(Box::new(transport))
             }
-            (_, mode) => Err(Error::config(ConfigError::TransportMismatch {
-                transport: match mode {
-                    TransportMode::Stdio => "stdio",
-                    TransportMode::Sse => "sse",
-                    _ => "streamable-http",
-                },
+            // `ConnectRequest::validate` refuses these before any transport is opened.
+            _ => Err(Error::config(ConfigError::TransportMismatch {
+                transport: request.transport_mode(),
             })),
         }
     }

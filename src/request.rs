@@ -375,11 +375,8 @@ impl ConnectRequest {
         );
         if !fits {
             return Err(Error::config(ConfigError::TransportMismatch {
-                transport: match self.mode {
-                    TransportMode::Stdio => "stdio",
-                    TransportMode::Sse => "sse",
-                    _ => "streamable-http",
-                },
+                // Never `auto` here: auto fits every target.
+                transport: self.transport_mode(),
             }));
         }
         if let Target::Stdio(command) = &self.target {
