@@ -536,27 +536,24 @@ async fn cpu(which: &str, era: &str, url: &str, n: usize) {
     std::process::exit(0);
 }
 
-async fn cpu_run(which: &str, era: Era, url: &str, n: usize) -> f64 {
+/// Runs this program as a child with `args` and reads the JSON line it prints.
+async fn child_json(args: &[&str]) -> serde_json::Value {
     let output = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["cpu", which, era.name(), url, &n.to_string()])
+        .args(args)
         .output()
         .await
-        .expect("cpu process");
+        .expect("child process");
     let line = String::from_utf8_lossy(&output.stdout);
-    let value: serde_json::Value =
-        serde_json::from_str(line.trim()).unwrap_or_else(|_| panic!("{line}"));
+    serde_json::from_str(line.trim()).unwrap_or_else(|_| panic!("{args:?}: {line}"))
+}
+
+async fn cpu_run(which: &str, era: Era, url: &str, n: usize) -> f64 {
+    let value = child_json(&["cpu", which, era.name(), url, &n.to_string()]).await;
     value["cpu_us_per_lifecycle"].as_f64().unwrap()
 }
 
 async fn memory_run(which: &str, era: Era, url: &str, n: usize) -> (f64, f64) {
-    let output = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["memory", which, era.name(), url, &n.to_string()])
-        .output()
-        .await
-        .expect("memory process");
-    let line = String::from_utf8_lossy(&output.stdout);
-    let value: serde_json::Value =
-        serde_json::from_str(line.trim()).unwrap_or_else(|_| panic!("{line}"));
+    let value = child_json(&["memory", which, era.name(), url, &n.to_string()]).await;
     (
         value["rss_per_session"].as_f64().unwrap(),
         value["fds_per_session"].as_f64().unwrap(),

@@ -49,14 +49,14 @@ impl Attempts for Request {
 #[derive(Clone)]
 struct AlwaysResets(Arc<AtomicU32>);
 
-impl Service<Request> for AlwaysResets {
+impl<R> Service<R> for AlwaysResets {
     type Response = ();
     type Error = Reset;
     type Future = std::future::Ready<Result<(), Reset>>;
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Reset>> {
         Poll::Ready(Ok(()))
     }
-    fn call(&mut self, _: Request) -> Self::Future {
+    fn call(&mut self, _: R) -> Self::Future {
         self.0.fetch_add(1, Ordering::SeqCst);
         std::future::ready(Err(Reset))
     }
@@ -225,18 +225,6 @@ async fn a_huge_backoff_ends_at_the_deadline_without_panicking() {
         }
         fn cancellation(&self) -> Option<&CancellationToken> {
             None
-        }
-    }
-    impl Service<Until> for AlwaysResets {
-        type Response = ();
-        type Error = Reset;
-        type Future = std::future::Ready<Result<(), Reset>>;
-        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Reset>> {
-            Poll::Ready(Ok(()))
-        }
-        fn call(&mut self, _: Until) -> Self::Future {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            std::future::ready(Err(Reset))
         }
     }
     let policy = RecoveryPolicy::new().with_backoff(Backoff {
