@@ -129,6 +129,7 @@ impl EraCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Verdict>> {
+        // Held for one map operation, which cannot panic: never poisoned.
         self.entries.lock().expect("era cache lock poisoned")
     }
 }

@@ -75,6 +75,9 @@ enum State {
     },
 }
 
+/// The std mutexes here (`reconnect`, `jitter`) are held for one read or one
+/// draw, never across an `.await`; poisoning, and so their `expect`, cannot
+/// happen.
 struct Inner {
     stack: Establish,
     request: ConnectRequest,

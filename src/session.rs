@@ -277,6 +277,7 @@ impl Session {
 
     /// `tools/call`.
     pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, Error> {
+        // A `&str` and a `Value` always serialize to a `Value`.
         let params =
             serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
         self.request_as("tools/call", Some(params)).await
@@ -284,6 +285,7 @@ impl Session {
 
     /// `prompts/get`.
     pub async fn get_prompt(&self, name: &str, arguments: Option<&Value>) -> Result<Value, Error> {
+        // A `&str` and a `Value` always serialize to a `Value`.
         let params =
             serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
         self.request_as("prompts/get", Some(params)).await
@@ -291,6 +293,7 @@ impl Session {
 
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
+        // A `&str` always serializes to a `Value`.
         let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
         self.request_as("resources/read", Some(params)).await
     }

@@ -42,6 +42,10 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// A Streamable HTTP connection to one MCP endpoint.
+///
+/// Its std mutexes guard plain values for a few instructions, never across
+/// an `.await` or a call that can panic, so their `expect("lock poisoned")`
+/// cannot fire.
 pub struct StreamableHttp {
     client: HttpClient,
     endpoint: Uri,

@@ -45,6 +45,7 @@ impl Tracer {
     }
 
     fn attempt_span(&self, attempt: u32) -> Span {
+        // Held for one map operation, which cannot panic: never poisoned.
         let mut attempts = self.attempts.lock().expect("tracer lock poisoned");
         if let Some((_, span)) = attempts.iter().find(|(n, _)| *n == attempt) {
             return span.clone();
