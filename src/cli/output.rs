@@ -167,7 +167,7 @@ impl Printer {
         };
         let human = match signal {
             Some(signal) => {
-                format!("{human}\ninterrupted by {signal}: everything opened was closed")
+                format!("{human}\ninterrupted by {signal}")
             }
             None => human,
         };

@@ -63,16 +63,20 @@ where
             };
             errors.push(error);
             let failed = errors.len() as u32;
+            // With a cap of one, "recovery is off" says more than "cap reached"
+            // or "not eligible"; the deadline and the caller are still named.
+            let off = policy.max_attempts == 1;
             let stop = if let Some(refused) = refused {
-                // The deadline and the caller are named even with recovery off.
-                match refused {
-                    Stop::NotEligible if policy.max_attempts == 1 => Some(Stop::RecoveryOff),
-                    refused => Some(refused),
-                }
-            } else if policy.max_attempts == 1 {
-                Some(Stop::RecoveryOff)
+                Some(match refused {
+                    Stop::NotEligible if off => Stop::RecoveryOff,
+                    refused => refused,
+                })
             } else if failed >= policy.max_attempts {
-                Some(Stop::MaxAttempts)
+                Some(if off {
+                    Stop::RecoveryOff
+                } else {
+                    Stop::MaxAttempts
+                })
             } else if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
                 Some(Stop::Cancelled)
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
