@@ -190,8 +190,10 @@ async fn each_establishment_draws_its_own_jitter() {
             .count();
         assert!((60..=140).contains(&count), "quarter {quarter}: {count}");
     }
+    // The mean of 400 uniform draws has a standard deviation of 0.0144:
+    // 0.43..0.57 is about five of them, so this fails on a skew, not by chance.
     let mean = delays.iter().sum::<f64>() / RUNS as f64;
-    assert!((0.45..=0.55).contains(&mean), "mean {mean}");
+    assert!((0.43..=0.57).contains(&mean), "mean {mean}");
 }
 
 /// Issue 10, item 9: with recovery off the error says so, not "attempt cap".
