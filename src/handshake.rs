@@ -228,7 +228,7 @@ pub(crate) async fn establish(
     clock: &Clock,
     opener: &dyn Open,
 ) -> Result<Session, Error> {
-    request.validate()?;
+    // The request was validated by `Connector::connect`, the only caller.
     // Only unpinned, uncapped, auto-transport first attempts use the cache: a
     // pin wins, and a recovery strategy is a deliberate change of plan.
     let cache = request.era_cache.as_ref().filter(|_| {

@@ -128,10 +128,10 @@ impl Waiters {
     fn deliver_unaddressed(&self, error: RpcError) {
         let mut pending = self.lock();
         if pending.waiters.len() == 1 {
-            let only = std::mem::take(&mut pending.waiters);
+            let only = std::mem::take(&mut pending.waiters).into_values().next();
             drop(pending);
-            for (_, waiter) in only {
-                let _ = waiter.send(Ok(Err(error.clone())));
+            if let Some(waiter) = only {
+                let _ = waiter.send(Ok(Err(error)));
             }
         } else {
             tracing::debug!("error without an id could not be attributed; dropped");

@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tower::util::rng::HasherRng;
 use tower::ServiceExt;
 use tower_service::Service;
 
@@ -36,7 +37,7 @@ where
     Box::pin(async move {
         // A new generator for every establishment: connections that failed
         // together must not wait the same delays and return in lock-step.
-        let mut rng = policy.rng();
+        let mut rng = HasherRng::default();
         if let Some(budget) = &policy.budget {
             budget.deposit();
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tower::retry::budget::Budget;
-use tower::util::rng::{HasherRng, Rng};
+use tower::util::rng::Rng;
 
 /// Exponential backoff with full jitter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +47,10 @@ impl Default for Backoff {
 /// The recovery policy.
 ///
 /// Cloning a policy shares its budget but never its randomness: every
-/// establishment draws its backoff from a generator of its own (see
-/// [`rng`](Self::rng)).
+/// establishment draws its backoff from a generator of its own (tower's
+/// `HasherRng` over a fresh std `RandomState`), so connections that failed
+/// together, even through one cloned policy, wait different delays instead
+/// of returning in lock-step.
 #[derive(Clone)]
 pub struct RecoveryPolicy {
     pub(crate) max_attempts: u32,
@@ -96,20 +98,6 @@ impl RecoveryPolicy {
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
-
-    /// The backoff between attempts.
-    pub fn backoff(&self) -> Backoff {
-        self.backoff
-    }
-
-    /// A new jitter generator for one establishment. Each call returns an
-    /// independently keyed generator (tower's `HasherRng` over a fresh std
-    /// `RandomState`), so connections that failed together, even through one
-    /// cloned policy, wait different delays instead of returning in
-    /// lock-step.
-    pub fn rng(&self) -> HasherRng {
-        HasherRng::default()
-    }
 }
 
 impl Default for RecoveryPolicy {
@@ -131,6 +119,7 @@ impl fmt::Debug for RecoveryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::util::rng::HasherRng;
 
     #[test]
     fn full_jitter_stays_within_the_growing_ceiling() {
