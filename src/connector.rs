@@ -11,7 +11,8 @@ use std::fmt;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
-use mcp_connect_layers::diagnostics::Observable;
+use mcp_connect_layers::classify::ClassifyOutcome;
+use mcp_connect_layers::Establishment;
 use mcp_connect_layers::Stage;
 use tokio::time::Instant;
 use tower_service::Service;
@@ -114,12 +115,12 @@ impl Open for Connector {
             (Target::Stdio(command), TransportMode::Auto | TransportMode::Stdio) => {
                 let transport =
                     StdioTransport::spawn(command, limits.max_message_bytes, limits.close_grace)
-                        .map_err(|e: TransportError| Error::transport(Stage::Connect, e))?;
+                        .map_err(|e: TransportError| Error::transport(Stage::CONNECT, e))?;
                 Ok(Box::new(transport))
             }
             // `ConnectRequest::validate` refuses these before any transport is opened.
             _ => Err(Error::config(ConfigError::TransportMismatch {
-                transport: request.transport_mode(),
+                transport: request.label(),
             })),
         }
     }
@@ -149,5 +150,15 @@ impl Service<ConnectRequest> for Connector {
     fn call(&mut self, request: ConnectRequest) -> Self::Future {
         let connector = self.clone();
         Box::pin(async move { connector.connect(request).await })
+    }
+}
+
+/// Every failure of an establishment is already an [`Error`]: a session is
+/// never a failure.
+impl ClassifyOutcome<Error> for Session {
+    type Error = Error;
+
+    fn classify_outcome(outcome: Result<Session, Error>) -> Result<Session, Error> {
+        outcome
     }
 }

@@ -218,7 +218,7 @@ impl Error {
     }
 
     pub(crate) fn config(error: ConfigError) -> Self {
-        Error::new(Stage::Configure, ErrorKind::Config(error))
+        Error::new(Stage::CONFIGURE, ErrorKind::Config(error))
     }
 
     /// The stage it happened in.
@@ -346,8 +346,6 @@ impl TransportError {
         }
     }
 }
-
-impl mcp_connect_layers::recovery::Outcome for Error {}
 
 impl Classify for Error {
     fn failure(&self) -> Failure {

@@ -30,6 +30,7 @@
 //! SSE-only one). A failure that may mean the verdict is stale drops it, and
 //! the full ladder runs once more on a fresh transport.
 
+use crate::stage;
 use mcp_connect_layers::{CancelSource, Classify, Failure, FailureKind, Stage};
 
 use futures_util::future::BoxFuture;
@@ -70,13 +71,13 @@ pub(crate) fn judge_probe(
     kind: TransportKind,
     timeout_is_legacy: bool,
 ) -> Result<ProbeVerdict, Error> {
-    let evidence = |failure: Failure| failure.with_kind(FailureKind::LegacyEra);
+    let evidence = |failure: Failure| failure.with_kind(FailureKind::Outdated);
     let rpc = match outcome {
         Ok(Ok(raw)) => {
             let Ok(result) = serde_json::from_str::<DiscoverResult>(raw.get()) else {
                 return Ok(ProbeVerdict::Legacy(
                     None,
-                    Failure::new(Stage::Probe, FailureKind::LegacyEra),
+                    Failure::new(stage::PROBE, FailureKind::Outdated),
                 ));
             };
             if result.supported_versions.contains(probed) {
@@ -88,7 +89,7 @@ pub(crate) fn judge_probe(
             let offer = policy.best_of(Era::Legacy, &result.supported_versions);
             return Ok(ProbeVerdict::Legacy(
                 offer,
-                Failure::new(Stage::Probe, FailureKind::LegacyEra),
+                Failure::new(stage::PROBE, FailureKind::Outdated),
             ));
         }
         Ok(Err(rpc)) => rpc,
@@ -116,7 +117,7 @@ pub(crate) fn judge_probe(
             };
         }
     };
-    let as_error = |rpc| Error::new(Stage::Probe, ErrorKind::Rpc(rpc));
+    let as_error = |rpc| Error::new(stage::PROBE, ErrorKind::Rpc(rpc));
     if let Some(status) = rpc.http_status() {
         if matches!(status, 401 | 403 | 429) || status >= 500 {
             return Err(as_error(rpc));
@@ -137,13 +138,13 @@ pub(crate) fn judge_probe(
                 Ok(ProbeVerdict::Legacy(Some(version), failure))
             } else {
                 Err(Error::new(
-                    Stage::Probe,
+                    stage::PROBE,
                     ErrorKind::Version(VersionError::NoMutual),
                 ))
             }
         }
         codes::HEADER_MISMATCH | codes::MISSING_REQUIRED_CAPABILITY => {
-            Err(Error::new(Stage::Probe, ErrorKind::Rejected(rpc)))
+            Err(Error::new(stage::PROBE, ErrorKind::Rejected(rpc)))
         }
         _ => Ok(ProbeVerdict::Legacy(None, failure)),
     }
@@ -296,7 +297,7 @@ async fn attempt(
     };
     match ladder.run(plan).await {
         Ok(negotiated) => {
-            if let Err(error) = clock.check(Stage::Initialized) {
+            if let Err(error) = clock.check(stage::INITIALIZED) {
                 // Cancellation or expiry raced a late success: the session
                 // that will not be returned is closed, not leaked.
                 ladder.dispose().await;
@@ -323,7 +324,7 @@ fn open(
     clock: &Clock,
     opener: &dyn Open,
 ) -> Result<Box<dyn Transport>, Error> {
-    clock.check(Stage::Connect)?;
+    clock.check(Stage::CONNECT)?;
     // Only a stdio spawn does something here. A Streamable HTTP transport is
     // a value until its first request, which opens (or reuses) a pooled
     // connection: reporting `connect ok` for it would claim a connection that
@@ -331,11 +332,11 @@ fn open(
     // that first request instead.
     let spawns = matches!(request.target, Target::Stdio(_));
     if spawns {
-        clock.begin(Stage::Connect);
+        clock.begin(Stage::CONNECT);
     }
     let transport = opener.open(request).inspect_err(|e| clock.fail(e))?;
     if spawns {
-        clock.succeed(Stage::Connect);
+        clock.succeed(Stage::CONNECT);
     }
     Ok(transport)
 }
@@ -345,22 +346,22 @@ async fn open_sse(
     clock: &Clock,
     opener: &dyn Open,
 ) -> Result<Box<dyn Transport>, Error> {
-    clock.begin(Stage::SseEndpoint);
+    clock.begin(stage::SSE_ENDPOINT);
     let transport = clock
         .limit(
-            Stage::SseEndpoint,
+            stage::SSE_ENDPOINT,
             request.limits.handshake_timeout,
             CancelSource::HandshakeTimeout,
             async {
                 opener
                     .open_sse(request)
                     .await
-                    .map_err(|e| Error::transport(Stage::SseEndpoint, e))
+                    .map_err(|e| Error::transport(stage::SSE_ENDPOINT, e))
             },
         )
         .await
         .inspect_err(|e| clock.fail(e))?;
-    clock.succeed(Stage::SseEndpoint);
+    clock.succeed(stage::SSE_ENDPOINT);
     Ok(transport)
 }
 
@@ -376,7 +377,7 @@ fn sse_fallback_allowed(error: &Error) -> bool {
                 | codes::MISSING_REQUIRED_CAPABILITY
         )
     );
-    failure.stage == Stage::Initialize
+    failure.stage == stage::INITIALIZE
         && matches!(failure.http_status, Some(400 | 404 | 405))
         && !modern_code
 }
@@ -423,7 +424,7 @@ impl Ladder<'_> {
                 }
             }
             let Some(offer) = offer.clone().or_else(|| policy.newest(Era::Legacy)) else {
-                let error = Error::new(Stage::Probe, ErrorKind::Version(VersionError::NoMutual));
+                let error = Error::new(stage::PROBE, ErrorKind::Version(VersionError::NoMutual));
                 self.clock.fail(&error);
                 return Err(error);
             };
@@ -458,7 +459,7 @@ impl Ladder<'_> {
     }
     async fn probe(&mut self, version: &ProtocolVersion) -> Result<ProbeVerdict, Error> {
         let clock = self.clock;
-        clock.begin(Stage::Probe);
+        clock.begin(stage::PROBE);
         let request = Request {
             id: self.id(),
             method: "server/discover".into(),
@@ -468,14 +469,14 @@ impl Ladder<'_> {
         let transport = self.transport.as_ref();
         let outcome = clock
             .limit(
-                Stage::Probe,
+                stage::PROBE,
                 limits.probe_timeout,
                 CancelSource::ProbeTimeout,
                 async {
                     transport
                         .request(&request, Some(version))
                         .await
-                        .map_err(|e| Error::transport(Stage::Probe, e))
+                        .map_err(|e| Error::transport(stage::PROBE, e))
                 },
             )
             .await;
@@ -487,14 +488,14 @@ impl Ladder<'_> {
             self.request.probe_timeout_is_legacy,
         );
         match &verdict {
-            Ok(ProbeVerdict::Modern(..)) => clock.succeed(Stage::Probe),
+            Ok(ProbeVerdict::Modern(..)) => clock.succeed(stage::PROBE),
             Ok(
                 ProbeVerdict::Legacy(_, evidence) | ProbeVerdict::LegacyOnFreshTransport(evidence),
             ) => {
                 clock.fail_with(*evidence);
             }
             Ok(ProbeVerdict::RetryAt(_)) => clock.fail_with(
-                Failure::new(Stage::Probe, FailureKind::Version)
+                Failure::new(stage::PROBE, FailureKind::Version)
                     .with_jsonrpc_code(codes::UNSUPPORTED_PROTOCOL_VERSION),
             ),
             Err(error) => clock.fail(error),
@@ -505,7 +506,7 @@ impl Ladder<'_> {
     async fn initialize(&mut self, offer: &ProtocolVersion) -> Result<Negotiated, Error> {
         let clock = self.clock;
         let limits = &self.request.limits;
-        clock.begin(Stage::Initialize);
+        clock.begin(stage::INITIALIZE);
         let id = self.id();
         let params = InitializeParams {
             protocol_version: offer,
@@ -521,22 +522,22 @@ impl Ladder<'_> {
         let policy = &self.request.versions;
         let result = clock
             .limit(
-                Stage::Initialize,
+                stage::INITIALIZE,
                 limits.handshake_timeout,
                 CancelSource::HandshakeTimeout,
                 async {
                     let reply = transport
                         .request(&request, None)
                         .await
-                        .map_err(|e| Error::transport(Stage::Initialize, e))?
-                        .map_err(|rpc| Error::new(Stage::Initialize, ErrorKind::Rpc(rpc)))?;
+                        .map_err(|e| Error::transport(stage::INITIALIZE, e))?
+                        .map_err(|rpc| Error::new(stage::INITIALIZE, ErrorKind::Rpc(rpc)))?;
                     let result: InitializeResult = serde_json::from_str(reply.get())
-                        .map_err(|e| Error::new(Stage::Initialize, ErrorKind::Result(e.into())))?;
+                        .map_err(|e| Error::new(stage::INITIALIZE, ErrorKind::Result(e.into())))?;
                     if result.protocol_version.era() != Era::Legacy
                         || !policy.allows(&result.protocol_version)
                     {
                         return Err(Error::new(
-                            Stage::Initialize,
+                            stage::INITIALIZE,
                             ErrorKind::Version(VersionError::NotAllowed {
                                 offered: result.protocol_version,
                             }),
@@ -547,9 +548,9 @@ impl Ladder<'_> {
             )
             .await
             .inspect_err(|e| clock.fail(e))?;
-        clock.succeed(Stage::Initialize);
+        clock.succeed(stage::INITIALIZE);
 
-        clock.begin(Stage::Initialized);
+        clock.begin(stage::INITIALIZED);
         let version = result.protocol_version.clone();
         let notification = Notification {
             method: "notifications/initialized".into(),
@@ -557,19 +558,19 @@ impl Ladder<'_> {
         };
         clock
             .limit(
-                Stage::Initialized,
+                stage::INITIALIZED,
                 limits.handshake_timeout,
                 CancelSource::HandshakeTimeout,
                 async {
                     transport
                         .notify(&notification, Some(&version))
                         .await
-                        .map_err(|e| Error::transport(Stage::Initialized, e))
+                        .map_err(|e| Error::transport(stage::INITIALIZED, e))
                 },
             )
             .await
             .inspect_err(|e| clock.fail(e))?;
-        clock.succeed(Stage::Initialized);
+        clock.succeed(stage::INITIALIZED);
         Ok(Negotiated {
             version,
             server_info: result.server_info,
@@ -584,7 +585,7 @@ impl Ladder<'_> {
         let bound = self.request.limits.close_grace * 3;
         match tokio::time::timeout(bound, self.transport.close()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::debug!(failure = %e.failure(Stage::Close), "disposal failed"),
+            Ok(Err(e)) => tracing::debug!(failure = %e.failure(Stage::CLOSE), "disposal failed"),
             Err(_) => tracing::debug!("disposal exceeded its bound"),
         }
     }

@@ -51,6 +51,7 @@ mod redact;
 mod request;
 mod session;
 mod stack;
+pub mod stage;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod transport;

@@ -12,10 +12,9 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
-use mcp_connect_layers::deadline::Budgeted;
-use mcp_connect_layers::diagnostics::Observable;
-use mcp_connect_layers::recovery::Attempts;
+use mcp_connect_layers::recovery::Stop;
 use mcp_connect_layers::StageObserver;
+use mcp_connect_layers::{Establishment, Reattempt};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -85,7 +84,7 @@ pub enum TransportMode {
 }
 
 /// What an attempt does differently from the one before it. Chosen by
-/// [`Attempts::next_attempt`]; never changes the caller's version policy.
+/// [`Reattempt::next_attempt`]; never changes the caller's version policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Strategy {
@@ -344,20 +343,6 @@ impl ConnectRequest {
         self
     }
 
-    /// Sets the attempt number reported in stage events (for middleware
-    /// that makes several attempts).
-    pub fn with_attempt(mut self, attempt: u32) -> Self {
-        self.attempt = attempt;
-        self
-    }
-
-    /// Sets when the establishment started, for elapsed times (defaults to
-    /// the moment the connector is called).
-    pub fn with_start(mut self, started: Instant) -> Self {
-        self.started = Some(started);
-        self
-    }
-
     /// Checks what can be checked before any I/O: the version policy, that
     /// the transport fits the target, a non-empty stdio command and non-zero
     /// limits. Every establishment runs this first; a command-line tool can
@@ -376,7 +361,7 @@ impl ConnectRequest {
         if !fits {
             return Err(Error::config(ConfigError::TransportMismatch {
                 // Never `auto` here: auto fits every target.
-                transport: self.transport_mode(),
+                transport: self.label(),
             }));
         }
         if let Target::Stdio(command) = &self.target {
@@ -463,8 +448,8 @@ fn is_reserved(name: &HeaderName) -> bool {
 /// transport; then, for an HTTP target in auto mode, legacy HTTP+SSE; then
 /// as configured again. The version policy, target, limits, deadline and
 /// cancellation are the same on every attempt.
-impl Attempts for ConnectRequest {
-    fn next_attempt(&self, attempt: u32) -> Option<Self> {
+impl Reattempt for ConnectRequest {
+    fn next_attempt(&self, attempt: u32) -> Result<Self, Stop> {
         let sse_permitted = matches!(self.target, Target::Http { .. })
             && self.mode == TransportMode::Auto
             && self.versions.newest(crate::protocol::Era::Legacy).is_some();
@@ -475,48 +460,64 @@ impl Attempts for ConnectRequest {
             3 if sse_permitted => Strategy::Sse,
             _ => Strategy::AsConfigured,
         };
-        Some(next)
-    }
-
-    fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
-    fn cancellation(&self) -> Option<&CancellationToken> {
-        self.cancel.as_ref()
+        Ok(next)
     }
 }
 
-impl Budgeted for ConnectRequest {
+impl Establishment for ConnectRequest {
     fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
-    fn set_deadline(&mut self, deadline: Instant) {
+    fn set_deadline(&mut self, started: Instant, deadline: Instant) {
+        self.started = Some(started);
         self.deadline = Some(deadline);
     }
 
-    fn set_start(&mut self, started: Instant) {
-        self.started = Some(started);
+    fn started(&self) -> Option<Instant> {
+        self.started
     }
 
     fn cancellation(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
     }
-}
 
-impl Observable for ConnectRequest {
     fn add_observer(&mut self, observer: Arc<dyn StageObserver>) {
         self.observers.push(observer);
     }
 
-    fn transport_mode(&self) -> &'static str {
+    fn observers(&self) -> &[Arc<dyn StageObserver>] {
+        &self.observers
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    fn label(&self) -> &'static str {
         match (self.mode, &self.target) {
             (TransportMode::Auto, Target::Http { .. }) => "auto",
             (TransportMode::Auto, Target::Stdio(_)) | (TransportMode::Stdio, _) => "stdio",
             (TransportMode::StreamableHttp, _) => "streamable-http",
             (TransportMode::Sse, _) => "sse",
         }
+    }
+
+    /// Every attempt opens a new transport and session: nothing of an
+    /// earlier attempt is reused, so sending it again is always safe.
+    fn is_replay_safe(&self) -> bool {
+        true
+    }
+
+    /// The handshake reports its stages (probe, initialize, ...) itself.
+    fn reports_stages(&self) -> bool {
+        true
+    }
+
+    /// The stdio close ladder: stdin EOF, SIGTERM, SIGKILL, each given the
+    /// close grace; an HTTP session's DELETE fits well inside.
+    fn cleanup_bound(&self) -> Duration {
+        self.limits.close_grace.saturating_mul(3)
     }
 }
 

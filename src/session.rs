@@ -178,11 +178,11 @@ impl Session {
             .await
             .map_err(|_| {
                 Error::new(
-                    Stage::Request,
+                    Stage::REQUEST,
                     ErrorKind::Timeout(CancelSource::RequestTimeout),
                 )
             })?
-            .map_err(|e| Error::transport(Stage::Request, e))
+            .map_err(|e| Error::transport(Stage::REQUEST, e))
     }
 
     /// Sends a request and returns its raw result.
@@ -213,8 +213,8 @@ impl Session {
         .await;
         match outcome {
             Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(rpc))) => Err(Error::new(Stage::Request, ErrorKind::Rpc(rpc))),
-            Ok(Err(e)) => Err(Error::transport(Stage::Request, e)),
+            Ok(Ok(Err(rpc))) => Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc))),
+            Ok(Err(e)) => Err(Error::transport(Stage::REQUEST, e)),
             Err(_) => {
                 if self.era() == Era::Legacy {
                     let cancel = Notification {
@@ -228,7 +228,7 @@ impl Session {
                     .await;
                 }
                 Err(Error::new(
-                    Stage::Request,
+                    Stage::REQUEST,
                     ErrorKind::Timeout(CancelSource::RequestTimeout),
                 ))
             }
@@ -243,7 +243,7 @@ impl Session {
     ) -> Result<T, Error> {
         let raw = self.request(method, params).await?;
         serde_json::from_str(raw.get())
-            .map_err(|e| Error::new(Stage::Request, ErrorKind::Result(e.into())))
+            .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::Result(e.into())))
     }
 
     /// Sends a notification. On the modern era over HTTP there are no
@@ -330,7 +330,7 @@ impl Session {
         self.transport
             .close()
             .await
-            .map_err(|e| Error::transport(Stage::Close, e))
+            .map_err(|e| Error::transport(Stage::CLOSE, e))
     }
 }
 

@@ -22,9 +22,9 @@ use mcp_connect_layers::classify::{Classified, FailureClassifierLayer};
 use mcp_connect_layers::deadline::{DeadlineError, DeadlineLayer};
 use mcp_connect_layers::diagnostics::{LifecycleDiagnosticsLayer, LifecycleMetrics};
 use mcp_connect_layers::recovery::{
-    FreshSessionRecoveryLayer, Outcome, RecoveryError, RecoveryPolicy, Stop,
+    FreshSessionRecoveryLayer, RecoveryError, RecoveryPolicy, Stop,
 };
-use mcp_connect_layers::{Child, Classify, Failure};
+use mcp_connect_layers::{CancelSource, Child, Classify, Failure, FailureKind, Stage};
 use tower::util::BoxCloneSyncService;
 use tower::{ServiceBuilder, ServiceExt};
 use tower_service::Service;
@@ -33,6 +33,7 @@ use crate::connector::Connector;
 use crate::error::Error;
 use crate::request::ConnectRequest;
 use crate::session::Session;
+use crate::stage::EraSignals;
 
 type Layered = DeadlineError<RecoveryError<Classified<Error>>>;
 type Veto = Arc<dyn Fn(&Child<'_>) -> bool + Send + Sync>;
@@ -55,7 +56,7 @@ impl EstablishBuilder {
             recovery: RecoveryPolicy::disabled(),
             veto: None,
             deadline: DeadlineLayer::new(Duration::from_secs(60)),
-            diagnostics: LifecycleDiagnosticsLayer::new(),
+            diagnostics: LifecycleDiagnosticsLayer::new().with_protocol("mcp"),
         }
     }
 
@@ -91,7 +92,9 @@ impl EstablishBuilder {
 
     /// Sends every lifecycle value to `metrics` as well as `tracing`.
     pub fn with_metrics(mut self, metrics: Arc<dyn LifecycleMetrics>) -> Self {
-        self.diagnostics = LifecycleDiagnosticsLayer::new().with_metrics(metrics);
+        self.diagnostics = LifecycleDiagnosticsLayer::new()
+            .with_protocol("mcp")
+            .with_metrics(metrics);
         self
     }
 
@@ -99,11 +102,15 @@ impl EstablishBuilder {
     pub fn build(self) -> Establish {
         let veto = self.veto.unwrap_or_else(|| Arc::new(|_: &Child<'_>| false));
         let service = ServiceBuilder::new()
-            .map_err(EstablishError)
+            .map_err(EstablishError::from_layers)
             .layer(self.deadline)
             .layer(self.diagnostics)
             .layer(FreshSessionRecoveryLayer::new(self.recovery))
-            .layer(FailureClassifierLayer::new().with_veto(move |child: &Child<'_>| veto(child)))
+            .layer(
+                FailureClassifierLayer::new()
+                    .with_policy(EraSignals)
+                    .with_veto(move |child: &Child<'_>| veto(child)),
+            )
             .service(self.connector);
         Establish {
             service: BoxCloneSyncService::new(service),
@@ -157,87 +164,118 @@ impl Service<ConnectRequest> for Establish {
     }
 }
 
-/// Why an establishment through the stack failed: every attempt's decided
-/// error (the first primary), or the deadline layer's hard cut.
-pub struct EstablishError(Layered);
+/// Why an establishment through the stack failed.
+#[non_exhaustive]
+pub enum EstablishError {
+    /// Every attempt failed: each one's decided error, the first primary, and
+    /// why no further attempt was made.
+    Failed(RecoveryError<Classified<Error>>),
+    /// The deadline passed and the attempt in progress did not end within
+    /// its cleanup bound, so it was dropped (which closes what it opened).
+    Deadline,
+    /// The caller cancelled and the attempt in progress did not end within
+    /// its cleanup bound, so it was dropped.
+    Cancelled,
+}
 
 impl EstablishError {
-    fn recovery(&self) -> Option<&RecoveryError<Classified<Error>>> {
-        self.0.inner()
+    fn from_layers(error: Layered) -> Self {
+        match error {
+            DeadlineError::Inner(attempts) => EstablishError::Failed(attempts),
+            DeadlineError::Cancelled => EstablishError::Cancelled,
+            _ => EstablishError::Deadline,
+        }
+    }
+
+    fn attempts_error(&self) -> Option<&RecoveryError<Classified<Error>>> {
+        match self {
+            EstablishError::Failed(attempts) => Some(attempts),
+            _ => None,
+        }
     }
 
     /// How many attempts were made.
     pub fn attempts(&self) -> u32 {
-        self.0.attempts()
+        self.attempts_error().map_or(1, RecoveryError::attempts)
     }
 
-    /// Why it stopped (the hard cut reads as [`Stop::Deadline`] or
-    /// [`Stop::Cancelled`]).
+    /// Why it stopped.
     pub fn stop(&self) -> Stop {
-        match &self.0 {
-            DeadlineError::Inner(e) => e.stop(),
-            DeadlineError::Cancelled => Stop::Cancelled,
-            _ => Stop::Deadline,
+        match self {
+            EstablishError::Failed(attempts) => attempts.stop(),
+            EstablishError::Cancelled => Stop::Cancelled,
+            EstablishError::Deadline => Stop::Deadline,
         }
     }
 
-    /// The first attempt's error, with its decision; `None` only when the
-    /// deadline layer cut an attempt that never returned.
+    /// The first attempt's error, with its decision; `None` when an attempt
+    /// was cut and never returned one.
     pub fn primary(&self) -> Option<&Classified<Error>> {
-        self.recovery().map(RecoveryError::primary)
+        self.attempts_error().map(RecoveryError::primary)
     }
 
     /// The errors of the later attempts, in order.
     pub fn later(&self) -> &[Classified<Error>] {
-        self.recovery().map_or(&[], RecoveryError::later)
-    }
-
-    /// The layered error, for matching on every case.
-    pub fn get_ref(&self) -> &DeadlineError<RecoveryError<Classified<Error>>> {
-        &self.0
+        self.attempts_error().map_or(&[], RecoveryError::later)
     }
 }
 
 impl fmt::Debug for EstablishError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        match self {
+            EstablishError::Failed(attempts) => f.debug_tuple("Failed").field(attempts).finish(),
+            EstablishError::Deadline => f.write_str("Deadline"),
+            EstablishError::Cancelled => f.write_str("Cancelled"),
+        }
     }
 }
 
 impl fmt::Display for EstablishError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            DeadlineError::Inner(e) => e.fmt(f),
-            other => other.fmt(f),
+        match self {
+            EstablishError::Failed(attempts) => attempts.fmt(f),
+            EstablishError::Deadline => f.write_str(
+                "the deadline passed and the attempt did not end within its cleanup bound",
+            ),
+            EstablishError::Cancelled => {
+                f.write_str("cancelled, and the attempt did not end within its cleanup bound")
+            }
         }
     }
 }
 
 impl std::error::Error for EstablishError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.0 {
-            DeadlineError::Inner(e) => Some(e.primary()),
-            _ => None,
-        }
+        self.primary().map(|e| e as _)
     }
 }
 
 impl Classify for EstablishError {
     fn failure(&self) -> Failure {
-        self.0.failure()
+        match self {
+            EstablishError::Failed(attempts) => attempts.failure(),
+            EstablishError::Deadline => Failure::new(Stage::REQUEST, FailureKind::Timeout)
+                .with_cancel_source(CancelSource::Deadline),
+            EstablishError::Cancelled => Failure::new(Stage::REQUEST, FailureKind::Cancelled)
+                .with_cancel_source(CancelSource::Caller),
+        }
     }
 
     fn children(&self) -> Vec<Child<'_>> {
-        self.0.children()
+        match self {
+            EstablishError::Failed(attempts) => attempts.children(),
+            _ => vec![Child {
+                failure: self.failure(),
+                error: self,
+            }],
+        }
     }
-}
 
-impl Outcome for EstablishError {
     fn attempts(&self) -> u32 {
-        self.0.attempts()
+        EstablishError::attempts(self)
     }
 
-    fn exhaustion(&self) -> Option<&'static str> {
-        self.0.exhaustion()
+    fn stop(&self) -> Option<Stop> {
+        Some(EstablishError::stop(self))
     }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::time::Duration;
 
 use mcp_connect::layers::{Classify, FailureKind, Stage};
@@ -58,7 +59,7 @@ async fn malformed_json_reply_is_a_typed_protocol_error() {
     );
     assert_eq!(
         (error.stage(), error.failure().kind),
-        (Stage::Request, FailureKind::Protocol)
+        (Stage::REQUEST, FailureKind::Protocol)
     );
 }
 
@@ -152,7 +153,7 @@ async fn an_html_page_is_not_an_mcp_server() {
     let failure = error.failure();
     assert_eq!(
         (failure.stage, failure.kind, failure.http_status),
-        (Stage::Initialize, FailureKind::HttpStatus, Some(404))
+        (stage::INITIALIZE, FailureKind::HttpStatus, Some(404))
     );
 }
 
@@ -181,7 +182,7 @@ async fn a_stalled_initialize_ends_at_the_handshake_limit() {
     let failure = error.failure();
     assert_eq!(
         (failure.stage, failure.kind),
-        (Stage::Initialize, FailureKind::Timeout)
+        (stage::INITIALIZE, FailureKind::Timeout)
     );
 }
 
@@ -193,7 +194,7 @@ fn invalid_urls_headers_and_versions_are_configuration_errors() {
             matches!(error.kind(), ErrorKind::Config(ConfigError::Url)),
             "{url:?}"
         );
-        assert_eq!(error.stage(), Stage::Configure);
+        assert_eq!(error.stage(), Stage::CONFIGURE);
     }
     let request = ConnectRequest::http("http://127.0.0.1:1/mcp").unwrap();
     assert!(request.clone().with_header("bad header", "x").is_err());

@@ -98,7 +98,7 @@ fn with_recovery_off_the_failure_says_so() {
     let output = run(&[&closed_port_url()]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
-        text.contains("failed: establishment failed after 1 attempt (recovery is off)"),
+        text.contains("failed: gave up after 1 attempt: recovery is off"),
         "{text}"
     );
     assert!(!text.contains("max_attempts"), "{text}");

@@ -10,11 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use mcp_connect::layers::classify::FailureClassifierLayer;
-use mcp_connect::layers::recovery::{Attempts, Backoff, FreshSessionRecoveryLayer, RecoveryPolicy};
-use mcp_connect::layers::{Child, Classify, Closure, Failure, FailureKind, Stage};
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use mcp_connect::layers::classify::{ClassifyOutcome, FailureClassifierLayer};
+use mcp_connect::layers::recovery::{Backoff, FreshSessionRecoveryLayer, RecoveryPolicy};
+use mcp_connect::layers::{Child, Classify, Closure, Envelope, Failure, FailureKind};
+use mcp_connect::stage::{self, EraSignals};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 /// One child error; every one prints the same words.
@@ -54,18 +53,17 @@ impl Classify for Aggregate {
     }
 }
 
-#[derive(Clone)]
-struct Request;
+type Request = Envelope<()>;
 
-impl Attempts for Request {
-    fn next_attempt(&self, _: u32) -> Option<Self> {
-        Some(Request)
-    }
-    fn deadline(&self) -> Option<Instant> {
-        None
-    }
-    fn cancellation(&self) -> Option<&CancellationToken> {
-        None
+fn request() -> Request {
+    Envelope::new(())
+}
+
+/// Every failure is an error: `()` is never a failure.
+impl ClassifyOutcome<Aggregate> for () {
+    type Error = Aggregate;
+    fn classify_outcome(outcome: Result<(), Aggregate>) -> Result<(), Aggregate> {
+        outcome
     }
 }
 
@@ -87,13 +85,13 @@ impl Service<Request> for AlwaysFails {
 }
 
 fn not_found() -> Failure {
-    Failure::new(Stage::Initialize, FailureKind::HttpStatus).with_http_status(404)
+    Failure::new(stage::INITIALIZE, FailureKind::HttpStatus).with_http_status(404)
 }
 fn unauthorized() -> Failure {
-    Failure::new(Stage::SseEndpoint, FailureKind::Auth).with_http_status(401)
+    Failure::new(stage::SSE_ENDPOINT, FailureKind::Auth).with_http_status(401)
 }
 fn reset() -> Failure {
-    Failure::new(Stage::SseEndpoint, FailureKind::Closed).with_closure(Closure::Reset)
+    Failure::new(stage::SSE_ENDPOINT, FailureKind::Closed).with_closure(Closure::Reset)
 }
 
 async fn attempts_for(children: Vec<Failure>) -> (u32, Failure) {
@@ -102,9 +100,9 @@ async fn attempts_for(children: Vec<Failure>) -> (u32, Failure) {
         .layer(FreshSessionRecoveryLayer::new(
             RecoveryPolicy::new().with_backoff(Backoff::NONE),
         ))
-        .layer(FailureClassifierLayer::new())
+        .layer(FailureClassifierLayer::new().with_policy(EraSignals))
         .service(AlwaysFails(children, Arc::clone(&calls)));
-    let error = stack.oneshot(Request).await.unwrap_err();
+    let error = stack.oneshot(request()).await.unwrap_err();
     assert_eq!(error.attempts(), calls.load(Ordering::SeqCst));
     (error.attempts(), error.failure())
 }
@@ -147,13 +145,15 @@ async fn a_veto_in_any_child_wins_and_every_child_is_inspected() {
                 RecoveryPolicy::new().with_backoff(Backoff::NONE),
             ))
             .layer(
-                FailureClassifierLayer::new().with_veto(move |child: &Child<'_>| {
-                    seen.fetch_add(1, Ordering::SeqCst);
-                    child.failure.closure == Some(Closure::Reset)
-                }),
+                FailureClassifierLayer::new()
+                    .with_policy(EraSignals)
+                    .with_veto(move |child: &Child<'_>| {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        child.failure.closure == Some(Closure::Reset)
+                    }),
             )
             .service(AlwaysFails(children.clone(), Arc::clone(&calls)));
-        let error = stack.oneshot(Request).await.unwrap_err();
+        let error = stack.oneshot(request()).await.unwrap_err();
         assert_eq!(error.attempts(), 1, "{children:?}");
         assert_eq!(error.failure(), reset());
         assert!(inspected.load(Ordering::SeqCst) >= 1);

@@ -6,6 +6,7 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
@@ -70,7 +71,7 @@ async fn a_get_that_never_sends_headers_ends_at_the_deadline() {
         .with_mode(TransportMode::Sse)
         .with_limits(generous());
     let (stage, _) = expect_deadline(stack(1), request).await;
-    assert_eq!(stage, Stage::SseEndpoint);
+    assert_eq!(stage, stage::SSE_ENDPOINT);
 }
 
 /// G9: an SSE stream that never names its endpoint is cut by the deadline.
@@ -86,7 +87,7 @@ async fn an_sse_stream_without_endpoint_ends_at_the_deadline() {
         .with_mode(TransportMode::Sse)
         .with_limits(generous());
     let (stage, _) = expect_deadline(stack(1), request).await;
-    assert_eq!(stage, Stage::SseEndpoint);
+    assert_eq!(stage, stage::SSE_ENDPOINT);
 }
 
 /// G9: a stalled `initialize` is cut by the deadline, not its own limit.
@@ -102,7 +103,7 @@ async fn a_stalled_initialize_ends_at_the_deadline() {
         .unwrap()
         .with_limits(generous());
     let (stage, _) = expect_deadline(stack(1), request).await;
-    assert_eq!(stage, Stage::Initialize);
+    assert_eq!(stage, stage::INITIALIZE);
 }
 
 /// G9: failing attempts (200 ms each) that together exceed the deadline: the

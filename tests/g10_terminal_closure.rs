@@ -4,9 +4,10 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
-use mcp_connect::layers::{Classify, Closure, FailureKind, Stage};
+use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::{ConnectRequest, Connector, Limits, SessionState, TransportMode};
 use serde_json::json;
 use support::sse_server::{SseBehaviour, SseServer};
@@ -44,7 +45,7 @@ async fn eof_and_reset_during_initialize_are_closures() {
         let failure = error.failure();
         assert_eq!(
             (failure.stage, failure.kind, failure.closure),
-            (Stage::Initialize, FailureKind::Closed, Some(closure))
+            (stage::INITIALIZE, FailureKind::Closed, Some(closure))
         );
     }
     // Over stdio: the child exits during initialize.

@@ -3,11 +3,12 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_connect::layers::{
-    CancelSource, Classify, FailureKind, Stage, StageEvent, StageObserver, StageOutcome,
+    CancelSource, Classify, FailureKind, StageEvent, StageObserver, StageOutcome,
 };
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, Limits, TransportMode};
 use support::{alive, fixture, spawn_log, spawned, watchdog, LegacyServer, ScriptServer};
@@ -63,7 +64,7 @@ struct CancelOnSuccess(CancellationToken);
 
 impl StageObserver for CancelOnSuccess {
     fn on_event(&self, event: &StageEvent) {
-        if event.stage == Stage::Initialized && event.outcome == StageOutcome::Succeeded {
+        if event.stage == stage::INITIALIZED && event.outcome == StageOutcome::Succeeded {
             self.0.cancel();
         }
     }

@@ -5,11 +5,12 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use mcp_connect::layers::recovery::Stop;
-use mcp_connect::layers::{CancelSource, Classify, Closure, FailureKind, Stage};
+use mcp_connect::layers::{CancelSource, Classify, Closure, FailureKind};
 use mcp_connect::{ConnectRequest, ErrorKind, Limits, TransportError, TransportMode};
 use support::{recovering, watchdog, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
@@ -69,7 +70,7 @@ async fn first_attempts_error_is_primary_and_later_ones_are_listed() {
     let failure = error.failure();
     assert_eq!(
         (failure.stage, failure.closure),
-        (Stage::Initialize, Some(Closure::Reset))
+        (stage::INITIALIZE, Some(Closure::Reset))
     );
     assert!(std::error::Error::source(&error).is_some());
 }
@@ -168,7 +169,7 @@ async fn a_failing_cleanup_never_replaces_the_primary_error() {
     assert_eq!(
         (failure.stage, failure.kind, failure.closure),
         (
-            Stage::Initialized,
+            stage::INITIALIZED,
             FailureKind::Closed,
             Some(Closure::Reset)
         )

@@ -3,9 +3,10 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::time::Duration;
 
-use mcp_connect::layers::{CancelSource, Classify, FailureKind, Stage};
+use mcp_connect::layers::{CancelSource, Classify, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::{ConnectRequest, Connector, Error, ErrorKind, Limits, Session, VersionPolicy};
 use serde_json::{json, Value};
@@ -183,7 +184,7 @@ async fn auth_throttling_and_server_errors_on_the_probe_surface_without_a_downgr
             .failure();
         assert_eq!(
             (failure.stage, failure.kind, failure.http_status),
-            (Stage::Probe, kind, Some(status))
+            (stage::PROBE, kind, Some(status))
         );
         if status == 429 {
             assert_eq!(failure.retry_after, Some(Duration::from_secs(7)));
@@ -298,7 +299,7 @@ async fn refused_connection_surfaces_as_a_connect_failure() {
         .await
         .unwrap_err();
     assert_eq!(error.failure().kind, FailureKind::Connect);
-    assert_eq!(error.stage(), Stage::Probe);
+    assert_eq!(error.stage(), stage::PROBE);
 }
 
 #[tokio::test]
@@ -336,7 +337,7 @@ async fn a_server_answering_a_version_outside_the_pin_ends_the_attempt() {
         .await
         .unwrap_err();
     assert!(matches!(error.kind(), ErrorKind::Version(_)), "{error:?}");
-    assert_eq!(error.stage(), Stage::Initialize);
+    assert_eq!(error.stage(), stage::INITIALIZE);
     assert_eq!(
         server.methods(),
         ["initialize", "DELETE"],

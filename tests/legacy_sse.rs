@@ -3,9 +3,10 @@
 
 mod support;
 
+use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
-use mcp_connect::layers::{Classify, Closure, FailureKind, Stage};
+use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::TransportKind;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, Limits, TransportError, TransportMode};
@@ -78,7 +79,7 @@ async fn an_endpoint_on_another_origin_is_refused_and_nothing_is_sent_there() {
         ),
         "{error:?}"
     );
-    assert_eq!(error.stage(), Stage::SseEndpoint);
+    assert_eq!(error.stage(), stage::SSE_ENDPOINT);
     assert_eq!(elsewhere.connections(), 0);
 }
 
@@ -102,7 +103,7 @@ async fn a_stream_that_never_names_its_endpoint_ends_at_the_handshake_limit() {
     let failure = error.failure();
     assert_eq!(
         (failure.stage, failure.kind),
-        (Stage::SseEndpoint, FailureKind::Timeout)
+        (stage::SSE_ENDPOINT, FailureKind::Timeout)
     );
 }
 
@@ -124,11 +125,11 @@ async fn when_sse_fails_too_both_failures_are_kept_streamable_http_first() {
     assert_eq!(children.len(), 2, "{error:?}");
     assert_eq!(
         (children[0].failure.stage, children[0].failure.http_status),
-        (Stage::Initialize, Some(404))
+        (stage::INITIALIZE, Some(404))
     );
     assert_eq!(
         (children[1].failure.stage, children[1].failure.http_status),
-        (Stage::SseEndpoint, Some(404))
+        (stage::SSE_ENDPOINT, Some(404))
     );
     assert_eq!(error.also().len(), 1);
     assert!(

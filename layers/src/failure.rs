@@ -3,49 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-/// The establishment or session stage in which something happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Stage {
-    /// Checking the configuration before any I/O.
-    Configure,
-    /// Opening the transport: TCP/TLS connect, spawning a process.
-    Connect,
-    /// Opening a legacy HTTP+SSE stream and waiting for its `endpoint` event.
-    SseEndpoint,
-    /// The modern-era probe (`server/discover` in MCP).
-    Probe,
-    /// The legacy handshake request (`initialize` in MCP).
-    Initialize,
-    /// The legacy handshake acknowledgement (`notifications/initialized`).
-    Initialized,
-    /// A request on an established session.
-    Request,
-    /// Closing a session or transport.
-    Close,
-}
-
-impl Stage {
-    /// A stable, lower-case name for logs and machine-readable output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Configure => "configure",
-            Stage::Connect => "connect",
-            Stage::SseEndpoint => "sse_endpoint",
-            Stage::Probe => "probe",
-            Stage::Initialize => "initialize",
-            Stage::Initialized => "initialized",
-            Stage::Request => "request",
-            Stage::Close => "close",
-        }
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::recovery::Stop;
+use crate::Stage;
 
 /// How a transport ended when it ended on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -156,8 +115,12 @@ pub enum FailureKind {
     /// The peer sent something that is not the protocol (malformed, oversized,
     /// uncorrelated, wrong content type).
     Protocol,
-    /// The peer answered in a way that shows it speaks only an older era.
-    LegacyEra,
+    /// The peer said it is temporarily unavailable (HTTP 502, 503, 504);
+    /// [`Failure::retry_after`] keeps its `Retry-After`.
+    Unavailable,
+    /// The peer showed that it speaks only an older version of the protocol:
+    /// an attempt planned for that version may succeed.
+    Outdated,
     /// Anything else, including an application's own error type.
     Other,
 }
@@ -181,7 +144,8 @@ impl FailureKind {
             FailureKind::Rejected => "rejected",
             FailureKind::Version => "version",
             FailureKind::Protocol => "protocol",
-            FailureKind::LegacyEra => "legacy_era",
+            FailureKind::Unavailable => "unavailable",
+            FailureKind::Outdated => "outdated",
             FailureKind::Other => "other",
         }
     }
@@ -212,7 +176,8 @@ pub struct Failure {
     pub jsonrpc_code: Option<i64>,
     /// Who stopped it, for [`FailureKind::Timeout`] and [`FailureKind::Cancelled`].
     pub cancel_source: Option<CancelSource>,
-    /// The server's `Retry-After`, kept for [`FailureKind::Throttled`].
+    /// The server's `Retry-After`, kept for [`FailureKind::Throttled`] and
+    /// [`FailureKind::Unavailable`].
     pub retry_after: Option<Duration>,
 }
 
@@ -230,7 +195,8 @@ impl Failure {
         }
     }
 
-    /// The same failure with another kind (e.g. a 4xx re-read as era evidence).
+    /// The same failure with another kind (e.g. a status re-read as evidence
+    /// of an older peer).
     pub fn with_kind(mut self, kind: FailureKind) -> Self {
         self.kind = kind;
         self
@@ -324,7 +290,14 @@ impl Child<'_> {
 ///
 /// An error that stands for several (an attempt that failed on one transport
 /// and then on another) returns every child from [`Classify::children`], so a
-/// policy inspects each one rather than only the first.
+/// policy inspects each one rather than only the first. An error that ended
+/// several attempts says so through [`Classify::attempts`] and
+/// [`Classify::stop`]; the defaults describe one attempt.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be classified",
+    label = "this error type does not implement `Classify`",
+    note = "the layers decide on `Failure` values: implement `mcp_connect_layers::Classify` for the inner service's error type (its `failure` method is the only one required)"
+)]
 pub trait Classify {
     /// The failure this error stands for: its primary child, or for a
     /// decided outcome the failure that decided it.
@@ -340,5 +313,15 @@ pub trait Classify {
             failure: self.failure(),
             error: self,
         }]
+    }
+
+    /// How many attempts this error ended.
+    fn attempts(&self) -> u32 {
+        1
+    }
+
+    /// Why attempts stopped, when a recovery layer ran.
+    fn stop(&self) -> Option<Stop> {
+        None
     }
 }

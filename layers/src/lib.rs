@@ -20,9 +20,13 @@
 //!   [`LifecycleDiagnosticsLayer`](diagnostics::LifecycleDiagnosticsLayer)
 //!   records it, payload-free, through `tracing` and a metrics callback.
 //!
-//! Nothing here knows about MCP: the root crate `mcp-connect` implements
-//! [`Classify`] and [`recovery::Attempts`] for its own types. Any other
-//! protocol client can do the same.
+//! Nothing here knows any particular protocol. A request type implements
+//! [`Establishment`] (and [`Reattempt`] for recovery), its error type
+//! implements [`Classify`], and its response type
+//! [`ClassifyOutcome`](classify::ClassifyOutcome); a protocol crate does that
+//! for its own types and names its own [`Stage`]s. With the `http` feature
+//! all of it is done for `http::Request<B>` and `http::Response<B>`, so the
+//! four layers drop onto any tower HTTP client (see [`http`]).
 //!
 //! Every value here is payload-free by construction: stages, kinds, status
 //! codes and durations only. None of them can carry a header value, a URL, a
@@ -38,10 +42,18 @@
 pub mod classify;
 pub mod deadline;
 pub mod diagnostics;
+mod envelope;
 mod failure;
+#[cfg(feature = "http")]
+pub mod http;
 mod instant;
 mod observe;
 pub mod recovery;
+mod request;
+mod stage;
 
-pub use failure::{CancelSource, Child, Classify, Closure, Failure, FailureKind, Stage};
+pub use envelope::Envelope;
+pub use failure::{CancelSource, Child, Classify, Closure, Failure, FailureKind};
 pub use observe::{StageEvent, StageObserver, StageOutcome};
+pub use request::{Establishment, Reattempt};
+pub use stage::{Phase, Stage, StageInfo};

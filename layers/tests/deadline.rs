@@ -9,31 +9,16 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use mcp_connect_layers::deadline::{Budgeted, DeadlineError, DeadlineLayer};
+use mcp_connect_layers::deadline::{DeadlineError, DeadlineLayer};
+use mcp_connect_layers::{Envelope, Establishment};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::{Layer, Service, ServiceExt};
 
-#[derive(Clone, Default)]
-struct Request {
-    deadline: Option<Instant>,
-    started: Option<Instant>,
-    cancel: Option<CancellationToken>,
-}
+type Request = Envelope<()>;
 
-impl Budgeted for Request {
-    fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-    fn set_deadline(&mut self, deadline: Instant) {
-        self.deadline = Some(deadline);
-    }
-    fn set_start(&mut self, started: Instant) {
-        self.started = Some(started);
-    }
-    fn cancellation(&self) -> Option<&CancellationToken> {
-        self.cancel.as_ref()
-    }
+fn request() -> Request {
+    Envelope::new(())
 }
 
 /// Ready after `ready_after`; answers after `answer_after` (never if `None`);
@@ -99,7 +84,7 @@ fn layer() -> DeadlineLayer {
 async fn poll_ready_is_bounded_by_the_budget() {
     let (inner, seen) = slow(Some(Duration::from_secs(3600)), Some(Duration::ZERO));
     let started = Instant::now();
-    let outcome = layer().layer(inner).oneshot(Request::default()).await;
+    let outcome = layer().layer(inner).oneshot(request()).await;
     assert!(matches!(outcome, Err(DeadlineError::Elapsed)));
     assert_eq!(started.elapsed(), Duration::from_secs(10));
     assert!(seen.lock().unwrap().is_none(), "never called");
@@ -109,19 +94,15 @@ async fn poll_ready_is_bounded_by_the_budget() {
 async fn the_clock_starts_before_readiness_and_the_deadline_travels_down() {
     let (inner, seen) = slow(Some(Duration::from_secs(4)), Some(Duration::ZERO));
     let started = Instant::now();
-    layer()
-        .layer(inner)
-        .oneshot(Request::default())
-        .await
-        .unwrap();
+    layer().layer(inner).oneshot(request()).await.unwrap();
     let request = seen.lock().unwrap().clone().unwrap();
     assert_eq!(
-        request.started,
+        request.started(),
         Some(started),
         "the start is the first poll_ready"
     );
     assert_eq!(
-        request.deadline,
+        request.deadline(),
         Some(started + Duration::from_secs(10)),
         "not reset by the wait"
     );
@@ -131,13 +112,10 @@ async fn the_clock_starts_before_readiness_and_the_deadline_travels_down() {
 async fn an_earlier_deadline_in_the_request_wins() {
     let (inner, seen) = slow(None, Some(Duration::ZERO));
     let earlier = Instant::now() + Duration::from_secs(3);
-    let request = Request {
-        deadline: Some(earlier),
-        ..Request::default()
-    };
+    let request = request().with_deadline(earlier);
     layer().layer(inner).oneshot(request).await.unwrap();
     assert_eq!(
-        seen.lock().unwrap().as_ref().unwrap().deadline,
+        seen.lock().unwrap().as_ref().unwrap().deadline(),
         Some(earlier)
     );
 }
@@ -146,7 +124,7 @@ async fn an_earlier_deadline_in_the_request_wins() {
 async fn an_inner_service_that_ignores_the_deadline_is_cut_at_deadline_plus_cleanup() {
     let (inner, _) = slow(None, None);
     let started = Instant::now();
-    let outcome = layer().layer(inner).oneshot(Request::default()).await;
+    let outcome = layer().layer(inner).oneshot(request()).await;
     assert!(matches!(outcome, Err(DeadlineError::Elapsed)));
     assert_eq!(started.elapsed(), Duration::from_secs(12));
 }
@@ -155,10 +133,7 @@ async fn an_inner_service_that_ignores_the_deadline_is_cut_at_deadline_plus_clea
 async fn cancellation_shortens_the_cut_to_the_cleanup_bound() {
     let (inner, _) = slow(None, None);
     let token = CancellationToken::new();
-    let request = Request {
-        cancel: Some(token.clone()),
-        ..Request::default()
-    };
+    let request = request().with_cancellation(token.clone());
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(1)).await;
         token.cancel();
@@ -173,7 +148,7 @@ async fn cancellation_shortens_the_cut_to_the_cleanup_bound() {
 #[tokio::test(start_paused = true)]
 async fn a_response_ready_at_the_cut_wins() {
     let (inner, _) = slow(None, Some(Duration::from_secs(12)));
-    let outcome = layer().layer(inner).oneshot(Request::default()).await;
+    let outcome = layer().layer(inner).oneshot(request()).await;
     assert!(
         outcome.is_ok(),
         "the inner future is polled before the timer"
@@ -188,11 +163,7 @@ async fn a_budget_of_duration_max_means_no_limit_without_panicking() {
     let (service, seen) = slow(Some(Duration::from_millis(5)), Some(Duration::from_secs(1)));
     let layer = DeadlineLayer::new(Duration::MAX).with_cleanup_bound(Duration::MAX);
     let started = Instant::now();
-    layer
-        .layer(service)
-        .oneshot(Request::default())
-        .await
-        .unwrap();
-    let deadline = seen.lock().unwrap().as_ref().unwrap().deadline.unwrap();
+    layer.layer(service).oneshot(request()).await.unwrap();
+    let deadline = seen.lock().unwrap().as_ref().unwrap().deadline().unwrap();
     assert!(deadline > started + Duration::from_secs(86_400 * 365));
 }

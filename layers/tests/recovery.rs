@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use mcp_connect_layers::classify::ClassifyOutcome;
 use mcp_connect_layers::classify::FailureClassifierLayer;
-use mcp_connect_layers::recovery::{
-    Attempts, Backoff, FreshSessionRecoveryLayer, RecoveryPolicy, Stop,
-};
-use mcp_connect_layers::{Classify, Closure, Failure, FailureKind, Stage};
+use mcp_connect_layers::recovery::{Backoff, FreshSessionRecoveryLayer, RecoveryPolicy, Stop};
+use mcp_connect_layers::{Classify, Closure, Envelope, Failure, FailureKind, Stage};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::retry::budget::TpsBudget;
@@ -27,22 +26,21 @@ impl std::fmt::Display for Reset {
 impl std::error::Error for Reset {}
 impl Classify for Reset {
     fn failure(&self) -> Failure {
-        Failure::new(Stage::Initialize, FailureKind::Closed).with_closure(Closure::Reset)
+        Failure::new(Stage::HANDSHAKE, FailureKind::Closed).with_closure(Closure::Reset)
     }
 }
 
-#[derive(Clone)]
-struct Request;
+type Request = Envelope<()>;
 
-impl Attempts for Request {
-    fn next_attempt(&self, _: u32) -> Option<Self> {
-        Some(Request)
-    }
-    fn deadline(&self) -> Option<Instant> {
-        None
-    }
-    fn cancellation(&self) -> Option<&CancellationToken> {
-        None
+fn request() -> Request {
+    Envelope::new(())
+}
+
+/// Every failure is an error: `()` is never a failure.
+impl ClassifyOutcome<Reset> for () {
+    type Error = Reset;
+    fn classify_outcome(outcome: Result<(), Reset>) -> Result<(), Reset> {
+        outcome
     }
 }
 
@@ -78,7 +76,7 @@ async fn an_empty_shared_budget_stops_recovery() {
         .service(AlwaysResets(Arc::clone(&calls)));
     let mut stops = Vec::new();
     for _ in 0..20 {
-        let error = stack.clone().oneshot(Request).await.unwrap_err();
+        let error = stack.clone().oneshot(request()).await.unwrap_err();
         stops.push(error.stop());
     }
     let budgeted = stops.iter().filter(|s| **s == Stop::Budget).count();
@@ -107,7 +105,7 @@ async fn backoff_spaces_the_attempts_within_its_cap() {
         .layer(FailureClassifierLayer::new())
         .service(AlwaysResets(Arc::clone(&calls)));
     let started = Instant::now();
-    let error = stack.oneshot(Request).await.unwrap_err();
+    let error = stack.oneshot(request()).await.unwrap_err();
     assert_eq!((error.attempts(), error.stop()), (3, Stop::MaxAttempts));
     assert!(
         started.elapsed() <= Duration::from_secs(3),
@@ -139,7 +137,7 @@ where
     S: Service<Request> + Clone,
 {
     starts.lock().unwrap().clear();
-    let _ = stack.clone().oneshot(Request).await;
+    let _ = stack.clone().oneshot(request()).await;
     let starts = starts.lock().unwrap();
     starts[1] - starts[0]
 }
@@ -203,32 +201,16 @@ async fn with_recovery_off_the_error_says_so() {
         .layer(FreshSessionRecoveryLayer::new(RecoveryPolicy::disabled()))
         .layer(FailureClassifierLayer::new())
         .service(AlwaysResets(Arc::new(AtomicU32::new(0))));
-    let error = stack.oneshot(Request).await.unwrap_err();
+    let error = stack.oneshot(request()).await.unwrap_err();
     assert_eq!((error.attempts(), error.stop()), (1, Stop::RecoveryOff));
     let shown = error.to_string();
-    assert_eq!(
-        shown,
-        "establishment failed after 1 attempt (recovery is off)"
-    );
+    assert_eq!(shown, "gave up after 1 attempt: recovery is off");
     assert!(!shown.contains("max_attempts"));
 }
 
 /// A backoff capped at `Duration::MAX` does not overflow the wake instant.
 #[tokio::test(start_paused = true)]
 async fn a_huge_backoff_ends_at_the_deadline_without_panicking() {
-    #[derive(Clone)]
-    struct Until(Instant);
-    impl Attempts for Until {
-        fn next_attempt(&self, _: u32) -> Option<Self> {
-            Some(self.clone())
-        }
-        fn deadline(&self) -> Option<Instant> {
-            Some(self.0)
-        }
-        fn cancellation(&self) -> Option<&CancellationToken> {
-            None
-        }
-    }
     let policy = RecoveryPolicy::new().with_backoff(Backoff {
         base: Duration::MAX,
         max: Duration::MAX,
@@ -238,7 +220,10 @@ async fn a_huge_backoff_ends_at_the_deadline_without_panicking() {
         .layer(FailureClassifierLayer::new())
         .service(AlwaysResets(Arc::new(AtomicU32::new(0))));
     let deadline = Instant::now() + Duration::from_secs(5);
-    let error = stack.oneshot(Until(deadline)).await.unwrap_err();
+    let error = stack
+        .oneshot(Envelope::new(()).with_deadline(deadline))
+        .await
+        .unwrap_err();
     assert_eq!(error.stop(), Stop::Deadline);
     assert!(Instant::now() <= deadline + Duration::from_millis(1));
 }

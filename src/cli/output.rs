@@ -201,7 +201,7 @@ impl LifecycleMetrics for Printer {
             "outcome": if word == "ok" { "succeeded" } else { word },
             "elapsed_ms": millis(event.elapsed),
             "remaining_ms": record.remaining.map(millis),
-            "transport": record.transport,
+            "transport": record.label,
         });
         if let Some(failure) = failure {
             human.push_str(&format!(": {}", failure.kind));

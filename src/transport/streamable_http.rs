@@ -17,7 +17,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use mcp_connect_layers::Closure;
@@ -583,15 +583,9 @@ fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
 }
 
+/// The server's `Retry-After` (delay-seconds or an HTTP-date).
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds = headers
-        .get(RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(Duration::from_secs(seconds))
+    mcp_connect_layers::http::retry_after(headers)
 }
 
 /// Reads a whole body, refusing more than `limit` bytes. A body that

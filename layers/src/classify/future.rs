@@ -1,4 +1,5 @@
-//! The response future: the inner future, with its error decided.
+//! The response future: the inner future, with its outcome classified and
+//! its error decided.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -6,8 +7,8 @@ use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::{Classified, ClassifyPolicy};
-use crate::Classify;
+use super::{Classified, ClassifyOutcome, ClassifyPolicy, StageReporter};
+use crate::{Classify, StageOutcome};
 
 pin_project! {
     /// The future returned by [`FailureClassifier`](super::FailureClassifier).
@@ -16,26 +17,48 @@ pin_project! {
         #[pin]
         inner: F,
         policy: P,
+        replay_safe: bool,
+        stages: Option<StageReporter>,
     }
 }
 
 impl<F, P> ResponseFuture<F, P> {
-    pub(crate) fn new(inner: F, policy: P) -> Self {
-        ResponseFuture { inner, policy }
+    pub(crate) fn new(
+        inner: F,
+        policy: P,
+        replay_safe: bool,
+        stages: Option<StageReporter>,
+    ) -> Self {
+        ResponseFuture {
+            inner,
+            policy,
+            replay_safe,
+            stages,
+        }
     }
 }
 
 impl<F, P, T, E> Future for ResponseFuture<F, P>
 where
     F: Future<Output = Result<T, E>>,
-    E: Classify + std::error::Error + 'static,
+    T: ClassifyOutcome<E>,
     P: ClassifyPolicy,
 {
-    type Output = Result<T, Classified<E>>;
+    type Output = Result<T, Classified<T::Error>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let outcome = ready!(this.inner.poll(cx));
-        Poll::Ready(outcome.map_err(|error| Classified::decide(error, this.policy)))
+        let outcome = T::classify_outcome(ready!(this.inner.poll(cx)));
+        let outcome = outcome.map_err(|e| Classified::decide(e, this.policy, *this.replay_safe));
+        if let Some(stages) = this.stages.take() {
+            match &outcome {
+                Ok(_) => stages.emit(StageOutcome::Succeeded, None),
+                Err(e) => {
+                    let failure = e.get_ref().failure();
+                    stages.emit(StageOutcome::Failed(failure), failure.http_status);
+                }
+            }
+        }
+        Poll::Ready(outcome)
     }
 }

@@ -9,13 +9,24 @@
 //! (what is a failure) from `trace` (what to do about it), this layer only
 //! decides; it never retries and never logs.
 //!
-//! Every error leaving [`FailureClassifier`] is a [`Classified`] carrying a
+//! The classifier sees both what the inner service returns and what it
+//! fails with, like tower-http's `ClassifyResponse`: the response type's
+//! [`ClassifyOutcome`] turns an outcome into `Ok` or a typed error (for
+//! `http::Response`, a 503 becomes an error that keeps the response). Every
+//! error leaving [`FailureClassifier`] is then a [`Classified`] carrying a
 //! [`Decision`]. The default policy, [`Conservative`], allows a fresh
 //! attempt only for transport closure (EOF, reset, child exit), I/O and
-//! connection failures, probe or handshake timeouts, and legacy-era
-//! signals; it never allows one for 401/403, 429, DNS or TLS failures,
-//! invalid configuration, caller cancellation, the overall deadline, or
-//! fatal protocol rejections.
+//! connection failures, probe or handshake timeouts, a peer that said it is
+//! temporarily unavailable, and evidence of an older peer; it never allows
+//! one for authorization failures, throttling, DNS or TLS failures, invalid
+//! configuration, caller cancellation, the overall deadline, or fatal
+//! protocol rejections. A request that is not safe to send twice
+//! ([`Establishment::is_replay_safe`]) is only re-attempted after a failure
+//! at the connect stage, before anything was sent.
+//!
+//! A request that reports no stages of its own
+//! ([`Establishment::reports_stages`]) gets one [`Stage::REQUEST`] event per
+//! attempt from here, so diagnostics still sees each attempt.
 //!
 //! An error standing for several failures (Streamable HTTP, then the
 //! HTTP+SSE fallback) is judged child by child: an ineligible child or an
@@ -53,7 +64,27 @@ pub use future::ResponseFuture;
 pub use layer::FailureClassifierLayer;
 pub use policy::{ClassifyPolicy, Conservative, Decision, Vetoing};
 
-use crate::{Child, Classify, Failure};
+use crate::{Child, Classify, Establishment, Failure, Stage, StageEvent, StageOutcome};
+
+/// How a service's outcome, a response or an error, becomes a result whose
+/// error is classified. Implemented on the *response* type.
+///
+/// A protocol whose failures are all errors passes the outcome through (the
+/// response type is its session, say, and its error implements
+/// [`Classify`]). `http::Response<B>` (feature `http`) turns an error status
+/// into an error that keeps the response.
+#[diagnostic::on_unimplemented(
+    message = "the classifier cannot judge `Result<{Self}, {E}>`",
+    label = "`{Self}` does not implement `ClassifyOutcome<{E}>`",
+    note = "implement `mcp_connect_layers::classify::ClassifyOutcome` for the response type (pass the outcome through when every failure is an error), or enable the `http` feature of `mcp-connect-layers` for `http::Response<B>`"
+)]
+pub trait ClassifyOutcome<E>: Sized {
+    /// The classified error.
+    type Error: Classify + std::error::Error + 'static;
+
+    /// The outcome, with failures as [`Self::Error`].
+    fn classify_outcome(outcome: Result<Self, E>) -> Result<Self, Self::Error>;
+}
 
 /// The service made by [`FailureClassifierLayer`].
 #[derive(Debug, Clone)]
@@ -87,21 +118,73 @@ impl<S, P> FailureClassifier<S, P> {
 impl<S, P, Request> Service<Request> for FailureClassifier<S, P>
 where
     S: Service<Request>,
-    S::Error: Classify + std::error::Error + 'static,
+    S::Response: ClassifyOutcome<S::Error>,
     P: ClassifyPolicy + Clone,
+    Request: Establishment,
 {
     type Response = S::Response;
-    type Error = Classified<S::Error>;
+    type Error = Classified<<S::Response as ClassifyOutcome<S::Error>>::Error>;
     type Future = ResponseFuture<S::Future, P>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner
-            .poll_ready(cx)
-            .map_err(|error| Classified::decide(error, &self.policy))
+        match self.inner.poll_ready(cx) {
+            Poll::Ready(Err(error)) => {
+                let error = match S::Response::classify_outcome(Err(error)) {
+                    Err(error) => error,
+                    Ok(_) => unreachable!("an error is never classified as a response"),
+                };
+                Poll::Ready(Err(Classified::decide(error, &self.policy, true)))
+            }
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Pending => Poll::Pending,
+        }
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        ResponseFuture::new(self.inner.call(request), self.policy.clone())
+        let replay_safe = request.is_replay_safe();
+        let stages = (!request.reports_stages() && !request.observers().is_empty())
+            .then(|| StageReporter::new(&request));
+        if let Some(stages) = &stages {
+            stages.emit(StageOutcome::Started, None);
+        }
+        ResponseFuture::new(
+            self.inner.call(request),
+            self.policy.clone(),
+            replay_safe,
+            stages,
+        )
+    }
+}
+
+/// Reports one [`Stage::REQUEST`] per attempt for a request that reports no
+/// stages of its own.
+#[derive(Debug)]
+pub(crate) struct StageReporter {
+    observers: Vec<std::sync::Arc<dyn crate::StageObserver>>,
+    attempt: u32,
+    started: tokio::time::Instant,
+}
+
+impl StageReporter {
+    fn new<R: Establishment>(request: &R) -> Self {
+        StageReporter {
+            observers: request.observers().to_vec(),
+            attempt: request.attempt(),
+            started: request.started().unwrap_or_else(tokio::time::Instant::now),
+        }
+    }
+
+    pub(crate) fn emit(&self, outcome: StageOutcome, http_status: Option<u16>) {
+        let event = StageEvent::new(
+            self.attempt,
+            Stage::REQUEST,
+            self.started.elapsed(),
+            outcome,
+        )
+        .with_http_status(http_status);
+        for observer in &self.observers {
+            observer.on_event(&event);
+        }
     }
 }
 
@@ -117,9 +200,17 @@ where
 {
     /// Decides `error` with `policy`: every child is judged; the first
     /// ineligible or vetoed child decides; otherwise it is eligible when any
-    /// child is.
-    pub fn decide<P: ClassifyPolicy>(error: E, policy: &P) -> Self {
-        let decision = decide_children(&error.children(), policy);
+    /// child is. When the request was not `replay_safe`, an eligible
+    /// failure after the connect stage becomes ineligible: the request may
+    /// have been acted on.
+    pub fn decide<P: ClassifyPolicy>(error: E, policy: &P, replay_safe: bool) -> Self {
+        let mut decision = decide_children(&error.children(), policy);
+        if !replay_safe && decision == Decision::Eligible {
+            let failure = error.failure();
+            if failure.stage != Stage::CONNECT {
+                decision = Decision::Ineligible(failure);
+            }
+        }
         Classified { error, decision }
     }
 }
@@ -136,7 +227,7 @@ pub(crate) fn decide_children<P: ClassifyPolicy>(children: &[Child<'_>], policy:
         (true, _) => Decision::Eligible,
         (false, Some(first)) => Decision::Ineligible(first.failure),
         (false, None) => Decision::Ineligible(Failure::new(
-            crate::Stage::Connect,
+            crate::Stage::REQUEST,
             crate::FailureKind::Other,
         )),
     }
@@ -198,5 +289,13 @@ where
 
     fn children(&self) -> Vec<Child<'_>> {
         self.error.children()
+    }
+
+    fn attempts(&self) -> u32 {
+        self.error.attempts()
+    }
+
+    fn stop(&self) -> Option<crate::recovery::Stop> {
+        self.error.stop()
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::{CancelSource, Child, Failure, FailureKind, Stage};
+use crate::{CancelSource, Child, Failure, FailureKind};
 
 /// Whether a failure allows a fresh attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,47 +21,36 @@ pub trait ClassifyPolicy {
     fn decide(&self, child: &Child<'_>) -> Decision;
 }
 
-/// The default: fresh attempts only where a new transport can plausibly
+/// The default: fresh attempts only where a new connection can plausibly
 /// succeed where the old one failed.
+///
+/// It reads the failure's kind only; a protocol with rules of its own (a
+/// status that is evidence of an older peer while establishing, say) wraps it
+/// in a policy of its own.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Conservative;
 
 impl Conservative {
     /// The rule for one failure, as plain data.
     pub fn allows(failure: &Failure) -> bool {
-        let establishing = matches!(
-            failure.stage,
-            Stage::Connect
-                | Stage::SseEndpoint
-                | Stage::Probe
-                | Stage::Initialize
-                | Stage::Initialized
-        );
         match failure.kind {
             FailureKind::Closed
             | FailureKind::Io
             | FailureKind::Connect
-            | FailureKind::LegacyEra => true,
+            | FailureKind::Unavailable
+            | FailureKind::Outdated => true,
             FailureKind::Timeout => matches!(
                 failure.cancel_source,
                 Some(CancelSource::ProbeTimeout | CancelSource::HandshakeTimeout)
             ),
-            // 400/404/405 while establishing are era signals; any other status is not.
-            FailureKind::HttpStatus => {
-                establishing && matches!(failure.http_status, Some(400 | 404 | 405))
-            }
-            FailureKind::Rpc => {
-                establishing
-                    && failure
-                        .http_status
-                        .is_none_or(|s| matches!(s, 200..=299 | 400 | 404 | 405))
-            }
             FailureKind::Configuration
             | FailureKind::Dns
             | FailureKind::Tls
             | FailureKind::Cancelled
             | FailureKind::Auth
             | FailureKind::Throttled
+            | FailureKind::HttpStatus
+            | FailureKind::Rpc
             | FailureKind::Rejected
             | FailureKind::Version
             | FailureKind::Protocol
@@ -117,6 +106,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Stage;
 
     fn f(stage: Stage, kind: FailureKind) -> Failure {
         Failure::new(stage, kind)
@@ -125,33 +115,33 @@ mod tests {
     #[test]
     fn conservative_rules() {
         let yes = [
-            f(Stage::Initialize, FailureKind::Closed),
-            f(Stage::Probe, FailureKind::Io),
-            f(Stage::Probe, FailureKind::Connect),
-            f(Stage::Probe, FailureKind::Timeout).with_cancel_source(CancelSource::ProbeTimeout),
-            f(Stage::Initialize, FailureKind::Timeout)
+            f(Stage::HANDSHAKE, FailureKind::Closed),
+            f(Stage::REQUEST, FailureKind::Io),
+            f(Stage::CONNECT, FailureKind::Connect),
+            f(Stage::HANDSHAKE, FailureKind::Timeout)
                 .with_cancel_source(CancelSource::HandshakeTimeout),
-            f(Stage::Initialize, FailureKind::HttpStatus).with_http_status(404),
-            f(Stage::Initialize, FailureKind::Rpc).with_jsonrpc_code(-32600),
+            f(Stage::DISCOVER, FailureKind::Timeout).with_cancel_source(CancelSource::ProbeTimeout),
+            f(Stage::REQUEST, FailureKind::Unavailable).with_http_status(503),
+            f(Stage::HANDSHAKE, FailureKind::Outdated),
         ];
         for failure in yes {
             assert!(Conservative::allows(&failure), "{failure}");
         }
         let no = [
-            f(Stage::Probe, FailureKind::Auth).with_http_status(401),
-            f(Stage::Probe, FailureKind::Auth).with_http_status(403),
-            f(Stage::Probe, FailureKind::Throttled).with_http_status(429),
-            f(Stage::Probe, FailureKind::Dns),
-            f(Stage::Probe, FailureKind::Tls),
-            f(Stage::Configure, FailureKind::Configuration),
-            f(Stage::Probe, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller),
-            f(Stage::Probe, FailureKind::Timeout).with_cancel_source(CancelSource::Deadline),
-            f(Stage::Probe, FailureKind::Rejected).with_jsonrpc_code(-32020),
-            f(Stage::Initialize, FailureKind::Version),
-            f(Stage::Initialize, FailureKind::HttpStatus).with_http_status(500),
-            f(Stage::Initialize, FailureKind::Rpc).with_http_status(500),
-            f(Stage::Request, FailureKind::Rpc),
-            f(Stage::Probe, FailureKind::Other),
+            f(Stage::REQUEST, FailureKind::Auth).with_http_status(401),
+            f(Stage::REQUEST, FailureKind::Auth).with_http_status(403),
+            f(Stage::REQUEST, FailureKind::Throttled).with_http_status(429),
+            f(Stage::CONNECT, FailureKind::Dns),
+            f(Stage::CONNECT, FailureKind::Tls),
+            f(Stage::CONFIGURE, FailureKind::Configuration),
+            f(Stage::REQUEST, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller),
+            f(Stage::REQUEST, FailureKind::Timeout).with_cancel_source(CancelSource::Deadline),
+            f(Stage::HANDSHAKE, FailureKind::Rejected).with_jsonrpc_code(-32020),
+            f(Stage::HANDSHAKE, FailureKind::Version),
+            f(Stage::HANDSHAKE, FailureKind::HttpStatus).with_http_status(404),
+            f(Stage::REQUEST, FailureKind::HttpStatus).with_http_status(500),
+            f(Stage::HANDSHAKE, FailureKind::Rpc),
+            f(Stage::REQUEST, FailureKind::Other),
         ];
         for failure in no {
             assert!(!Conservative::allows(&failure), "{failure}");

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::recovery::Outcome;
+use crate::recovery::Stop;
 use crate::{CancelSource, Child, Classify, Failure, FailureKind, Stage};
 
 /// What [`Deadline`](super::Deadline) fails with.
@@ -33,12 +33,8 @@ impl<E: fmt::Display> fmt::Display for DeadlineError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeadlineError::Inner(e) => e.fmt(f),
-            DeadlineError::Elapsed => {
-                f.write_str("deadline elapsed and cleanup did not finish in its bound")
-            }
-            DeadlineError::Cancelled => {
-                f.write_str("cancelled and cleanup did not finish in its bound")
-            }
+            DeadlineError::Elapsed => f.write_str("the deadline passed"),
+            DeadlineError::Cancelled => f.write_str("the caller cancelled"),
         }
     }
 }
@@ -59,9 +55,9 @@ where
     fn failure(&self) -> Failure {
         match self {
             DeadlineError::Inner(e) => e.failure(),
-            DeadlineError::Elapsed => Failure::new(Stage::Connect, FailureKind::Timeout)
+            DeadlineError::Elapsed => Failure::new(Stage::REQUEST, FailureKind::Timeout)
                 .with_cancel_source(CancelSource::Deadline),
-            DeadlineError::Cancelled => Failure::new(Stage::Connect, FailureKind::Cancelled)
+            DeadlineError::Cancelled => Failure::new(Stage::REQUEST, FailureKind::Cancelled)
                 .with_cancel_source(CancelSource::Caller),
         }
     }
@@ -75,9 +71,7 @@ where
             }],
         }
     }
-}
 
-impl<E: Outcome> Outcome for DeadlineError<E> {
     fn attempts(&self) -> u32 {
         match self {
             DeadlineError::Inner(e) => e.attempts(),
@@ -85,11 +79,11 @@ impl<E: Outcome> Outcome for DeadlineError<E> {
         }
     }
 
-    fn exhaustion(&self) -> Option<&'static str> {
+    fn stop(&self) -> Option<Stop> {
         match self {
-            DeadlineError::Inner(e) => e.exhaustion(),
-            DeadlineError::Elapsed => Some("deadline"),
-            DeadlineError::Cancelled => Some("cancelled"),
+            DeadlineError::Inner(e) => e.stop(),
+            DeadlineError::Elapsed => Some(Stop::Deadline),
+            DeadlineError::Cancelled => Some(Stop::Cancelled),
         }
     }
 }

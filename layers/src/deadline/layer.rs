@@ -10,24 +10,57 @@ use super::Deadline;
 #[derive(Debug, Clone, Copy)]
 pub struct DeadlineLayer {
     budget: Duration,
-    cleanup: Duration,
+    cleanup: Option<Duration>,
 }
 
 impl DeadlineLayer {
     /// An overall budget, measured from the first `poll_ready` (or `call`).
-    /// The cleanup bound defaults to 6 s: three steps of the default
-    /// 2-second close grace.
+    /// The cleanup bound is each request's own
+    /// [`Establishment::cleanup_bound`](crate::Establishment::cleanup_bound)
+    /// unless [`with_cleanup_bound`](Self::with_cleanup_bound) sets one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_connect_layers::deadline::DeadlineLayer;
+    /// use mcp_connect_layers::Establishment;
+    /// use tower::{service_fn, ServiceBuilder, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # #[derive(Default)]
+    /// # struct Ping { started: Option<tokio::time::Instant>, deadline: Option<tokio::time::Instant> }
+    /// # impl Establishment for Ping {
+    /// #     fn deadline(&self) -> Option<tokio::time::Instant> { self.deadline }
+    /// #     fn set_deadline(&mut self, started: tokio::time::Instant, deadline: tokio::time::Instant) {
+    /// #         self.started = Some(started);
+    /// #         self.deadline = Some(deadline);
+    /// #     }
+    /// #     fn started(&self) -> Option<tokio::time::Instant> { self.started }
+    /// #     fn cancellation(&self) -> Option<&tokio_util::sync::CancellationToken> { None }
+    /// #     fn add_observer(&mut self, _: std::sync::Arc<dyn mcp_connect_layers::StageObserver>) {}
+    /// #     fn observers(&self) -> &[std::sync::Arc<dyn mcp_connect_layers::StageObserver>] { &[] }
+    /// # }
+    /// // A service that never answers is cut at the deadline.
+    /// let stalled = service_fn(|_: Ping| std::future::pending::<Result<(), std::io::Error>>());
+    /// let outcome = ServiceBuilder::new()
+    ///     .layer(DeadlineLayer::new(Duration::from_millis(20)))
+    ///     .service(stalled)
+    ///     .oneshot(Ping::default())
+    ///     .await;
+    /// assert!(outcome.is_err());
+    /// # }
+    /// ```
     pub fn new(budget: Duration) -> Self {
         DeadlineLayer {
             budget,
-            cleanup: Duration::from_secs(6),
+            cleanup: None,
         }
     }
 
     /// How long disposal may take after expiry or cancellation before the
     /// inner future is dropped.
     pub fn with_cleanup_bound(mut self, cleanup: Duration) -> Self {
-        self.cleanup = cleanup;
+        self.cleanup = Some(cleanup);
         self
     }
 

@@ -10,7 +10,7 @@
 //!   service was ready), before any transport I/O, and `poll_ready` itself
 //!   is bounded;
 //! - the *absolute* deadline travels down inside the request
-//!   ([`Budgeted::set_deadline`]), so every stage below (TCP/TLS connect,
+//!   ([`Establishment::set_deadline`]), so every stage below (TCP/TLS connect,
 //!   HTTP headers, the SSE `endpoint` event, discovery, `initialize`,
 //!   backoff sleeps, every recovery attempt) waits at most for what is
 //!   left, a new attempt never resets it, and none starts after it. Stages
@@ -23,9 +23,11 @@
 //!
 //! # The cleanup contract
 //!
-//! On expiry or caller cancellation, disposal (closing streams, ending HTTP
-//! sessions, the stdio close ladder of stdin EOF, SIGTERM, SIGKILL) has its
-//! own bound, [`DeadlineLayer::with_cleanup_bound`]. This layer guarantees
+//! On expiry or caller cancellation, disposal (closing streams, ending
+//! sessions, a child process's close ladder) has its own bound: the
+//! request's [`Establishment::cleanup_bound`] (zero for an HTTP request, whose
+//! future is cleaned up by dropping it), or the one set with
+//! [`DeadlineLayer::with_cleanup_bound`]. This layer guarantees
 //! the call returns by *deadline + cleanup bound* (or *cancellation +
 //! cleanup bound*): if the inner future has not finished by then it is
 //! dropped (dropping closes sockets and kills child processes) and
@@ -45,36 +47,22 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
 use crate::instant::after;
+use crate::Establishment;
 
 pub use error::DeadlineError;
 pub use future::ResponseFuture;
 pub use layer::DeadlineLayer;
-
-/// A request that carries the establishment's deadline and start.
-pub trait Budgeted {
-    /// The absolute deadline already set, if any.
-    fn deadline(&self) -> Option<Instant>;
-
-    /// Sets the absolute deadline of the whole establishment.
-    fn set_deadline(&mut self, deadline: Instant);
-
-    /// Sets when the establishment started (for elapsed times).
-    fn set_start(&mut self, started: Instant);
-
-    /// The caller's cancellation.
-    fn cancellation(&self) -> Option<&CancellationToken>;
-}
 
 /// The service made by [`DeadlineLayer`].
 #[derive(Debug)]
 pub struct Deadline<S> {
     inner: S,
     budget: Duration,
-    cleanup: Duration,
+    /// The layer's cleanup bound; `None` takes the request's own.
+    cleanup: Option<Duration>,
     /// When the caller first asked for readiness.
     started: Option<Instant>,
     /// The timer bounding readiness, made only if the inner service is not
@@ -95,8 +83,9 @@ impl<S: Clone> Clone for Deadline<S> {
 }
 
 impl<S> Deadline<S> {
-    /// Wraps `inner` with an overall `budget` and a `cleanup` bound.
-    pub fn new(inner: S, budget: Duration, cleanup: Duration) -> Self {
+    /// Wraps `inner` with an overall `budget` and a `cleanup` bound
+    /// (`None`: each request's own [`Establishment::cleanup_bound`]).
+    pub fn new(inner: S, budget: Duration, cleanup: Option<Duration>) -> Self {
         Deadline {
             inner,
             budget,
@@ -111,6 +100,11 @@ impl<S> Deadline<S> {
         &self.inner
     }
 
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
     /// The inner service, unwrapped.
     pub fn into_inner(self) -> S {
         self.inner
@@ -120,7 +114,7 @@ impl<S> Deadline<S> {
 impl<S, Request> Service<Request> for Deadline<S>
 where
     S: Service<Request>,
-    Request: Budgeted,
+    Request: Establishment,
 {
     type Response = S::Response;
     type Error = DeadlineError<S::Error>;
@@ -151,13 +145,13 @@ where
             Some(earlier) if earlier < own => earlier,
             _ => own,
         };
-        request.set_deadline(deadline);
-        request.set_start(started);
+        request.set_deadline(started, deadline);
+        let cleanup = self.cleanup.unwrap_or_else(|| request.cleanup_bound());
         let cancel = request.cancellation().cloned();
         ResponseFuture::new(
             self.inner.call(request),
-            after(deadline, self.cleanup),
-            self.cleanup,
+            after(deadline, cleanup),
+            cleanup,
             cancel,
         )
     }

@@ -3,12 +3,24 @@
 //!
 //! In the spirit of tower-http's `trace`, which acts on what `classify`
 //! decided: this layer records *what happened* to an establishment, one
-//! `mcp.establish` span per call with one `mcp.attempt` span per attempt,
-//! and an event per stage transition carrying fields only: stage, outcome,
-//! elapsed and remaining budget, transport mode, attempt number, failure
-//! kind, closure category, HTTP status, JSON-RPC code, cancellation source,
-//! and at the end the attempt count and exhaustion reason. A
+//! `establish` span per call with one `attempt` span per attempt, and an
+//! event per stage transition carrying fields only: stage, outcome, elapsed
+//! and remaining budget, the request's label, attempt number, failure kind,
+//! closure category, HTTP status, JSON-RPC code, cancellation source, and at
+//! the end the attempt count and why attempts stopped. A
 //! [`LifecycleMetrics`] callback receives the same values.
+//!
+//! Events use the target `mcp_connect_layers::lifecycle`. Span names and the
+//! target are fixed: `tracing` keeps them in static callsites, so they cannot
+//! follow a runtime setting. What a protocol crate can set is the
+//! `protocol` field on every span and event
+//! ([`LifecycleDiagnosticsLayer::with_protocol`]), which filters and
+//! dashboards can select on.
+//!
+//! When the deadline layer outside drops an establishment that did not end
+//! in time (a service that cannot stop cooperatively, such as an HTTP client
+//! stalled on a response), the outcome is still recorded, as a timeout by
+//! the deadline or a cancellation by the caller.
 //!
 //! By construction it cannot leak: every value it sees is a
 //! [`StageEvent`] or a [`Failure`],
@@ -34,17 +46,8 @@ use tower_service::Service;
 pub use future::ResponseFuture;
 pub use layer::LifecycleDiagnosticsLayer;
 
-use crate::deadline::Budgeted;
-use crate::{Failure, StageEvent, StageObserver};
-
-/// A request whose stage events can be observed.
-pub trait Observable: Budgeted {
-    /// Adds an observer for every stage event of this establishment.
-    fn add_observer(&mut self, observer: Arc<dyn StageObserver>);
-
-    /// The configured transport mode, as a stable lower-case name.
-    fn transport_mode(&self) -> &'static str;
-}
+use crate::recovery::Stop;
+use crate::{Establishment, Failure, StageEvent};
 
 /// One stage transition, with its context.
 #[derive(Debug, Clone, Copy)]
@@ -54,8 +57,8 @@ pub struct StageRecord {
     pub event: StageEvent,
     /// What was left of the overall deadline at the event.
     pub remaining: Option<Duration>,
-    /// The configured transport mode.
-    pub transport: &'static str,
+    /// The request's label.
+    pub label: &'static str,
 }
 
 /// How one establishment ended.
@@ -70,10 +73,10 @@ pub struct OutcomeRecord {
     pub elapsed: Duration,
     /// The failure that decided it, when it failed.
     pub failure: Option<Failure>,
-    /// Why recovery stopped, when it ran and failed.
-    pub exhaustion: Option<&'static str>,
-    /// The configured transport mode.
-    pub transport: &'static str,
+    /// Why attempts stopped, when a recovery layer ran and failed.
+    pub stop: Option<Stop>,
+    /// The request's label.
+    pub label: &'static str,
 }
 
 /// Receives the lifecycle values, for metrics. Called inline: keep it cheap.
@@ -100,25 +103,45 @@ impl LifecycleMetrics for NoMetrics {}
 pub struct LifecycleDiagnostics<S> {
     inner: S,
     metrics: Option<Arc<dyn LifecycleMetrics>>,
+    protocol: Option<&'static str>,
 }
 
 impl<S> LifecycleDiagnostics<S> {
     /// Wraps `inner`, reporting to `tracing` and, if given, `metrics`.
     pub fn new(inner: S, metrics: Option<Arc<dyn LifecycleMetrics>>) -> Self {
-        LifecycleDiagnostics { inner, metrics }
+        LifecycleDiagnostics {
+            inner,
+            metrics,
+            protocol: None,
+        }
+    }
+
+    pub(crate) fn with_protocol(mut self, protocol: Option<&'static str>) -> Self {
+        self.protocol = protocol;
+        self
     }
 
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
 impl<S, Request> Service<Request> for LifecycleDiagnostics<S>
 where
     S: Service<Request>,
-    S::Error: crate::Classify + crate::recovery::Outcome + std::error::Error + 'static,
-    Request: Observable,
+    S::Error: crate::Classify,
+    Request: Establishment,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -129,28 +152,35 @@ where
     }
 
     fn call(&mut self, mut request: Request) -> Self::Future {
-        let transport = request.transport_mode();
-        let span = tracing::info_span!("mcp.establish", transport);
+        let label = request.label();
+        let span = tracing::info_span!(
+            target: tracer::TARGET,
+            "establish",
+            label,
+            protocol = self.protocol
+        );
         // Nobody listening (no subscriber wants these spans or the outcome
         // warning, no metrics): no tracer, no observer, no per-stage work.
         let listening = self.metrics.is_some()
             || !span.is_disabled()
-            || tracing::enabled!(target: "mcp_connect::lifecycle", tracing::Level::WARN);
+            || tracing::enabled!(target: tracer::TARGET, tracing::Level::WARN);
         let tracer = listening.then(|| {
             let metrics = self.metrics.clone().unwrap_or_else(|| Arc::new(NoMetrics));
             let tracer = Arc::new(tracer::Tracer::new(
                 span.clone(),
                 request.deadline(),
-                transport,
+                label,
+                self.protocol,
                 metrics,
             ));
             request.add_observer(tracer.clone());
             tracer
         });
+        let request_deadline = request.deadline();
         let inner = {
             let _entered = span.enter();
             self.inner.call(request)
         };
-        ResponseFuture::new(inner, span, tracer)
+        ResponseFuture::new(inner, span, tracer, request_deadline)
     }
 }

@@ -25,6 +25,8 @@ pub enum Stop {
     Cancelled,
     /// Recovery is off (a cap of one attempt): the single attempt failed.
     RecoveryOff,
+    /// The request cannot be sent again (its body cannot be cloned).
+    NotReplayable,
 }
 
 impl Stop {
@@ -38,6 +40,7 @@ impl Stop {
             Stop::Deadline => "deadline",
             Stop::Cancelled => "cancelled",
             Stop::RecoveryOff => "recovery_off",
+            Stop::NotReplayable => "not_replayable",
         }
     }
 
@@ -51,6 +54,7 @@ impl Stop {
             Stop::Deadline => "the deadline passed",
             Stop::Cancelled => "the caller cancelled",
             Stop::RecoveryOff => "recovery is off",
+            Stop::NotReplayable => "the request cannot be sent again",
         }
     }
 }
@@ -93,6 +97,11 @@ impl<E> RecoveryError<E> {
         self.stop
     }
 
+    /// Every attempt's error, in order, and why recovery stopped.
+    pub fn into_parts(self) -> (Vec<E>, Stop) {
+        (self.errors, self.stop)
+    }
+
     /// The first attempt's error, unwrapped.
     pub fn into_primary(self) -> E {
         self.errors
@@ -117,10 +126,10 @@ impl<E: fmt::Debug> fmt::Debug for RecoveryError<E> {
 impl<E> fmt::Display for RecoveryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.errors.len() {
-            1 => f.write_str("establishment failed after 1 attempt")?,
-            n => write!(f, "establishment failed after {n} attempts")?,
+            1 => f.write_str("gave up after 1 attempt")?,
+            n => write!(f, "gave up after {n} attempts")?,
         }
-        write!(f, " ({})", self.stop.describe())
+        write!(f, ": {}", self.stop.describe())
     }
 }
 
@@ -154,5 +163,13 @@ where
 
     fn children(&self) -> Vec<Child<'_>> {
         self.errors.iter().flat_map(|e| e.children()).collect()
+    }
+
+    fn attempts(&self) -> u32 {
+        RecoveryError::attempts(self)
+    }
+
+    fn stop(&self) -> Option<Stop> {
+        Some(self.stop)
     }
 }

@@ -15,9 +15,9 @@ use tower::util::rng::HasherRng;
 use tower::ServiceExt;
 use tower_service::Service;
 
-use super::{Attempts, Decided, RecoveryError, RecoveryPolicy, Stop};
+use super::{Decided, RecoveryError, RecoveryPolicy, Stop};
 use crate::classify::Decision;
-use crate::{CancelSource, Failure, FailureKind};
+use crate::{CancelSource, Classify, Failure, FailureKind, Reattempt};
 
 /// The future returned by [`FreshSessionRecovery`](super::FreshSessionRecovery).
 pub type ResponseFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, RecoveryError<E>>> + Send>>;
@@ -31,8 +31,8 @@ where
     S: Service<Request> + Clone + Send + 'static,
     S::Future: Send,
     S::Response: Send + 'static,
-    S::Error: Decided + Send + 'static,
-    Request: Attempts + Send + 'static,
+    S::Error: Decided + Classify + Send + 'static,
+    Request: Reattempt + Send + 'static,
 {
     Box::pin(async move {
         // A new generator for every establishment: connections that failed
@@ -45,11 +45,13 @@ where
         let token = request.cancellation().cloned();
         let mut errors = Vec::new();
         let mut service = first;
-        let mut current = request.clone();
-        let mut first_call = true;
+        let mut current = request;
         loop {
-            let outcome = if first_call {
-                first_call = false;
+            let attempt = errors.len() as u32 + 1;
+            // The next attempt's request is made before this one is sent
+            // (sending consumes it); none is made when no attempt can follow.
+            let next = (attempt < policy.max_attempts).then(|| current.next_attempt(attempt + 1));
+            let outcome = if attempt == 1 {
                 service.call(current).await
             } else {
                 service.clone().oneshot(current).await
@@ -62,8 +64,8 @@ where
                 Decision::Eligible => None,
                 Decision::Ineligible(failure) | Decision::Vetoed(failure) => Some(refusal(failure)),
             };
+            let retry_after = error.failure().retry_after;
             errors.push(error);
-            let failed = errors.len() as u32;
             // With a cap of one, "recovery is off" says more than "cap reached"
             // or "not eligible"; the deadline and the caller are still named.
             let off = policy.max_attempts == 1;
@@ -72,7 +74,7 @@ where
                     Stop::NotEligible if off => Stop::RecoveryOff,
                     refused => refused,
                 })
-            } else if failed >= policy.max_attempts {
+            } else if attempt >= policy.max_attempts {
                 Some(if off {
                     Stop::RecoveryOff
                 } else {
@@ -82,18 +84,26 @@ where
                 Some(Stop::Cancelled)
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
                 Some(Stop::Deadline)
-            } else if policy.budget.as_ref().is_some_and(|b| !b.withdraw()) {
-                Some(Stop::Budget)
             } else {
                 None
             };
             if let Some(stop) = stop {
                 return Err(RecoveryError::new(errors, stop));
             }
-            let Some(next) = request.next_attempt(failed + 1) else {
-                return Err(RecoveryError::new(errors, Stop::NoPlan));
+            let next = match next {
+                Some(Ok(next)) => next,
+                Some(Err(stop)) => return Err(RecoveryError::new(errors, stop)),
+                None => return Err(RecoveryError::new(errors, Stop::MaxAttempts)),
             };
-            let delay = policy.backoff.delay(failed, &mut rng);
+            if policy.budget.as_ref().is_some_and(|b| !b.withdraw()) {
+                return Err(RecoveryError::new(errors, Stop::Budget));
+            }
+            // The server's `Retry-After` is the shortest wait; the jitter
+            // may make it longer, never shorter.
+            let delay = policy
+                .backoff
+                .delay(attempt, &mut rng)
+                .max(retry_after.unwrap_or_default());
             if let Some(stop) = back_off(delay, deadline, token.as_ref()).await {
                 return Err(RecoveryError::new(errors, stop));
             }
@@ -112,19 +122,19 @@ fn refusal(failure: &Failure) -> Stop {
     }
 }
 
-/// Sleeps `delay`, but no later than the deadline; `Some` when the deadline
-/// or the caller's cancellation ended the wait.
+/// Sleeps `delay`; `Some` when the caller cancelled meanwhile, or at once
+/// when the wait would reach the deadline (no attempt could start after it).
 async fn back_off(
     delay: std::time::Duration,
     deadline: Option<Instant>,
     token: Option<&CancellationToken>,
 ) -> Option<Stop> {
     let wake = crate::instant::after(Instant::now(), delay);
-    let (until, at_deadline) = match deadline {
-        Some(deadline) if deadline <= wake => (deadline, true),
-        _ => (wake, false),
-    };
-    let sleep = tokio::time::sleep_until(until);
+    if deadline.is_some_and(|deadline| deadline <= wake) {
+        // Waiting would only end at the deadline: say so now.
+        return Some(Stop::Deadline);
+    }
+    let sleep = tokio::time::sleep_until(wake);
     match token {
         Some(token) => tokio::select! {
             biased;
@@ -133,5 +143,5 @@ async fn back_off(
         },
         None => sleep.await,
     }
-    at_deadline.then_some(Stop::Deadline)
+    None
 }

@@ -29,10 +29,15 @@
 //! `[0, min(max, base * 2^n)]`), which tower's exponential backoff is not,
 //! and its sleep ends at the deadline or on cancellation.
 //!
-//! Each attempt's request comes from [`Attempts::next_attempt`], so the
-//! request type chooses what changes between attempts (for MCP: as
-//! configured, then `initialize` first, then HTTP+SSE) and what never does
-//! (a version pin).
+//! Each attempt's request comes from
+//! [`Reattempt::next_attempt`](crate::Reattempt::next_attempt), made before
+//! the previous attempt is sent, so the request type chooses what changes
+//! between attempts (a different plan for an older peer, say) and what never
+//! does; a request that cannot be sent again (an HTTP request with a
+//! streaming body) ends recovery with [`Stop::NotReplayable`] instead of
+//! being sent half-empty. A `Retry-After` the peer sent with an eligible
+//! failure is the shortest wait before the next attempt; when it reaches
+//! past the deadline, recovery stops at once with [`Stop::Deadline`].
 
 mod error;
 mod future;
@@ -41,8 +46,6 @@ mod policy;
 
 use std::task::{Context, Poll};
 
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
 pub use error::{RecoveryError, Stop};
@@ -51,20 +54,7 @@ pub use layer::FreshSessionRecoveryLayer;
 pub use policy::{Backoff, RecoveryPolicy};
 
 use crate::classify::Decision;
-
-/// A request that knows its later attempts, its deadline and its caller's
-/// cancellation.
-pub trait Attempts: Clone {
-    /// The request for attempt `attempt` (2 or more), or `None` when the
-    /// plan has no such attempt.
-    fn next_attempt(&self, attempt: u32) -> Option<Self>;
-
-    /// The absolute deadline of the whole establishment.
-    fn deadline(&self) -> Option<Instant>;
-
-    /// The caller's cancellation.
-    fn cancellation(&self) -> Option<&CancellationToken>;
-}
+use crate::{Classify, Reattempt};
 
 /// An error that carries a recovery decision (a
 /// [`Classified`](crate::classify::Classified) error does).
@@ -76,32 +66,6 @@ pub trait Decided {
 impl<E> Decided for crate::classify::Classified<E> {
     fn decision(&self) -> &Decision {
         crate::classify::Classified::decision(self)
-    }
-}
-
-/// What an establishment's error says about its attempts, for diagnostics.
-/// The defaults describe a single attempt.
-pub trait Outcome {
-    /// How many attempts were made.
-    fn attempts(&self) -> u32 {
-        1
-    }
-
-    /// Why recovery stopped, when recovery ran.
-    fn exhaustion(&self) -> Option<&'static str> {
-        None
-    }
-}
-
-impl<E> Outcome for crate::classify::Classified<E> {}
-
-impl<E> Outcome for RecoveryError<E> {
-    fn attempts(&self) -> u32 {
-        RecoveryError::attempts(self)
-    }
-
-    fn exhaustion(&self) -> Option<&'static str> {
-        Some(self.stop().as_str())
     }
 }
 
@@ -123,6 +87,11 @@ impl<S> FreshSessionRecovery<S> {
         &self.inner
     }
 
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
     /// The inner service, unwrapped.
     pub fn into_inner(self) -> S {
         self.inner
@@ -134,8 +103,8 @@ where
     S: Service<Request> + Clone + Send + 'static,
     S::Future: Send,
     S::Response: Send + 'static,
-    S::Error: Decided + Send + 'static,
-    Request: Attempts + Send + 'static,
+    S::Error: Decided + Classify + Send + 'static,
+    Request: Reattempt + Send + 'static,
 {
     type Response = S::Response;
     type Error = RecoveryError<S::Error>;
