@@ -40,6 +40,7 @@
 
 mod clock;
 mod connector;
+#[cfg(feature = "demo")]
 pub mod demo;
 mod era_cache;
 mod error;

@@ -75,13 +75,11 @@ enum State {
     },
 }
 
-/// The std mutexes here (`reconnect`, `jitter`) are held for one read or one
-/// draw, never across an `.await`; poisoning, and so their `expect`, cannot
-/// happen.
+/// The std mutex here (`jitter`) is held for one draw, never across an
+/// `.await`; poisoning, and so its `expect`, cannot happen.
 struct Inner {
     stack: Establish,
     request: ConnectRequest,
-    reconnect: std::sync::Mutex<Reconnect>,
     state: Mutex<State>,
     generation: AtomicU64,
     jitter: std::sync::Mutex<HasherRng>,
@@ -100,6 +98,9 @@ struct Inner {
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
+    /// This handle's own choice: clones made before a `with_reconnect`
+    /// keep theirs.
+    reconnect: Reconnect,
 }
 
 /// Why a call on an [`McpClient`] failed.
@@ -196,11 +197,11 @@ impl McpClient {
             inner: Arc::new(Inner {
                 stack,
                 request,
-                reconnect: std::sync::Mutex::new(Reconnect::OnNextCall),
                 state: Mutex::new(State::Empty),
                 generation: AtomicU64::new(0),
                 jitter: std::sync::Mutex::new(HasherRng::default()),
             }),
+            reconnect: Reconnect::OnNextCall,
         }
     }
 
@@ -212,9 +213,12 @@ impl McpClient {
         Ok(client)
     }
 
-    /// When to rebuild a dead session (for this client and its clones).
-    pub fn with_reconnect(self, reconnect: Reconnect) -> Self {
-        *self.inner.reconnect.lock().expect("lock poisoned") = reconnect;
+    /// When a call through this handle finds the session dead, rebuild it
+    /// at once in the background or on the next call. Applies to this handle
+    /// and to clones made from it afterwards; clones made before keep
+    /// their own choice.
+    pub fn with_reconnect(mut self, reconnect: Reconnect) -> Self {
+        self.reconnect = reconnect;
         self
     }
 
@@ -278,7 +282,7 @@ impl McpClient {
         if let Some(dead) = dead {
             // A dead transport closes at once; the error is the call's, not this.
             let _ = dead.close().await;
-            if *self.inner.reconnect.lock().expect("lock poisoned") == Reconnect::InBackground {
+            if self.reconnect == Reconnect::InBackground {
                 let client = self.clone();
                 tokio::spawn(async move {
                     let _ = client.session().await;
@@ -390,5 +394,30 @@ impl fmt::Debug for McpClient {
             .field("request", &self.inner.request)
             .field("generation", &self.generation())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Connector, EstablishBuilder};
+
+    /// Issue 12: choosing the reconnect mode on one handle leaves handles
+    /// cloned before it as they were.
+    #[test]
+    fn with_reconnect_changes_only_this_handle() {
+        let stack = EstablishBuilder::new(Connector::new()).build();
+        let request = ConnectRequest::http("http://127.0.0.1:9/mcp").expect("valid");
+        let first = McpClient::lazy(stack, request);
+        let earlier = first.clone();
+        let background = first.with_reconnect(Reconnect::InBackground);
+        let later = background.clone();
+        assert_eq!(earlier.reconnect, Reconnect::OnNextCall);
+        assert_eq!(background.reconnect, Reconnect::InBackground);
+        assert_eq!(later.reconnect, Reconnect::InBackground);
+        assert!(
+            Arc::ptr_eq(&earlier.inner, &later.inner),
+            "one session shared"
+        );
     }
 }

@@ -57,3 +57,8 @@ pub use failure::{CancelSource, Child, Classify, Closure, Failure, FailureKind};
 pub use observe::{StageEvent, StageObserver, StageOutcome};
 pub use request::{Establishment, Reattempt};
 pub use stage::{Phase, Stage, StageInfo};
+
+/// The README's example, compiled as a doctest so it stays true.
+#[cfg(all(doctest, feature = "http"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -11,7 +11,6 @@ use mcp_connect_layers::classify::FailureClassifierLayer;
 use mcp_connect_layers::recovery::{Backoff, FreshSessionRecoveryLayer, RecoveryPolicy, Stop};
 use mcp_connect_layers::{Classify, Closure, Envelope, Failure, FailureKind, Stage};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tower::retry::budget::TpsBudget;
 use tower::{Service, ServiceBuilder, ServiceExt};
 

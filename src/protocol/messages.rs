@@ -1,7 +1,9 @@
 //! The MCP messages used to establish and use a session.
 //!
-//! Only the fields this client reads are typed; the rest of a server's answer
-//! stays available as raw JSON through [`crate::Session::request`].
+//! Only the fields this client reads are typed. Every result keeps the rest
+//! of what the server sent in its `extra` map (fields a later revision adds,
+//! vendor extensions), and the structs are `#[non_exhaustive]` so that typing
+//! one more field later is not a breaking change.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -22,11 +24,22 @@ pub mod meta_keys {
 
 /// The client's name and version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientInfo {
     /// Programmatic name.
     pub name: String,
     /// Version string.
     pub version: String,
+}
+
+impl ClientInfo {
+    /// A name and version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ClientInfo {
+            name: name.into(),
+            version: version.into(),
+        }
+    }
 }
 
 impl Default for ClientInfo {
@@ -40,6 +53,7 @@ impl Default for ClientInfo {
 
 /// The server's name and version, as it reported them.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ServerInfo {
     /// Programmatic name.
     #[serde(default)]
@@ -47,6 +61,9 @@ pub struct ServerInfo {
     /// Version string.
     #[serde(default)]
     pub version: String,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// `initialize` params (legacy era).
@@ -64,6 +81,7 @@ pub struct InitializeParams<'a> {
 /// `initialize` result (legacy era).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InitializeResult {
     /// The version the server chose.
     pub protocol_version: ProtocolVersion,
@@ -76,11 +94,15 @@ pub struct InitializeResult {
     /// Usage instructions for the model, if any.
     #[serde(default)]
     pub instructions: Option<String>,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// `server/discover` result (modern era).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DiscoverResult {
     /// Every version the server speaks.
     pub supported_versions: Vec<ProtocolVersion>,
@@ -94,6 +116,9 @@ pub struct DiscoverResult {
     /// [`meta_keys::SERVER_INFO`].
     #[serde(default, rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl DiscoverResult {
@@ -106,9 +131,13 @@ impl DiscoverResult {
 
 /// The `data` of a `-32022` unsupported-version error.
 #[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
 pub struct UnsupportedVersionData {
     /// The versions the server speaks.
     pub supported: Vec<ProtocolVersion>,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// `tools/call` params.
@@ -140,6 +169,7 @@ pub struct ReadResourceParams<'a> {
 /// One tool from `tools/list`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Tool {
     /// The tool name.
     pub name: String,
@@ -149,22 +179,30 @@ pub struct Tool {
     /// The JSON Schema of its arguments.
     #[serde(default)]
     pub input_schema: Value,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// `tools/list` result.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListToolsResult {
     /// The tools on this page.
     pub tools: Vec<Tool>,
     /// The cursor of the next page, if any.
     #[serde(default)]
     pub next_cursor: Option<String>,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// `tools/call` result.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolResult {
     /// Content blocks (text, images, resources) as the server sent them.
     #[serde(default)]
@@ -175,6 +213,9 @@ pub struct CallToolResult {
     /// Whether the tool reported a failure of its own.
     #[serde(default)]
     pub is_error: bool,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl CallToolResult {

@@ -108,13 +108,7 @@ impl HttpClient {
             // The HTTPS connector below decides per scheme.
             http.enforce_http(false);
             let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
-            // ring is named explicitly so that another crate enabling a second
-            // rustls provider cannot make the builder ambiguous.
-            let https = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_provider_and_webpki_roots(std::sync::Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))
-                .expect("ring supports the default TLS versions")
+            let https = tls_builder()
                 .https_or_http()
                 .enable_http1()
                 .enable_http2()
@@ -265,4 +259,37 @@ impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpClient").finish_non_exhaustive()
     }
+}
+
+/// The TLS half of the default client: ring, and Mozilla's roots
+/// (webpki-roots).
+#[cfg(all(feature = "rustls", not(feature = "native-roots")))]
+fn tls_builder() -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes> {
+    // ring is named explicitly so that another crate enabling a second
+    // rustls provider cannot make the builder ambiguous.
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_webpki_roots(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .expect("ring supports the default TLS versions")
+}
+
+/// With `native-roots`: Mozilla's roots *and* the platform's store (where a
+/// corporate CA lives). Certificates the platform store holds but rustls
+/// cannot parse are skipped; loading happens once, when the client is built.
+#[cfg(feature = "native-roots")]
+fn tls_builder() -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let native = rustls_native_certs::load_native_certs();
+    let (added, _unparsable) = roots.add_parsable_certificates(native.certs);
+    tracing::debug!(added, "platform root certificates loaded");
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("ring supports the default TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config)
 }

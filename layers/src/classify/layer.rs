@@ -14,6 +14,48 @@ pub struct FailureClassifierLayer<P = Conservative> {
 
 impl FailureClassifierLayer<Conservative> {
     /// The conservative default policy.
+    ///
+    /// ```
+    /// use mcp_connect_layers::classify::{ClassifyOutcome, Decision, FailureClassifierLayer};
+    /// use mcp_connect_layers::{Classify, Envelope, Failure, FailureKind, Stage};
+    /// use tower::{service_fn, ServiceBuilder, ServiceExt};
+    ///
+    /// #[derive(Debug)]
+    /// struct Unauthorized;
+    /// impl std::fmt::Display for Unauthorized {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         f.write_str("unauthorized")
+    ///     }
+    /// }
+    /// impl std::error::Error for Unauthorized {}
+    /// impl Classify for Unauthorized {
+    ///     fn failure(&self) -> Failure {
+    ///         Failure::new(Stage::HANDSHAKE, FailureKind::Auth).with_http_status(401)
+    ///     }
+    /// }
+    ///
+    /// struct Connection;
+    /// impl ClassifyOutcome<Unauthorized> for Connection {
+    ///     type Error = Unauthorized;
+    ///     fn classify_outcome(outcome: Result<Self, Unauthorized>) -> Result<Self, Unauthorized> {
+    ///         outcome
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let connect = service_fn(|_: Envelope<()>| async { Err::<Connection, _>(Unauthorized) });
+    /// let error = ServiceBuilder::new()
+    ///     .layer(FailureClassifierLayer::new())
+    ///     .service(connect)
+    ///     .oneshot(Envelope::new(()))
+    ///     .await
+    ///     .err()
+    ///     .unwrap();
+    /// // A 401 never earns a fresh attempt.
+    /// assert!(matches!(error.decision(), Decision::Ineligible(_)));
+    /// # }
+    /// ```
     pub fn new() -> Self {
         FailureClassifierLayer {
             policy: Conservative,

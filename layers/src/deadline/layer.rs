@@ -21,33 +21,21 @@ impl DeadlineLayer {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use mcp_connect_layers::deadline::DeadlineLayer;
-    /// use mcp_connect_layers::Establishment;
+    ///
+    /// use mcp_connect_layers::deadline::{DeadlineError, DeadlineLayer};
+    /// use mcp_connect_layers::Envelope;
     /// use tower::{service_fn, ServiceBuilder, ServiceExt};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// # #[derive(Default)]
-    /// # struct Ping { started: Option<tokio::time::Instant>, deadline: Option<tokio::time::Instant> }
-    /// # impl Establishment for Ping {
-    /// #     fn deadline(&self) -> Option<tokio::time::Instant> { self.deadline }
-    /// #     fn set_deadline(&mut self, started: tokio::time::Instant, deadline: tokio::time::Instant) {
-    /// #         self.started = Some(started);
-    /// #         self.deadline = Some(deadline);
-    /// #     }
-    /// #     fn started(&self) -> Option<tokio::time::Instant> { self.started }
-    /// #     fn cancellation(&self) -> Option<&tokio_util::sync::CancellationToken> { None }
-    /// #     fn add_observer(&mut self, _: std::sync::Arc<dyn mcp_connect_layers::StageObserver>) {}
-    /// #     fn observers(&self) -> &[std::sync::Arc<dyn mcp_connect_layers::StageObserver>] { &[] }
-    /// # }
     /// // A service that never answers is cut at the deadline.
-    /// let stalled = service_fn(|_: Ping| std::future::pending::<Result<(), std::io::Error>>());
+    /// let stalled = service_fn(|_: Envelope<()>| std::future::pending::<Result<(), std::io::Error>>());
     /// let outcome = ServiceBuilder::new()
     ///     .layer(DeadlineLayer::new(Duration::from_millis(20)))
     ///     .service(stalled)
-    ///     .oneshot(Ping::default())
+    ///     .oneshot(Envelope::new(()))
     ///     .await;
-    /// assert!(outcome.is_err());
+    /// assert!(matches!(outcome, Err(DeadlineError::Elapsed)));
     /// # }
     /// ```
     pub fn new(budget: Duration) -> Self {

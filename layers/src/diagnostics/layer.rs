@@ -17,21 +17,55 @@ impl LifecycleDiagnosticsLayer {
     /// Tracing only.
     ///
     /// ```
-    /// use std::sync::Arc;
-    /// use mcp_connect_layers::diagnostics::{LifecycleDiagnosticsLayer, LifecycleMetrics, OutcomeRecord};
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
     ///
-    /// #[derive(Debug)]
-    /// struct Count;
-    /// impl LifecycleMetrics for Count {
+    /// use mcp_connect_layers::classify::{ClassifyOutcome, FailureClassifierLayer};
+    /// use mcp_connect_layers::deadline::DeadlineLayer;
+    /// use mcp_connect_layers::diagnostics::{LifecycleDiagnosticsLayer, LifecycleMetrics, OutcomeRecord};
+    /// use mcp_connect_layers::{Classify, Envelope, Failure, FailureKind, Stage};
+    /// use tower::{service_fn, ServiceBuilder, ServiceExt};
+    ///
+    /// #[derive(Debug, Default)]
+    /// struct Established(Mutex<Vec<bool>>);
+    /// impl LifecycleMetrics for Established {
     ///     fn on_outcome(&self, record: &OutcomeRecord) {
-    ///         let _ = (record.established, record.attempts, record.failure);
+    ///         self.0.lock().unwrap().push(record.established);
     ///     }
     /// }
     ///
-    /// let layer = LifecycleDiagnosticsLayer::new()
-    ///     .with_protocol("my-protocol")
-    ///     .with_metrics(Arc::new(Count));
-    /// # let _ = layer;
+    /// #[derive(Debug)]
+    /// struct Refused;
+    /// impl std::fmt::Display for Refused {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         f.write_str("refused")
+    ///     }
+    /// }
+    /// impl std::error::Error for Refused {}
+    /// impl Classify for Refused {
+    ///     fn failure(&self) -> Failure {
+    ///         Failure::new(Stage::CONNECT, FailureKind::Connect)
+    ///     }
+    /// }
+    /// struct Connection;
+    /// impl ClassifyOutcome<Refused> for Connection {
+    ///     type Error = Refused;
+    ///     fn classify_outcome(outcome: Result<Self, Refused>) -> Result<Self, Refused> {
+    ///         outcome
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let metrics = Arc::new(Established::default());
+    /// let stack = ServiceBuilder::new()
+    ///     .layer(DeadlineLayer::new(Duration::from_secs(1)))
+    ///     .layer(LifecycleDiagnosticsLayer::new().with_protocol("my-protocol").with_metrics(metrics.clone()))
+    ///     .layer(FailureClassifierLayer::new())
+    ///     .service(service_fn(|_: Envelope<()>| async { Err::<Connection, _>(Refused) }));
+    /// assert!(stack.oneshot(Envelope::new(())).await.is_err());
+    /// assert_eq!(*metrics.0.lock().unwrap(), [false]);
+    /// # }
     /// ```
     pub fn new() -> Self {
         LifecycleDiagnosticsLayer {
@@ -41,7 +75,7 @@ impl LifecycleDiagnosticsLayer {
     }
 
     /// Sets the `protocol` field on every span and event (a stable,
-    /// lower-case name such as `"mcp"`).
+    /// lower-case name such as `"my-protocol"`).
     pub fn with_protocol(mut self, protocol: &'static str) -> Self {
         self.protocol = Some(protocol);
         self

@@ -20,7 +20,7 @@
 //!   chain, and later attempts are kept beside it, because the first failure
 //!   is the one that says what is wrong with the server; a caller
 //!   cancellation or a vetoed failure in a later attempt is still what the
-//!   error reports through [`Classify`](crate::Classify).
+//!   error reports through [`Classify`].
 //!
 //! What it reuses from tower: the [`Budget`](tower::retry::budget::Budget)
 //! trait and [`TpsBudget`](tower::retry::budget::TpsBudget), so that many
@@ -30,7 +30,7 @@
 //! and its sleep ends at the deadline or on cancellation.
 //!
 //! Each attempt's request comes from
-//! [`Reattempt::next_attempt`](crate::Reattempt::next_attempt), made before
+//! [`Reattempt::next_attempt`], made before
 //! the previous attempt is sent, so the request type chooses what changes
 //! between attempts (a different plan for an older peer, say) and what never
 //! does; a request that cannot be sent again (an HTTP request with a
