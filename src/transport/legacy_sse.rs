@@ -22,9 +22,7 @@ use http_body_util::{BodyExt, Full};
 use mcp_connect_layers::Closure;
 use tokio::task::JoinHandle;
 
-use super::streamable_http::{
-    client_error, collect, is_event_stream, retry_after, ERROR_BODY_LIMIT,
-};
+use super::http_shared::{client_error, collect, is_event_stream, retry_after, ERROR_BODY_LIMIT};
 use super::waiters::{Dispatched, Waiters};
 use super::{
     answer_server_request, HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind,

@@ -15,8 +15,10 @@
 //! only the method.
 
 mod http_client;
+mod http_shared;
 mod legacy_sse;
 mod lines;
+mod mcp_headers;
 mod memory;
 mod server_stream;
 mod sse;

@@ -11,35 +11,29 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use mcp_connect_layers::Closure;
-use serde_json::Value;
 
-use super::http_client::{chain_has, DnsError, TlsError};
+use super::http_shared::{
+    client_error, collect, finish_if_ended, is_event_stream, is_json, retry_after, ERROR_BODY_LIMIT,
+};
+use super::mcp_headers::{
+    encode_header_value, method_header, name_param, version_header, ACCEPT_BOTH, JSON, MCP_METHOD,
+    MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+};
 use super::{
     answer_server_request, HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport,
     TransportKind,
 };
-use crate::error::{BoxError, TransportError};
+use crate::error::TransportError;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
 use crate::redact::SafeUri;
-
-pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
-/// Error bodies are read only this far when looking for a JSON-RPC error.
-pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// A Streamable HTTP connection to one MCP endpoint.
 ///
@@ -490,178 +484,5 @@ impl Transport for StreamableHttp {
 
     fn http_requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
-    }
-}
-
-/// The param mirrored in `Mcp-Name` for the methods that name a target.
-fn name_param<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
-    let key = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return None,
-    };
-    params?.get(key)?.as_str()
-}
-
-/// Printable ASCII without edge whitespace goes as is; anything else is
-/// wrapped as `=?base64?...?=` so the exact bytes survive.
-fn encode_header_value(value: &str) -> HeaderValue {
-    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
-        && value.trim() == value
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
-    let text = if plain {
-        value.to_owned()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    };
-    HeaderValue::from_str(&text).expect("printable ASCII is a valid header value")
-}
-
-/// Reads what has already arrived after the reply, without waiting: when
-/// the server ended the stream right after its reply (as most do), the body
-/// reaches its end here and hyper can pool the connection for the next
-/// request instead of closing it. Anything still to come is not waited for.
-fn finish_if_ended(body: &mut HttpBody) {
-    use futures_util::FutureExt as _;
-    // A few frames at most: the chunked terminator, perhaps an empty frame.
-    for _ in 0..4 {
-        match body.frame().now_or_never() {
-            Some(Some(Ok(_))) => continue,
-            _ => return,
-        }
-    }
-}
-
-/// The `MCP-Protocol-Version` value: static for the versions this client
-/// speaks (no allocation), parsed for any other.
-fn version_header(version: &ProtocolVersion) -> Option<HeaderValue> {
-    match ProtocolVersion::SUPPORTED
-        .iter()
-        .find(|known| *known == version)
-        .and_then(ProtocolVersion::static_str)
-    {
-        Some(known) => Some(HeaderValue::from_static(known)),
-        None => HeaderValue::from_str(version.as_str()).ok(),
-    }
-}
-
-/// The `Mcp-Method` value: static for the methods this client sends most.
-fn method_header(method: &str) -> Option<HeaderValue> {
-    const COMMON: &[&str] = &[
-        "server/discover",
-        "tools/call",
-        "tools/list",
-        "resources/read",
-        "resources/list",
-        "prompts/get",
-        "prompts/list",
-        "initialize",
-        "ping",
-    ];
-    match COMMON.iter().find(|known| **known == method) {
-        Some(known) => Some(HeaderValue::from_static(known)),
-        None => HeaderValue::from_str(method).ok(),
-    }
-}
-
-pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
-    content_type_is(headers, "text/event-stream")
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    content_type_is(headers, "application/json")
-}
-
-fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
-}
-
-/// The server's `Retry-After` (delay-seconds or an HTTP-date).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    mcp_connect_layers::http::retry_after(headers)
-}
-
-/// Reads a whole body, refusing more than `limit` bytes. A body that
-/// arrives in one frame (the usual JSON reply) is returned without a copy.
-pub(crate) async fn collect(mut body: HttpBody, limit: usize) -> Result<Bytes, TransportError> {
-    let mut first: Option<Bytes> = None;
-    let mut joined: Option<bytes::BytesMut> = None;
-    let mut length = 0;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(TransportError::Interrupted)?;
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        length += data.len();
-        if length > limit {
-            return Err(TransportError::TooLarge { limit });
-        }
-        match (&mut joined, first.take()) {
-            (Some(joined), _) => joined.extend_from_slice(&data),
-            (None, None) => first = Some(data),
-            (None, Some(earlier)) => {
-                let mut buffer = bytes::BytesMut::with_capacity(length);
-                buffer.extend_from_slice(&earlier);
-                buffer.extend_from_slice(&data);
-                joined = Some(buffer);
-            }
-        }
-    }
-    Ok(match joined {
-        Some(joined) => joined.freeze(),
-        None => first.unwrap_or_default(),
-    })
-}
-
-/// Sorts an HTTP client failure by the types in its source chain.
-pub(crate) fn client_error(error: BoxError) -> TransportError {
-    if chain_has::<DnsError>(error.as_ref()) {
-        return TransportError::Dns(error);
-    }
-    if chain_has::<TlsError>(error.as_ref()) {
-        return TransportError::Tls(error);
-    }
-    let mut connect = false;
-    let mut interrupted = false;
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
-    while let Some(e) = source {
-        if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
-            connect |= e.is_connect();
-        } else if let Some(e) = e.downcast_ref::<hyper::Error>() {
-            interrupted |= e.is_incomplete_message() || e.is_closed() || e.is_canceled();
-        } else if let Some(e) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            interrupted |= matches!(
-                e.kind(),
-                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
-            );
-        }
-        source = e.source();
-    }
-    if connect {
-        TransportError::Connect(error)
-    } else if interrupted {
-        TransportError::Interrupted(error)
-    } else {
-        TransportError::Http(error)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn name_header_is_plain_or_base64() {
-        assert_eq!(encode_header_value("add"), "add");
-        assert_eq!(encode_header_value("héllo"), "=?base64?aMOpbGxv?=");
-        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
     }
 }

@@ -1,0 +1,239 @@
+//! The ladder itself, on one attempt: probe, `initialize`, the HTTP+SSE
+//! fallback, each stage bounded by the clock.
+
+use crate::stage;
+use mcp_connect_layers::{CancelSource, Failure, FailureKind, Stage};
+
+use crate::clock::Clock;
+use crate::error::{Error, ErrorKind, VersionError};
+use crate::protocol::{
+    codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
+    Request, RequestId,
+};
+use crate::request::{ConnectRequest, TransportMode};
+use crate::session::{ClientIdentity, Negotiated};
+use crate::transport::{Transport, TransportKind};
+
+use super::plan::Plan;
+use super::verdict::{
+    judge_probe, modern_evidence, sse_fallback_allowed, ProbeVerdict, MAX_PROBES,
+};
+use super::{open, open_sse, Open};
+
+pub(super) struct Ladder<'a> {
+    pub(super) request: &'a ConnectRequest,
+    pub(super) clock: &'a Clock,
+    pub(super) opener: &'a dyn Open,
+    pub(super) next_id: i64,
+    pub(super) transport: Box<dyn Transport>,
+}
+
+impl Ladder<'_> {
+    fn id(&mut self) -> RequestId {
+        let id = self.next_id;
+        self.next_id += 1;
+        RequestId::Number(id)
+    }
+
+    fn client(&self) -> &ClientIdentity {
+        &self.request.client
+    }
+
+    pub(super) async fn run(&mut self, plan: Plan) -> Result<Negotiated, Error> {
+        let policy = &self.request.versions;
+        let mut probe_at = plan.probe_at;
+        let mut probes = 0;
+        let mut offer = plan.offer.filter(|v| policy.allows(v));
+        loop {
+            if let Some(version) = probe_at.take().filter(|_| probes < MAX_PROBES) {
+                probes += 1;
+                match self.probe(&version).await? {
+                    ProbeVerdict::Modern(version, result) => return Ok(modern(version, result)),
+                    ProbeVerdict::RetryAt(next) => {
+                        probe_at = Some(next);
+                        continue;
+                    }
+                    ProbeVerdict::Legacy(named, _) => offer = named.or(offer),
+                    ProbeVerdict::LegacyOnFreshTransport(_) => {
+                        self.dispose().await;
+                        self.transport = open(self.request, self.clock, self.opener)?;
+                        self.next_id = 1;
+                    }
+                }
+            }
+            let Some(offer) = offer.clone().or_else(|| policy.newest(Era::Legacy)) else {
+                let error = Error::new(stage::PROBE, ErrorKind::Version(VersionError::NoMutual));
+                self.clock.fail(&error);
+                return Err(error);
+            };
+            let error = match self.initialize(&offer).await {
+                Ok(negotiated) => return Ok(negotiated),
+                Err(error) => error,
+            };
+            if probes < MAX_PROBES {
+                if let Some(version) = modern_evidence(&error, policy) {
+                    probe_at = Some(version);
+                    continue;
+                }
+            }
+            let may_fall_back = self.request.mode == TransportMode::Auto
+                && self.transport.kind() == TransportKind::StreamableHttp
+                && sse_fallback_allowed(&error);
+            if !may_fall_back {
+                return Err(error);
+            }
+            // The POST endpoint refused initialize: try the 2024 HTTP+SSE transport.
+            self.dispose().await;
+            self.transport = match open_sse(self.request, self.clock, self.opener).await {
+                Ok(transport) => transport,
+                Err(sse_error) => return Err(error.with_also(sse_error)),
+            };
+            self.next_id = 1;
+            return self
+                .initialize(&offer)
+                .await
+                .map_err(|sse_error| error.with_also(sse_error));
+        }
+    }
+    async fn probe(&mut self, version: &ProtocolVersion) -> Result<ProbeVerdict, Error> {
+        let clock = self.clock;
+        clock.begin(stage::PROBE);
+        let request = Request {
+            id: self.id(),
+            method: "server/discover".into(),
+            params: Some(self.client().stamp(version, None)),
+        };
+        let limits = &self.request.limits;
+        let transport = self.transport.as_ref();
+        let outcome = clock
+            .limit(
+                stage::PROBE,
+                limits.probe_timeout,
+                CancelSource::ProbeTimeout,
+                async {
+                    transport
+                        .request(&request, Some(version))
+                        .await
+                        .map_err(|e| Error::transport(stage::PROBE, e))
+                },
+            )
+            .await;
+        let verdict = judge_probe(
+            outcome,
+            version,
+            &self.request.versions,
+            transport.kind(),
+            self.request.probe_timeout_is_legacy,
+        );
+        match &verdict {
+            Ok(ProbeVerdict::Modern(..)) => clock.succeed(stage::PROBE),
+            Ok(
+                ProbeVerdict::Legacy(_, evidence) | ProbeVerdict::LegacyOnFreshTransport(evidence),
+            ) => {
+                clock.fail_with(*evidence);
+            }
+            Ok(ProbeVerdict::RetryAt(_)) => clock.fail_with(
+                Failure::new(stage::PROBE, FailureKind::Version)
+                    .with_jsonrpc_code(codes::UNSUPPORTED_PROTOCOL_VERSION),
+            ),
+            Err(error) => clock.fail(error),
+        }
+        verdict
+    }
+
+    async fn initialize(&mut self, offer: &ProtocolVersion) -> Result<Negotiated, Error> {
+        let clock = self.clock;
+        let limits = &self.request.limits;
+        clock.begin(stage::INITIALIZE);
+        let id = self.id();
+        let params = InitializeParams {
+            protocol_version: offer,
+            capabilities: &self.client().capabilities,
+            client_info: &self.client().info,
+        };
+        let request = Request {
+            id,
+            method: "initialize".into(),
+            params: Some(serde_json::to_value(params).expect("params serialize")),
+        };
+        let transport = self.transport.as_ref();
+        let policy = &self.request.versions;
+        let result = clock
+            .limit(
+                stage::INITIALIZE,
+                limits.handshake_timeout,
+                CancelSource::HandshakeTimeout,
+                async {
+                    let reply = transport
+                        .request(&request, None)
+                        .await
+                        .map_err(|e| Error::transport(stage::INITIALIZE, e))?
+                        .map_err(|rpc| Error::new(stage::INITIALIZE, ErrorKind::Rpc(rpc)))?;
+                    let result: InitializeResult = serde_json::from_str(reply.get())
+                        .map_err(|e| Error::new(stage::INITIALIZE, ErrorKind::Result(e.into())))?;
+                    if result.protocol_version.era() != Era::Legacy
+                        || !policy.allows(&result.protocol_version)
+                    {
+                        return Err(Error::new(
+                            stage::INITIALIZE,
+                            ErrorKind::Version(VersionError::NotAllowed {
+                                offered: result.protocol_version,
+                            }),
+                        ));
+                    }
+                    Ok(result)
+                },
+            )
+            .await
+            .inspect_err(|e| clock.fail(e))?;
+        clock.succeed(stage::INITIALIZE);
+
+        clock.begin(stage::INITIALIZED);
+        let version = result.protocol_version.clone();
+        let notification = Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        clock
+            .limit(
+                stage::INITIALIZED,
+                limits.handshake_timeout,
+                CancelSource::HandshakeTimeout,
+                async {
+                    transport
+                        .notify(&notification, Some(&version))
+                        .await
+                        .map_err(|e| Error::transport(stage::INITIALIZED, e))
+                },
+            )
+            .await
+            .inspect_err(|e| clock.fail(e))?;
+        clock.succeed(stage::INITIALIZED);
+        Ok(Negotiated {
+            version,
+            server_info: result.server_info,
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        })
+    }
+
+    /// Closes the current transport within the close bound. Errors are
+    /// logged by category and never replace the establishment's error.
+    pub(super) async fn dispose(&self) {
+        let bound = self.request.limits.close_grace * 3;
+        match tokio::time::timeout(bound, self.transport.close()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(failure = %e.failure(Stage::CLOSE), "disposal failed"),
+            Err(_) => tracing::debug!("disposal exceeded its bound"),
+        }
+    }
+}
+
+fn modern(version: ProtocolVersion, result: DiscoverResult) -> Negotiated {
+    Negotiated {
+        server_info: result.server_info().unwrap_or_default(),
+        version,
+        capabilities: result.capabilities,
+        instructions: result.instructions,
+    }
+}

@@ -1,0 +1,212 @@
+//! The dual-era establishment ladder on fresh transports.
+//!
+//! 1. Modern probe: `server/discover` at the newest modern version allowed.
+//!    A `DiscoverResult` naming a version we speak makes the session modern;
+//!    `-32022` with `data.supported` means the server is modern and names
+//!    its versions, so we retry once at a mutual one (or go legacy if it only
+//!    lists legacy ones); `-32020`/`-32021` are fatal rejections.
+//! 2. Anything else that proves nothing about the era surfaces as an error:
+//!    401/403, 429, 5xx, connection failures, an HTTP probe timeout.
+//! 3. Everything else is legacy evidence: any other JSON-RPC error, any other
+//!    4xx whatever its body, an unparseable result. The rule is a denylist,
+//!    never keyed to one code, because servers answer unknown methods in
+//!    every imaginable way.
+//! 4. Legacy: `initialize` with the newest allowed legacy version, a check
+//!    that the server's answer is one we allow, then
+//!    `notifications/initialized`. A `-32022` here is modern evidence and
+//!    earns one more probe.
+//!
+//! 5. HTTP+SSE: when the Streamable HTTP `initialize` POST is refused with
+//!    400, 404 or 405 and no modern error body, the 2024 transport is tried:
+//!    GET the URL, wait for `endpoint`, initialize there. If that fails too,
+//!    the error keeps both, the Streamable HTTP one as primary.
+//!
+//! A stdio server that dies on the probe (old servers exit on anything but
+//! `initialize`) is given a freshly spawned process for `initialize`; the
+//! dead one is reaped first.
+//!
+//! With an [`EraCache`](crate::EraCache) the ladder starts where the last
+//! connection ended (no probe for a legacy server, no doomed POSTs for an
+//! SSE-only one). A failure that may mean the verdict is stale drops it, and
+//! the full ladder runs once more on a fresh transport.
+//!
+//! The parts: [`verdict`] reads what an answer says about the server's era
+//! (pure functions, unit-tested), [`plan`] chooses where the ladder starts,
+//! [`ladder`] climbs it on one attempt, and this module runs the attempt
+//! with the era cache and disposal around it.
+
+mod ladder;
+mod plan;
+mod verdict;
+
+use crate::stage;
+use mcp_connect_layers::{CancelSource, Classify, FailureKind, Stage};
+
+use futures_util::future::BoxFuture;
+
+use crate::clock::Clock;
+use crate::era_cache::Verdict;
+use crate::error::{Error, TransportError};
+use crate::policy::VersionPolicy;
+use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
+use crate::session::Session;
+use crate::transport::Transport;
+
+use ladder::Ladder;
+use plan::Plan;
+
+/// Opens fresh transports for the ladder (implemented by the connector).
+pub(crate) trait Open: Sync {
+    /// A request/response transport: Streamable HTTP, or a new stdio process.
+    fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error>;
+
+    /// A legacy HTTP+SSE stream, once its `endpoint` event has arrived.
+    fn open_sse<'a>(
+        &'a self,
+        request: &'a ConnectRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Transport>, TransportError>>;
+}
+
+/// Runs the ladder, consulting and updating the era cache. On failure every
+/// transport it opened is closed before the error is returned; a failing
+/// close never replaces the error.
+pub(crate) async fn establish(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+) -> Result<Session, Error> {
+    // The request was validated by `Connector::connect`, the only caller.
+    // Only unpinned, uncapped, auto-transport first attempts use the cache: a
+    // pin wins, and a recovery strategy is a deliberate change of plan.
+    let cache = request.era_cache.as_ref().filter(|_| {
+        request.versions == VersionPolicy::Auto
+            && request.mode == TransportMode::Auto
+            && request.strategy == Strategy::AsConfigured
+    });
+    let cached = cache.and_then(|cache| cache.get(&request.target));
+    let outcome = match cached {
+        Some(verdict) => match attempt(request, clock, opener, Plan::cached(verdict)).await {
+            Err(error) if assumption_failed(&error) => {
+                // The cached verdict is stale: forget it, run the full ladder once.
+                if let Some(cache) = cache {
+                    cache.remove(&request.target);
+                }
+                attempt(request, clock, opener, Plan::full(request)).await
+            }
+            outcome => outcome,
+        },
+        None => attempt(request, clock, opener, Plan::full(request)).await,
+    };
+    if let (Ok(session), Some(cache)) = (&outcome, cache) {
+        if let Some(verdict) = Verdict::of(session.transport_kind(), session.protocol_version()) {
+            cache.insert(&request.target, verdict);
+        }
+    }
+    outcome
+}
+
+/// Whether a failure under a cached verdict may mean the verdict is stale.
+/// Failures that say nothing about the era (auth, throttling, DNS, TLS,
+/// connection, cancellation, the overall deadline) do not.
+fn assumption_failed(error: &Error) -> bool {
+    let failure = error.failure();
+    match failure.kind {
+        FailureKind::Auth
+        | FailureKind::Throttled
+        | FailureKind::Cancelled
+        | FailureKind::Configuration
+        | FailureKind::Dns
+        | FailureKind::Tls
+        | FailureKind::Connect => false,
+        FailureKind::Timeout => failure.cancel_source != Some(CancelSource::Deadline),
+        _ => true,
+    }
+}
+
+async fn attempt(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+    plan: Plan,
+) -> Result<Session, Error> {
+    let transport = if plan.sse {
+        open_sse(request, clock, opener).await?
+    } else {
+        open(request, clock, opener)?
+    };
+    let mut ladder = Ladder {
+        request,
+        clock,
+        opener,
+        next_id: 1,
+        transport,
+    };
+    match ladder.run(plan).await {
+        Ok(negotiated) => {
+            if let Err(error) = clock.check(stage::INITIALIZED) {
+                // Cancellation or expiry raced a late success: the session
+                // that will not be returned is closed, not leaked.
+                ladder.dispose().await;
+                clock.fail(&error);
+                return Err(error);
+            }
+            Ok(Session::new(
+                ladder.transport,
+                negotiated,
+                request.client.clone(),
+                ladder.next_id,
+                request.limits.request_timeout,
+            ))
+        }
+        Err(error) => {
+            ladder.dispose().await;
+            Err(error)
+        }
+    }
+}
+
+pub(super) fn open(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+) -> Result<Box<dyn Transport>, Error> {
+    clock.check(Stage::CONNECT)?;
+    // Only a stdio spawn does something here. A Streamable HTTP transport is
+    // a value until its first request, which opens (or reuses) a pooled
+    // connection: reporting `connect ok` for it would claim a connection that
+    // does not exist yet, so its connection failures surface at the stage of
+    // that first request instead.
+    let spawns = matches!(request.target, Target::Stdio(_));
+    if spawns {
+        clock.begin(Stage::CONNECT);
+    }
+    let transport = opener.open(request).inspect_err(|e| clock.fail(e))?;
+    if spawns {
+        clock.succeed(Stage::CONNECT);
+    }
+    Ok(transport)
+}
+
+pub(super) async fn open_sse(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+) -> Result<Box<dyn Transport>, Error> {
+    clock.begin(stage::SSE_ENDPOINT);
+    let transport = clock
+        .limit(
+            stage::SSE_ENDPOINT,
+            request.limits.handshake_timeout,
+            CancelSource::HandshakeTimeout,
+            async {
+                opener
+                    .open_sse(request)
+                    .await
+                    .map_err(|e| Error::transport(stage::SSE_ENDPOINT, e))
+            },
+        )
+        .await
+        .inspect_err(|e| clock.fail(e))?;
+    clock.succeed(stage::SSE_ENDPOINT);
+    Ok(transport)
+}

@@ -1,0 +1,92 @@
+//! The MCP request headers of Streamable HTTP: names, and values built
+//! without allocating for the common cases.
+//!
+//! `Mcp-Method` and `Mcp-Name` mirror the JSON-RPC method and its target
+//! (tool, prompt or resource) so that gateways can route without reading the
+//! body; a name that is not printable ASCII is sent base64-wrapped so its
+//! exact bytes survive.
+
+use base64::Engine as _;
+use http::header::{HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::protocol::ProtocolVersion;
+
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+pub(crate) const ACCEPT_BOTH: HeaderValue =
+    HeaderValue::from_static("application/json, text/event-stream");
+pub(crate) const JSON: HeaderValue = HeaderValue::from_static("application/json");
+/// Error bodies are read only this far when looking for a JSON-RPC error.
+/// The param mirrored in `Mcp-Name` for the methods that name a target.
+pub(crate) fn name_param<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
+    let key = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return None,
+    };
+    params?.get(key)?.as_str()
+}
+
+/// Printable ASCII without edge whitespace goes as is; anything else is
+/// wrapped as `=?base64?...?=` so the exact bytes survive.
+pub(crate) fn encode_header_value(value: &str) -> HeaderValue {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    let text = if plain {
+        value.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    };
+    HeaderValue::from_str(&text).expect("printable ASCII is a valid header value")
+}
+
+/// The `MCP-Protocol-Version` value: static for the versions this client
+/// speaks (no allocation), parsed for any other.
+pub(crate) fn version_header(version: &ProtocolVersion) -> Option<HeaderValue> {
+    match ProtocolVersion::SUPPORTED
+        .iter()
+        .find(|known| *known == version)
+        .and_then(ProtocolVersion::static_str)
+    {
+        Some(known) => Some(HeaderValue::from_static(known)),
+        None => HeaderValue::from_str(version.as_str()).ok(),
+    }
+}
+
+/// The `Mcp-Method` value: static for the methods this client sends most.
+pub(crate) fn method_header(method: &str) -> Option<HeaderValue> {
+    const COMMON: &[&str] = &[
+        "server/discover",
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "resources/list",
+        "prompts/get",
+        "prompts/list",
+        "initialize",
+        "ping",
+    ];
+    match COMMON.iter().find(|known| **known == method) {
+        Some(known) => Some(HeaderValue::from_static(known)),
+        None => HeaderValue::from_str(method).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_header_is_plain_or_base64() {
+        assert_eq!(encode_header_value("add"), "add");
+        assert_eq!(encode_header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
+    }
+}
