@@ -8,6 +8,7 @@
 //! each attempt starts from nothing: a new HTTP session, a new process.
 
 use std::fmt;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
@@ -89,11 +90,12 @@ impl Open for Connector {
             let Target::Http { url, headers } = &request.target else {
                 unreachable!("establish checks that SSE has an HTTP target")
             };
-            let transport = LegacySse::connect(
+            let transport = LegacySse::connect_with(
                 self.http.clone(),
                 url.clone(),
                 headers.clone(),
                 request.limits.max_message_bytes,
+                Arc::clone(&request.inbound),
             )
             .await?;
             Ok(Box::new(transport) as Box<dyn Transport>)
@@ -106,16 +108,23 @@ impl Open for Connector {
             (
                 Target::Http { url, headers },
                 TransportMode::Auto | TransportMode::StreamableHttp,
-            ) => Ok(Box::new(StreamableHttp::new(
-                self.http.clone(),
-                url.clone(),
-                headers.clone(),
-                limits.max_message_bytes,
-            ))),
+            ) => Ok(Box::new(
+                StreamableHttp::new(
+                    self.http.clone(),
+                    url.clone(),
+                    headers.clone(),
+                    limits.max_message_bytes,
+                )
+                .with_inbound(Arc::clone(&request.inbound)),
+            )),
             (Target::Stdio(command), TransportMode::Auto | TransportMode::Stdio) => {
-                let transport =
-                    StdioTransport::spawn(command, limits.max_message_bytes, limits.close_grace)
-                        .map_err(|e: TransportError| Error::transport(Stage::CONNECT, e))?;
+                let transport = StdioTransport::spawn_with(
+                    command,
+                    limits.max_message_bytes,
+                    limits.close_grace,
+                    Arc::clone(&request.inbound),
+                )
+                .map_err(|e: TransportError| Error::transport(Stage::CONNECT, e))?;
                 Ok(Box::new(transport))
             }
             // `ConnectRequest::validate` refuses these before any transport is opened.

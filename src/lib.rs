@@ -45,6 +45,7 @@ pub mod demo;
 mod era_cache;
 mod error;
 mod handshake;
+pub mod inbound;
 mod manager;
 mod policy;
 pub mod protocol;
@@ -65,7 +66,7 @@ pub use manager::{session_lost, ClientError, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
-pub use session::{Session, SessionState};
+pub use session::{RequestOptions, Session, SessionState};
 pub use stack::{Establish, EstablishBuilder, EstablishError};
 
 /// The README's examples, compiled as doctests so they stay true.

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::era_cache::EraCache;
 use crate::error::{ConfigError, Error};
+use crate::inbound::{ClientHandler, Inbound, NotificationSender};
 use crate::policy::VersionPolicy;
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::redact::SafeUri;
@@ -175,6 +176,13 @@ pub struct ConnectRequest {
     pub(crate) observers: Vec<Arc<dyn StageObserver>>,
     pub(crate) era_cache: Option<EraCache>,
     pub(crate) strategy: Strategy,
+    /// The capabilities the caller set, before the handler's are added.
+    declared: Value,
+    handler: ClientHandler,
+    listener: Option<NotificationSender>,
+    /// Made from `handler` and `listener`; shared by every attempt and
+    /// every session made from this request.
+    pub(crate) inbound: Arc<Inbound>,
 }
 
 impl ConnectRequest {
@@ -241,7 +249,25 @@ impl ConnectRequest {
             observers: Vec::new(),
             era_cache: None,
             strategy: Strategy::AsConfigured,
+            declared: Value::Object(Default::default()),
+            handler: ClientHandler::new(),
+            listener: None,
+            inbound: Inbound::none(),
         }
+    }
+
+    /// Rebuilds the inbound seam and the capabilities after a change to the
+    /// handler, the listener or the declared capabilities: the handler's
+    /// kinds are added to what the caller declared, and nothing else is.
+    fn refresh_inbound(&mut self) {
+        self.inbound = Inbound::new(self.handler.clone(), self.listener.clone());
+        let mut capabilities = self.declared.clone();
+        if let (Value::Object(all), Value::Object(handled)) =
+            (&mut capabilities, self.handler.capabilities())
+        {
+            all.extend(handled);
+        }
+        Arc::make_mut(&mut self.client).capabilities = capabilities;
     }
 
     /// Sets a header on every HTTP request (ignored for stdio), replacing any
@@ -297,9 +323,29 @@ impl ConnectRequest {
         self
     }
 
-    /// Sets the client's capabilities object.
+    /// Sets the client's capabilities object (the handler's kinds are
+    /// added to it; see [`with_handler`](Self::with_handler)).
     pub fn with_capabilities(mut self, capabilities: Value) -> Self {
-        Arc::make_mut(&mut self.client).capabilities = capabilities;
+        self.declared = capabilities;
+        self.refresh_inbound();
+        self
+    }
+
+    /// Answers server requests (sampling, elicitation, roots) with
+    /// `handler`, and declares exactly the kinds it answers. Requests from
+    /// a POST reply stream, the standalone GET stream, the legacy SSE stream
+    /// and a stdio server's stdout all reach it.
+    pub fn with_handler(mut self, handler: ClientHandler) -> Self {
+        self.handler = handler;
+        self.refresh_inbound();
+        self
+    }
+
+    /// Sends every server notification (progress, logging, list changes,
+    /// resource updates, cancellations, unknown methods) to `listener`.
+    pub fn with_notifications(mut self, listener: NotificationSender) -> Self {
+        self.listener = Some(listener);
+        self.refresh_inbound();
         self
     }
 

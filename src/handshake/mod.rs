@@ -156,6 +156,7 @@ async fn attempt(
                 request.client.clone(),
                 ladder.next_id,
                 request.limits.request_timeout,
+                std::sync::Arc::clone(&request.inbound),
             ))
         }
         Err(error) => {

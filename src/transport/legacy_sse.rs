@@ -24,10 +24,9 @@ use tokio::task::JoinHandle;
 
 use super::http_shared::{client_error, collect, is_event_stream, retry_after, ERROR_BODY_LIMIT};
 use super::waiters::{Dispatched, Waiters};
-use super::{
-    answer_server_request, HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind,
-};
+use super::{HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind};
 use crate::error::TransportError;
+use crate::inbound::Inbound;
 use crate::protocol::{Incoming, Notification, ProtocolVersion, Request};
 use crate::redact::SafeUri;
 
@@ -67,8 +66,20 @@ impl LegacySse {
     pub async fn connect(
         client: HttpClient,
         sse_url: Uri,
+        headers: HeaderMap,
+        max_message: usize,
+    ) -> Result<LegacySse, TransportError> {
+        Self::connect_with(client, sse_url, headers, max_message, Inbound::none()).await
+    }
+
+    /// [`connect`](Self::connect), with what the server says on its own
+    /// going to `inbound`.
+    pub(crate) async fn connect_with(
+        client: HttpClient,
+        sse_url: Uri,
         mut headers: HeaderMap,
         max_message: usize,
+        inbound: Arc<Inbound>,
     ) -> Result<LegacySse, TransportError> {
         for value in headers.values_mut() {
             value.set_sensitive(true);
@@ -121,6 +132,7 @@ impl LegacySse {
             parser,
             Arc::clone(&waiters),
             poster.clone(),
+            inbound,
         ));
         Ok(LegacySse {
             poster,
@@ -187,6 +199,7 @@ async fn read_stream(
     mut parser: SseParser,
     waiters: Arc<Waiters>,
     poster: Poster,
+    inbound: Arc<Inbound>,
 ) {
     let closure = loop {
         match parser.next_event() {
@@ -202,9 +215,20 @@ async fn read_stream(
                     tracing::debug!("server sent an event that is not JSON-RPC; skipped");
                     continue;
                 };
-                if let Dispatched::Answer(id, method) = waiters.dispatch(message) {
-                    if let Ok(response) = poster.post(answer_server_request(&id, &method)).await {
-                        let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+                match waiters.dispatch(message) {
+                    Dispatched::Done => {}
+                    Dispatched::Notification(method, params) => inbound.notify(method, params),
+                    Dispatched::Request(id, method, params) => {
+                        // Its own task: replies keep flowing meanwhile. It
+                        // holds no handle on the stream, and ends with the
+                        // handler or when the POST fails.
+                        let (poster, inbound) = (poster.clone(), Arc::clone(&inbound));
+                        tokio::spawn(async move {
+                            let response = inbound.answer(&id, &method, params).await;
+                            if let Ok(response) = poster.post(response).await {
+                                let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+                            }
+                        });
                     }
                 }
                 continue;

@@ -14,9 +14,12 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
+use tokio_util::sync::CancellationToken;
+
 use super::waiters::{Dispatched, Waiters};
-use super::{answer_server_request, Reply};
+use super::Reply;
 use crate::error::TransportError;
+use crate::inbound::Inbound;
 use crate::protocol::{Incoming, Notification, Request};
 
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -26,6 +29,9 @@ struct Shared {
     waiters: Waiters,
     /// How the transport ends when the peer goes away.
     eof: Closure,
+    inbound: Arc<Inbound>,
+    /// Cancelled when the transport ends: handler tasks stop with it.
+    ended: CancellationToken,
 }
 
 impl Shared {
@@ -69,7 +75,13 @@ pub(crate) struct LineTransport {
 impl LineTransport {
     /// Starts the reader task. `eof` is the closure reported when the reader
     /// sees end of stream (a process exit for stdio).
-    pub(crate) fn new<R, W>(reader: R, writer: W, max_line: usize, eof: Closure) -> Self
+    pub(crate) fn new<R, W>(
+        reader: R,
+        writer: W,
+        max_line: usize,
+        eof: Closure,
+        inbound: Arc<Inbound>,
+    ) -> Self
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
@@ -78,6 +90,8 @@ impl LineTransport {
             writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
             waiters: Waiters::default(),
             eof,
+            inbound,
+            ended: CancellationToken::new(),
         });
         let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(max_line));
         let reader = tokio::spawn(read_loop(lines, Arc::clone(&shared), eof, max_line));
@@ -111,6 +125,7 @@ impl LineTransport {
     /// the reader task stops.
     pub(crate) fn finish_local(&self) {
         self.shared.waiters.finish(Closure::Local);
+        self.shared.ended.cancel();
         self.reader.abort();
     }
 
@@ -121,6 +136,7 @@ impl LineTransport {
 
 impl Drop for LineTransport {
     fn drop(&mut self) {
+        self.shared.ended.cancel();
         self.reader.abort();
     }
 }
@@ -153,15 +169,25 @@ async fn read_loop<R>(
             tracing::debug!("server sent a line that is not JSON-RPC; skipped");
             continue;
         };
-        if let Dispatched::Answer(id, method) = shared.waiters.dispatch(message) {
-            if shared
-                .write_line(answer_server_request(&id, &method))
-                .await
-                .is_err()
-            {
-                break Closure::Reset;
+        match shared.waiters.dispatch(message) {
+            Dispatched::Done => {}
+            Dispatched::Notification(method, params) => shared.inbound.notify(method, params),
+            // Its own task: a slow handler must not hold up the replies
+            // this reader delivers.
+            Dispatched::Request(id, method, params) => {
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let ended = shared.ended.clone();
+                    tokio::select! {
+                        _ = ended.cancelled() => {}
+                        response = shared.inbound.answer(&id, &method, params) => {
+                            let _ = shared.write_line(response).await;
+                        }
+                    }
+                });
             }
         }
     };
     shared.waiters.finish(closure);
+    shared.ended.cancel();
 }

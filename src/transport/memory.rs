@@ -9,6 +9,7 @@ use tokio::io::DuplexStream;
 use super::lines::LineTransport;
 use super::{Reply, Transport, TransportKind};
 use crate::error::TransportError;
+use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
 
 /// JSON lines over a [`tokio::io::duplex`] pipe. The other end is handed to
@@ -23,7 +24,7 @@ impl MemoryTransport {
     pub fn pair(max_line: usize) -> (MemoryTransport, DuplexStream) {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (read, write) = tokio::io::split(client);
-        let lines = LineTransport::new(read, write, max_line, Closure::Eof);
+        let lines = LineTransport::new(read, write, max_line, Closure::Eof, Inbound::none());
         (MemoryTransport { lines }, server)
     }
 }

@@ -9,10 +9,11 @@
 //! duplex transports (stdio, in-memory) run a reader task, and they do the
 //! id matching there.
 //!
-//! Server-initiated requests that arrive while a reply is awaited are
-//! answered by the transport: `ping` with an empty result, anything else with
-//! `-32601`. Server notifications are dropped after a `trace` event naming
-//! only the method.
+//! Server-initiated requests and notifications, wherever they arrive (a
+//! POST reply stream, the legacy SSE stream, a child's stdout), go to the
+//! connection's [`Inbound`](crate::inbound) seam: the application's handler
+//! answers requests (`ping` always, `-32601` for what it does not take) and
+//! its listener gets notifications.
 
 mod http_client;
 mod http_shared;
@@ -130,18 +131,5 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// HTTP requests sent so far (0 for non-HTTP transports).
     fn http_requests(&self) -> u64 {
         0
-    }
-}
-
-/// What a transport answers to a server-initiated request.
-pub(crate) fn answer_server_request(id: &crate::protocol::RequestId, method: &str) -> Vec<u8> {
-    if method == "ping" {
-        crate::protocol::result_bytes(id, &serde_json::json!({}))
-    } else {
-        crate::protocol::error_bytes(
-            id,
-            crate::protocol::codes::METHOD_NOT_FOUND,
-            "method not supported by this client",
-        )
     }
 }

@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 use super::lines::LineTransport;
 use super::{Reply, Transport, TransportKind};
 use crate::error::TransportError;
+use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
 
 const STDERR_LINES: usize = 32;
@@ -113,6 +114,17 @@ impl StdioTransport {
         max_line: usize,
         grace: Duration,
     ) -> Result<Self, TransportError> {
+        Self::spawn_with(command, max_line, grace, Inbound::none())
+    }
+
+    /// [`spawn`](Self::spawn), with what the server says on its own going to
+    /// `inbound`.
+    pub(crate) fn spawn_with(
+        command: &StdioCommand,
+        max_line: usize,
+        grace: Duration,
+        inbound: Arc<Inbound>,
+    ) -> Result<Self, TransportError> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
@@ -129,7 +141,7 @@ impl StdioTransport {
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
         let stderr_task = tokio::spawn(drain_stderr(stderr_pipe, Arc::clone(&stderr)));
         Ok(StdioTransport {
-            lines: LineTransport::new(stdout, stdin, max_line, Closure::ProcessExit),
+            lines: LineTransport::new(stdout, stdin, max_line, Closure::ProcessExit, inbound),
             pid: child.id(),
             child: tokio::sync::Mutex::new(Some(child)),
             stderr,

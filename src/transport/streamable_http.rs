@@ -10,7 +10,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -27,11 +27,9 @@ use super::mcp_headers::{
     encode_header_value, method_header, name_param, version_header, ACCEPT_BOTH, JSON, MCP_METHOD,
     MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
 };
-use super::{
-    answer_server_request, HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport,
-    TransportKind,
-};
+use super::{HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport, TransportKind};
 use crate::error::TransportError;
+use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
 use crate::redact::SafeUri;
 
@@ -49,6 +47,7 @@ pub struct StreamableHttp {
     last_version: Mutex<Option<ProtocolVersion>>,
     closed: Mutex<Option<Closure>>,
     requests: AtomicU64,
+    inbound: Arc<Inbound>,
 }
 
 impl StreamableHttp {
@@ -73,7 +72,14 @@ impl StreamableHttp {
             last_version: Mutex::new(None),
             closed: Mutex::new(None),
             requests: AtomicU64::new(0),
+            inbound: Inbound::none(),
         }
+    }
+
+    /// What the server says on its own goes to `inbound`.
+    pub(crate) fn with_inbound(mut self, inbound: Arc<Inbound>) -> Self {
+        self.inbound = inbound;
+        self
     }
 
     /// Whether the server assigned a session id.
@@ -258,13 +264,15 @@ impl StreamableHttp {
                 Ok(Some(Err(error)))
             }
             Incoming::Response { .. } | Incoming::Error { .. } => Err(TransportError::UnknownId),
-            Incoming::Request { id, method, .. } => {
-                self.respond(answer_server_request(&id, &method), version)
-                    .await?;
+            // Answered in line: this stream carries only this request's
+            // traffic, and its reply may well wait for the answer.
+            Incoming::Request { id, method, params } => {
+                let response = self.inbound.answer(&id, &method, params).await;
+                self.respond(response, version).await?;
                 Ok(None)
             }
-            Incoming::Notification { .. } => {
-                tracing::trace!("server notification dropped");
+            Incoming::Notification { method, params } => {
+                self.inbound.notify(method, params);
                 Ok(None)
             }
         }

@@ -60,7 +60,9 @@ pub(crate) enum Dispatched {
     /// Nothing more.
     Done,
     /// Answer this server request.
-    Answer(RequestId, String),
+    Request(RequestId, String, Option<serde_json::Value>),
+    /// Hand on this notification.
+    Notification(String, Option<serde_json::Value>),
 }
 
 impl Waiters {
@@ -105,8 +107,9 @@ impl Waiters {
         }
     }
 
-    /// Routes one incoming message: replies to their waiters, server
-    /// requests back to the caller to answer, notifications dropped.
+    /// Routes one incoming message: replies to their waiters; server
+    /// requests and notifications back to the reader, for the connection's
+    /// inbound handler.
     pub(crate) fn dispatch(&self, message: Incoming) -> Dispatched {
         match message {
             Incoming::Response { id, result } => self.deliver(&id, Ok(Ok(result))),
@@ -115,9 +118,11 @@ impl Waiters {
                 error,
             } => self.deliver(&id, Ok(Err(error))),
             Incoming::Error { id: None, error } => self.deliver_unaddressed(error),
-            Incoming::Request { id, method, .. } => return Dispatched::Answer(id, method),
-            Incoming::Notification { .. } => {
-                tracing::trace!("server notification dropped");
+            Incoming::Request { id, method, params } => {
+                return Dispatched::Request(id, method, params)
+            }
+            Incoming::Notification { method, params } => {
+                return Dispatched::Notification(method, params)
             }
         }
         Dispatched::Done

@@ -7,7 +7,7 @@
 //! category, and later requests fail fast with the same category.
 
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +17,18 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
+use crate::inbound::Inbound;
 use crate::protocol::{error_bytes, result_bytes};
 use crate::protocol::{
     meta_keys, CallToolParams, CallToolResult, ClientInfo, Era, GetPromptParams, ListToolsResult,
-    Notification, ProtocolVersion, ReadResourceParams, Request, RequestId, RpcError, ServerInfo,
+    Notification, ProtocolVersion, ReadResourceParams, RequestId, RpcError, ServerInfo,
 };
 use crate::transport::{ServerStream, Transport, TransportKind};
+
+mod listen;
+mod request;
+
+pub use request::RequestOptions;
 
 /// What this client says about itself on every modern request.
 #[derive(Debug, Clone)]
@@ -76,11 +82,14 @@ pub(crate) struct Negotiated {
 
 /// An established MCP session.
 pub struct Session {
-    transport: Box<dyn Transport>,
+    transport: Arc<dyn Transport>,
     negotiated: Negotiated,
     client: Arc<ClientIdentity>,
     next_id: AtomicI64,
     request_timeout: Duration,
+    inbound: Arc<Inbound>,
+    /// Reads the standalone server stream, when the session owns one.
+    listener: Option<listen::Listener>,
 }
 
 impl Session {
@@ -90,13 +99,29 @@ impl Session {
         client: Arc<ClientIdentity>,
         first_id: i64,
         request_timeout: Duration,
+        inbound: Arc<Inbound>,
     ) -> Self {
+        let transport: Arc<dyn Transport> = Arc::from(transport);
+        // The legacy era over Streamable HTTP sends what is not tied to a
+        // request on the GET stream: owned here when anyone wants it.
+        let listener = (inbound.is_listening()
+            && negotiated.version.era() == Era::Legacy
+            && transport.kind() == TransportKind::StreamableHttp)
+            .then(|| {
+                listen::Listener::start(
+                    Arc::clone(&transport),
+                    Arc::clone(&inbound),
+                    negotiated.version.clone(),
+                )
+            });
         Session {
             transport,
             negotiated,
             client,
             next_id: AtomicI64::new(first_id),
             request_timeout,
+            inbound,
+            listener,
         }
     }
 
@@ -185,54 +210,16 @@ impl Session {
             .map_err(|e| Error::transport(Stage::REQUEST, e))
     }
 
-    /// Sends a request and returns its raw result.
-    ///
-    /// Fails with [`CancelSource::RequestTimeout`] when the per-request
-    /// limit expires; on the legacy era the server is then told with
-    /// `notifications/cancelled`.
+    /// Sends a request and returns its raw result, within the session's
+    /// per-request limit. See [`request_with`](Self::request_with) for a
+    /// cancellation token, a timeout of its own and progress.
     pub async fn request(
         &self,
         method: &str,
         params: Option<Value>,
     ) -> Result<Box<RawValue>, Error> {
-        let version = &self.negotiated.version;
-        let params = match self.era() {
-            Era::Modern => Some(self.client.stamp(version, params)),
-            Era::Legacy => params,
-        };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = Request {
-            id: RequestId::Number(id),
-            method: method.to_owned(),
-            params,
-        };
-        let outcome = tokio::time::timeout(
-            self.request_timeout,
-            self.transport.request(&request, Some(version)),
-        )
-        .await;
-        match outcome {
-            Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(rpc))) => Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc))),
-            Ok(Err(e)) => Err(Error::transport(Stage::REQUEST, e)),
-            Err(_) => {
-                if self.era() == Era::Legacy {
-                    let cancel = Notification {
-                        method: "notifications/cancelled".into(),
-                        params: Some(serde_json::json!({ "requestId": id, "reason": "timeout" })),
-                    };
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        self.transport.notify(&cancel, Some(version)),
-                    )
-                    .await;
-                }
-                Err(Error::new(
-                    Stage::REQUEST,
-                    ErrorKind::Timeout(CancelSource::RequestTimeout),
-                ))
-            }
-        }
+        self.request_with(method, params, &RequestOptions::default())
+            .await
     }
 
     /// Sends a request and deserializes its result.
@@ -302,7 +289,13 @@ impl Session {
     /// server's own notifications and requests (the Streamable HTTP GET).
     /// `Ok(None)` when the server offers none (405, or 400 from some
     /// servers), on the modern era, and on transports without one.
+    ///
+    /// A session made with a handler or a notification listener reads that
+    /// stream itself and answers `Ok(None)` here.
     pub async fn server_stream(&self) -> Result<Option<ServerStream>, Error> {
+        if self.listener.is_some() {
+            return Ok(None);
+        }
         self.within(self.transport.open_server_stream()).await
     }
 
@@ -327,6 +320,9 @@ impl Session {
     /// process. Idempotent; a close that fails still leaves the session
     /// closed.
     pub async fn close(&self) -> Result<(), Error> {
+        if let Some(listener) = &self.listener {
+            listener.stop();
+        }
         self.transport
             .close()
             .await

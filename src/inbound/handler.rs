@@ -1,0 +1,219 @@
+//! The application's answers to server requests: sampling, elicitation and
+//! roots, each an async function of the request's params.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{json, Map, Value};
+
+use crate::protocol::{codes, RpcError};
+
+type Answer = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
+
+/// Answers what a server asks of this client.
+///
+/// Each kind is an async function from the request's `params` to its
+/// `result` (or a JSON-RPC error). A kind with no function is not declared in
+/// the client's capabilities, and a server that asks anyway gets `-32601`;
+/// `ping` is always answered. Panics in a function become `-32603` answers,
+/// never a dead session.
+///
+/// ```
+/// use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+/// use serde_json::json;
+///
+/// let handler = ClientHandler::new()
+///     // Accept every form with the defaults its schema declares.
+///     .on_elicitation(|params| async move {
+///         let content = elicitation_defaults(&params);
+///         Ok(json!({ "action": "accept", "content": content }))
+///     })
+///     .with_roots(vec![("file:///srv/project".into(), Some("project".into()))]);
+/// assert!(handler.capabilities().get("elicitation").is_some());
+/// assert!(handler.capabilities().get("sampling").is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct ClientHandler {
+    sampling: Option<Answer>,
+    elicitation: Option<Answer>,
+    roots: Option<Answer>,
+}
+
+fn boxed<F, Fut>(f: F) -> Answer
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+{
+    Arc::new(move |params| Box::pin(f(params)))
+}
+
+impl ClientHandler {
+    /// Answers nothing but `ping`.
+    pub fn new() -> Self {
+        ClientHandler::default()
+    }
+
+    /// Answers `sampling/createMessage` (declares `sampling`).
+    pub fn on_sampling<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        self.sampling = Some(boxed(f));
+        self
+    }
+
+    /// Answers `elicitation/create` (declares `elicitation` with the form
+    /// mode). The result is `{"action": "accept" | "decline" | "cancel",
+    /// "content": {...}}`.
+    pub fn on_elicitation<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        self.elicitation = Some(boxed(f));
+        self
+    }
+
+    /// Answers `roots/list` (declares `roots`).
+    pub fn on_roots<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        self.roots = Some(boxed(f));
+        self
+    }
+
+    /// Answers `roots/list` with a fixed list of `(uri, name)` roots.
+    pub fn with_roots(self, roots: Vec<(String, Option<String>)>) -> Self {
+        let listed: Vec<Value> = roots
+            .into_iter()
+            .map(|(uri, name)| match name {
+                Some(name) => json!({ "uri": uri, "name": name }),
+                None => json!({ "uri": uri }),
+            })
+            .collect();
+        let result = json!({ "roots": listed });
+        self.on_roots(move |_| {
+            let result = result.clone();
+            async move { Ok(result) }
+        })
+    }
+
+    /// Whether any kind is answered.
+    pub fn is_empty(&self) -> bool {
+        self.sampling.is_none() && self.elicitation.is_none() && self.roots.is_none()
+    }
+
+    /// The capabilities object this handler justifies: only what it answers.
+    pub fn capabilities(&self) -> Value {
+        let mut capabilities = Map::new();
+        if self.sampling.is_some() {
+            capabilities.insert("sampling".into(), json!({}));
+        }
+        if self.elicitation.is_some() {
+            capabilities.insert("elicitation".into(), json!({ "form": {} }));
+        }
+        if self.roots.is_some() {
+            capabilities.insert("roots".into(), json!({ "listChanged": false }));
+        }
+        Value::Object(capabilities)
+    }
+
+    /// The answer to one request.
+    pub(crate) fn answer(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> BoxFuture<'static, Result<Value, RpcError>> {
+        let answer = match method {
+            "ping" => return Box::pin(async { Ok(json!({})) }),
+            "sampling/createMessage" => self.sampling.as_ref(),
+            "elicitation/create" => self.elicitation.as_ref(),
+            "roots/list" => self.roots.as_ref(),
+            _ => None,
+        };
+        match answer {
+            Some(answer) => answer(params.unwrap_or(Value::Object(Map::new()))),
+            None => Box::pin(async {
+                Err(RpcError::new(
+                    codes::METHOD_NOT_FOUND,
+                    "method not supported by this client",
+                    None,
+                ))
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for ClientHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientHandler")
+            .field("sampling", &self.sampling.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .field("roots", &self.roots.is_some())
+            .finish()
+    }
+}
+
+/// The content an elicitation form gets when every field takes the default
+/// its `requestedSchema` declares (SEP-1034): a field with no default is left
+/// out.
+pub fn elicitation_defaults(params: &Value) -> Map<String, Value> {
+    let mut content = Map::new();
+    let properties = params
+        .get("requestedSchema")
+        .and_then(|schema| schema.get("properties"))
+        .and_then(Value::as_object);
+    for (name, schema) in properties.into_iter().flatten() {
+        if let Some(default) = schema.get("default") {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+    content
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_come_from_the_schema() {
+        let params = json!({
+            "message": "m",
+            "requestedSchema": { "type": "object", "properties": {
+                "name": { "type": "string", "default": "John Doe" },
+                "age": { "type": "integer", "default": 30 },
+                "note": { "type": "string" }
+            }}
+        });
+        let content = elicitation_defaults(&params);
+        assert_eq!(
+            Value::Object(content),
+            json!({ "name": "John Doe", "age": 30 })
+        );
+        assert!(elicitation_defaults(&json!({})).is_empty());
+    }
+
+    #[tokio::test]
+    async fn only_what_is_answered_is_declared() {
+        let empty = ClientHandler::new();
+        assert_eq!(empty.capabilities(), json!({}));
+        assert!(empty.answer("ping", None).await.is_ok());
+        let missing = empty
+            .answer("sampling/createMessage", None)
+            .await
+            .unwrap_err();
+        assert_eq!(missing.code(), codes::METHOD_NOT_FOUND);
+        let roots = ClientHandler::new().with_roots(vec![("file:///a".into(), None)]);
+        assert_eq!(
+            roots.capabilities(),
+            json!({ "roots": { "listChanged": false } })
+        );
+        let listed = roots.answer("roots/list", None).await.unwrap();
+        assert_eq!(listed, json!({ "roots": [{ "uri": "file:///a" }] }));
+    }
+}

@@ -1,0 +1,261 @@
+//! What the server says on its own: requests to this client and
+//! notifications.
+//!
+//! Every transport hands what it reads outside a reply to one [`Inbound`]
+//! per connection request: server requests (from a POST reply stream, the
+//! standalone GET stream, the legacy SSE stream or a child's stdout) go to
+//! the application's [`ClientHandler`]; notifications go to the progress
+//! callback of the request they name and to the application's
+//! [`Notifications`] channel. Neither can stall a transport: a handler runs
+//! on its own task where the transport multiplexes replies (stdio, legacy
+//! SSE, the GET stream), at most [`MAX_CONCURRENT_HANDLERS`] at once (more
+//! are answered `-32603` at once), and the channel drops what an
+//! application has not read rather than wait.
+
+mod handler;
+mod notifications;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt;
+use serde_json::Value;
+use tokio::sync::{Notify, Semaphore};
+
+pub use handler::{elicitation_defaults, ClientHandler};
+pub use notifications::{
+    notification_channel, NotificationSender, Notifications, ServerNotification,
+};
+
+use crate::protocol::{codes, error_bytes, result_bytes, RequestId};
+
+/// Server requests handled at once on one connection; more are refused.
+pub const MAX_CONCURRENT_HANDLERS: usize = 64;
+
+/// One progress report of a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// How far along (increases with every report).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+}
+
+/// A request's progress callback.
+pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+struct Watch {
+    callback: Option<ProgressCallback>,
+    /// Woken on every report, so a timeout can restart.
+    reported: Arc<Notify>,
+}
+
+/// The server traffic seam of one connection request (shared by every
+/// session made from it, so an [`McpClient`](crate::McpClient) keeps its
+/// handler and listener across reconnects).
+pub(crate) struct Inbound {
+    handler: ClientHandler,
+    listener: Option<NotificationSender>,
+    progress: Mutex<HashMap<String, Watch>>,
+    handlers: Arc<Semaphore>,
+}
+
+impl Inbound {
+    pub(crate) fn new(handler: ClientHandler, listener: Option<NotificationSender>) -> Arc<Self> {
+        Arc::new(Inbound {
+            handler,
+            listener,
+            progress: Mutex::new(HashMap::new()),
+            handlers: Arc::new(Semaphore::new(MAX_CONCURRENT_HANDLERS)),
+        })
+    }
+
+    /// Answers `ping`, refuses everything else, drops notifications.
+    pub(crate) fn none() -> Arc<Self> {
+        Inbound::new(ClientHandler::new(), None)
+    }
+
+    /// Whether the application wants what arrives outside replies (so a
+    /// standalone server stream is worth opening).
+    pub(crate) fn is_listening(&self) -> bool {
+        !self.handler.is_empty() || self.listener.is_some()
+    }
+
+    fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
+        // Held for one map operation, never across an await or a callback.
+        self.progress.lock().expect("progress lock poisoned")
+    }
+
+    /// The response bytes to one server request. A panicking handler is
+    /// answered `-32603`; the message of a handler's own error is sent as the
+    /// handler wrote it. When [`MAX_CONCURRENT_HANDLERS`] are already running
+    /// the request is refused at once.
+    pub(crate) async fn answer(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Vec<u8> {
+        let Ok(_permit) = Arc::clone(&self.handlers).try_acquire_owned() else {
+            return error_bytes(id, codes::INTERNAL_ERROR, "too many concurrent requests");
+        };
+        let answered = std::panic::AssertUnwindSafe(self.handler.answer(method, params))
+            .catch_unwind()
+            .await;
+        match answered {
+            Ok(Ok(result)) => result_bytes(id, &result),
+            Ok(Err(error)) => error_bytes(id, error.code(), error.message()),
+            Err(_) => {
+                tracing::warn!(method, "server request handler panicked");
+                error_bytes(id, codes::INTERNAL_ERROR, "the client's handler failed")
+            }
+        }
+    }
+
+    /// Routes one notification: progress to its request's watch, then
+    /// everything to the application's channel.
+    pub(crate) fn notify(&self, method: String, params: Option<Value>) {
+        if method == "notifications/progress" {
+            self.progress_report(params.as_ref());
+        }
+        match &self.listener {
+            Some(listener) => listener.deliver(ServerNotification { method, params }),
+            None => tracing::trace!("server notification dropped"),
+        }
+    }
+
+    fn progress_report(&self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let Some(token) = params.get("progressToken").map(token_key) else {
+            return;
+        };
+        let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+            return;
+        };
+        let total = params.get("total").and_then(Value::as_f64);
+        let (callback, reported) = match self.watches().get(&token) {
+            Some(watch) => (watch.callback.clone(), Arc::clone(&watch.reported)),
+            None => return,
+        };
+        reported.notify_one();
+        if let Some(callback) = callback {
+            callback(Progress { progress, total });
+        }
+    }
+
+    /// Watches the progress reports of one request until the guard drops.
+    pub(crate) fn watch_progress(
+        self: &Arc<Self>,
+        token: &Value,
+        callback: Option<ProgressCallback>,
+    ) -> ProgressGuard {
+        let key = token_key(token);
+        let reported = Arc::new(Notify::new());
+        self.watches().insert(
+            key.clone(),
+            Watch {
+                callback,
+                reported: Arc::clone(&reported),
+            },
+        );
+        ProgressGuard {
+            inbound: Arc::clone(self),
+            key,
+            reported,
+        }
+    }
+}
+
+/// A progress token as a map key: strings and numbers never collide.
+fn token_key(token: &Value) -> String {
+    match token {
+        Value::String(s) => format!("s:{s}"),
+        other => format!("n:{other}"),
+    }
+}
+
+/// Stops watching a request's progress when dropped.
+pub(crate) struct ProgressGuard {
+    inbound: Arc<Inbound>,
+    key: String,
+    reported: Arc<Notify>,
+}
+
+impl ProgressGuard {
+    /// Resolves at the next progress report.
+    pub(crate) async fn reported(&self) {
+        self.reported.notified().await;
+    }
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        self.inbound.watches().remove(&self.key);
+    }
+}
+
+impl std::fmt::Debug for Inbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbound")
+            .field("handler", &self.handler)
+            .field("listening", &self.listener.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_an_internal_error() {
+        let handler = ClientHandler::new().on_sampling(|_| async { panic!("boom") });
+        let inbound = Inbound::new(handler, None);
+        let bytes = inbound
+            .answer(&RequestId::Number(7), "sampling/createMessage", None)
+            .await;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(answer["id"], 7);
+        assert_eq!(answer["error"]["code"], codes::INTERNAL_ERROR);
+        assert!(!String::from_utf8_lossy(&bytes).contains("boom"));
+    }
+
+    #[tokio::test]
+    async fn progress_reaches_its_request_and_the_listener() {
+        let (sender, mut notifications) = notification_channel(8);
+        let inbound = Inbound::new(ClientHandler::new(), Some(sender));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        let guard = inbound.watch_progress(
+            &json!("t1"),
+            Some(Arc::new(move |p: Progress| {
+                record.lock().unwrap().push(p.progress)
+            })),
+        );
+        inbound.notify(
+            "notifications/progress".into(),
+            Some(json!({ "progressToken": "t1", "progress": 1, "total": 3 })),
+        );
+        inbound.notify(
+            "notifications/progress".into(),
+            Some(json!({ "progressToken": "other", "progress": 9 })),
+        );
+        assert_eq!(*seen.lock().unwrap(), [1.0]);
+        assert_eq!(
+            notifications.try_recv().unwrap().method,
+            "notifications/progress"
+        );
+        drop(guard);
+        inbound.notify(
+            "notifications/progress".into(),
+            Some(json!({ "progressToken": "t1", "progress": 2 })),
+        );
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            1,
+            "no callback after the request ended"
+        );
+    }
+}

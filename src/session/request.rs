@@ -1,0 +1,261 @@
+//! One request's own control: its cancellation, its timeout, its progress.
+//!
+//! Cancelling the token, an expired timeout or dropping the future all end
+//! the request the same way: its waiter is removed and, on the legacy era,
+//! the server is told with `notifications/cancelled` (on the modern era the
+//! POST it rode on is simply closed, which is that era's cancellation). A
+//! request that asks for progress carries a `progressToken`; each report
+//! reaches its callback and, when asked, restarts the timeout, never past
+//! a maximum total.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect_layers::{CancelSource, Stage};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use crate::error::{Error, ErrorKind};
+use crate::inbound::{Progress, ProgressCallback};
+use crate::protocol::{Era, Notification, ProtocolVersion, Request, RequestId};
+use crate::transport::Transport;
+
+/// Options for one request.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_connect::RequestOptions;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let options = RequestOptions::new()
+///     .with_cancellation(CancellationToken::new())
+///     .with_timeout(Duration::from_secs(5))
+///     .with_progress(|p| println!("{} of {:?}", p.progress, p.total))
+///     .reset_timeout_on_progress(Duration::from_secs(60));
+/// # let _ = options;
+/// ```
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    cancel: Option<CancellationToken>,
+    timeout: Option<Duration>,
+    progress: Option<ProgressCallback>,
+    /// Restart the timeout on progress, up to this total.
+    max_total: Option<Duration>,
+}
+
+impl RequestOptions {
+    /// The session's per-request limit, no cancellation, no progress.
+    pub fn new() -> Self {
+        RequestOptions::default()
+    }
+
+    /// Ends the request when `token` is cancelled.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// This request's own limit instead of the session's.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Asks the server for progress and calls `callback` with each report.
+    /// Called inline on the task that reads the transport: keep it cheap.
+    pub fn with_progress(mut self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(callback));
+        self
+    }
+
+    /// Restarts the timeout on every progress report, but never lets the
+    /// request run longer than `max_total` in all. Asks for progress.
+    pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+        self.max_total = Some(max_total);
+        self
+    }
+
+    fn wants_progress(&self) -> bool {
+        self.progress.is_some() || self.max_total.is_some()
+    }
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("cancel", &self.cancel.is_some())
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .field("max_total", &self.max_total)
+            .finish()
+    }
+}
+
+/// Progress tokens are unique in the process, so one listener can serve
+/// every session.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// Tells the server a request is abandoned, unless disarmed: dropping the
+/// request future mid-flight cancels it on the wire too.
+struct CancelOnDrop {
+    transport: Arc<dyn Transport>,
+    version: ProtocolVersion,
+    id: i64,
+    reason: &'static str,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed || self.version.era() != Era::Legacy || self.transport.closed().is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (transport, version) = (Arc::clone(&self.transport), self.version.clone());
+        let notification = Notification {
+            method: "notifications/cancelled".into(),
+            params: Some(json!({ "requestId": self.id, "reason": self.reason })),
+        };
+        runtime.spawn(async move {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(1),
+                transport.notify(&notification, Some(&version)),
+            )
+            .await;
+        });
+    }
+}
+
+impl Session {
+    /// Sends a request with its own [`RequestOptions`] and returns its raw
+    /// result.
+    ///
+    /// Fails with [`CancelSource::RequestTimeout`] when its limit expires and
+    /// with [`ErrorKind::Cancelled`] when its token is cancelled; in both
+    /// cases, and when the future is dropped, the server is told on the
+    /// legacy era with `notifications/cancelled`.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let version = &self.negotiated.version;
+        let token = options.wants_progress().then(|| {
+            Value::from(format!(
+                "mcp-connect-{}",
+                NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+            ))
+        });
+        let params = match &token {
+            Some(token) => Some(with_progress_token(params, token)),
+            None => params,
+        };
+        let params = match self.era() {
+            Era::Modern => Some(self.client.stamp(version, params)),
+            Era::Legacy => params,
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+            params,
+        };
+        let watch = token
+            .as_ref()
+            .map(|token| self.inbound.watch_progress(token, options.progress.clone()));
+        let mut guard = CancelOnDrop {
+            transport: Arc::clone(&self.transport),
+            version: version.clone(),
+            id,
+            reason: "the client abandoned the request",
+            armed: true,
+        };
+        let started = Instant::now();
+        let limit = options.timeout.unwrap_or(self.request_timeout);
+        let ceiling = after(
+            started,
+            options.max_total.map_or(limit, |total| total.max(limit)),
+        );
+        let timer = tokio::time::sleep_until(after(started, limit).min(ceiling));
+        tokio::pin!(timer);
+        let reply = self.transport.request(&request, Some(version));
+        tokio::pin!(reply);
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(cancelled);
+        let outcome = loop {
+            let progressed = async {
+                match (&watch, options.max_total) {
+                    (Some(watch), Some(_)) => watch.reported().await,
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                outcome = &mut reply => break Ok(outcome),
+                _ = &mut cancelled => {
+                    guard.reason = "the client cancelled the request";
+                    break Err(Error::new(Stage::REQUEST, ErrorKind::Cancelled));
+                }
+                _ = &mut timer => {
+                    guard.reason = "timeout";
+                    break Err(Error::new(
+                        Stage::REQUEST,
+                        ErrorKind::Timeout(CancelSource::RequestTimeout),
+                    ));
+                }
+                _ = progressed => {
+                    let next = after(Instant::now(), limit).min(ceiling);
+                    timer.as_mut().reset(next);
+                }
+            }
+        };
+        match outcome {
+            Ok(outcome) => {
+                guard.armed = false;
+                match outcome {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(rpc)) => Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc))),
+                    Err(e) => Err(Error::transport(Stage::REQUEST, e)),
+                }
+            }
+            // The guard, still armed, tells the server as it drops.
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// `start + by`, saturating at a far future instead of overflowing (a
+/// limit of `Duration::MAX` means none).
+fn after(start: Instant, by: Duration) -> Instant {
+    start
+        .checked_add(by)
+        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+}
+
+/// `params` with `_meta.progressToken` set.
+fn with_progress_token(params: Option<Value>, token: &Value) -> Value {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert("progressToken".into(), token.clone());
+    }
+    Value::Object(params)
+}
