@@ -14,6 +14,14 @@ if [ ! -f "$peers/node/node_modules/@modelcontextprotocol/server-everything/dist
     @modelcontextprotocol/conformance@0.1.16 node@22.23.3)
 fi
 
+# The prerelease suite (2026-07-28 scenarios) beside the pinned release.
+if [ ! -f "$peers/node-next/node_modules/@modelcontextprotocol/conformance/package.json" ]; then
+  mkdir -p "$peers/node-next"
+  (cd "$peers/node-next" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$peers/node-next" && npm install --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/conformance@0.2.0-alpha.12 node@22.23.3)
+fi
+
 if [ ! -x "$peers/venv/bin/python" ] || ! "$peers/venv/bin/python" -c 'import mcp.server.mcpserver' 2>/dev/null; then
   python3 -m venv "$peers/venv"
   "$peers/venv/bin/pip" install --quiet --disable-pip-version-check mcp==2.3.0

@@ -12,6 +12,7 @@
 
 use std::process::ExitCode;
 
+use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 
@@ -40,9 +41,27 @@ async fn main() -> ExitCode {
 }
 
 async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let session = Connector::new().connect(ConnectRequest::http(url)?).await?;
+    // Every scenario gets the same handler: elicitation forms are accepted
+    // with the defaults their schema declares (SEP-1034).
+    let handler = ClientHandler::new().on_elicitation(|params| async move {
+        let content = elicitation_defaults(&params);
+        Ok(json!({ "action": "accept", "content": content }))
+    });
+    let request = ConnectRequest::http(url)?.with_handler(handler);
+    let session = Connector::new().connect(request).await?;
     match scenario {
         "initialize" => {}
+        "elicitation-sep1034-client-defaults" => {
+            let tools = session.list_tools().await?;
+            let name = "test_client_elicitation_defaults";
+            if !tools.tools.iter().any(|tool| tool.name == name) {
+                return Err(format!("the server does not list {name}").into());
+            }
+            let result = session.call_tool(name, &json!({})).await?;
+            if result.is_error {
+                return Err(format!("{name} reported a tool error").into());
+            }
+        }
         "tools_call" => {
             let result = session
                 .call_tool("add_numbers", &json!({ "a": 2, "b": 3 }))

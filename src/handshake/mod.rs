@@ -49,8 +49,9 @@ use crate::era_cache::Verdict;
 use crate::error::{Error, TransportError};
 use crate::policy::VersionPolicy;
 use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
-use crate::session::Session;
-use crate::transport::Transport;
+use crate::protocol::Era;
+use crate::session::{Negotiated, Session};
+use crate::transport::{ServerStream, Transport, TransportKind};
 
 use ladder::Ladder;
 use plan::Plan;
@@ -150,6 +151,7 @@ async fn attempt(
                 clock.fail(&error);
                 return Err(error);
             }
+            let server_stream = open_server_stream(request, clock, &ladder, &negotiated).await;
             Ok(Session::new(
                 ladder.transport,
                 negotiated,
@@ -157,6 +159,7 @@ async fn attempt(
                 ladder.next_id,
                 request.limits.request_timeout,
                 std::sync::Arc::clone(&request.inbound),
+                server_stream,
             ))
         }
         Err(error) => {
@@ -164,6 +167,42 @@ async fn attempt(
             Err(error)
         }
     }
+}
+
+/// The standalone server stream, opened before the session is handed over
+/// when the application listens (a handler or a notification listener) on
+/// the legacy era over Streamable HTTP: a server that sends a request there
+/// right after `initialize` must find it open. It is not a stage that can
+/// fail the establishment: a server that offers none (405, 400), an error or
+/// the handshake limit leave the session without one.
+async fn open_server_stream(
+    request: &ConnectRequest,
+    clock: &Clock,
+    ladder: &Ladder<'_>,
+    negotiated: &Negotiated,
+) -> Option<ServerStream> {
+    let wanted = request.inbound.is_listening()
+        && negotiated.version.era() == Era::Legacy
+        && ladder.transport.kind() == TransportKind::StreamableHttp;
+    if !wanted {
+        return None;
+    }
+    let transport = ladder.transport.as_ref();
+    clock
+        .limit(
+            Stage::REQUEST,
+            request.limits.handshake_timeout,
+            CancelSource::HandshakeTimeout,
+            async {
+                transport
+                    .open_server_stream()
+                    .await
+                    .map_err(|e| Error::transport(Stage::REQUEST, e))
+            },
+        )
+        .await
+        .ok()
+        .flatten()
 }
 
 pub(super) fn open(

@@ -2,11 +2,11 @@
 //!
 //! On the legacy era a Streamable HTTP server sends what belongs to no
 //! request (list changes, log messages, requests of its own) on the GET
-//! stream. A session whose connection request has a handler or a listener
-//! opens that stream once, reads it on one task, and stops it when the
-//! session closes or is dropped. A server that offers none (405, 400) is
-//! fine: the task ends. A stream that ends is not reopened here (issue 15
-//! resumes streams).
+//! stream. When the connection request has a handler or a listener, the
+//! handshake opens that stream before handing the session over (a server
+//! may send a request there at once), and the session reads it on one task,
+//! stopped when the session closes or is dropped. A stream that ends is not
+//! reopened here (resuming streams is issue 15's).
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::inbound::Inbound;
 use crate::protocol::{Incoming, ProtocolVersion};
-use crate::transport::Transport;
+use crate::transport::{ServerStream, Transport};
 
 /// The reading task; aborted when dropped.
 pub(super) struct Listener {
@@ -23,12 +23,13 @@ pub(super) struct Listener {
 
 impl Listener {
     pub(super) fn start(
+        stream: ServerStream,
         transport: Arc<dyn Transport>,
         inbound: Arc<Inbound>,
         version: ProtocolVersion,
     ) -> Self {
         Listener {
-            task: tokio::spawn(listen(transport, inbound, version)),
+            task: tokio::spawn(listen(stream, transport, inbound, version)),
         }
     }
 
@@ -43,15 +44,12 @@ impl Drop for Listener {
     }
 }
 
-async fn listen(transport: Arc<dyn Transport>, inbound: Arc<Inbound>, version: ProtocolVersion) {
-    let mut stream = match transport.open_server_stream().await {
-        Ok(Some(stream)) => stream,
-        Ok(None) => return,
-        Err(_) => {
-            tracing::debug!("standalone server stream could not be opened");
-            return;
-        }
-    };
+async fn listen(
+    mut stream: ServerStream,
+    transport: Arc<dyn Transport>,
+    inbound: Arc<Inbound>,
+    version: ProtocolVersion,
+) {
     while let Some(message) = stream.next().await {
         match message {
             Ok(Incoming::Notification { method, params }) => inbound.notify(method, params),

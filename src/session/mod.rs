@@ -100,20 +100,20 @@ impl Session {
         first_id: i64,
         request_timeout: Duration,
         inbound: Arc<Inbound>,
+        server_stream: Option<ServerStream>,
     ) -> Self {
         let transport: Arc<dyn Transport> = Arc::from(transport);
         // The legacy era over Streamable HTTP sends what is not tied to a
-        // request on the GET stream: owned here when anyone wants it.
-        let listener = (inbound.is_listening()
-            && negotiated.version.era() == Era::Legacy
-            && transport.kind() == TransportKind::StreamableHttp)
-            .then(|| {
-                listen::Listener::start(
-                    Arc::clone(&transport),
-                    Arc::clone(&inbound),
-                    negotiated.version.clone(),
-                )
-            });
+        // request on the GET stream, opened during establishment when the
+        // application listens, and read here.
+        let listener = server_stream.map(|stream| {
+            listen::Listener::start(
+                stream,
+                Arc::clone(&transport),
+                Arc::clone(&inbound),
+                negotiated.version.clone(),
+            )
+        });
         Session {
             transport,
             negotiated,
@@ -290,8 +290,9 @@ impl Session {
     /// `Ok(None)` when the server offers none (405, or 400 from some
     /// servers), on the modern era, and on transports without one.
     ///
-    /// A session made with a handler or a notification listener reads that
-    /// stream itself and answers `Ok(None)` here.
+    /// A session whose connection request has a handler or a notification
+    /// listener opened that stream during establishment, reads it itself and
+    /// answers `Ok(None)` here.
     pub async fn server_stream(&self) -> Result<Option<ServerStream>, Error> {
         if self.listener.is_some() {
             return Ok(None);
