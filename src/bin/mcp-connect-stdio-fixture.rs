@@ -12,7 +12,9 @@
 //! faults apply only to the first N starts, so a test can make the first
 //! attempt fail and a fresh one succeed. `--exit-on` exits (code 3) on
 //! receiving the method; `--stall-on` never answers it; `--ignore-eof` keeps
-//! running after stdin closes; `--ignore-term` blocks SIGTERM.
+//! running after stdin closes; `--ignore-term` blocks SIGTERM. A
+//! `tools/call` of the tool `ask` first asks the client `roots/list` and
+//! answers with the first root's URI.
 
 use std::io::{BufRead, Write};
 
@@ -80,6 +82,9 @@ fn main() {
         set.thread_block().expect("SIGTERM blocks");
     }
     let stdout = std::io::stdout();
+    // A `tools/call` of `ask` waits here while the server asks the client
+    // for its roots; the answer completes it.
+    let mut asking: Option<Value> = None;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -98,6 +103,27 @@ fn main() {
         let Some(id) = message.get("id") else {
             continue;
         };
+        if method.is_empty() && id == "srv-1" {
+            let Some(call) = asking.take() else { continue };
+            let root = message["result"]["roots"][0]["uri"]
+                .as_str()
+                .unwrap_or("none");
+            let reply = json!({ "jsonrpc": "2.0", "id": call, "result": { "content": [
+                { "type": "text", "text": root }
+            ]}});
+            let mut out = stdout.lock();
+            let _ = writeln!(out, "{reply}");
+            let _ = out.flush();
+            continue;
+        }
+        if method == "tools/call" && message["params"]["name"] == "ask" {
+            asking = Some(id.clone());
+            let ask = json!({ "jsonrpc": "2.0", "id": "srv-1", "method": "roots/list" });
+            let mut out = stdout.lock();
+            let _ = writeln!(out, "{ask}");
+            let _ = out.flush();
+            continue;
+        }
         let reply = match method {
             "initialize" => json!({ "jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": message["params"]["protocolVersion"],

@@ -48,8 +48,8 @@ use crate::clock::Clock;
 use crate::era_cache::Verdict;
 use crate::error::{Error, TransportError};
 use crate::policy::VersionPolicy;
-use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
 use crate::protocol::Era;
+use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
 use crate::session::{Negotiated, Session};
 use crate::transport::{ServerStream, Transport, TransportKind};
 

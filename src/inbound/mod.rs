@@ -107,7 +107,7 @@ impl Inbound {
             Ok(Ok(result)) => result_bytes(id, &result),
             Ok(Err(error)) => error_bytes(id, error.code(), error.message()),
             Err(_) => {
-                tracing::warn!(method, "server request handler panicked");
+                tracing::warn!("server request handler panicked");
                 error_bytes(id, codes::INTERNAL_ERROR, "the client's handler failed")
             }
         }

@@ -81,6 +81,8 @@ pub enum Script {
     Sse(Vec<String>),
     /// These SSE chunks, then the stream stays open and silent forever.
     SseThenStall(Vec<String>),
+    /// SSE chunks, each sent after its delay; the stream then ends.
+    SsePaced(Vec<(Duration, String)>),
     /// A status with no body.
     Status(u16),
     /// A status with no body and extra headers.
@@ -313,6 +315,18 @@ async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, i
             chunks(events, Some(Ok(()))),
             vec![],
         ),
+        Script::SsePaced(events) => {
+            let paced = futures_util::stream::iter(events).then(|(delay, chunk)| async move {
+                tokio::time::sleep(delay).await;
+                Ok(Frame::data(Bytes::from(chunk)))
+            });
+            build(
+                200,
+                Some("text/event-stream"),
+                BodyExt::boxed(StreamBody::new(paced)),
+                vec![],
+            )
+        }
         Script::Status(status) => build(status, None, full(Bytes::new()), vec![]),
         Script::StatusWith(status, extra) => build(status, None, full(Bytes::new()), extra),
         Script::Chunked(parts) => build(200, Some("application/json"), chunks(parts, None), vec![]),
