@@ -179,6 +179,25 @@ pub enum ErrorKind {
     /// The caller cancelled.
     #[error("cancelled by the caller")]
     Cancelled,
+    /// A paginated listing did not end: a cursor came back, or it went past
+    /// the page limit.
+    #[error("paginated listing did not end")]
+    Pagination(#[source] PaginationError),
+}
+
+/// Why a paginated listing was stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PaginationError {
+    /// The server sent a cursor it had already sent (a loop).
+    #[error("the server repeated a cursor")]
+    CursorRepeated,
+    /// More pages than the limit.
+    #[error("more than {limit} pages")]
+    TooManyPages {
+        /// The page limit.
+        limit: usize,
+    },
 }
 
 /// An establishment or session error: the stage it happened in and what
@@ -363,6 +382,7 @@ impl Classify for Error {
             ErrorKind::Cancelled => {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
+            ErrorKind::Pagination(_) => Failure::new(stage, FailureKind::Protocol),
         }
     }
 

@@ -61,12 +61,14 @@ mod uri;
 
 pub use connector::Connector;
 pub use era_cache::{EraCache, LegacyTransport, Verdict};
-pub use error::{BoxError, ConfigError, Error, ErrorKind, TransportError, VersionError};
+pub use error::{
+    BoxError, ConfigError, Error, ErrorKind, PaginationError, TransportError, VersionError,
+};
 pub use manager::{session_lost, ClientError, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
-pub use session::{RequestOptions, Session, SessionState};
+pub use session::{RequestOptions, Session, SessionState, MAX_PAGES};
 pub use stack::{Establish, EstablishBuilder, EstablishError};
 
 /// The README's examples, compiled as doctests so they stay true.

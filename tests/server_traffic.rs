@@ -399,3 +399,81 @@ async fn a_stdio_server_request_reaches_the_handler() {
     })
     .await;
 }
+
+fn paged(request: &Recorded, pages: &[(&str, Option<&str>)]) -> Script {
+    // Page i is asked for with cursor "c{i}" (none for the first).
+    let cursor = request.body["params"]["cursor"].as_str().unwrap_or("");
+    let (name, next) = pages
+        .iter()
+        .enumerate()
+        .find(|(i, _)| {
+            if *i == 0 {
+                cursor.is_empty()
+            } else {
+                cursor == format!("c{i}")
+            }
+        })
+        .map(|(_, page)| *page)
+        .unwrap_or(("missing", None));
+    let mut result = json!({ "tools": [{ "name": name, "inputSchema": { "type": "object",
+        "properties": { "x": { "$ref": "#/$defs/x" } }, "$defs": { "x": { "type": "string" } } } }] });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    Script::Json(200, support::result(request, result))
+}
+
+#[tokio::test]
+async fn listings_follow_every_page_and_stop_a_cursor_loop() {
+    watchdog(Duration::from_secs(10), async {
+        let pages = |request: &Recorded| match request.rpc_method() {
+            "tools/list" => Some(paged(
+                request,
+                &[("a", Some("c1")), ("b", Some("c2")), ("c", None)],
+            )),
+            _ => None,
+        };
+        let three = ScriptServer::start(move |request: &Recorded| {
+            pages(request).unwrap_or_else(|| server(|_| Script::Status(500))(request))
+        })
+        .await;
+        let session = Connector::new()
+            .connect(ConnectRequest::http(&three.url()).unwrap())
+            .await
+            .unwrap();
+        let tools = session.list_tools().await.unwrap().tools;
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        // The schema is kept as sent: `$ref` untouched.
+        assert_eq!(
+            tools[0].input_schema["properties"]["x"]["$ref"],
+            "#/$defs/x"
+        );
+        let first = session.list_tools_page(None).await.unwrap();
+        assert_eq!(first.next_cursor.as_deref(), Some("c1"));
+
+        let looping = ScriptServer::start(move |request: &Recorded| match request.rpc_method() {
+            // c1 -> c2 -> c1 ...
+            "tools/list" => paged(
+                request,
+                &[("a", Some("c1")), ("b", Some("c2")), ("c", Some("c1"))],
+            ),
+            _ => server(|_| Script::Status(500))(request),
+        })
+        .await;
+        let session = Connector::new()
+            .connect(ConnectRequest::http(&looping.url()).unwrap())
+            .await
+            .unwrap();
+        let error = session.list_tools().await.unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Pagination(mcp_connect::PaginationError::CursorRepeated)
+            ),
+            "{error}"
+        );
+        assert_eq!(looping.count("tools/list"), 3, "stopped at the repeat");
+    })
+    .await;
+}

@@ -176,9 +176,25 @@ pub struct Tool {
     /// A description for the model.
     #[serde(default)]
     pub description: Option<String>,
-    /// The JSON Schema of its arguments.
+    /// A human-readable title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The JSON Schema of its arguments, exactly as sent: never
+    /// dereferenced, never rewritten.
     #[serde(default)]
     pub input_schema: Value,
+    /// The JSON Schema of its `structuredContent`, when it declares one.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints (`readOnlyHint`, `destructiveHint`, ...), as sent.
+    #[serde(default)]
+    pub annotations: Option<Value>,
+    /// Icons, as sent.
+    #[serde(default)]
+    pub icons: Option<Vec<Value>>,
+    /// Metadata, as sent.
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Map<String, Value>>,
     /// Everything else the server sent, as it sent it.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -197,6 +213,130 @@ pub struct ListToolsResult {
     /// Everything else the server sent, as it sent it.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// One prompt from `prompts/list`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Prompt {
+    /// The prompt name.
+    pub name: String,
+    /// A human-readable title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// A description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Its arguments, as sent.
+    #[serde(default)]
+    pub arguments: Vec<Value>,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One resource from `resources/list`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Resource {
+    /// Its URI.
+    pub uri: String,
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// A human-readable title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Its MIME type.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One template from `resources/templates/list`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ResourceTemplate {
+    /// The URI template (RFC 6570).
+    pub uri_template: String,
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// Everything else the server sent, as it sent it.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One page of a listing: its items and the cursor of the next page.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Page<T> {
+    /// The items on this page.
+    pub items: Vec<T>,
+    /// The cursor of the next page, if any.
+    pub next_cursor: Option<String>,
+}
+
+/// One content block of a tool result or prompt message.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Text.
+    Text(String),
+    /// An image: base64 `data` and its MIME type.
+    Image {
+        /// Base64 data.
+        data: String,
+        /// The MIME type.
+        mime_type: String,
+    },
+    /// Audio: base64 `data` and its MIME type.
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// The MIME type.
+        mime_type: String,
+    },
+    /// A link to a resource the client may read.
+    ResourceLink {
+        /// The resource URI.
+        uri: String,
+        /// Its name, when given.
+        name: Option<String>,
+    },
+    /// An embedded resource (`{uri, text | blob, mimeType}`), as sent.
+    Resource(Value),
+    /// A block of a type this client does not know, as sent.
+    Other(Value),
+}
+
+impl ContentBlock {
+    /// Reads one block; a block that does not have its type's required
+    /// fields is kept as [`ContentBlock::Other`].
+    pub fn from_value(block: &Value) -> ContentBlock {
+        let text = |key: &str| block.get(key).and_then(Value::as_str).map(str::to_owned);
+        let known = match block.get("type").and_then(Value::as_str) {
+            Some("text") => text("text").map(ContentBlock::Text),
+            Some("image") => text("data")
+                .zip(text("mimeType"))
+                .map(|(data, mime_type)| ContentBlock::Image { data, mime_type }),
+            Some("audio") => text("data")
+                .zip(text("mimeType"))
+                .map(|(data, mime_type)| ContentBlock::Audio { data, mime_type }),
+            Some("resource_link") => text("uri").map(|uri| ContentBlock::ResourceLink {
+                uri,
+                name: text("name"),
+            }),
+            Some("resource") => block.get("resource").cloned().map(ContentBlock::Resource),
+            _ => None,
+        };
+        known.unwrap_or_else(|| ContentBlock::Other(block.clone()))
+    }
 }
 
 /// `tools/call` result.
@@ -219,6 +359,11 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// The content blocks, typed.
+    pub fn blocks(&self) -> Vec<ContentBlock> {
+        self.content.iter().map(ContentBlock::from_value).collect()
+    }
+
     /// The `text` of every text content block, joined with newlines.
     pub fn text(&self) -> String {
         let texts: Vec<&str> = self

@@ -13,8 +13,8 @@ mod version;
 pub(crate) use jsonrpc::{error_bytes, result_bytes};
 pub use jsonrpc::{Incoming, JsonError, MessageError, Notification, Request, RequestId, RpcError};
 pub use messages::{
-    meta_keys, CallToolParams, CallToolResult, ClientInfo, DiscoverResult, GetPromptParams,
-    InitializeParams, InitializeResult, ListToolsResult, ReadResourceParams, ServerInfo, Tool,
-    UnsupportedVersionData,
+    meta_keys, CallToolParams, CallToolResult, ClientInfo, ContentBlock, DiscoverResult,
+    GetPromptParams, InitializeParams, InitializeResult, ListToolsResult, Page, Prompt,
+    ReadResourceParams, Resource, ResourceTemplate, ServerInfo, Tool, UnsupportedVersionData,
 };
 pub use version::{Era, ProtocolVersion};

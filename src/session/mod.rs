@@ -20,15 +20,16 @@ use crate::error::{Error, ErrorKind};
 use crate::inbound::Inbound;
 use crate::protocol::{error_bytes, result_bytes};
 use crate::protocol::{
-    meta_keys, CallToolParams, CallToolResult, ClientInfo, Era, GetPromptParams, ListToolsResult,
-    Notification, ProtocolVersion, ReadResourceParams, RequestId, RpcError, ServerInfo,
+    meta_keys, ClientInfo, Era, Notification, ProtocolVersion, RequestId, RpcError, ServerInfo,
 };
 use crate::transport::{ServerStream, Transport, TransportKind};
 
 mod listen;
 mod request;
+mod typed;
 
 pub use request::RequestOptions;
+pub use typed::MAX_PAGES;
 
 /// What this client says about itself on every modern request.
 #[derive(Debug, Clone)]
@@ -255,34 +256,6 @@ impl Session {
             Era::Modern => "server/discover",
         };
         self.request(method, None).await.map(drop)
-    }
-
-    /// `tools/list` (first page).
-    pub async fn list_tools(&self) -> Result<ListToolsResult, Error> {
-        self.request_as("tools/list", None).await
-    }
-
-    /// `tools/call`.
-    pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, Error> {
-        // A `&str` and a `Value` always serialize to a `Value`.
-        let params =
-            serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        self.request_as("tools/call", Some(params)).await
-    }
-
-    /// `prompts/get`.
-    pub async fn get_prompt(&self, name: &str, arguments: Option<&Value>) -> Result<Value, Error> {
-        // A `&str` and a `Value` always serialize to a `Value`.
-        let params =
-            serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
-        self.request_as("prompts/get", Some(params)).await
-    }
-
-    /// `resources/read`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
-        // A `&str` always serializes to a `Value`.
-        let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
-        self.request_as("resources/read", Some(params)).await
     }
 
     /// Opens the server-to-client stream, for applications that want the

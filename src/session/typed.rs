@@ -1,0 +1,196 @@
+//! The typed MCP surface of a session: listings across every page, tools,
+//! prompts, resources, subscriptions, completion and the logging level.
+//!
+//! A listing follows `nextCursor` until the server stops sending one,
+//! bounded twice: a cursor the server already sent ends it with
+//! [`PaginationError::CursorRepeated`] (a loop), and more than
+//! [`MAX_PAGES`] pages with [`PaginationError::TooManyPages`]. The
+//! `*_page` methods fetch one page from a cursor.
+
+use std::collections::HashSet;
+
+use mcp_connect_layers::Stage;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::Session;
+use crate::error::{Error, ErrorKind, PaginationError};
+use crate::protocol::{
+    CallToolParams, CallToolResult, GetPromptParams, ListToolsResult, Page, Prompt,
+    ReadResourceParams, Resource, ResourceTemplate, Tool,
+};
+
+/// The most pages one listing reads.
+pub const MAX_PAGES: usize = 1000;
+
+/// One page of any listing, with its items under `key`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawPage {
+    #[serde(default)]
+    next_cursor: Option<String>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
+}
+
+fn shape(error: serde_json::Error) -> Error {
+    Error::new(Stage::REQUEST, ErrorKind::Result(error.into()))
+}
+
+impl Session {
+    async fn page<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        key: &str,
+        cursor: Option<&str>,
+    ) -> Result<Page<T>, Error> {
+        let params = cursor.map(|cursor| json!({ "cursor": cursor }));
+        let raw = self.request(method, params).await?;
+        let mut page: RawPage = serde_json::from_str(raw.get()).map_err(shape)?;
+        let items = match page.rest.remove(key) {
+            Some(items) => serde_json::from_value(items).map_err(shape)?,
+            None => Vec::new(),
+        };
+        Ok(Page {
+            items,
+            next_cursor: page.next_cursor.filter(|c| !c.is_empty()),
+        })
+    }
+
+    async fn all_pages<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        key: &str,
+    ) -> Result<Vec<T>, Error> {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = self.page::<T>(method, key, cursor.as_deref()).await?;
+            items.extend(page.items);
+            match page.next_cursor {
+                None => return Ok(items),
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(Error::new(
+                        Stage::REQUEST,
+                        ErrorKind::Pagination(PaginationError::CursorRepeated),
+                    ))
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(Error::new(
+            Stage::REQUEST,
+            ErrorKind::Pagination(PaginationError::TooManyPages { limit: MAX_PAGES }),
+        ))
+    }
+
+    /// `tools/list`, every page.
+    pub async fn list_tools(&self) -> Result<ListToolsResult, Error> {
+        let tools = self.all_pages::<Tool>("tools/list", "tools").await?;
+        Ok(ListToolsResult {
+            tools,
+            next_cursor: None,
+            extra: Default::default(),
+        })
+    }
+
+    /// One page of `tools/list`.
+    pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<Page<Tool>, Error> {
+        self.page("tools/list", "tools", cursor).await
+    }
+
+    /// `prompts/list`, every page.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        self.all_pages("prompts/list", "prompts").await
+    }
+
+    /// One page of `prompts/list`.
+    pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<Page<Prompt>, Error> {
+        self.page("prompts/list", "prompts", cursor).await
+    }
+
+    /// `resources/list`, every page.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        self.all_pages("resources/list", "resources").await
+    }
+
+    /// One page of `resources/list`.
+    pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<Page<Resource>, Error> {
+        self.page("resources/list", "resources", cursor).await
+    }
+
+    /// `resources/templates/list`, every page.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.all_pages("resources/templates/list", "resourceTemplates")
+            .await
+    }
+
+    /// One page of `resources/templates/list`.
+    pub async fn list_resource_templates_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<Page<ResourceTemplate>, Error> {
+        self.page("resources/templates/list", "resourceTemplates", cursor)
+            .await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, Error> {
+        // A `&str` and a `Value` always serialize to a `Value`.
+        let params =
+            serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
+        self.request_as("tools/call", Some(params)).await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(&self, name: &str, arguments: Option<&Value>) -> Result<Value, Error> {
+        // A `&str` and a `Value` always serialize to a `Value`.
+        let params =
+            serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
+        self.request_as("prompts/get", Some(params)).await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
+        // A `&str` always serializes to a `Value`.
+        let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
+        self.request_as("resources/read", Some(params)).await
+    }
+
+    /// `resources/subscribe`: the server then sends
+    /// `notifications/resources/updated` for `uri` to the listener.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
+        self.request("resources/subscribe", Some(json!({ "uri": uri })))
+            .await
+            .map(drop)
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), Error> {
+        self.request("resources/unsubscribe", Some(json!({ "uri": uri })))
+            .await
+            .map(drop)
+    }
+
+    /// `completion/complete` for `reference` (`{"type": "ref/prompt",
+    /// "name": ...}` or `{"type": "ref/resource", "uri": ...}`) and one
+    /// argument's partial value; the raw result.
+    pub async fn complete(
+        &self,
+        reference: Value,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, Error> {
+        let params = json!({ "ref": reference, "argument": { "name": argument, "value": value } });
+        self.request_as("completion/complete", Some(params)).await
+    }
+
+    /// `logging/setLevel` (`"debug"`, `"info"`, ..., `"emergency"`).
+    pub async fn set_logging_level(&self, level: &str) -> Result<(), Error> {
+        self.request("logging/setLevel", Some(json!({ "level": level })))
+            .await
+            .map(drop)
+    }
+}
