@@ -390,3 +390,143 @@ async fn watch_mode_survives_real_session_expiry() {
         (Some(true), Some(2), Some(true))
     );
 }
+
+/// Issue 13: with the handlers declared, server-everything's
+/// capability-gated tools appear, and calling them round-trips a sampling
+/// and an elicitation request through the handler.
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn server_everything_sampling_and_elicitation_round_trip() {
+    use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+    let peer = everything_http().await;
+    let handler = ClientHandler::new()
+        .on_sampling(|params| async move {
+            assert!(params["messages"].is_array());
+            Ok(json!({ "role": "assistant", "model": "canned",
+                       "content": { "type": "text", "text": "canned reply" } }))
+        })
+        .on_elicitation(|params| async move {
+            Ok(json!({ "action": "accept", "content": elicitation_defaults(&params) }))
+        });
+    let request = ConnectRequest::http(&peer.url("/mcp"))
+        .unwrap()
+        .with_handler(handler);
+    let session = connect(request).await;
+    // The gated tools are registered once initialization completes.
+    let mut names = Vec::new();
+    for _ in 0..50 {
+        names = session
+            .list_tools()
+            .await
+            .unwrap()
+            .tools
+            .into_iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>();
+        if names.iter().any(|n| n == "trigger-sampling-request") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        names.iter().any(|n| n == "trigger-sampling-request"),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "trigger-elicitation-request"),
+        "{names:?}"
+    );
+    let sampled = watchdog(
+        LIMIT,
+        session.call_tool(
+            "trigger-sampling-request",
+            &json!({ "prompt": "hi", "maxTokens": 5 }),
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(
+        sampled.text().contains("canned reply"),
+        "{}",
+        sampled.text()
+    );
+    let elicited = watchdog(
+        LIMIT,
+        session.call_tool("trigger-elicitation-request", &json!({})),
+    )
+    .await
+    .unwrap();
+    assert!(!elicited.is_error, "{}", elicited.text());
+    session.close().await.unwrap();
+
+    // Without handlers the gated tools are not offered.
+    let plain = connect(ConnectRequest::http(&peer.url("/mcp")).unwrap()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let names: Vec<String> = plain
+        .list_tools()
+        .await
+        .unwrap()
+        .tools
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "trigger-sampling-request"),
+        "{names:?}"
+    );
+    plain.close().await.unwrap();
+}
+
+/// Issue 13: every progress step of a long operation reaches the request's
+/// callback; simulated logging reaches the listener (the first message is
+/// sent at once, on the GET stream the session owns).
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn server_everything_progress_and_logging_reach_the_application() {
+    use mcp_connect::inbound::notification_channel;
+    use mcp_connect::RequestOptions;
+    use std::sync::{Arc, Mutex};
+    let peer = everything_http().await;
+    let (listener, mut notifications) = notification_channel(64);
+    let request = ConnectRequest::http(&peer.url("/mcp"))
+        .unwrap()
+        .with_notifications(listener);
+    let session = connect(request).await;
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&steps);
+    let options =
+        RequestOptions::new().with_progress(move |p| record.lock().unwrap().push(p.progress));
+    let params = json!({ "name": "trigger-long-running-operation",
+                         "arguments": { "duration": 1, "steps": 4 } });
+    watchdog(
+        LIMIT,
+        session.request_with("tools/call", Some(params), &options),
+    )
+    .await
+    .unwrap();
+    assert_eq!(*steps.lock().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+
+    session.set_logging_level("debug").await.unwrap();
+    session
+        .call_tool("toggle-simulated-logging", &json!({}))
+        .await
+        .unwrap();
+    let logged = watchdog(LIMIT, async {
+        loop {
+            let notification = notifications.recv().await.expect("listener open");
+            if notification.method == "notifications/message" {
+                return notification;
+            }
+        }
+    })
+    .await;
+    assert!(logged.params.unwrap()["level"].is_string());
+    session
+        .call_tool("toggle-simulated-logging", &json!({}))
+        .await
+        .unwrap();
+    // Resources: every page.
+    let resources = session.list_resources().await.unwrap();
+    assert!(!resources.is_empty());
+    session.close().await.unwrap();
+}
