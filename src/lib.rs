@@ -64,7 +64,7 @@ pub use era_cache::{EraCache, LegacyTransport, Verdict};
 pub use error::{
     BoxError, ConfigError, Error, ErrorKind, PaginationError, TransportError, VersionError,
 };
-pub use manager::{session_lost, ClientError, McpClient, Reconnect};
+pub use manager::{session_lost, ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};

@@ -25,6 +25,7 @@
 //! 30 s, drawn per client, so a fleet of clients that lost one server
 //! together does not reconnect in lock-step.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,7 +35,7 @@ use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Classify, Failure, FailureKind};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tower::util::rng::HasherRng;
 
@@ -83,6 +84,23 @@ struct Inner {
     state: Mutex<State>,
     generation: AtomicU64,
     jitter: std::sync::Mutex<HasherRng>,
+    /// Resource URIs subscribed through this client, renewed on every new
+    /// session. Held for one set operation at a time.
+    subscriptions: std::sync::Mutex<BTreeSet<String>>,
+    generations: watch::Sender<Generation>,
+}
+
+/// A new session of an [`McpClient`], as reported by
+/// [`McpClient::generations`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Generation {
+    /// The session's number (1 for the first).
+    pub number: u64,
+    /// Subscriptions renewed on it.
+    pub resubscribed: usize,
+    /// Subscriptions the new session refused (they are forgotten).
+    pub resubscribe_failed: usize,
 }
 
 /// A long-lived MCP client. Cheap to clone; clones share the session.
@@ -200,6 +218,8 @@ impl McpClient {
                 state: Mutex::new(State::Empty),
                 generation: AtomicU64::new(0),
                 jitter: std::sync::Mutex::new(HasherRng::default()),
+                subscriptions: std::sync::Mutex::new(BTreeSet::new()),
+                generations: watch::channel(Generation::default()).0,
             }),
             reconnect: Reconnect::OnNextCall,
         }
@@ -245,8 +265,10 @@ impl McpClient {
         match self.inner.stack.connect(self.inner.request.clone()).await {
             Ok(session) => {
                 let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                let report = self.resubscribe(&session, generation).await;
                 let session = Arc::new(session);
                 *state = State::Ready(Arc::clone(&session), generation);
+                self.inner.generations.send_replace(report);
                 Ok((session, generation))
             }
             Err(error) => {
@@ -263,6 +285,61 @@ impl McpClient {
                 Err(ClientError::Connect(error))
             }
         }
+    }
+
+    /// Renews this client's subscriptions on a new session; what the session
+    /// refuses is forgotten (and counted).
+    async fn resubscribe(&self, session: &Session, number: u64) -> Generation {
+        let uris: Vec<String> = self.subscriptions().iter().cloned().collect();
+        let mut report = Generation {
+            number,
+            ..Generation::default()
+        };
+        for uri in uris {
+            match session.subscribe(&uri).await {
+                Ok(()) => report.resubscribed += 1,
+                Err(_) => {
+                    report.resubscribe_failed += 1;
+                    self.subscriptions().remove(&uri);
+                }
+            }
+        }
+        report
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        // Held for one set operation, which cannot panic.
+        self.inner
+            .subscriptions
+            .lock()
+            .expect("subscriptions lock poisoned")
+    }
+
+    /// Every new session, as it is made: its number and what became of the
+    /// subscriptions renewed on it. The value before the first session has
+    /// number 0.
+    pub fn generations(&self) -> watch::Receiver<Generation> {
+        self.inner.generations.subscribe()
+    }
+
+    /// `resources/subscribe`, kept: every later session of this client
+    /// subscribes again before it serves a call.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.run("resources/subscribe", |session| async move {
+            session.subscribe(uri).await
+        })
+        .await?;
+        self.subscriptions().insert(uri.to_owned());
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`, and no renewal on later sessions.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.subscriptions().remove(uri);
+        self.run("resources/unsubscribe", |session| async move {
+            session.unsubscribe(uri).await
+        })
+        .await
     }
 
     /// Drops session `generation` if it is still the current one, and

@@ -299,3 +299,47 @@ async fn cool_downs_of_clients_that_failed_together_are_spread() {
         *most - *least
     );
 }
+
+/// Issue 13: subscriptions made through the client are renewed on every
+/// new session before it serves a call, and the application is told; the
+/// handler and listener of the request serve every generation.
+#[tokio::test]
+async fn subscriptions_are_renewed_on_a_new_session_and_reported() {
+    let legacy = LegacyServer::new();
+    let responder = legacy.clone();
+    let server = ScriptServer::start(move |r| responder.respond(r)).await;
+    let client = client(&server);
+    let mut generations = client.generations();
+    watchdog(LIMIT, client.subscribe("file:///watched"))
+        .await
+        .unwrap();
+    assert_eq!(generations.borrow_and_update().number, 1);
+    assert_eq!(server.count("resources/subscribe"), 1);
+
+    legacy.expire_sessions();
+    let error = watchdog(LIMIT, call(&client, "tools/call"))
+        .await
+        .unwrap_err();
+    assert!(error.session_lost());
+    watchdog(LIMIT, call(&client, "tools/call")).await.unwrap();
+    let report = *generations.borrow_and_update();
+    assert_eq!(
+        (
+            report.number,
+            report.resubscribed,
+            report.resubscribe_failed
+        ),
+        (2, 1, 0)
+    );
+    assert_eq!(server.count("resources/subscribe"), 2, "renewed once");
+
+    client.unsubscribe("file:///watched").await.unwrap();
+    legacy.expire_sessions();
+    let _ = call(&client, "tools/call").await;
+    watchdog(LIMIT, call(&client, "tools/call")).await.unwrap();
+    assert_eq!(
+        server.count("resources/subscribe"),
+        2,
+        "not renewed after unsubscribe"
+    );
+}

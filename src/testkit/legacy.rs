@@ -110,6 +110,9 @@ impl LegacyServer {
                 "ping" => Script::Json(200, result(request, json!({}))),
                 "prompts/get" => Script::Json(200, result(request, json!({ "messages": [] }))),
                 "resources/read" => Script::Json(200, result(request, json!({ "contents": [] }))),
+                "resources/subscribe" | "resources/unsubscribe" => {
+                    Script::Json(200, result(request, json!({})))
+                }
                 _ => Script::Json(200, error(request, -32601, None)),
             },
         }
