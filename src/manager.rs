@@ -42,7 +42,7 @@ use tower::util::rng::HasherRng;
 use crate::error::{Error, ErrorKind, TransportError};
 use crate::protocol::{CallToolResult, ListToolsResult};
 use crate::request::ConnectRequest;
-use crate::session::Session;
+use crate::session::{RequestOptions, Session};
 use crate::stack::{Establish, EstablishError};
 
 /// The cool-down after failed reconnects: full jitter under a ceiling of
@@ -415,7 +415,28 @@ impl McpClient {
         .await
     }
 
-    /// `tools/list` (first page).
+    /// `tools/call` with its own [`RequestOptions`] (cancellation, timeout,
+    /// progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: &Value,
+        options: &RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        self.run("call_tool", |s| async move {
+            let params = serde_json::json!({ "name": name, "arguments": arguments });
+            let raw = s.request_with("tools/call", Some(params), options).await?;
+            serde_json::from_str(raw.get()).map_err(|e| {
+                Error::new(
+                    mcp_connect_layers::Stage::REQUEST,
+                    ErrorKind::Result(e.into()),
+                )
+            })
+        })
+        .await
+    }
+
+    /// `tools/list`, every page.
     pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
         self.run("list_tools", |s| async move { s.list_tools().await })
             .await

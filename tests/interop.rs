@@ -530,3 +530,64 @@ async fn server_everything_progress_and_logging_reach_the_application() {
     assert!(!resources.is_empty());
     session.close().await.unwrap();
 }
+
+/// Issue 13: the command prints progress as numbers, offers only the
+/// server-request answers it was given, and prints notifications by method.
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn the_command_prints_progress_and_notifications_from_server_everything() {
+    let peer = everything_http().await;
+    let url = peer.url("/mcp");
+    let output = support::cli::run_async(&[
+        &url,
+        "--json",
+        "--call-tool",
+        "trigger-long-running-operation",
+        "--args",
+        r#"{"duration":1,"steps":3}"#,
+    ])
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let lines = support::cli::json_lines(&output);
+    let progress: Vec<f64> = lines
+        .iter()
+        .filter(|l| l["event"] == "progress")
+        .map(|l| l["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, [1.0, 2.0, 3.0]);
+
+    let output = support::cli::run_async(&[
+        &url,
+        "--json",
+        "--notifications",
+        "--sample",
+        "canned",
+        "--root",
+        "/srv/project",
+        "--call-tool",
+        "toggle-simulated-logging",
+        "--repeat",
+        "2",
+        "--interval",
+        "1s",
+    ])
+    .await;
+    let lines = support::cli::json_lines(&output);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "notification" && l["method"] == "notifications/message"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        !text.contains("-level message"),
+        "no notification payload is printed"
+    );
+}

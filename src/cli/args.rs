@@ -49,9 +49,38 @@ pub(crate) struct Args {
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub(crate) headers: Vec<String>,
 
-    /// List the server's tools after establishing.
+    /// List the server's tools (every page) after establishing.
     #[arg(long)]
     pub(crate) list_tools: bool,
+
+    /// List the server's resources (every page) after establishing.
+    #[arg(long)]
+    pub(crate) list_resources: bool,
+
+    /// List the server's prompts (every page) after establishing.
+    #[arg(long)]
+    pub(crate) list_prompts: bool,
+
+    /// Answer the server's elicitation requests: decline them, or accept
+    /// with the defaults their schema declares. Without it elicitation is not
+    /// offered.
+    #[arg(long, value_enum, value_name = "ANSWER")]
+    pub(crate) elicit: Option<Elicit>,
+
+    /// Answer the server's sampling requests with this canned text. Without
+    /// it sampling is not offered.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) sample: Option<String>,
+
+    /// Print the server's notifications (method only). On the 2025 era over
+    /// Streamable HTTP this opens the server's GET stream.
+    #[arg(long)]
+    pub(crate) notifications: bool,
+
+    /// Offer this directory as a root (repeatable). Without it roots are not
+    /// offered.
+    #[arg(long = "root", value_name = "PATH")]
+    pub(crate) roots: Vec<std::path::PathBuf>,
 
     /// Call this tool after establishing.
     #[arg(long, value_name = "NAME")]
@@ -95,6 +124,15 @@ pub(crate) struct Args {
 }
 
 /// The `--recovery` values.
+/// How the command answers elicitation requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Elicit {
+    /// Decline every form.
+    Decline,
+    /// Accept with the schema's defaults.
+    Defaults,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Recovery {
     /// One attempt, exactly as configured.

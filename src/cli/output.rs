@@ -71,6 +71,37 @@ impl Printer {
         );
     }
 
+    pub(crate) fn listing(&self, what: &str, names: &[String]) {
+        self.line(
+            &format!("{what}: {}", names.join(", ")),
+            json!({ "event": what, what: names }),
+        );
+    }
+
+    /// A progress report of a call: numbers only.
+    pub(crate) fn progress(&self, progress: f64, total: Option<f64>) {
+        let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+        self.line(
+            &format!("progress {progress}{of}"),
+            json!({ "event": "progress", "progress": progress, "total": total }),
+        );
+    }
+
+    /// A server notification: its method only, when it is one of the
+    /// protocol's (anything else reads `unknown`), never its params.
+    pub(crate) fn notification(&self, method: &str) {
+        let known = method.len() <= 64
+            && method.starts_with("notifications/")
+            && method
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'/' || b == b'_');
+        let method = if known { method } else { "unknown" };
+        self.line(
+            &format!("notification {method}"),
+            json!({ "event": "notification", "method": method }),
+        );
+    }
+
     pub(crate) fn call(
         &self,
         n: u32,

@@ -6,17 +6,19 @@ use std::sync::Arc;
 
 use clap::Parser;
 use mcp_connect::demo::DemoServer;
+use mcp_connect::inbound::{elicitation_defaults, notification_channel, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::layers::Classify;
 use mcp_connect::transport::{HttpClient, StdioCommand};
 use mcp_connect::{
     ClientError, ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, McpClient,
-    Session, TransportMode, VersionPolicy,
+    RequestOptions, Session, TransportMode, VersionPolicy,
 };
+use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Args, Mode, Recovery};
+use super::args::{Args, Elicit, Mode, Recovery};
 use super::output::Printer;
 use super::signals::{Received, Signals};
 
@@ -170,6 +172,25 @@ async fn run(args: Args) -> ExitCode {
     if let Some(cache) = &era_cache {
         request = request.with_era_cache(cache.clone());
     }
+    match handler_from(&args) {
+        Ok(handler) => request = request.with_handler(handler),
+        Err(message) => return usage(&message),
+    }
+    // Progress is printed from each call's own callback; other
+    // notifications here, when asked for.
+    let mut notices = None;
+    if args.notifications {
+        let (listener, mut notifications) = notification_channel(256);
+        request = request.with_notifications(listener);
+        let shown = Arc::clone(&printer);
+        notices = Some(tokio::spawn(async move {
+            while let Some(notification) = notifications.recv().await {
+                if notification.method != "notifications/progress" {
+                    shown.notification(&notification.method);
+                }
+            }
+        }));
+    }
 
     // Counted below the transports, so every request the command sends is seen.
     let sent = Arc::new(AtomicU64::new(0));
@@ -202,6 +223,22 @@ async fn run(args: Args) -> ExitCode {
             let mut ok = true;
             if args.list_tools {
                 ok &= list_tools(&printer, session).await;
+            }
+            if args.list_resources {
+                let listed = session.list_resources().await;
+                ok &= listing(
+                    &printer,
+                    "resources",
+                    listed.map(|r| r.into_iter().map(|r| r.uri).collect()),
+                );
+            }
+            if args.list_prompts {
+                let listed = session.list_prompts().await;
+                ok &= listing(
+                    &printer,
+                    "prompts",
+                    listed.map(|p| p.into_iter().map(|p| p.name).collect()),
+                );
             }
             if let Some(name) = &args.call_tool {
                 ok &= watch(
@@ -250,6 +287,9 @@ async fn run(args: Args) -> ExitCode {
         }
     }
     drop(demo);
+    if let Some(notices) = notices {
+        notices.abort();
+    }
     match signals.received() {
         Some(signal) => ExitCode::from(signal.exit_code()),
         None if ok => ExitCode::SUCCESS,
@@ -260,6 +300,75 @@ async fn run(args: Args) -> ExitCode {
 /// How long closing the session may take when the command ends (the stdio
 /// close ladder needs up to two grace periods).
 const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The server-request handler the arguments ask for: only what was asked
+/// is offered.
+fn handler_from(args: &Args) -> Result<ClientHandler, String> {
+    let mut handler = ClientHandler::new();
+    match args.elicit {
+        None => {}
+        Some(Elicit::Decline) => {
+            handler = handler.on_elicitation(|_| async { Ok(json!({ "action": "decline" })) });
+        }
+        Some(Elicit::Defaults) => {
+            handler = handler.on_elicitation(|params| async move {
+                Ok(json!({ "action": "accept", "content": elicitation_defaults(&params) }))
+            });
+        }
+    }
+    if let Some(text) = &args.sample {
+        let text = text.clone();
+        handler = handler.on_sampling(move |_| {
+            let text = text.clone();
+            async move {
+                Ok(json!({ "role": "assistant", "model": "mcp-connect-canned",
+                           "content": { "type": "text", "text": text },
+                           "stopReason": "endTurn" }))
+            }
+        });
+    }
+    if !args.roots.is_empty() {
+        let mut roots = Vec::new();
+        for path in &args.roots {
+            let absolute =
+                std::path::absolute(path).map_err(|e| format!("--root {}: {e}", path.display()))?;
+            let name = absolute
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            roots.push((file_uri(&absolute), name));
+        }
+        handler = handler.with_roots(roots);
+    }
+    Ok(handler)
+}
+
+/// A `file://` URI for an absolute path, percent-encoding what a URI path
+/// may not hold.
+fn file_uri(path: &std::path::Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in path.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => {
+                uri.push(*byte as char)
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
+fn listing(printer: &Printer, what: &str, listed: Result<Vec<String>, Error>) -> bool {
+    match listed {
+        Ok(names) => {
+            printer.listing(what, &names);
+            true
+        }
+        Err(error) => {
+            report_error(printer, &format!("list_{what}"), &error);
+            false
+        }
+    }
+}
 
 async fn list_tools(printer: &Printer, session: &Session) -> bool {
     match session.list_tools().await {
@@ -283,7 +392,7 @@ async fn list_tools(printer: &Printer, session: &Session) -> bool {
 /// Calls the tool `repeat` times through the long-lived client, one line per
 /// call; true when every call succeeded.
 async fn watch(
-    printer: &Printer,
+    printer: &Arc<Printer>,
     client: &McpClient,
     name: &str,
     arguments: &serde_json::Value,
@@ -296,7 +405,10 @@ async fn watch(
         if n > 1 {
             tokio::time::sleep(interval).await;
         }
-        let result = client.call_tool(name, arguments).await;
+        let shown = Arc::clone(printer);
+        let options =
+            RequestOptions::new().with_progress(move |p| shown.progress(p.progress, p.total));
+        let result = client.call_tool_with(name, arguments, &options).await;
         let generation = match &result {
             Ok(_) => client.generation(),
             Err(e) => e.generation().unwrap_or_else(|| client.generation()),
