@@ -1,6 +1,7 @@
 //! The two clients behind one small interface.
 
 use crate::floor::{Floor, FloorSession};
+use mcp_connect::inbound::{notification_channel, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::ProtocolVersion as OurVersion;
 use mcp_connect::transport::ServerStream;
@@ -97,6 +98,9 @@ pub enum Client {
     OursStack(Establish),
     /// mcp-connect with a warm era cache.
     OursCached(Connector, EraCache),
+    /// mcp-connect with a server-request handler and a notification
+    /// listener attached (on the 2025 era that holds the GET stream).
+    OursListening(Connector),
     /// rmcp 3.11 in one of its configurations.
     Rmcp(RmcpVariant),
     /// The raw-hyper floor: the same HTTP requests, no MCP logic.
@@ -116,6 +120,10 @@ impl Client {
         )
     }
 
+    pub fn listening() -> Client {
+        Client::OursListening(Connector::new())
+    }
+
     pub fn cached() -> Client {
         Client::OursCached(Connector::new(), EraCache::new())
     }
@@ -125,6 +133,7 @@ impl Client {
             Client::Ours(_) => "ours",
             Client::OursStack(_) => "ours, full stack",
             Client::OursCached(..) => "ours, warm era cache",
+            Client::OursListening(_) => "ours, handler and listener",
             Client::Rmcp(variant) => variant.name(),
             Client::Floor(_) => "raw hyper floor",
         }
@@ -165,6 +174,25 @@ impl Client {
                 let request = ours(ConnectRequest::http(url).unwrap());
                 Held::Ours(
                     stack.connect(request).await.expect("ours establishes"),
+                    None,
+                )
+            }
+            Client::OursListening(connector) => {
+                let handler = ClientHandler::new()
+                    .on_sampling(|_| async { Ok(serde_json::json!({})) })
+                    .on_elicitation(|_| async { Ok(serde_json::json!({ "action": "decline" })) })
+                    .with_roots(vec![("file:///srv".into(), None)]);
+                let (listener, notifications) = notification_channel(64);
+                // Drained as an application would, so nothing is dropped.
+                tokio::spawn(async move {
+                    let mut notifications = notifications;
+                    while notifications.recv().await.is_some() {}
+                });
+                let request = ours(ConnectRequest::http(url).unwrap())
+                    .with_handler(handler)
+                    .with_notifications(listener);
+                Held::Ours(
+                    connector.connect(request).await.expect("ours establishes"),
                     None,
                 )
             }

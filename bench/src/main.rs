@@ -892,6 +892,29 @@ async fn run(config: Config) {
         eprintln!("done: calls {e}");
     }
 
+    // 4b. The cost of a handler and a listener on tools/call (issue 13's
+    // bound: 5%), the two interleaved run by run.
+    for era in [Era::Legacy, Era::Modern] {
+        let pair = [Client::listening(), Client::ours()];
+        let mut p50 = vec![Vec::new(); 2];
+        for run in 0..config.runs {
+            for j in 0..2 {
+                let i = (j + run) % 2;
+                p50[i].push(calls(&pair[i], &url, era, config.calls).await.0);
+            }
+        }
+        let e = era.name();
+        rows.push(Row::best_of(
+            format!("handler and listener vs none, tools/call {e} p50"),
+            "ms",
+            "lower",
+            &p50[0],
+            vec![("no handler or listener", p50[1].clone())],
+            "none",
+        ));
+        eprintln!("done: handler cost {e}");
+    }
+
     // 5. HTTP requests and TCP connections (server side, in this process).
     for era in [Era::Legacy, Era::Modern] {
         let clients = contenders();
