@@ -477,3 +477,30 @@ async fn listings_follow_every_page_and_stop_a_cursor_loop() {
     })
     .await;
 }
+
+/// A cancelled request leaves no task behind: over stdio (no server tasks in
+/// this process) the count of live tasks is back where it was.
+#[tokio::test]
+async fn a_cancelled_request_leaves_no_task_behind() {
+    watchdog(Duration::from_secs(10), async {
+        let request = ConnectRequest::stdio(support::fixture(&["--stall-on", "tools/call"]));
+        let session = Connector::new().connect(request).await.unwrap();
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let before = metrics.num_alive_tasks();
+        for _ in 0..5 {
+            let token = CancellationToken::new();
+            let options = RequestOptions::new().with_cancellation(token.clone());
+            let call = session.request_with("tools/call", Some(json!({ "name": "x" })), &options);
+            let canceller = async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                token.cancel();
+            };
+            let (outcome, ()) = tokio::join!(call, canceller);
+            assert!(matches!(outcome.unwrap_err().kind(), ErrorKind::Cancelled));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(metrics.num_alive_tasks(), before, "no task left behind");
+        session.close().await.unwrap();
+    })
+    .await;
+}

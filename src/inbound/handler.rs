@@ -38,6 +38,7 @@ type Answer = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, RpcError>> +
 pub struct ClientHandler {
     sampling: Option<Answer>,
     elicitation: Option<Answer>,
+    url_elicitation: bool,
     roots: Option<Answer>,
 }
 
@@ -74,6 +75,14 @@ impl ClientHandler {
         Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
     {
         self.elicitation = Some(boxed(f));
+        self
+    }
+
+    /// Declares that the elicitation function also handles the URL mode
+    /// (`params.mode == "url"`: the user is sent to a URL, and the answer
+    /// says whether they went).
+    pub fn with_url_elicitation(mut self) -> Self {
+        self.url_elicitation = true;
         self
     }
 
@@ -115,7 +124,12 @@ impl ClientHandler {
             capabilities.insert("sampling".into(), json!({}));
         }
         if self.elicitation.is_some() {
-            capabilities.insert("elicitation".into(), json!({ "form": {} }));
+            let modes = if self.url_elicitation {
+                json!({ "form": {}, "url": {} })
+            } else {
+                json!({ "form": {} })
+            };
+            capabilities.insert("elicitation".into(), modes);
         }
         if self.roots.is_some() {
             capabilities.insert("roots".into(), json!({ "listChanged": false }));
@@ -154,6 +168,7 @@ impl fmt::Debug for ClientHandler {
         f.debug_struct("ClientHandler")
             .field("sampling", &self.sampling.is_some())
             .field("elicitation", &self.elicitation.is_some())
+            .field("url_elicitation", &self.url_elicitation)
             .field("roots", &self.roots.is_some())
             .finish()
     }
@@ -212,6 +227,13 @@ mod tests {
         assert_eq!(
             roots.capabilities(),
             json!({ "roots": { "listChanged": false } })
+        );
+        let url = ClientHandler::new()
+            .on_elicitation(|_| async { Ok(json!({ "action": "cancel" })) })
+            .with_url_elicitation();
+        assert_eq!(
+            url.capabilities(),
+            json!({ "elicitation": { "form": {}, "url": {} } })
         );
         let listed = roots.answer("roots/list", None).await.unwrap();
         assert_eq!(listed, json!({ "roots": [{ "uri": "file:///a" }] }));

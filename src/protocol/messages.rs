@@ -358,7 +358,49 @@ pub struct CallToolResult {
     pub extra: Map<String, Value>,
 }
 
+/// Why a tool result's structured content does not fit the tool's output
+/// schema. Never shows the content or the validator's words (both may hold
+/// the server's data): only how many places failed.
+#[cfg(feature = "schema")]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StructuredContentError {
+    /// The tool declares an output schema and the result has no
+    /// `structuredContent`.
+    #[error("the tool declares an output schema but the result has no structured content")]
+    Missing,
+    /// The output schema itself is not a valid JSON Schema (or needs a
+    /// remote document, which is never fetched).
+    #[error("the tool's output schema cannot be used")]
+    InvalidSchema,
+    /// The content does not validate.
+    #[error("structured content does not match the output schema ({errors} errors)")]
+    Mismatch {
+        /// How many validation errors.
+        errors: usize,
+    },
+}
+
 impl CallToolResult {
+    /// Checks `structuredContent` against `tool`'s output schema (nothing to
+    /// check when it declares none). Only local `$ref`s resolve: a schema
+    /// that points elsewhere is [`StructuredContentError::InvalidSchema`].
+    #[cfg(feature = "schema")]
+    pub fn check_structured(&self, tool: &Tool) -> Result<(), StructuredContentError> {
+        let Some(schema) = &tool.output_schema else {
+            return Ok(());
+        };
+        let Some(content) = &self.structured_content else {
+            return Err(StructuredContentError::Missing);
+        };
+        let validator =
+            jsonschema::validator_for(schema).map_err(|_| StructuredContentError::InvalidSchema)?;
+        match validator.iter_errors(content).count() {
+            0 => Ok(()),
+            errors => Err(StructuredContentError::Mismatch { errors }),
+        }
+    }
+
     /// The content blocks, typed.
     pub fn blocks(&self) -> Vec<ContentBlock> {
         self.content.iter().map(ContentBlock::from_value).collect()
@@ -373,5 +415,76 @@ impl CallToolResult {
             .filter_map(|block| block.get("text").and_then(Value::as_str))
             .collect();
         texts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(output_schema: Option<Value>) -> Tool {
+        serde_json::from_value(json!({ "name": "t", "inputSchema": { "type": "object" },
+                                       "outputSchema": output_schema }))
+        .unwrap()
+    }
+
+    fn result(structured: Option<Value>) -> CallToolResult {
+        serde_json::from_value(json!({ "content": [], "structuredContent": structured })).unwrap()
+    }
+
+    #[test]
+    fn content_blocks_are_typed_and_unknown_ones_kept() {
+        let result: CallToolResult = serde_json::from_value(json!({ "content": [
+            { "type": "text", "text": "hi" },
+            { "type": "image", "data": "AA==", "mimeType": "image/png" },
+            { "type": "resource_link", "uri": "file:///a", "name": "a" },
+            { "type": "resource", "resource": { "uri": "file:///b", "text": "b" } },
+            { "type": "hologram", "depth": 3 },
+            { "type": "audio" }
+        ], "vendorField": 1 }))
+        .unwrap();
+        let blocks = result.blocks();
+        assert_eq!(blocks[0], ContentBlock::Text("hi".into()));
+        assert!(
+            matches!(&blocks[1], ContentBlock::Image { mime_type, .. } if mime_type == "image/png")
+        );
+        assert!(matches!(&blocks[2], ContentBlock::ResourceLink { uri, .. } if uri == "file:///a"));
+        assert!(matches!(&blocks[3], ContentBlock::Resource(_)));
+        assert!(matches!(&blocks[4], ContentBlock::Other(_)));
+        assert!(
+            matches!(&blocks[5], ContentBlock::Other(_)),
+            "an audio block without data"
+        );
+        assert_eq!(result.extra["vendorField"], 1, "unknown fields kept");
+    }
+
+    #[cfg(feature = "schema")]
+    #[test]
+    fn structured_content_is_checked_against_the_output_schema() {
+        let schema = json!({ "type": "object", "properties": { "n": { "$ref": "#/$defs/n" } },
+                             "required": ["n"], "$defs": { "n": { "type": "integer" } } });
+        let declared = tool(Some(schema));
+        assert_eq!(
+            result(Some(json!({ "n": 3 }))).check_structured(&declared),
+            Ok(())
+        );
+        assert_eq!(
+            result(Some(json!({ "n": "three" }))).check_structured(&declared),
+            Err(StructuredContentError::Mismatch { errors: 1 })
+        );
+        assert_eq!(
+            result(None).check_structured(&declared),
+            Err(StructuredContentError::Missing)
+        );
+        assert_eq!(result(None).check_structured(&tool(None)), Ok(()));
+        let remote = tool(Some(
+            json!({ "$ref": "https://example.invalid/schema.json" }),
+        ));
+        assert_eq!(
+            result(Some(json!({}))).check_structured(&remote),
+            Err(StructuredContentError::InvalidSchema),
+            "a remote schema is never fetched"
+        );
     }
 }

@@ -12,6 +12,8 @@ mod version;
 
 pub(crate) use jsonrpc::{error_bytes, result_bytes};
 pub use jsonrpc::{Incoming, JsonError, MessageError, Notification, Request, RequestId, RpcError};
+#[cfg(feature = "schema")]
+pub use messages::StructuredContentError;
 pub use messages::{
     meta_keys, CallToolParams, CallToolResult, ClientInfo, ContentBlock, DiscoverResult,
     GetPromptParams, InitializeParams, InitializeResult, ListToolsResult, Page, Prompt,
