@@ -1,7 +1,7 @@
 //! What the server says on its own: requests to this client and
 //! notifications.
 //!
-//! Every transport hands what it reads outside a reply to one [`Inbound`]
+//! Every transport hands what it reads outside a reply to one inbound seam
 //! per connection request: server requests (from a POST reply stream, the
 //! standalone GET stream, the legacy SSE stream or a child's stdout) go to
 //! the application's [`ClientHandler`]; notifications go to the progress

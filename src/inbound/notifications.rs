@@ -30,8 +30,9 @@ impl fmt::Debug for ServerNotification {
     }
 }
 
-/// The sending half, given to [`ConnectRequest::with_notifications`]
-/// (crate::ConnectRequest::with_notifications). Clones share one channel:
+/// The sending half, given to
+/// [`ConnectRequest::with_notifications`](crate::ConnectRequest::with_notifications).
+/// Clones share one channel:
 /// every session of an [`McpClient`](crate::McpClient) reports into it.
 #[derive(Clone)]
 pub struct NotificationSender {

@@ -423,12 +423,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[cfg(feature = "schema")]
     fn tool(output_schema: Option<Value>) -> Tool {
         serde_json::from_value(json!({ "name": "t", "inputSchema": { "type": "object" },
                                        "outputSchema": output_schema }))
         .unwrap()
     }
 
+    #[cfg(feature = "schema")]
     fn result(structured: Option<Value>) -> CallToolResult {
         serde_json::from_value(json!({ "content": [], "structuredContent": structured })).unwrap()
     }
