@@ -114,11 +114,7 @@ async fn every_pending_waiter_fails_at_once_when_the_stream_closes() {
     let (read, mut write) = tokio::io::split(server);
     let mut lines = BufReader::new(read).lines();
     let requests: Vec<Request> = (1..=3)
-        .map(|id| Request {
-            id: RequestId::Number(id),
-            method: "slow".into(),
-            params: None,
-        })
+        .map(|id| Request::new(RequestId::Number(id), "slow", None))
         .collect();
     let pending =
         futures_util::future::join_all(requests.iter().map(|r| transport.request(r, None)));
@@ -169,16 +165,8 @@ async fn replies_are_matched_by_id_in_any_order() {
     let (transport, server) = MemoryTransport::pair(1 << 20);
     let (read, mut write) = tokio::io::split(server);
     let mut lines = BufReader::new(read).lines();
-    let a = Request {
-        id: RequestId::Number(1),
-        method: "a".into(),
-        params: None,
-    };
-    let b = Request {
-        id: RequestId::Number(2),
-        method: "b".into(),
-        params: None,
-    };
+    let a = Request::new(RequestId::Number(1), "a", None);
+    let b = Request::new(RequestId::Number(2), "b", None);
     let server_side = async {
         lines.next_line().await.unwrap();
         lines.next_line().await.unwrap();
@@ -214,11 +202,7 @@ async fn string_request_ids_are_served_and_duplicate_ids_are_refused() {
     let (transport, server) = MemoryTransport::pair(1 << 20);
     let (read, mut write) = tokio::io::split(server);
     let mut lines = BufReader::new(read).lines();
-    let request = Request {
-        id: RequestId::String("client-7".into()),
-        method: "echo".into(),
-        params: None,
-    };
+    let request = Request::new(RequestId::String("client-7".into()), "echo", None);
     let server_side = async {
         let line = lines.next_line().await.unwrap().unwrap();
         let sent: serde_json::Value = serde_json::from_str(&line).unwrap();

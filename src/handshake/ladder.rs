@@ -98,11 +98,8 @@ impl Ladder<'_> {
     async fn probe(&mut self, version: &ProtocolVersion) -> Result<ProbeVerdict, Error> {
         let clock = self.clock;
         clock.begin(stage::PROBE);
-        let request = Request {
-            id: self.id(),
-            method: "server/discover".into(),
-            params: Some(self.client().stamp(version, None)),
-        };
+        let request = Request::new(self.id(), "server/discover", None)
+            .with_meta(self.client().encoded_meta(version));
         let limits = &self.request.limits;
         let transport = self.transport.as_ref();
         let outcome = clock
@@ -151,11 +148,11 @@ impl Ladder<'_> {
             capabilities: &self.client().capabilities,
             client_info: &self.client().info,
         };
-        let request = Request {
+        let request = Request::new(
             id,
-            method: "initialize".into(),
-            params: Some(serde_json::to_value(params).expect("params serialize")),
-        };
+            "initialize",
+            Some(serde_json::to_value(params).expect("params serialize")),
+        );
         let transport = self.transport.as_ref();
         let policy = &self.request.versions;
         let result = clock

@@ -96,6 +96,50 @@ impl ClientHandler {
         self
     }
 
+    /// Answers one kind with a tower `Service` from the request's params to
+    /// its result, so `ServiceBuilder` layers (a timeout, a concurrency
+    /// limit, tracing) wrap the application's handler. The kind is declared
+    /// in the capabilities like its `on_*` equivalent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_connect::inbound::{ClientHandler, RequestKind};
+    /// use mcp_connect::protocol::RpcError;
+    /// use serde_json::{json, Value};
+    /// use tower::{service_fn, ServiceBuilder};
+    ///
+    /// let sampling = ServiceBuilder::new()
+    ///     .concurrency_limit(4)
+    ///     .service(service_fn(|_params: Value| async {
+    ///         Ok::<_, RpcError>(json!({ "role": "assistant", "model": "m",
+    ///                                   "content": { "type": "text", "text": "hi" } }))
+    ///     }));
+    /// let handler = ClientHandler::new().with_service(RequestKind::Sampling, sampling);
+    /// assert!(handler.capabilities().get("sampling").is_some());
+    /// ```
+    pub fn with_service<S>(self, kind: RequestKind, service: S) -> Self
+    where
+        S: tower_service::Service<Value, Response = Value, Error = RpcError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send,
+    {
+        let answer = move |params: Value| {
+            let service = service.clone();
+            async move {
+                use tower::ServiceExt as _;
+                service.oneshot(params).await
+            }
+        };
+        match kind {
+            RequestKind::Sampling => self.on_sampling(answer),
+            RequestKind::Elicitation => self.on_elicitation(answer),
+            RequestKind::Roots => self.on_roots(answer),
+        }
+    }
+
     /// Answers `roots/list` with a fixed list of `(uri, name)` roots.
     pub fn with_roots(self, roots: Vec<(String, Option<String>)>) -> Self {
         let listed: Vec<Value> = roots
@@ -174,6 +218,18 @@ impl fmt::Debug for ClientHandler {
     }
 }
 
+/// The kinds of request a server sends a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestKind {
+    /// `sampling/createMessage`.
+    Sampling,
+    /// `elicitation/create`.
+    Elicitation,
+    /// `roots/list`.
+    Roots,
+}
+
 /// The content an elicitation form gets when every field takes the default
 /// its `requestedSchema` declares (SEP-1034): a field with no default is left
 /// out.
@@ -194,6 +250,23 @@ pub fn elicitation_defaults(params: &Value) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_tower_service_answers_its_kind() {
+        let service = tower::service_fn(|params: Value| async move {
+            Ok::<_, RpcError>(json!({ "echo": params["x"] }))
+        });
+        let handler = ClientHandler::new().with_service(RequestKind::Roots, service);
+        assert_eq!(
+            handler.capabilities(),
+            json!({ "roots": { "listChanged": false } })
+        );
+        let answer = handler
+            .answer("roots/list", Some(json!({ "x": 1 })))
+            .await
+            .unwrap();
+        assert_eq!(answer, json!({ "echo": 1 }));
+    }
 
     #[test]
     fn defaults_come_from_the_schema() {

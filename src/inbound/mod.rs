@@ -22,7 +22,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 
-pub use handler::{elicitation_defaults, ClientHandler};
+pub use handler::{elicitation_defaults, ClientHandler, RequestKind};
 pub use notifications::{
     notification_channel, NotificationSender, Notifications, ServerNotification,
 };

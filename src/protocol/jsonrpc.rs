@@ -5,11 +5,12 @@
 //! caller deserializes it exactly once.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A JSON-RPC request id: a number or a string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,6 +33,7 @@ impl fmt::Display for RequestId {
 
 /// An outgoing request.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Request {
     /// The id; responses are matched on it.
     pub id: RequestId,
@@ -39,6 +41,10 @@ pub struct Request {
     pub method: String,
     /// The params object, if any.
     pub params: Option<Value>,
+    /// A `_meta` object already encoded (the modern era's envelope, the
+    /// same on every request of a session), written into `params` as the
+    /// bytes are made instead of being rebuilt as a `Value` each time.
+    pub(crate) meta: Option<Arc<RawValue>>,
 }
 
 /// An outgoing notification (a request without an id).
@@ -77,15 +83,72 @@ struct ErrorBody<'a> {
 }
 
 impl Request {
+    /// A request.
+    pub fn new(id: RequestId, method: impl Into<String>, params: Option<Value>) -> Self {
+        Request {
+            id,
+            method: method.into(),
+            params,
+            meta: None,
+        }
+    }
+
+    /// This request with an encoded `_meta` written into its params (which
+    /// must not hold a `_meta` of their own).
+    pub(crate) fn with_meta(mut self, meta: Arc<RawValue>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
     /// The JSON bytes of this request.
     pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&OutgoingEnvelope {
+        let Some(meta) = &self.meta else {
+            return serde_json::to_vec(&OutgoingEnvelope {
+                jsonrpc: "2.0",
+                id: Some(&self.id),
+                method: &self.method,
+                params: self.params.as_ref(),
+            })
+            .expect("a JSON value always serializes");
+        };
+        let empty = Map::new();
+        let params = match &self.params {
+            Some(Value::Object(params)) => params,
+            _ => &empty,
+        };
+        serde_json::to_vec(&MetaEnvelope {
             jsonrpc: "2.0",
-            id: Some(&self.id),
+            id: &self.id,
             method: &self.method,
-            params: self.params.as_ref(),
+            params: WithMeta { params, meta },
         })
         .expect("a JSON value always serializes")
+    }
+}
+
+#[derive(Serialize)]
+struct MetaEnvelope<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    params: WithMeta<'a>,
+}
+
+/// A params object with an encoded `_meta` entry after its own.
+struct WithMeta<'a> {
+    params: &'a Map<String, Value>,
+    meta: &'a RawValue,
+}
+
+impl Serialize for WithMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.params.len() + 1))?;
+        for (key, value) in self.params {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry("_meta", self.meta)?;
+        map.end()
     }
 }
 
@@ -422,11 +485,7 @@ mod tests {
 
     #[test]
     fn serializes_requests_and_notifications() {
-        let r = Request {
-            id: RequestId::Number(7),
-            method: "ping".into(),
-            params: None,
-        };
+        let r = Request::new(RequestId::Number(7), "ping", None);
         assert_eq!(r.to_bytes(), br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
         let n = Notification {
             method: "notifications/initialized".into(),

@@ -39,7 +39,8 @@ pub(crate) struct ClientIdentity {
 }
 
 impl ClientIdentity {
-    /// `params` with the modern `_meta` envelope added.
+    /// `params` with the modern `_meta` envelope merged in (for params that
+    /// carry a `_meta` of their own).
     pub(crate) fn stamp(&self, version: &ProtocolVersion, params: Option<Value>) -> Value {
         let mut params = match params {
             Some(Value::Object(map)) => map,
@@ -60,6 +61,27 @@ impl ClientIdentity {
             );
         }
         Value::Object(params)
+    }
+
+    /// The modern `_meta` envelope, encoded once: the same bytes go on every
+    /// request of a session.
+    pub(crate) fn encoded_meta(&self, version: &ProtocolVersion) -> Arc<RawValue> {
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+            version: &'a str,
+            #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+            info: &'a ClientInfo,
+            #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+            capabilities: &'a Value,
+        }
+        let json = serde_json::to_string(&Envelope {
+            version: version.as_str(),
+            info: &self.info,
+            capabilities: &self.capabilities,
+        })
+        .expect("the envelope serializes");
+        Arc::from(RawValue::from_string(json).expect("serde_json wrote valid JSON"))
     }
 }
 
@@ -91,6 +113,8 @@ pub struct Session {
     inbound: Arc<Inbound>,
     /// Reads the standalone server stream, when the session owns one.
     listener: Option<listen::Listener>,
+    /// The modern era's `_meta` envelope, encoded once.
+    meta: Option<Arc<RawValue>>,
 }
 
 impl Session {
@@ -115,7 +139,10 @@ impl Session {
                 negotiated.version.clone(),
             )
         });
+        let meta = (negotiated.version.era() == Era::Modern)
+            .then(|| client.encoded_meta(&negotiated.version));
         Session {
+            meta,
             transport,
             negotiated,
             client,

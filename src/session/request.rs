@@ -158,15 +158,20 @@ impl Session {
             Some(token) => Some(with_progress_token(params, token)),
             None => params,
         };
-        let params = match self.era() {
-            Era::Modern => Some(self.client.stamp(version, params)),
-            Era::Legacy => params,
-        };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = Request {
-            id: RequestId::Number(id),
-            method: method.to_owned(),
-            params,
+        let own_meta = params.as_ref().is_some_and(|p| p.get("_meta").is_some());
+        let request = match (&self.meta, own_meta) {
+            // The envelope the session encoded once goes in as bytes.
+            (Some(meta), false) => {
+                Request::new(RequestId::Number(id), method, params).with_meta(Arc::clone(meta))
+            }
+            // Params with a `_meta` of their own get the envelope merged in.
+            (Some(_), true) => Request::new(
+                RequestId::Number(id),
+                method,
+                Some(self.client.stamp(version, params)),
+            ),
+            (None, _) => Request::new(RequestId::Number(id), method, params),
         };
         let watch = token
             .as_ref()
