@@ -101,24 +101,26 @@ impl fmt::Debug for RequestOptions {
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 /// Tells the server a request is abandoned, unless disarmed: dropping the
-/// request future mid-flight cancels it on the wire too.
-struct CancelOnDrop {
-    transport: Arc<dyn Transport>,
-    version: ProtocolVersion,
+/// request future mid-flight cancels it on the wire too. It borrows the
+/// session, so a request that completes (the common case) clones nothing.
+struct CancelOnDrop<'a> {
+    session: &'a Session,
     id: i64,
     reason: &'static str,
     armed: bool,
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
-        if !self.armed || self.version.era() != Era::Legacy || self.transport.closed().is_some() {
+        let session = self.session;
+        if !self.armed || session.era() != Era::Legacy || session.transport.closed().is_some() {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (transport, version) = (Arc::clone(&self.transport), self.version.clone());
+        let transport: Arc<dyn Transport> = Arc::clone(&session.transport);
+        let version: ProtocolVersion = session.negotiated.version.clone();
         let notification = Notification {
             method: "notifications/cancelled".into(),
             params: Some(json!({ "requestId": self.id, "reason": self.reason })),
@@ -177,8 +179,7 @@ impl Session {
             .as_ref()
             .map(|token| self.inbound.watch_progress(token, options.progress.clone()));
         let mut guard = CancelOnDrop {
-            transport: Arc::clone(&self.transport),
-            version: version.clone(),
+            session: self,
             id,
             reason: "the client abandoned the request",
             armed: true,
