@@ -100,9 +100,14 @@ impl Inbound {
         let Ok(_permit) = Arc::clone(&self.handlers).try_acquire_owned() else {
             return error_bytes(id, codes::INTERNAL_ERROR, "too many concurrent requests");
         };
-        let answered = std::panic::AssertUnwindSafe(self.handler.answer(method, params))
-            .catch_unwind()
-            .await;
+        // A handler may panic while making its future or while it runs.
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handler.answer(method, params)
+        }));
+        let answered = match made {
+            Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
         match answered {
             Ok(Ok(result)) => result_bytes(id, &result),
             Ok(Err(error)) => error_bytes(id, error.code(), error.message()),
@@ -220,6 +225,20 @@ mod tests {
         assert_eq!(answer["id"], 7);
         assert_eq!(answer["error"]["code"], codes::INTERNAL_ERROR);
         assert!(!String::from_utf8_lossy(&bytes).contains("boom"));
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_panics_before_its_future_is_an_internal_error() {
+        #[allow(unreachable_code)]
+        let handler = ClientHandler::new().on_roots(|_| {
+            panic!("at once");
+            async { Ok(Value::Null) }
+        });
+        let bytes = Inbound::new(handler, None)
+            .answer(&RequestId::Number(1), "roots/list", None)
+            .await;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(answer["error"]["code"], codes::INTERNAL_ERROR);
     }
 
     #[tokio::test]
