@@ -71,9 +71,12 @@ impl Inbound {
         })
     }
 
-    /// Answers `ping`, refuses everything else, drops notifications.
+    /// Answers `ping`, refuses everything else, drops notifications. One
+    /// shared value: a connection without a handler allocates nothing here.
     pub(crate) fn none() -> Arc<Self> {
-        Inbound::new(ClientHandler::new(), None)
+        static NONE: std::sync::LazyLock<Arc<Inbound>> =
+            std::sync::LazyLock::new(|| Inbound::new(ClientHandler::new(), None));
+        Arc::clone(&NONE)
     }
 
     /// Whether the application wants what arrives outside replies (so a
