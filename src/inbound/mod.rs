@@ -8,9 +8,10 @@
 //! callback of the request they name and to the application's
 //! [`Notifications`] channel. Neither can stall a transport: a handler runs
 //! on its own task where the transport multiplexes replies (stdio, legacy
-//! SSE, the GET stream), at most [`MAX_CONCURRENT_HANDLERS`] at once (more
-//! are answered `-32603` at once), and the channel drops what an
-//! application has not read rather than wait.
+//! SSE, the GET stream), at most [`MAX_CONCURRENT_HANDLERS`] at once per
+//! connection request, every session made from it included (more are
+//! answered `-32603` at once), and the channel drops what an application
+//! has not read rather than wait.
 
 mod handler;
 mod notifications;
@@ -29,7 +30,8 @@ pub use notifications::{
 
 use crate::protocol::{codes, error_bytes, result_bytes, RequestId};
 
-/// Server requests handled at once on one connection; more are refused.
+/// Server requests handled at once for one connection request (all its
+/// sessions; requests without a handler share one bound); more are refused.
 pub const MAX_CONCURRENT_HANDLERS: usize = 64;
 
 /// One progress report of a request.
