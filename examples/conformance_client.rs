@@ -70,6 +70,16 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
                 return Err("add_numbers reported a tool error".into());
             }
         }
+        // Multi-round-trip requests (SEP-2322): every tool the server lists
+        // is called; the handler above answers the input it asks for.
+        "sep-2322-client-request-state" => {
+            for tool in session.list_tools().await?.tools {
+                let result = session.call_tool(&tool.name, &json!({})).await?;
+                if result.is_error {
+                    return Err(format!("{} reported a tool error", tool.name).into());
+                }
+            }
+        }
         other => return Err(format!("scenario {other:?} is not supported by this client").into()),
     }
     session.close().await?;

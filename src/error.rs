@@ -179,10 +179,42 @@ pub enum ErrorKind {
     /// The caller cancelled.
     #[error("cancelled by the caller")]
     Cancelled,
+    /// The server's result asked for input this client could not give, or
+    /// has a result type this client does not know.
+    #[error("the server's result could not be completed")]
+    InputRequired(#[source] InputRequiredError),
     /// A paginated listing did not end: a cursor came back, or it went past
     /// the page limit.
     #[error("paginated listing did not end")]
     Pagination(#[source] PaginationError),
+}
+
+/// Why a 2026-07-28 result (`resultType`) could not be turned into a
+/// completed one. Never a default: an unknown type is this error, not an
+/// empty success.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputRequiredError {
+    /// The server asked for input (sampling, elicitation, roots) that no
+    /// handler answers, or the handler refused it with this JSON-RPC code.
+    #[error("no handler answered the server's input request")]
+    Unanswered {
+        /// The handler's error code (`-32601` when there is no handler).
+        code: i64,
+    },
+    /// The server kept asking past the round limit.
+    #[error("more than {limit} input rounds")]
+    TooManyRounds {
+        /// The round limit.
+        limit: u32,
+    },
+    /// An `input_required` result with neither `inputRequests` nor
+    /// `requestState`, or with input requests of the wrong shape.
+    #[error("malformed input_required result")]
+    Malformed,
+    /// A `resultType` this client does not know.
+    #[error("unknown result type")]
+    UnknownResultType,
 }
 
 /// Why a paginated listing was stopped.
@@ -382,7 +414,9 @@ impl Classify for Error {
             ErrorKind::Cancelled => {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
-            ErrorKind::Pagination(_) => Failure::new(stage, FailureKind::Protocol),
+            ErrorKind::Pagination(_) | ErrorKind::InputRequired(_) => {
+                Failure::new(stage, FailureKind::Protocol)
+            }
         }
     }
 

@@ -62,13 +62,14 @@ mod uri;
 pub use connector::Connector;
 pub use era_cache::{EraCache, LegacyTransport, Verdict};
 pub use error::{
-    BoxError, ConfigError, Error, ErrorKind, PaginationError, TransportError, VersionError,
+    BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError, TransportError,
+    VersionError,
 };
 pub use manager::{session_lost, ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
-pub use session::{RequestOptions, Session, SessionState, MAX_PAGES};
+pub use session::{RequestOptions, Session, SessionState, MAX_INPUT_ROUNDS, MAX_PAGES};
 pub use stack::{Establish, EstablishBuilder, EstablishError};
 
 /// The README's examples, compiled as doctests so they stay true.

@@ -123,6 +123,43 @@ impl Inbound {
         }
     }
 
+    /// Answers the input requests of an `input_required` result (2026-07-28,
+    /// multi-round-trip requests) through the handler: each key's result,
+    /// or the first request nobody answers.
+    pub(crate) async fn answer_inputs(
+        &self,
+        requests: &serde_json::Map<String, Value>,
+    ) -> Result<serde_json::Map<String, Value>, crate::error::InputRequiredError> {
+        use crate::error::InputRequiredError as E;
+        let mut responses = serde_json::Map::new();
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .ok_or(E::Malformed)?;
+            let params = request.get("params").cloned();
+            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.handler.answer(method, params)
+            }));
+            let answered = match made {
+                Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            match answered {
+                Ok(Ok(result)) => {
+                    responses.insert(key.clone(), result);
+                }
+                Ok(Err(error)) => return Err(E::Unanswered { code: error.code() }),
+                Err(_) => {
+                    return Err(E::Unanswered {
+                        code: codes::INTERNAL_ERROR,
+                    })
+                }
+            }
+        }
+        Ok(responses)
+    }
+
     /// Routes one notification: progress to its request's watch, then
     /// everything to the application's channel.
     pub(crate) fn notify(&self, method: String, params: Option<Value>) {

@@ -28,7 +28,7 @@ mod listen;
 mod request;
 mod typed;
 
-pub use request::RequestOptions;
+pub use request::{RequestOptions, MAX_INPUT_ROUNDS};
 pub use typed::MAX_PAGES;
 
 /// What this client says about itself on every modern request.

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, InputRequiredError};
 use crate::inbound::{Progress, ProgressCallback};
 use crate::protocol::{Era, Notification, ProtocolVersion, Request, RequestId};
 use crate::transport::Transport;
@@ -192,7 +192,7 @@ impl Session {
         );
         let timer = tokio::time::sleep_until(after(started, limit).min(ceiling));
         tokio::pin!(timer);
-        let reply = self.transport.request(&request, Some(version));
+        let reply = self.exchange(request);
         tokio::pin!(reply);
         let cancelled = async {
             match &options.cancel {
@@ -231,16 +231,114 @@ impl Session {
         match outcome {
             Ok(outcome) => {
                 guard.armed = false;
-                match outcome {
-                    Ok(Ok(result)) => Ok(result),
-                    Ok(Err(rpc)) => Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc))),
-                    Err(e) => Err(Error::transport(Stage::REQUEST, e)),
-                }
+                outcome
             }
             // The guard, still armed, tells the server as it drops.
             Err(error) => Err(error),
         }
     }
+
+    /// Sends `request` and, on the 2026-07-28 era, completes a
+    /// multi-round-trip exchange (SEP-2322): while the result is
+    /// `input_required`, the handler answers its input requests and the
+    /// request is sent again (a new id) with `inputResponses` and the
+    /// server's `requestState` echoed verbatim, at most [`MAX_INPUT_ROUNDS`]
+    /// times. The caller's timeout and cancellation bound every round.
+    async fn exchange(&self, mut request: Request) -> Result<Box<RawValue>, Error> {
+        let version = &self.negotiated.version;
+        let mut rounds = 0;
+        loop {
+            let raw = match self.transport.request(&request, Some(version)).await {
+                Ok(Ok(raw)) => raw,
+                Ok(Err(rpc)) => return Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc))),
+                Err(e) => return Err(Error::transport(Stage::REQUEST, e)),
+            };
+            if self.era() != Era::Modern {
+                return Ok(raw);
+            }
+            let asked = match input_required(&raw) {
+                Ok(None) => return Ok(raw),
+                Ok(Some(asked)) => asked,
+                Err(error) => return Err(input_error(error)),
+            };
+            rounds += 1;
+            if rounds > MAX_INPUT_ROUNDS {
+                return Err(input_error(InputRequiredError::TooManyRounds {
+                    limit: MAX_INPUT_ROUNDS,
+                }));
+            }
+            let responses = self
+                .inbound
+                .answer_inputs(&asked.input_requests)
+                .await
+                .map_err(input_error)?;
+            // The retry is the original request with this round's answers
+            // (never an earlier round's) and the state exactly as sent.
+            let mut params = match request.params.take() {
+                Some(Value::Object(params)) => params,
+                _ => Map::new(),
+            };
+            params.remove("inputResponses");
+            params.remove("requestState");
+            if !responses.is_empty() {
+                params.insert("inputResponses".into(), Value::Object(responses));
+            }
+            if let Some(state) = asked.request_state {
+                params.insert("requestState".into(), Value::String(state));
+            }
+            let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+            let mut retry = Request::new(
+                id,
+                std::mem::take(&mut request.method),
+                Some(Value::Object(params)),
+            );
+            if let Some(meta) = request.meta.take() {
+                retry = retry.with_meta(meta);
+            }
+            request = retry;
+        }
+    }
+}
+
+/// The most `input_required` rounds one request goes through.
+pub const MAX_INPUT_ROUNDS: u32 = 8;
+
+/// What an `input_required` result asks for.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InputRequired {
+    #[serde(default)]
+    input_requests: Map<String, Value>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// `None` for a completed result (no `resultType`, which older servers
+/// never send, or `"complete"`); the input asked for; or why it is neither.
+fn input_required(raw: &RawValue) -> Result<Option<InputRequired>, InputRequiredError> {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "resultType", default, borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    let kind: Kind<'_> =
+        serde_json::from_str(raw.get()).map_err(|_| InputRequiredError::Malformed)?;
+    match kind.result_type.as_deref() {
+        None | Some("complete") => Ok(None),
+        Some("input_required") => {
+            let asked: InputRequired =
+                serde_json::from_str(raw.get()).map_err(|_| InputRequiredError::Malformed)?;
+            if asked.input_requests.is_empty() && asked.request_state.is_none() {
+                return Err(InputRequiredError::Malformed);
+            }
+            Ok(Some(asked))
+        }
+        Some(_) => Err(InputRequiredError::UnknownResultType),
+    }
+}
+
+fn input_error(error: InputRequiredError) -> Error {
+    Error::new(Stage::REQUEST, ErrorKind::InputRequired(error))
 }
 
 /// `start + by`, saturating at a far future instead of overflowing (a
