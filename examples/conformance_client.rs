@@ -72,7 +72,32 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
         }
         // Multi-round-trip requests (SEP-2322): every tool the server lists
         // is called; the handler above answers the input it asks for.
-        "sep-2322-client-request-state" => {
+        // The focal tool's schema goes back exactly as listed (2020-12
+        // keywords, `$defs`, `$schema`) through the echo tool, which checks it.
+        "json-schema-2020-12-preservation" => {
+            let tools = session.list_tools().await?.tools;
+            let focal = tools
+                .iter()
+                .find(|tool| tool.name == "json_schema_2020_12_tool")
+                .ok_or("the server does not list json_schema_2020_12_tool")?;
+            let arguments = json!({ "schema": focal.input_schema });
+            let result = session.call_tool("json_schema_echo", &arguments).await?;
+            if result.is_error {
+                return Err("json_schema_echo reported a tool error".into());
+            }
+        }
+        // Listing must not dereference (or fetch) a `$ref`: the suite
+        // watches for the fetch; the schema is kept as sent.
+        "json-schema-ref-no-deref" => {
+            let tools = session.list_tools().await?.tools;
+            if !tools
+                .iter()
+                .any(|tool| tool.input_schema.to_string().contains("$ref"))
+            {
+                return Err("no tool with a $ref was listed".into());
+            }
+        }
+        "sep-2322-client-request-state" | "request-metadata" | "http-standard-headers" => {
             for tool in session.list_tools().await?.tools {
                 let result = session.call_tool(&tool.name, &json!({})).await?;
                 if result.is_error {
