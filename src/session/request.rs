@@ -321,8 +321,13 @@ fn input_required(raw: &RawValue) -> Result<Option<InputRequired>, InputRequired
         #[serde(rename = "resultType", default, borrow)]
         result_type: Option<std::borrow::Cow<'a, str>>,
     }
-    let kind: Kind<'_> =
-        serde_json::from_str(raw.get()).map_err(|_| InputRequiredError::Malformed)?;
+    let kind: Kind<'_> = match serde_json::from_str(raw.get()) {
+        Ok(kind) => kind,
+        // Not an object: no result type to read (MCP results are objects,
+        // but a raw request may ask for anything).
+        Err(_) if !raw.get().starts_with('{') => return Ok(None),
+        Err(_) => return Err(InputRequiredError::Malformed),
+    };
     match kind.result_type.as_deref() {
         None | Some("complete") => Ok(None),
         Some("input_required") => {
@@ -362,4 +367,32 @@ fn with_progress_token(params: Option<Value>, token: &Value) -> Value {
         meta.insert("progressToken".into(), token.clone());
     }
     Value::Object(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<Option<InputRequired>, InputRequiredError> {
+        input_required(&RawValue::from_string(json.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn result_types() {
+        assert!(matches!(read(r#"{"content":[]}"#), Ok(None)));
+        assert!(matches!(read(r#"{"resultType":"complete"}"#), Ok(None)));
+        assert!(matches!(read("true"), Ok(None)));
+        assert!(matches!(
+            read(r#"{"resultType":7}"#),
+            Err(InputRequiredError::Malformed)
+        ));
+        assert!(matches!(
+            read(r#"{"resultType":"x"}"#),
+            Err(InputRequiredError::UnknownResultType)
+        ));
+        let asked = read(r#"{"resultType":"input_required","requestState":"s"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(asked.request_state.as_deref(), Some("s"));
+    }
 }
