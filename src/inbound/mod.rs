@@ -28,7 +28,7 @@ pub use notifications::{
     notification_channel, NotificationSender, Notifications, ServerNotification,
 };
 
-use crate::protocol::{codes, error_bytes, result_bytes, RequestId};
+use crate::protocol::{codes, error_bytes, result_bytes, RequestId, RpcError};
 
 /// Server requests handled at once for one connection request (all its
 /// sessions; requests without a handler share one bound); more are refused.
@@ -105,7 +105,15 @@ impl Inbound {
         let Ok(_permit) = Arc::clone(&self.handlers).try_acquire_owned() else {
             return error_bytes(id, codes::INTERNAL_ERROR, "too many concurrent requests");
         };
-        // A handler may panic while making its future or while it runs.
+        match self.run_handler(method, params).await {
+            Ok(result) => result_bytes(id, &result),
+            Err(error) => error_bytes(id, error.code(), error.message()),
+        }
+    }
+
+    /// The handler's answer; a panic, while it makes its future or while
+    /// that runs, is an internal error that names nothing of it.
+    async fn run_handler(&self, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
         let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.handler.answer(method, params)
         }));
@@ -113,14 +121,14 @@ impl Inbound {
             Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
             Err(panic) => Err(panic),
         };
-        match answered {
-            Ok(Ok(result)) => result_bytes(id, &result),
-            Ok(Err(error)) => error_bytes(id, error.code(), error.message()),
-            Err(_) => {
-                tracing::warn!("server request handler panicked");
-                error_bytes(id, codes::INTERNAL_ERROR, "the client's handler failed")
-            }
-        }
+        answered.unwrap_or_else(|_| {
+            tracing::warn!("server request handler panicked");
+            Err(RpcError::new(
+                codes::INTERNAL_ERROR,
+                "the client's handler failed",
+                None,
+            ))
+        })
     }
 
     /// Answers the input requests of an `input_required` result (2026-07-28,
@@ -138,24 +146,11 @@ impl Inbound {
                 .and_then(Value::as_str)
                 .ok_or(E::Malformed)?;
             let params = request.get("params").cloned();
-            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.handler.answer(method, params)
-            }));
-            let answered = match made {
-                Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
-                Err(panic) => Err(panic),
-            };
-            match answered {
-                Ok(Ok(result)) => {
-                    responses.insert(key.clone(), result);
-                }
-                Ok(Err(error)) => return Err(E::Unanswered { code: error.code() }),
-                Err(_) => {
-                    return Err(E::Unanswered {
-                        code: codes::INTERNAL_ERROR,
-                    })
-                }
-            }
+            let result = self
+                .run_handler(method, params)
+                .await
+                .map_err(|error| E::Unanswered { code: error.code() })?;
+            responses.insert(key.clone(), result);
         }
         Ok(responses)
     }

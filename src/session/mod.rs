@@ -42,14 +42,7 @@ impl ClientIdentity {
     /// `params` with the modern `_meta` envelope merged in (for params that
     /// carry a `_meta` of their own).
     pub(crate) fn stamp(&self, version: &ProtocolVersion, params: Option<Value>) -> Value {
-        let mut params = match params {
-            Some(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
+        with_meta_entries(params, |meta| {
             meta.insert(meta_keys::PROTOCOL_VERSION.into(), version.as_str().into());
             meta.insert(
                 meta_keys::CLIENT_INFO.into(),
@@ -59,8 +52,7 @@ impl ClientIdentity {
                 meta_keys::CLIENT_CAPABILITIES.into(),
                 self.capabilities.clone(),
             );
-        }
-        Value::Object(params)
+        })
     }
 
     /// The modern `_meta` envelope, encoded once: the same bytes go on every
@@ -83,6 +75,25 @@ impl ClientIdentity {
         .expect("the envelope serializes");
         Arc::from(RawValue::from_string(json).expect("serde_json wrote valid JSON"))
     }
+}
+
+/// `params` as an object (an empty one when absent or not an object) with
+/// `add` applied to its `_meta` object (made when missing).
+pub(crate) fn with_meta_entries(
+    params: Option<Value>,
+    add: impl FnOnce(&mut Map<String, Value>),
+) -> Value {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        add(meta);
+    }
+    Value::Object(params)
 }
 
 /// Whether a session can still be used.

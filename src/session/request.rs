@@ -356,17 +356,9 @@ fn after(start: Instant, by: Duration) -> Instant {
 
 /// `params` with `_meta.progressToken` set.
 fn with_progress_token(params: Option<Value>, token: &Value) -> Value {
-    let mut params = match params {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
+    super::with_meta_entries(params, |meta| {
         meta.insert("progressToken".into(), token.clone());
-    }
-    Value::Object(params)
+    })
 }
 
 #[cfg(test)]
