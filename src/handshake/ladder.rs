@@ -1,6 +1,10 @@
 //! The ladder itself, on one attempt: probe, `initialize`, the HTTP+SSE
 //! fallback, each stage bounded by the clock.
 
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
 use crate::stage;
 use mcp_connect_layers::{CancelSource, Failure, FailureKind, Stage};
 
@@ -26,6 +30,9 @@ pub(super) struct Ladder<'a> {
     pub(super) opener: &'a dyn Open,
     pub(super) next_id: i64,
     pub(super) transport: Box<dyn Transport>,
+    /// The `_meta` envelope of the last probe, encoded once: a modern
+    /// session goes on sending the same bytes.
+    pub(super) probe_meta: Option<Arc<RawValue>>,
 }
 
 impl Ladder<'_> {
@@ -48,7 +55,9 @@ impl Ladder<'_> {
             if let Some(version) = probe_at.take().filter(|_| probes < MAX_PROBES) {
                 probes += 1;
                 match self.probe(&version).await? {
-                    ProbeVerdict::Modern(version, result) => return Ok(modern(version, result)),
+                    ProbeVerdict::Modern(version, result) => {
+                        return Ok(modern(version, result, self.probe_meta.take()))
+                    }
                     ProbeVerdict::RetryAt(next) => {
                         probe_at = Some(next);
                         continue;
@@ -98,8 +107,9 @@ impl Ladder<'_> {
     async fn probe(&mut self, version: &ProtocolVersion) -> Result<ProbeVerdict, Error> {
         let clock = self.clock;
         clock.begin(stage::PROBE);
-        let request = Request::new(self.id(), "server/discover", None)
-            .with_meta(self.client().encoded_meta(version));
+        let meta = self.client().encoded_meta(version);
+        self.probe_meta = Some(Arc::clone(&meta));
+        let request = Request::new(self.id(), "server/discover", None).with_meta(meta);
         let limits = &self.request.limits;
         let transport = self.transport.as_ref();
         let outcome = clock
@@ -211,6 +221,7 @@ impl Ladder<'_> {
             server_info: result.server_info,
             capabilities: result.capabilities,
             instructions: result.instructions,
+            meta: None,
         })
     }
 
@@ -226,11 +237,16 @@ impl Ladder<'_> {
     }
 }
 
-fn modern(version: ProtocolVersion, result: DiscoverResult) -> Negotiated {
+fn modern(
+    version: ProtocolVersion,
+    result: DiscoverResult,
+    meta: Option<Arc<RawValue>>,
+) -> Negotiated {
     Negotiated {
         server_info: result.server_info().unwrap_or_default(),
         version,
         capabilities: result.capabilities,
         instructions: result.instructions,
+        meta,
     }
 }

@@ -141,6 +141,7 @@ async fn attempt(
         opener,
         next_id: 1,
         transport,
+        probe_meta: None,
     };
     match ladder.run(plan).await {
         Ok(negotiated) => {

@@ -112,6 +112,8 @@ pub(crate) struct Negotiated {
     pub(crate) server_info: ServerInfo,
     pub(crate) capabilities: Value,
     pub(crate) instructions: Option<String>,
+    /// The modern `_meta` envelope the probe already encoded.
+    pub(crate) meta: Option<Arc<RawValue>>,
 }
 
 /// An established MCP session.
@@ -131,7 +133,7 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(
         transport: Box<dyn Transport>,
-        negotiated: Negotiated,
+        mut negotiated: Negotiated,
         client: Arc<ClientIdentity>,
         first_id: i64,
         request_timeout: Duration,
@@ -150,8 +152,11 @@ impl Session {
                 negotiated.version.clone(),
             )
         });
-        let meta = (negotiated.version.era() == Era::Modern)
-            .then(|| client.encoded_meta(&negotiated.version));
+        let meta = match negotiated.meta.take() {
+            Some(meta) => Some(meta),
+            None => (negotiated.version.era() == Era::Modern)
+                .then(|| client.encoded_meta(&negotiated.version)),
+        };
         Session {
             meta,
             transport,
