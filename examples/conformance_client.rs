@@ -13,8 +13,8 @@
 use std::process::ExitCode;
 
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
-use mcp_connect::{ConnectRequest, Connector};
-use serde_json::json;
+use mcp_connect::{ConnectRequest, Connector, Session};
+use serde_json::{json, Value};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -99,14 +99,81 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
         }
         "sep-2322-client-request-state" | "request-metadata" | "http-standard-headers" => {
             for tool in session.list_tools().await?.tools {
-                let result = session.call_tool(&tool.name, &json!({})).await?;
-                if result.is_error {
-                    return Err(format!("{} reported a tool error", tool.name).into());
-                }
+                call(&session, &tool.name, &json!({})).await?;
+            }
+        }
+        // The calls the scenario names in its context, after a listing (the
+        // listing is where the client learns which arguments go in
+        // `Mcp-Param-*` headers).
+        "http-custom-headers" => {
+            let calls = context_tool_calls()?;
+            if calls.is_empty() {
+                return Err("the scenario context names no tool calls".into());
+            }
+            session.list_tools().await?;
+            for (name, arguments) in calls {
+                call(&session, &name, &arguments).await?;
+            }
+        }
+        // Tools with invalid `x-mcp-header` declarations are left out of
+        // the listing; every tool kept is called.
+        "http-invalid-tool-headers" => {
+            let listed = session.list_tools().await?;
+            if listed.excluded.is_empty() {
+                return Err("no tool was excluded".into());
+            }
+            for tool in &listed.tools {
+                call(&session, &tool.name, &sample_arguments(&tool.input_schema)).await?;
             }
         }
         other => return Err(format!("scenario {other:?} is not supported by this client").into()),
     }
     session.close().await?;
     Ok(())
+}
+
+/// Calls a tool and fails on a tool error.
+async fn call(
+    session: &Session,
+    name: &str,
+    arguments: &Value,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let result = session.call_tool(name, arguments).await?;
+    if result.is_error {
+        return Err(format!("{name} reported a tool error").into());
+    }
+    Ok(())
+}
+
+/// The `toolCalls` of `MCP_CONFORMANCE_CONTEXT`, as (name, arguments).
+fn context_tool_calls() -> Result<Vec<(String, Value)>, Box<dyn std::error::Error>> {
+    let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => serde_json::from_str(&text)?,
+        Err(_) => return Ok(Vec::new()),
+    };
+    let calls = context["toolCalls"].as_array().cloned().unwrap_or_default();
+    calls
+        .into_iter()
+        .map(|call| {
+            let name = call["name"].as_str().ok_or("a tool call without a name")?;
+            Ok((name.to_owned(), call["arguments"].clone()))
+        })
+        .collect()
+}
+
+/// Arguments for a tool's required properties, one plain value per type.
+fn sample_arguments(schema: &Value) -> Value {
+    let mut arguments = serde_json::Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            _ => json!("conformance"),
+        };
+        arguments.insert(name.to_owned(), value);
+    }
+    Value::Object(arguments)
 }

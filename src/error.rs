@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use mcp_connect_layers::{CancelSource, Child, Classify, Closure, Failure, FailureKind, Stage};
 
+use crate::protocol::header_params::HeaderParamError;
 use crate::protocol::{JsonError, MessageError, ProtocolVersion, RpcError};
 use crate::transport::SseTooLarge;
 
@@ -187,6 +188,10 @@ pub enum ErrorKind {
     /// the page limit.
     #[error("paginated listing did not end")]
     Pagination(#[source] PaginationError),
+    /// The tool's `x-mcp-header` declarations are invalid, so it was left
+    /// out of the listing and is never called (2026-07-28 era).
+    #[error("the tool declares invalid headers and is never called")]
+    InvalidTool(#[source] HeaderParamError),
 }
 
 /// Why a 2026-07-28 result (`resultType`) could not be turned into a
@@ -414,7 +419,7 @@ impl Classify for Error {
             ErrorKind::Cancelled => {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
-            ErrorKind::Pagination(_) | ErrorKind::InputRequired(_) => {
+            ErrorKind::Pagination(_) | ErrorKind::InputRequired(_) | ErrorKind::InvalidTool(_) => {
                 Failure::new(stage, FailureKind::Protocol)
             }
         }

@@ -71,6 +71,15 @@ impl Printer {
         );
     }
 
+    /// A tool left out of the listing: its name (the user asked for the
+    /// names) and the rule it broke.
+    pub(crate) fn excluded_tool(&self, name: &str, reason: &dyn std::fmt::Display) {
+        self.line(
+            &format!("excluded tool {name}: {reason}"),
+            json!({ "event": "excluded_tool", "tool": name, "reason": reason.to_string() }),
+        );
+    }
+
     pub(crate) fn listing(&self, what: &str, names: &[String]) {
         self.line(
             &format!("{what}: {}", names.join(", ")),

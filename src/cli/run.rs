@@ -380,6 +380,9 @@ async fn list_tools(printer: &Printer, session: &Session) -> bool {
                     .map(|t| t.name.clone())
                     .collect::<Vec<_>>(),
             );
+            for excluded in &list.excluded {
+                printer.excluded_tool(&excluded.name, &excluded.reason);
+            }
             true
         }
         Err(error) => {

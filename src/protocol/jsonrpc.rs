@@ -45,6 +45,10 @@ pub struct Request {
     /// same on every request of a session), written into `params` as the
     /// bytes are made instead of being rebuilt as a `Value` each time.
     pub(crate) meta: Option<Arc<RawValue>>,
+    /// `Mcp-Param-*` header names and encoded values for a `tools/call` on
+    /// the modern era (see [`header_params`](super::header_params)); only
+    /// Streamable HTTP sends them.
+    pub(crate) param_headers: Vec<(String, String)>,
 }
 
 /// An outgoing notification (a request without an id).
@@ -90,6 +94,7 @@ impl Request {
             method: method.into(),
             params,
             meta: None,
+            param_headers: Vec::new(),
         }
     }
 

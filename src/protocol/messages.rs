@@ -213,6 +213,11 @@ pub struct ListToolsResult {
     /// Everything else the server sent, as it sent it.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// Tools the server listed but this client left out, because their
+    /// `x-mcp-header` declarations are invalid (2026-07-28 era); they are
+    /// never called.
+    #[serde(skip)]
+    pub excluded: Vec<crate::protocol::header_params::ExcludedTool>,
 }
 
 /// One prompt from `prompts/list`.

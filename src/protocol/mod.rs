@@ -6,6 +6,7 @@
 //! versions, error codes).
 
 pub mod codes;
+pub mod header_params;
 mod jsonrpc;
 mod messages;
 mod version;

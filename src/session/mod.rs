@@ -26,6 +26,7 @@ use crate::transport::{ServerStream, Transport, TransportKind};
 
 mod listen;
 mod request;
+mod tool_headers;
 mod typed;
 
 pub use request::{RequestOptions, MAX_INPUT_ROUNDS};
@@ -128,6 +129,8 @@ pub struct Session {
     listener: Option<listen::Listener>,
     /// The modern era's `_meta` envelope, encoded once.
     meta: Option<Arc<RawValue>>,
+    /// The tools' `x-mcp-header` declarations (modern era).
+    tool_headers: tool_headers::ToolHeaders,
 }
 
 impl Session {
@@ -166,6 +169,7 @@ impl Session {
             request_timeout,
             inbound,
             listener,
+            tool_headers: Default::default(),
         }
     }
 

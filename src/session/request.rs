@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::Session;
 use crate::error::{Error, ErrorKind, InputRequiredError};
 use crate::inbound::{Progress, ProgressCallback};
-use crate::protocol::{Era, Notification, ProtocolVersion, Request, RequestId};
+use crate::protocol::{codes, Era, Notification, ProtocolVersion, Request, RequestId, RpcError};
 use crate::transport::Transport;
 
 /// Options for one request.
@@ -160,9 +160,10 @@ impl Session {
             Some(token) => Some(with_progress_token(params, token)),
             None => params,
         };
+        let param_headers = self.param_headers(method, params.as_ref())?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let own_meta = params.as_ref().is_some_and(|p| p.get("_meta").is_some());
-        let request = match (&self.meta, own_meta) {
+        let mut request = match (&self.meta, own_meta) {
             // The envelope the session encoded once goes in as bytes.
             (Some(meta), false) => {
                 Request::new(RequestId::Number(id), method, params).with_meta(Arc::clone(meta))
@@ -175,6 +176,7 @@ impl Session {
             ),
             (None, _) => Request::new(RequestId::Number(id), method, params),
         };
+        request.param_headers = param_headers;
         let watch = token
             .as_ref()
             .map(|token| self.inbound.watch_progress(token, options.progress.clone()));
@@ -247,9 +249,24 @@ impl Session {
     async fn exchange(&self, mut request: Request) -> Result<Box<RawValue>, Error> {
         let version = &self.negotiated.version;
         let mut rounds = 0;
+        let mut relisted = false;
         loop {
             let raw = match self.transport.request(&request, Some(version)).await {
                 Ok(Ok(raw)) => raw,
+                Ok(Err(rpc)) if !relisted && self.may_relist(&request, &rpc) => {
+                    // The server refused the call before running it: list
+                    // the tools (their declarations may be new) and send it
+                    // once more. A listing that fails leaves the refusal as
+                    // the answer.
+                    relisted = true;
+                    if Box::pin(self.list_tools()).await.is_err() {
+                        return Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc)));
+                    }
+                    request.param_headers =
+                        self.param_headers(&request.method, request.params.as_ref())?;
+                    request.id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+                    continue;
+                }
                 Ok(Err(rpc)) => return Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc))),
                 Err(e) => return Err(Error::transport(Stage::REQUEST, e)),
             };
@@ -295,8 +312,32 @@ impl Session {
             if let Some(meta) = request.meta.take() {
                 retry = retry.with_meta(meta);
             }
+            retry.param_headers = std::mem::take(&mut request.param_headers);
             request = retry;
         }
+    }
+
+    /// The `Mcp-Param-*` headers of a `tools/call` on the modern era, or
+    /// the typed refusal to call a tool whose declarations are invalid.
+    fn param_headers(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<Vec<(String, String)>, Error> {
+        if method != "tools/call" || self.era() != Era::Modern {
+            return Ok(Vec::new());
+        }
+        self.tool_headers
+            .for_call(params)
+            .map_err(|reason| Error::new(Stage::REQUEST, ErrorKind::InvalidTool(reason)))
+    }
+
+    /// Whether a refusal is the server's `HeaderMismatch` on a modern-era
+    /// `tools/call`, which a fresh listing may cure.
+    fn may_relist(&self, request: &Request, rpc: &RpcError) -> bool {
+        rpc.code() == codes::HEADER_MISMATCH
+            && request.method == "tools/call"
+            && self.era() == Era::Modern
     }
 }
 

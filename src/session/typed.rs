@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::Session;
 use crate::error::{Error, ErrorKind, PaginationError};
 use crate::protocol::{
-    CallToolParams, CallToolResult, GetPromptParams, ListToolsResult, Page, Prompt,
+    CallToolParams, CallToolResult, Era, GetPromptParams, ListToolsResult, Page, Prompt,
     ReadResourceParams, Resource, ResourceTemplate, Tool,
 };
 
@@ -87,18 +87,40 @@ impl Session {
     }
 
     /// `tools/list`, every page.
+    ///
+    /// On the 2026-07-28 era a tool whose `x-mcp-header` declarations are
+    /// invalid is left out (it is in [`ListToolsResult::excluded`], and
+    /// calling it fails with [`ErrorKind::InvalidTool`]); the valid ones'
+    /// declarations are remembered so that calls send their `Mcp-Param-*`
+    /// headers.
     pub async fn list_tools(&self) -> Result<ListToolsResult, Error> {
         let tools = self.all_pages::<Tool>("tools/list", "tools").await?;
-        Ok(ListToolsResult {
-            tools,
-            next_cursor: None,
-            extra: Default::default(),
-        })
+        Ok(self.tools_listed(tools, None, true))
     }
 
-    /// One page of `tools/list`.
-    pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<Page<Tool>, Error> {
-        self.page("tools/list", "tools", cursor).await
+    /// One page of `tools/list`, with the same exclusions as
+    /// [`list_tools`](Self::list_tools).
+    pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
+        let page = self.page::<Tool>("tools/list", "tools", cursor).await?;
+        Ok(self.tools_listed(page.items, page.next_cursor, false))
+    }
+
+    fn tools_listed(
+        &self,
+        tools: Vec<Tool>,
+        next_cursor: Option<String>,
+        complete: bool,
+    ) -> ListToolsResult {
+        let (tools, excluded) = match self.era() {
+            Era::Modern => self.tool_headers.record(tools, complete),
+            Era::Legacy => (tools, Vec::new()),
+        };
+        ListToolsResult {
+            tools,
+            next_cursor,
+            extra: Default::default(),
+            excluded,
+        }
     }
 
     /// `prompts/list`, every page.

@@ -6,10 +6,12 @@
 //! body; a name that is not printable ASCII is sent base64-wrapped so its
 //! exact bytes survive.
 
-use base64::Engine as _;
+use std::borrow::Cow;
+
 use http::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 
+use crate::protocol::header_params::encode_value;
 use crate::protocol::ProtocolVersion;
 
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -30,21 +32,28 @@ pub(crate) fn name_param<'a>(method: &str, params: Option<&'a Value>) -> Option<
     params?.get(key)?.as_str()
 }
 
-/// Printable ASCII without edge whitespace goes as is; anything else is
-/// wrapped as `=?base64?...?=` so the exact bytes survive.
+/// `value` as a header value, base64-wrapped unless it is plain printable
+/// ASCII (see [`encode_value`]).
 pub(crate) fn encode_header_value(value: &str) -> HeaderValue {
-    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
-        && value.trim() == value
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
-    let text = if plain {
-        value.to_owned()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    };
-    HeaderValue::from_str(&text).expect("printable ASCII is a valid header value")
+    match encode_value(value) {
+        Cow::Borrowed(plain) => HeaderValue::from_str(plain),
+        Cow::Owned(wrapped) => HeaderValue::try_from(wrapped),
+    }
+    .expect("printable ASCII is a valid header value")
+}
+
+/// The `Mcp-Param-*` headers of a request: names and values were checked
+/// when the tool was listed and encoded as printable ASCII, so a pair that
+/// still fails (never expected) is left out rather than sent malformed.
+pub(crate) fn param_headers(
+    pairs: &[(String, String)],
+) -> impl Iterator<Item = (HeaderName, HeaderValue)> + '_ {
+    pairs.iter().filter_map(|(name, value)| {
+        Some((
+            HeaderName::try_from(name.as_str()).ok()?,
+            HeaderValue::from_str(value).ok()?,
+        ))
+    })
 }
 
 /// The `MCP-Protocol-Version` value: static for the versions this client

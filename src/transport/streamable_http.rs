@@ -24,8 +24,8 @@ use super::http_shared::{
     client_error, collect, finish_if_ended, is_event_stream, is_json, retry_after, ERROR_BODY_LIMIT,
 };
 use super::mcp_headers::{
-    encode_header_value, method_header, name_param, version_header, ACCEPT_BOTH, JSON, MCP_METHOD,
-    MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+    encode_header_value, method_header, name_param, param_headers, version_header, ACCEPT_BOTH,
+    JSON, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
 };
 use super::{HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport, TransportKind};
 use crate::error::TransportError;
@@ -150,6 +150,7 @@ impl StreamableHttp {
         rpc_method: &str,
         rpc_name: Option<&str>,
         version: Option<&ProtocolVersion>,
+        params: &[(String, String)],
     ) -> Result<(http::Response<HttpBody>, bool), TransportError> {
         self.check_open()?;
         if let Some(version) = version {
@@ -159,7 +160,7 @@ impl StreamableHttp {
             }
         }
         let session = self.session_id.lock().expect("lock poisoned").clone();
-        let request = self.build(
+        let mut request = self.build(
             Method::POST,
             Bytes::from(body),
             Some(rpc_method),
@@ -167,6 +168,9 @@ impl StreamableHttp {
             version,
             session.as_ref(),
         );
+        if version.is_some_and(|v| v.era() == Era::Modern) {
+            request.headers_mut().extend(param_headers(params));
+        }
         let response = self.send(request).await?;
         if session.is_none() {
             if let Some(assigned) = response.headers().get(&MCP_SESSION_ID) {
@@ -185,7 +189,13 @@ impl StreamableHttp {
     ) -> Result<Reply, TransportError> {
         let name = name_param(&request.method, request.params.as_ref());
         let (response, sent_session) = self
-            .post(request.to_bytes(), &request.method, name, version)
+            .post(
+                request.to_bytes(),
+                &request.method,
+                name,
+                version,
+                &request.param_headers,
+            )
             .await?;
         let (parts, body) = response.into_parts();
         if !parts.status.is_success() {
@@ -379,7 +389,13 @@ impl StreamableHttp {
         version: Option<&ProtocolVersion>,
     ) -> Result<(), TransportError> {
         let (response, sent_session) = self
-            .post(notification.to_bytes(), &notification.method, None, version)
+            .post(
+                notification.to_bytes(),
+                &notification.method,
+                None,
+                version,
+                &[],
+            )
             .await?;
         let status = response.status();
         if status.is_success() {
