@@ -188,6 +188,9 @@ pub enum ErrorKind {
     /// the page limit.
     #[error("paginated listing did not end")]
     Pagination(#[source] PaginationError),
+    /// A 2026-07-28 subscription (`subscriptions/listen`) was not set up.
+    #[error("the subscription was not set up")]
+    Subscription(#[source] SubscriptionError),
     /// The tool's `x-mcp-header` declarations are invalid, so it was left
     /// out of the listing and is never called (2026-07-28 era).
     #[error("the tool declares invalid headers and is never called")]
@@ -220,6 +223,20 @@ pub enum InputRequiredError {
     /// A `resultType` this client does not know.
     #[error("unknown result type")]
     UnknownResultType,
+}
+
+/// Why a 2026-07-28 subscription (`subscriptions/listen`) was not set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscriptionError {
+    /// The server ended the subscription (or its stream) before
+    /// acknowledging it.
+    #[error("the subscription ended before the server acknowledged it")]
+    Ended,
+    /// The server acknowledged the subscription without a resource it was
+    /// asked for; that resource is not subscribed.
+    #[error("the server did not acknowledge a requested resource")]
+    NotAcknowledged,
 }
 
 /// Why a paginated listing was stopped.
@@ -419,9 +436,10 @@ impl Classify for Error {
             ErrorKind::Cancelled => {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
-            ErrorKind::Pagination(_) | ErrorKind::InputRequired(_) | ErrorKind::InvalidTool(_) => {
-                Failure::new(stage, FailureKind::Protocol)
-            }
+            ErrorKind::Pagination(_)
+            | ErrorKind::InputRequired(_)
+            | ErrorKind::InvalidTool(_)
+            | ErrorKind::Subscription(_) => Failure::new(stage, FailureKind::Protocol),
         }
     }
 

@@ -62,8 +62,8 @@ mod uri;
 pub use connector::Connector;
 pub use era_cache::{EraCache, LegacyTransport, Verdict};
 pub use error::{
-    BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError, TransportError,
-    VersionError,
+    BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError,
+    SubscriptionError, TransportError, VersionError,
 };
 pub use manager::{session_lost, ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;

@@ -159,6 +159,66 @@ async fn python_sdk_over_streamable_http_is_modern_2026_07_28() {
     session.close().await.unwrap();
 }
 
+/// The 2026-07-28 features the Python peer offers: a listing, a call, a
+/// multi-round-trip tool answered by the elicitation handler, and a
+/// `subscriptions/listen` subscription hearing a tools list change and a
+/// resource update.
+async fn python_modern_features(request: ConnectRequest) {
+    use mcp_connect::inbound::{notification_channel, ClientHandler};
+
+    let (listener, mut notifications) = notification_channel(16);
+    let handler = ClientHandler::new().on_elicitation(|_| async move {
+        Ok(json!({ "action": "accept", "content": { "name": "Ada" } }))
+    });
+    let session = connect(request.with_handler(handler).with_notifications(listener)).await;
+    assert_eq!(session.era(), Era::Modern);
+    let tools = session.list_tools().await.unwrap();
+    let mut names: Vec<_> = tools.tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["add", "echo", "greet", "touch"]);
+    assert!(tools.excluded.is_empty());
+
+    let greeted = session.call_tool("greet", &json!({})).await.unwrap();
+    assert!(!greeted.is_error);
+    assert_eq!(greeted.text(), "Hello, Ada!");
+
+    session.subscribe("note://config").await.unwrap();
+    session
+        .call_tool("touch", &json!({ "uri": "note://config" }))
+        .await
+        .unwrap();
+    let mut heard = Vec::new();
+    while heard.len() < 2 {
+        let notification = watchdog(Duration::from_secs(10), notifications.recv())
+            .await
+            .expect("the listener is open");
+        heard.push(notification.method);
+    }
+    heard.sort();
+    assert_eq!(
+        heard,
+        [
+            "notifications/resources/updated",
+            "notifications/tools/list_changed"
+        ]
+    );
+    session.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_2026_features_over_streamable_http() {
+    let peer = python_http().await;
+    python_modern_features(ConnectRequest::http(&peer.url("/mcp")).unwrap()).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_2026_features_over_stdio() {
+    let command = StdioCommand::new(python()).args([python_server(), "stdio"]);
+    python_modern_features(ConnectRequest::stdio(command)).await;
+}
+
 #[tokio::test]
 #[ignore = "needs the interop peers: run through .ci/run"]
 async fn python_sdk_pinned_to_2025_11_25_is_legacy() {

@@ -153,7 +153,7 @@ async fn attempt(
                 return Err(error);
             }
             let server_stream = open_server_stream(request, clock, &ladder, &negotiated).await;
-            Ok(Session::new(
+            let session = Session::new(
                 ladder.transport,
                 negotiated,
                 request.client.clone(),
@@ -161,7 +161,9 @@ async fn attempt(
                 request.limits.request_timeout,
                 std::sync::Arc::clone(&request.inbound),
                 server_stream,
-            ))
+            );
+            subscribe_from_start(request, clock, &session).await;
+            Ok(session)
         }
         Err(error) => {
             ladder.dispose().await;
@@ -204,6 +206,27 @@ async fn open_server_stream(
         .await
         .ok()
         .flatten()
+}
+
+/// The 2026-07-28 counterpart of the server stream: when the application
+/// reads notifications, the `subscriptions/listen` for the list changes the
+/// server offers, acknowledged before the session is handed over. Like the
+/// server stream it cannot fail the establishment.
+async fn subscribe_from_start(request: &ConnectRequest, clock: &Clock, session: &Session) {
+    if session.era() != Era::Modern || !request.inbound.wants_notifications() {
+        return;
+    }
+    let subscribed = clock
+        .limit(
+            Stage::REQUEST,
+            request.limits.handshake_timeout,
+            CancelSource::HandshakeTimeout,
+            session.listen_from_start(),
+        )
+        .await;
+    if let Err(error) = subscribed {
+        tracing::debug!(error = %error, "no subscription at establishment");
+    }
 }
 
 pub(super) fn open(

@@ -15,6 +15,7 @@
 
 mod handler;
 mod notifications;
+mod subscriptions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,7 @@ pub use handler::{elicitation_defaults, ClientHandler, RequestKind};
 pub use notifications::{
     notification_channel, NotificationSender, Notifications, ServerNotification,
 };
+pub(crate) use subscriptions::{AckWaiter, LiveSubscription};
 
 use crate::protocol::{codes, error_bytes, result_bytes, RequestId, RpcError};
 
@@ -61,6 +63,7 @@ pub(crate) struct Inbound {
     listener: Option<NotificationSender>,
     progress: Mutex<HashMap<String, Watch>>,
     handlers: Arc<Semaphore>,
+    acks: subscriptions::Acks,
 }
 
 impl Inbound {
@@ -70,6 +73,7 @@ impl Inbound {
             listener,
             progress: Mutex::new(HashMap::new()),
             handlers: Arc::new(Semaphore::new(MAX_CONCURRENT_HANDLERS)),
+            acks: subscriptions::Acks::default(),
         })
     }
 
@@ -85,6 +89,24 @@ impl Inbound {
     /// standalone server stream is worth opening).
     pub(crate) fn is_listening(&self) -> bool {
         !self.handler.is_empty() || self.listener.is_some()
+    }
+
+    /// Whether the application reads notifications (so a 2026-07-28
+    /// subscription stream is worth holding open).
+    pub(crate) fn wants_notifications(&self) -> bool {
+        self.listener.is_some()
+    }
+
+    /// Waits for the acknowledgement of the subscription opened by the
+    /// `subscriptions/listen` request `id`.
+    pub(crate) fn expect_ack(self: &Arc<Self>, id: i64) -> AckWaiter {
+        AckWaiter::new(self, id)
+    }
+
+    /// Lets the notifications of subscription `id` through until the guard
+    /// drops.
+    pub(crate) fn live_subscription(self: &Arc<Self>, id: i64) -> LiveSubscription {
+        LiveSubscription::new(self, id)
     }
 
     fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
@@ -160,6 +182,14 @@ impl Inbound {
     pub(crate) fn notify(&self, method: String, params: Option<Value>) {
         if method == "notifications/progress" {
             self.progress_report(params.as_ref());
+        }
+        if method == subscriptions::ACKNOWLEDGED {
+            return self.acks.deliver(params.as_ref());
+        }
+        if let Some(key) = subscriptions::subscription_of(params.as_ref()) {
+            if !self.acks.is_live(&key) {
+                return tracing::trace!("notification of an ended subscription dropped");
+            }
         }
         match &self.listener {
             Some(listener) => listener.deliver(ServerNotification { method, params }),

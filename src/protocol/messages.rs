@@ -20,6 +20,9 @@ pub mod meta_keys {
     pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
     /// The server's name and version, in a `DiscoverResult`'s `_meta`.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The id of the `subscriptions/listen` request a notification belongs
+    /// to.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
 /// The client's name and version.

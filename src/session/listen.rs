@@ -29,7 +29,7 @@ impl Listener {
         version: ProtocolVersion,
     ) -> Self {
         Listener {
-            task: tokio::spawn(listen(stream, transport, inbound, version)),
+            task: tokio::spawn(read(stream, transport, inbound, version)),
         }
     }
 
@@ -44,7 +44,9 @@ impl Drop for Listener {
     }
 }
 
-async fn listen(
+/// Reads a server stream until it ends, handing its notifications and
+/// requests to `inbound`.
+pub(super) async fn read(
     mut stream: ServerStream,
     transport: Arc<dyn Transport>,
     inbound: Arc<Inbound>,

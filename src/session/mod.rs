@@ -26,6 +26,7 @@ use crate::transport::{ServerStream, Transport, TransportKind};
 
 mod listen;
 mod request;
+mod subscriptions;
 mod tool_headers;
 mod typed;
 
@@ -131,6 +132,8 @@ pub struct Session {
     meta: Option<Arc<RawValue>>,
     /// The tools' `x-mcp-header` declarations (modern era).
     tool_headers: tool_headers::ToolHeaders,
+    /// The 2026-07-28 subscription (`subscriptions/listen`).
+    subscriptions: subscriptions::Subscriptions,
 }
 
 impl Session {
@@ -170,6 +173,7 @@ impl Session {
             inbound,
             listener,
             tool_headers: Default::default(),
+            subscriptions: Default::default(),
         }
     }
 
@@ -344,6 +348,7 @@ impl Session {
         if let Some(listener) = &self.listener {
             listener.stop();
         }
+        self.subscriptions.stop();
         self.transport
             .close()
             .await

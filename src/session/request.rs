@@ -149,7 +149,6 @@ impl Session {
         params: Option<Value>,
         options: &RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let version = &self.negotiated.version;
         let token = options.wants_progress().then(|| {
             Value::from(format!(
                 "mcp-connect-{}",
@@ -162,20 +161,7 @@ impl Session {
         };
         let param_headers = self.param_headers(method, params.as_ref())?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let own_meta = params.as_ref().is_some_and(|p| p.get("_meta").is_some());
-        let mut request = match (&self.meta, own_meta) {
-            // The envelope the session encoded once goes in as bytes.
-            (Some(meta), false) => {
-                Request::new(RequestId::Number(id), method, params).with_meta(Arc::clone(meta))
-            }
-            // Params with a `_meta` of their own get the envelope merged in.
-            (Some(_), true) => Request::new(
-                RequestId::Number(id),
-                method,
-                Some(self.client.stamp(version, params)),
-            ),
-            (None, _) => Request::new(RequestId::Number(id), method, params),
-        };
+        let mut request = self.outgoing(id, method, params);
         request.param_headers = param_headers;
         let watch = token
             .as_ref()
@@ -237,6 +223,24 @@ impl Session {
             }
             // The guard, still armed, tells the server as it drops.
             Err(error) => Err(error),
+        }
+    }
+
+    /// A request with the session's envelope (on the modern era).
+    pub(super) fn outgoing(&self, id: i64, method: &str, params: Option<Value>) -> Request {
+        let own_meta = params.as_ref().is_some_and(|p| p.get("_meta").is_some());
+        match (&self.meta, own_meta) {
+            // The envelope the session encoded once goes in as bytes.
+            (Some(meta), false) => {
+                Request::new(RequestId::Number(id), method, params).with_meta(Arc::clone(meta))
+            }
+            // Params with a `_meta` of their own get the envelope merged in.
+            (Some(_), true) => Request::new(
+                RequestId::Number(id),
+                method,
+                Some(self.client.stamp(&self.negotiated.version, params)),
+            ),
+            (None, _) => Request::new(RequestId::Number(id), method, params),
         }
     }
 

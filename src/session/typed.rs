@@ -181,19 +181,33 @@ impl Session {
         self.request_as("resources/read", Some(params)).await
     }
 
-    /// `resources/subscribe`: the server then sends
+    /// Subscribes to a resource: the server then sends
     /// `notifications/resources/updated` for `uri` to the listener.
+    ///
+    /// `resources/subscribe` on the legacy era; on the 2026-07-28 era the
+    /// session's `subscriptions/listen` again with `uri` added, failing
+    /// with [`SubscriptionError::NotAcknowledged`](crate::SubscriptionError)
+    /// when the server does not take it.
     pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
-        self.request("resources/subscribe", Some(json!({ "uri": uri })))
-            .await
-            .map(drop)
+        match self.era() {
+            Era::Modern => self.subscribe_modern(uri).await,
+            Era::Legacy => self
+                .request("resources/subscribe", Some(json!({ "uri": uri })))
+                .await
+                .map(drop),
+        }
     }
 
-    /// `resources/unsubscribe`.
+    /// Unsubscribes from a resource (`resources/unsubscribe`, or the
+    /// modern era's subscription again without it).
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), Error> {
-        self.request("resources/unsubscribe", Some(json!({ "uri": uri })))
-            .await
-            .map(drop)
+        match self.era() {
+            Era::Modern => self.unsubscribe_modern(uri).await,
+            Era::Legacy => self
+                .request("resources/unsubscribe", Some(json!({ "uri": uri })))
+                .await
+                .map(drop),
+        }
     }
 
     /// `completion/complete` for `reference` (`{"type": "ref/prompt",

@@ -49,6 +49,23 @@ use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
 /// The reply to one request: its raw `result`, or the server's error.
 pub type Reply = Result<Box<RawValue>, RpcError>;
 
+/// What sending a `subscriptions/listen` request gave (2026-07-28 era).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Listen {
+    /// Its reply stream (Streamable HTTP): the acknowledgement and the
+    /// notifications, until the server ends it or the stream is dropped.
+    Stream(ServerStream),
+    /// A reply at once instead of a stream: a refusal, or an empty
+    /// subscription the server ended immediately.
+    Reply(Reply),
+    /// Nothing was sent: this transport carries everything on one channel
+    /// (stdio, memory), so the request goes through
+    /// [`Transport::request`] and stays pending while the subscription
+    /// lives; what the server sends for it reaches the inbound seam.
+    Shared,
+}
+
 /// Which kind of transport carries a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -115,6 +132,18 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// has no such stream. Never opened unless asked: it costs a connection.
     fn open_server_stream(&self) -> BoxFuture<'_, Result<Option<ServerStream>, TransportError>> {
         Box::pin(async { Ok(None) })
+    }
+
+    /// Sends a `subscriptions/listen` request whose reply is a long-lived
+    /// stream. The default, for transports with one channel for everything,
+    /// sends nothing and answers [`Listen::Shared`].
+    fn listen<'a>(
+        &'a self,
+        request: &'a Request,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<Listen, TransportError>> {
+        let _ = (request, version);
+        Box::pin(async { Ok(Listen::Shared) })
     }
 
     /// Closes the transport and releases everything it holds (streams, the

@@ -27,7 +27,9 @@ use super::mcp_headers::{
     encode_header_value, method_header, name_param, param_headers, version_header, ACCEPT_BOTH,
     JSON, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
 };
-use super::{HttpBody, HttpClient, Reply, ServerStream, SseParser, Transport, TransportKind};
+use super::{
+    HttpBody, HttpClient, Listen, Reply, ServerStream, SseParser, Transport, TransportKind,
+};
 use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
@@ -209,12 +211,24 @@ impl StreamableHttp {
         if is_event_stream(&parts.headers) {
             return self.reply_from_stream(body, &request.id, version).await;
         }
+        self.reply_from_json(&parts.headers, body, &request.id, version)
+            .await
+    }
+
+    /// Reads a JSON reply body (one message or a batch) for `id`.
+    async fn reply_from_json(
+        &self,
+        headers: &HeaderMap,
+        body: HttpBody,
+        id: &RequestId,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<Reply, TransportError> {
         let bytes = collect(body, self.max_message).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(TransportError::NoReply);
         }
         let messages = Incoming::parse_many(&bytes).map_err(|e| {
-            if is_json(&parts.headers) {
+            if is_json(headers) {
                 TransportError::Malformed(e)
             } else {
                 TransportError::ContentType
@@ -222,11 +236,36 @@ impl StreamableHttp {
         })?;
         let mut reply = None;
         for message in messages {
-            if let Some(found) = self.handle(message, &request.id, version).await? {
+            if let Some(found) = self.handle(message, id, version).await? {
                 reply.get_or_insert(found);
             }
         }
         reply.ok_or(TransportError::NoReply)
+    }
+
+    /// POSTs `subscriptions/listen` and hands back its reply stream, which
+    /// the caller reads for as long as the subscription lives.
+    async fn post_listen(
+        &self,
+        request: &Request,
+        version: Option<&ProtocolVersion>,
+    ) -> Result<Listen, TransportError> {
+        let (response, sent_session) = self
+            .post(request.to_bytes(), &request.method, None, version, &[])
+            .await?;
+        let (parts, body) = response.into_parts();
+        if !parts.status.is_success() {
+            return self
+                .failed_status(parts.status, &parts.headers, body, sent_session)
+                .await
+                .map(Listen::Reply);
+        }
+        if is_event_stream(&parts.headers) {
+            return Ok(Listen::Stream(ServerStream::new(body, self.max_message)));
+        }
+        self.reply_from_json(&parts.headers, body, &request.id, version)
+            .await
+            .map(Listen::Reply)
     }
 
     /// Reads an SSE reply stream until the event that answers `id`.
@@ -492,6 +531,14 @@ impl Transport for StreamableHttp {
 
     fn open_server_stream(&self) -> BoxFuture<'_, Result<Option<ServerStream>, TransportError>> {
         self.get_stream().boxed()
+    }
+
+    fn listen<'a>(
+        &'a self,
+        request: &'a Request,
+        version: Option<&'a ProtocolVersion>,
+    ) -> BoxFuture<'a, Result<Listen, TransportError>> {
+        self.post_listen(request, version).boxed()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
