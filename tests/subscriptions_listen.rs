@@ -223,3 +223,42 @@ async fn a_stalled_acknowledgement_is_bounded_by_the_request_timeout() {
     })
     .await;
 }
+
+/// The long-lived client subscribes again on its next session, on the
+/// modern era as on the legacy one.
+#[tokio::test]
+async fn the_long_lived_client_subscribes_again_on_its_next_session() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use mcp_connect::{EstablishBuilder, McpClient};
+
+    watchdog(Duration::from_secs(20), async {
+        let broken = AtomicBool::new(false);
+        let listen = server(acknowledging);
+        let server = ScriptServer::start(move |r: &Recorded| match r.rpc_method() {
+            "tools/call" if !broken.swap(true, Ordering::SeqCst) => Script::CloseBeforeHeaders,
+            "tools/call" => Script::Json(200, support::result(r, json!({ "content": [] }))),
+            _ => listen(r),
+        })
+        .await;
+        let client = McpClient::lazy(
+            EstablishBuilder::new(Connector::new()).build(),
+            ConnectRequest::http(&server.url()).unwrap(),
+        );
+        let mut generations = client.generations();
+        client.subscribe("file:///a").await.unwrap();
+        assert_eq!(listens(&server).len(), 1);
+
+        let lost = client.call_tool("t", &json!({})).await.unwrap_err();
+        assert!(lost.session_lost(), "{lost}");
+        client.call_tool("t", &json!({})).await.unwrap();
+        let report = *generations.borrow_and_update();
+        assert_eq!((report.number, report.resubscribed), (2, 1));
+        let renewed = &listens(&server)[1];
+        assert_eq!(
+            renewed.body["params"]["notifications"]["resourceSubscriptions"],
+            json!(["file:///a"])
+        );
+    })
+    .await;
+}
