@@ -10,7 +10,7 @@
 # Logs: target/conformance/<suite>/<scenario>.log
 set -euo pipefail
 
-PENDING=" sse-retry "   # issue 15: resumable SSE streams
+PENDING=" "   # none at the moment
 
 : "${MCP_PEERS_DIR:?run .ci/install-peers.sh and set MCP_PEERS_DIR}"
 cargo build --example conformance_client --quiet

@@ -77,6 +77,17 @@ pub enum TransportError {
     /// The response ended without answering the request.
     #[error("response ended without a reply to the request")]
     NoReply,
+    /// An SSE stream was cut (`cut`: ended or broken) before the reply to
+    /// the request, and could not be resumed with `GET` and
+    /// `Last-Event-ID`; `reason` says why. The request was not sent again.
+    #[error("reply stream cut ({cut}) and not resumed")]
+    NotResumed {
+        /// How the stream was cut: `Eof` or `Reset`.
+        cut: Closure,
+        /// Why it was not resumed.
+        #[source]
+        reason: ResumeError,
+    },
     /// A reply named a request id this client never sent.
     #[error("reply to an unknown request id")]
     UnknownId,
@@ -93,6 +104,44 @@ pub enum TransportError {
     /// The server process could not be started.
     #[error("could not start the server process")]
     Spawn(#[source] std::io::Error),
+}
+
+/// Why a cut SSE stream was not resumed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResumeError {
+    /// The server sent no event id, so there is nothing to resume from.
+    /// The source is the break, when the stream broke.
+    #[error("the server gave no event id to resume from")]
+    NoEventId(#[source] Option<BoxError>),
+    /// The server answered the resumption `GET` with this status (405 when
+    /// it offers no stream, 400 or 404 when it does not know the event id).
+    #[error("the server refused to resume the stream (HTTP {status})")]
+    Refused {
+        /// The status code.
+        status: u16,
+    },
+    /// The stream was cut again or could not be reopened this many times
+    /// in a row; the source is the last failure, when it was one.
+    #[error("gave up after {attempts} attempts to resume the stream")]
+    Exhausted {
+        /// Consecutive attempts made.
+        attempts: u32,
+        /// The last attempt's failure, when it failed (rather than being
+        /// cut again).
+        #[source]
+        last: Option<Box<TransportError>>,
+    },
+}
+
+impl ResumeError {
+    /// The HTTP status of a refusal.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            ResumeError::Refused { status } => Some(*status),
+            _ => None,
+        }
+    }
 }
 
 /// Invalid configuration, found before any I/O.
@@ -400,6 +449,18 @@ impl TransportError {
                 }
             }
             T::Io(_) => Failure::new(stage, FailureKind::Io),
+            // A broken stream is a broken connection, as `Interrupted`; one
+            // that ended is a protocol failure, as `NoReply`.
+            T::NotResumed { cut, reason } => {
+                let failure = match cut {
+                    Closure::Eof => Failure::new(stage, FailureKind::Protocol),
+                    closure => Failure::new(stage, FailureKind::Closed).with_closure(*closure),
+                };
+                match reason.http_status() {
+                    Some(status) => failure.with_http_status(status),
+                    None => failure,
+                }
+            }
             T::DuplicateId => Failure::new(stage, FailureKind::Configuration),
             T::Closed(closure) => Failure::new(stage, FailureKind::Closed).with_closure(*closure),
             T::TooLarge { .. }

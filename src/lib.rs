@@ -62,7 +62,7 @@ mod uri;
 pub use connector::Connector;
 pub use era_cache::{EraCache, LegacyTransport, Verdict};
 pub use error::{
-    BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError,
+    BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError, ResumeError,
     SubscriptionError, TransportError, VersionError,
 };
 pub use manager::{session_lost, ClientError, Generation, McpClient, Reconnect};

@@ -21,6 +21,7 @@ mod legacy_sse;
 mod lines;
 mod mcp_headers;
 mod memory;
+pub mod resume;
 mod server_stream;
 mod sse;
 mod stdio;

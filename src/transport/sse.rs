@@ -14,6 +14,9 @@ pub(crate) struct SseEvent {
     pub(crate) event: String,
     /// The `data:` lines joined with `\n`.
     pub(crate) data: Vec<u8>,
+    /// The `id:` this event carried itself, if any (used to recognise an
+    /// event a resumed stream sends again).
+    pub(crate) id: Option<String>,
 }
 
 impl SseEvent {
@@ -40,6 +43,12 @@ pub(crate) struct SseParser {
     data: Vec<u8>,
     has_data: bool,
     event: String,
+    /// The last event ID buffer (WHATWG): the latest `id:` field.
+    id_buffer: Option<String>,
+    /// Whether the event being read has an `id:` field of its own.
+    has_id: bool,
+    /// The last event ID as of the last dispatched event, which is what a
+    /// reconnection sends.
     last_event_id: Option<String>,
     retry_ms: Option<u64>,
     skip_lf: bool,
@@ -54,6 +63,8 @@ impl SseParser {
             data: Vec::new(),
             has_data: false,
             event: String::new(),
+            id_buffer: None,
+            has_id: false,
             last_event_id: None,
             retry_ms: None,
             skip_lf: false,
@@ -66,14 +77,14 @@ impl SseParser {
         self.buf.extend_from_slice(chunk);
     }
 
-    /// The last `id:` seen, for `Last-Event-ID` on reconnection.
-    #[allow(dead_code)] // for resuming a broken stream (Last-Event-ID), not built yet
+    /// The last event ID as of the last complete event (an `id:` of an
+    /// event cut off before its blank line does not count), for
+    /// `Last-Event-ID` on reconnection.
     pub(crate) fn last_event_id(&self) -> Option<&str> {
         self.last_event_id.as_deref()
     }
 
     /// The last `retry:` seen, in milliseconds.
-    #[allow(dead_code)] // for resuming a broken stream (Last-Event-ID), not built yet
     pub(crate) fn retry_ms(&self) -> Option<u64> {
         self.retry_ms
     }
@@ -138,7 +149,8 @@ impl SseParser {
             }
             b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
             b"id" if !value.contains(&0) => {
-                self.last_event_id = Some(String::from_utf8_lossy(value).into_owned());
+                self.id_buffer = Some(String::from_utf8_lossy(value).into_owned());
+                self.has_id = true;
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
@@ -150,6 +162,8 @@ impl SseParser {
 
     fn dispatch(&mut self) -> Option<SseEvent> {
         let event = std::mem::take(&mut self.event);
+        let own_id = std::mem::take(&mut self.has_id);
+        self.last_event_id.clone_from(&self.id_buffer);
         if !self.has_data {
             return None;
         }
@@ -157,6 +171,7 @@ impl SseParser {
         Some(SseEvent {
             event,
             data: std::mem::take(&mut self.data),
+            id: own_id.then(|| self.id_buffer.clone()).flatten(),
         })
     }
 }
@@ -215,6 +230,18 @@ mod tests {
         assert_eq!(parser.next_event().unwrap(), None);
         assert_eq!(parser.last_event_id(), Some("42"));
         assert_eq!(parser.retry_ms(), Some(500));
+    }
+
+    #[test]
+    fn the_last_event_id_is_the_last_complete_events() {
+        let mut parser = SseParser::new(1024);
+        parser.push(b"id: a\ndata: 1\n\ndata: 2\n\nid: b\ndata: 3");
+        let first = parser.next_event().unwrap().unwrap();
+        assert_eq!(first.id.as_deref(), Some("a"));
+        let second = parser.next_event().unwrap().unwrap();
+        assert_eq!(second.id, None, "no id of its own");
+        assert_eq!(parser.next_event().unwrap(), None);
+        assert_eq!(parser.last_event_id(), Some("a"), "event 3 was cut off");
     }
 
     #[test]

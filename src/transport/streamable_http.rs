@@ -27,13 +27,47 @@ use super::mcp_headers::{
     encode_header_value, method_header, name_param, param_headers, version_header, ACCEPT_BOTH,
     JSON, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
 };
+use super::resume::Resumption;
 use super::{
     HttpBody, HttpClient, Listen, Reply, ServerStream, SseParser, Transport, TransportKind,
 };
-use crate::error::TransportError;
+use crate::error::{ResumeError, TransportError};
 use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
 use crate::redact::SafeUri;
+
+/// What a resumption `GET` got.
+enum Resumed {
+    /// The stream, again.
+    Stream(HttpBody),
+    /// A status that says the server will not resume it.
+    Refused(u16),
+}
+
+/// How a stream ended before its reply.
+enum Cut {
+    Ended,
+    Broken(crate::error::BoxError),
+}
+
+impl Cut {
+    fn closure(&self) -> Closure {
+        match self {
+            Cut::Ended => Closure::Eof,
+            Cut::Broken(_) => Closure::Reset,
+        }
+    }
+
+    fn into_source(self) -> Option<crate::error::BoxError> {
+        match self {
+            Cut::Ended => None,
+            Cut::Broken(error) => Some(error),
+        }
+    }
+}
+
+const LAST_EVENT_ID: http::header::HeaderName =
+    http::header::HeaderName::from_static("last-event-id");
 
 /// A Streamable HTTP connection to one MCP endpoint.
 ///
@@ -268,7 +302,8 @@ impl StreamableHttp {
             .map(Listen::Reply)
     }
 
-    /// Reads an SSE reply stream until the event that answers `id`.
+    /// Reads an SSE reply stream until the event that answers `id`,
+    /// resuming it (see [`resume`](super::resume)) when it is cut first.
     async fn reply_from_stream(
         &self,
         mut body: HttpBody,
@@ -276,8 +311,12 @@ impl StreamableHttp {
         version: Option<&ProtocolVersion>,
     ) -> Result<Reply, TransportError> {
         let mut parser = SseParser::new(self.max_message);
+        let mut resumption = Resumption::default();
         loop {
             while let Some(event) = parser.next_event()? {
+                if !resumption.deliver(event.id.as_deref()) {
+                    continue;
+                }
                 // Priming events carry an id and no data; other event types are not MCP.
                 if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) {
                     continue;
@@ -288,15 +327,133 @@ impl StreamableHttp {
                     return Ok(reply);
                 }
             }
-            match body.frame().await {
-                None => return Err(TransportError::NoReply),
-                Some(Err(e)) => return Err(TransportError::Interrupted(e)),
+            let cut = match body.frame().await {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         parser.push(&data);
                     }
+                    continue;
+                }
+                None => Cut::Ended,
+                Some(Err(e)) => Cut::Broken(e),
+            };
+            resumption.absorb(&parser);
+            body = self.resume(&mut resumption, cut).await?;
+            parser = SseParser::new(self.max_message);
+        }
+    }
+
+    /// Reopens a cut stream from its last event id, waiting the server's
+    /// `retry:` delay before each attempt, within the bounds of
+    /// [`resume`](super::resume).
+    async fn resume(
+        &self,
+        resumption: &mut Resumption,
+        cut: Cut,
+    ) -> Result<HttpBody, TransportError> {
+        let closure = cut.closure();
+        // An id that cannot be a header value is no id to resume from.
+        let Some(mut last_event_id) = resumption
+            .last_event_id()
+            .and_then(|id| HeaderValue::from_bytes(id.as_bytes()).ok())
+        else {
+            return Err(TransportError::NotResumed {
+                cut: closure,
+                reason: ResumeError::NoEventId(cut.into_source()),
+            });
+        };
+        last_event_id.set_sensitive(true);
+        let mut last_failure = None;
+        loop {
+            let Some(attempt) = resumption.next_attempt() else {
+                return Err(TransportError::NotResumed {
+                    cut: closure,
+                    reason: ResumeError::Exhausted {
+                        attempts: resumption.attempts() - 1,
+                        last: last_failure.map(Box::new),
+                    },
+                });
+            };
+            let delay = resumption.delay();
+            tokio::time::sleep(delay).await;
+            match self.get_from(&last_event_id).await {
+                Ok(Resumed::Stream(body)) => {
+                    tracing::debug!(
+                        target: "mcp_connect::resume",
+                        attempt,
+                        delay_ms = delay.as_millis() as u64,
+                        status = 200u16,
+                        "stream resumed"
+                    );
+                    return Ok(body);
+                }
+                Ok(Resumed::Refused(status)) => {
+                    tracing::debug!(
+                        target: "mcp_connect::resume",
+                        attempt,
+                        delay_ms = delay.as_millis() as u64,
+                        status,
+                        "stream resumption refused"
+                    );
+                    return Err(TransportError::NotResumed {
+                        cut: closure,
+                        reason: ResumeError::Refused { status },
+                    });
+                }
+                Err(
+                    error @ (TransportError::SessionExpired { .. } | TransportError::Closed(_)),
+                ) => return Err(error),
+                Err(error) => {
+                    tracing::debug!(
+                        target: "mcp_connect::resume",
+                        attempt,
+                        delay_ms = delay.as_millis() as u64,
+                        status = error.failure(mcp_connect_layers::Stage::REQUEST).http_status,
+                        "stream resumption failed"
+                    );
+                    last_failure = Some(error);
                 }
             }
+        }
+    }
+
+    /// `GET` with `Last-Event-ID`: the stream again from after that event.
+    async fn get_from(&self, last_event_id: &HeaderValue) -> Result<Resumed, TransportError> {
+        self.check_open()?;
+        let version = self.last_version.lock().expect("lock poisoned").clone();
+        let session = self.session_id.lock().expect("lock poisoned").clone();
+        let mut request = self.build(
+            Method::GET,
+            Bytes::new(),
+            None,
+            None,
+            version.as_ref(),
+            session.as_ref(),
+        );
+        let headers = request.headers_mut();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.remove(CONTENT_TYPE);
+        headers.insert(LAST_EVENT_ID, last_event_id.clone());
+        let response = self.send(request).await?;
+        let (parts, body) = response.into_parts();
+        match parts.status {
+            status if status.is_success() && is_event_stream(&parts.headers) => {
+                Ok(Resumed::Stream(body))
+            }
+            status if status.is_success() => Err(TransportError::ContentType),
+            StatusCode::NOT_FOUND if session.is_some() => {
+                // The session is gone: terminal, as on any request.
+                self.failed_status(StatusCode::NOT_FOUND, &parts.headers, body, true)
+                    .await
+                    .and(Err(TransportError::SessionExpired { jsonrpc_code: None }))
+            }
+            status @ (StatusCode::METHOD_NOT_ALLOWED
+            | StatusCode::BAD_REQUEST
+            | StatusCode::NOT_FOUND) => Ok(Resumed::Refused(status.as_u16())),
+            status => Err(TransportError::Status {
+                status: status.as_u16(),
+                retry_after: retry_after(&parts.headers),
+            }),
         }
     }
 
