@@ -18,13 +18,14 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
 
-const CANARIES: [&str; 6] = [
+const CANARIES: [&str; 7] = [
     "canary-authorization",
     "canary-session-id",
     "canary-query",
     "canary-userinfo",
     "canary-tool-argument",
     "canary-server-error",
+    "canary-event-id",
 ];
 
 /// Collects every field of every span and event, at every level.
@@ -113,6 +114,10 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
             "ping" => Script::Raw(500, "text/plain", "canary-server-error".into()),
             "resources/read" => Script::Raw(200, "application/json", "{\"canary-server-error\": [".into()),
             "prompts/get" => Script::Json(404, json!({ "error": "canary-server-error" })),
+            // A reply stream cut after an event whose id is a secret; its
+            // resumption is refused.
+            "logging/setLevel" => Script::Sse(vec!["id: canary-event-id\nretry: 10\ndata:\n\n".into()]),
+            "" if r.header("last-event-id").is_some() => Script::Status(405),
             _ => legacy.respond(r),
         })
         .await;
@@ -136,6 +141,8 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
             session.call_tool("x", &args).await.unwrap_err(),
             session.ping().await.unwrap_err(),
             session.read_resource("x").await.unwrap_err(),
+            session.set_logging_level("debug").await.unwrap_err(),
+            // Last: its 404 ends the session.
             session.get_prompt("x", Some(&args)).await.unwrap_err(),
         ] {
             printed.push_str(&chain(&error));
@@ -161,6 +168,10 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
     assert!(
         traced.contains("stage"),
         "diagnostics were captured: {traced}"
+    );
+    assert!(
+        traced.contains("stream resumption refused"),
+        "the resumption was traced: {traced}"
     );
     assert!(
         measured.contains("Probe") || measured.contains("probe"),

@@ -5,13 +5,20 @@
 //! stream. When the connection request has a handler or a listener, the
 //! handshake opens that stream before handing the session over (a server
 //! may send a request there at once), and the session reads it on one task,
-//! stopped when the session closes or is dropped. A stream that ends is not
-//! reopened here (resuming streams is issue 15's).
+//! stopped when the session closes or is dropped.
+//!
+//! A stream the server cut (ended or broken) after giving an event id is
+//! continued with `GET` and `Last-Event-ID` after its `retry:` delay, within
+//! the bounds of [`resume`](crate::transport::resume); one without an id,
+//! one the server will not resume, and one cut too often in a row stay
+//! ended. The same reader serves a 2026-07-28 subscription stream, which is
+//! never resumed (that era has no `GET`; a new subscription replaces it).
 
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
+use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Incoming, ProtocolVersion};
 use crate::transport::{ServerStream, Transport};
@@ -29,7 +36,7 @@ impl Listener {
         version: ProtocolVersion,
     ) -> Self {
         Listener {
-            task: tokio::spawn(read(stream, transport, inbound, version)),
+            task: tokio::spawn(read(stream, transport, inbound, version, Resume::Yes)),
         }
     }
 
@@ -44,31 +51,95 @@ impl Drop for Listener {
     }
 }
 
-/// Reads a server stream until it ends, handing its notifications and
-/// requests to `inbound`.
+/// Whether a cut stream is continued.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Resume {
+    Yes,
+    No,
+}
+
+/// Reads a server stream until it ends for good, handing its notifications
+/// and requests to `inbound`.
 pub(super) async fn read(
     mut stream: ServerStream,
     transport: Arc<dyn Transport>,
     inbound: Arc<Inbound>,
     version: ProtocolVersion,
+    resume: Resume,
 ) {
-    while let Some(message) = stream.next().await {
-        match message {
-            Ok(Incoming::Notification { method, params }) => inbound.notify(method, params),
-            Ok(Incoming::Request { id, method, params }) => {
-                // Its own task: the stream keeps being read meanwhile.
-                let (transport, inbound, version) = (
-                    Arc::clone(&transport),
-                    Arc::clone(&inbound),
-                    version.clone(),
-                );
-                tokio::spawn(async move {
-                    let response = inbound.answer(&id, &method, params).await;
-                    let _ = transport.respond(response, Some(&version)).await;
-                });
+    loop {
+        loop {
+            match stream.next().await {
+                Some(Ok(message)) => deliver(message, &transport, &inbound, &version),
+                // Cut: ended, or broken.
+                None | Some(Err(TransportError::Interrupted(_))) => break,
+                // Not MCP, or too large: not worth continuing.
+                Some(Err(_)) => return,
             }
-            Ok(_) => tracing::debug!("reply on the standalone server stream dropped"),
-            Err(_) => break,
         }
+        if resume == Resume::No || !reopen(&mut stream, transport.as_ref()).await {
+            return;
+        }
+    }
+}
+
+/// Continues a cut stream; `false` when it stays ended.
+async fn reopen(stream: &mut ServerStream, transport: &dyn Transport) -> bool {
+    let Some(last_event_id) = stream.last_event_id().map(str::to_owned) else {
+        return false;
+    };
+    while let Some(attempt) = stream.resumption().next_attempt() {
+        let delay = stream.retry_delay();
+        tokio::time::sleep(delay).await;
+        if transport.closed().is_some() {
+            return false;
+        }
+        match transport.resume_server_stream(&last_event_id).await {
+            Ok(next) => {
+                tracing::debug!(
+                    target: "mcp_connect::resume",
+                    attempt,
+                    delay_ms = delay.as_millis() as u64,
+                    "server stream resumed"
+                );
+                stream.continue_on(next);
+                return true;
+            }
+            Err(
+                TransportError::NotResumed { .. }
+                | TransportError::SessionExpired { .. }
+                | TransportError::Closed(_),
+            ) => return false,
+            Err(_) => {
+                tracing::debug!(
+                    target: "mcp_connect::resume",
+                    attempt,
+                    delay_ms = delay.as_millis() as u64,
+                    "server stream resumption failed"
+                );
+            }
+        }
+    }
+    false
+}
+
+fn deliver(
+    message: Incoming,
+    transport: &Arc<dyn Transport>,
+    inbound: &Arc<Inbound>,
+    version: &ProtocolVersion,
+) {
+    match message {
+        Incoming::Notification { method, params } => inbound.notify(method, params),
+        Incoming::Request { id, method, params } => {
+            // Its own task: the stream keeps being read meanwhile.
+            let (transport, inbound, version) =
+                (Arc::clone(transport), Arc::clone(inbound), version.clone());
+            tokio::spawn(async move {
+                let response = inbound.answer(&id, &method, params).await;
+                let _ = transport.respond(response, Some(&version)).await;
+            });
+        }
+        _ => tracing::debug!("reply on the standalone server stream dropped"),
     }
 }

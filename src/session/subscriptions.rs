@@ -195,7 +195,13 @@ impl Session {
         let mut active = match listened {
             Listen::Stream(stream) => Active {
                 id,
-                task: tokio::spawn(listen::read(stream, transport, inbound, version)),
+                task: tokio::spawn(listen::read(
+                    *stream,
+                    transport,
+                    inbound,
+                    version,
+                    listen::Resume::No,
+                )),
                 shared_channel: false,
                 _live: live,
             },

@@ -98,6 +98,9 @@ pub enum Script {
     /// Send 200 headers with this content type and these bytes, then break
     /// the connection mid-body.
     BreakMidBody(&'static str, String),
+    /// These SSE chunks, then (once they had time to arrive) the connection
+    /// breaks.
+    SseThenBreak(Vec<String>),
 }
 
 type Body = BoxBody<Bytes, io::Error>;
@@ -335,6 +338,20 @@ async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, i
         Script::ResetBeforeHeaders => {
             reset.store(true, Ordering::Relaxed);
             return Err(broken());
+        }
+        Script::SseThenBreak(events) => {
+            let sent = futures_util::stream::iter(events)
+                .map(|chunk| Ok(Frame::data(Bytes::from(chunk))))
+                .chain(futures_util::stream::once(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Err(broken())
+                }));
+            build(
+                200,
+                Some("text/event-stream"),
+                BodyExt::boxed(StreamBody::new(sent)),
+                vec![],
+            )
         }
         Script::BreakMidBody(content_type, partial) => build(
             200,

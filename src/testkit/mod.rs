@@ -12,6 +12,9 @@
 //! - [`LegacyServer`]: a ready-made closure for [`ScriptServer`] that behaves
 //!   like a 2025 Streamable HTTP server with sessions, and can expire them.
 //! - [`SseServer`]: a 2024 HTTP+SSE server with scripted faults.
+//! - [`ResumableServer`]: a 2025-11-25 server that cuts its SSE streams
+//!   (after N events, by ending or breaking them, with a chosen `retry:`)
+//!   and resumes them from `Last-Event-ID`, or refuses to.
 //! - the `mcp-connect-stdio-fixture` binary (built with this feature): a
 //!   legacy stdio server that exits, stalls or ignores signals on command.
 //!
@@ -33,8 +36,10 @@
 
 mod http;
 mod legacy;
+mod resumable;
 mod sse;
 
 pub use http::{error, result, Recorded, Script, ScriptServer};
 pub use legacy::LegacyServer;
+pub use resumable::{Resumable, ResumableServer};
 pub use sse::{SseBehaviour, SseServer};

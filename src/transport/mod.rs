@@ -56,7 +56,7 @@ pub type Reply = Result<Box<RawValue>, RpcError>;
 pub enum Listen {
     /// Its reply stream (Streamable HTTP): the acknowledgement and the
     /// notifications, until the server ends it or the stream is dropped.
-    Stream(ServerStream),
+    Stream(Box<ServerStream>),
     /// A reply at once instead of a stream: a refusal, or an empty
     /// subscription the server ended immediately.
     Reply(Reply),
@@ -133,6 +133,24 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// has no such stream. Never opened unless asked: it costs a connection.
     fn open_server_stream(&self) -> BoxFuture<'_, Result<Option<ServerStream>, TransportError>> {
         Box::pin(async { Ok(None) })
+    }
+
+    /// Reopens the server-to-client stream from `last_event_id` (the
+    /// Streamable HTTP `GET` with `Last-Event-ID`): the events after it. A
+    /// server that will not (405, 400, 404 without a session) answers
+    /// [`TransportError::NotResumed`]. Transports without such a stream
+    /// answer that too.
+    fn resume_server_stream<'a>(
+        &'a self,
+        last_event_id: &'a str,
+    ) -> BoxFuture<'a, Result<ServerStream, TransportError>> {
+        let _ = last_event_id;
+        Box::pin(async {
+            Err(TransportError::NotResumed {
+                cut: Closure::Eof,
+                reason: crate::error::ResumeError::Refused { status: 405 },
+            })
+        })
     }
 
     /// Sends a `subscriptions/listen` request whose reply is a long-lived

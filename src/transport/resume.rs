@@ -51,6 +51,15 @@ impl Resumption {
         }
     }
 
+    /// The delay [`delay`](Self::delay) would give, counting a `retry:` the
+    /// parser of the current stream has seen.
+    pub(crate) fn absorb_retry(&self, parser: &SseParser) -> Duration {
+        match parser.retry_ms() {
+            Some(ms) => Duration::from_millis(ms).min(MAX_DELAY),
+            None => self.delay(),
+        }
+    }
+
     /// The id to resume from, if the server gave one.
     pub(crate) fn last_event_id(&self) -> Option<&str> {
         self.last_event_id.as_deref()

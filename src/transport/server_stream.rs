@@ -2,9 +2,11 @@
 //! the legacy SSE stream), read on demand by the application.
 
 use std::fmt;
+use std::time::Duration;
 
 use http_body_util::BodyExt;
 
+use super::resume::Resumption;
 use super::{HttpBody, SseParser};
 use crate::error::TransportError;
 use crate::protocol::Incoming;
@@ -13,10 +15,15 @@ use crate::protocol::Incoming;
 /// the application answers with [`Session::respond`](crate::Session::respond).
 ///
 /// Pull-based: nothing is read (and no task runs) unless the application
-/// calls [`next`](Self::next). Dropping it closes the stream.
+/// calls [`next`](Self::next). Dropping it closes the stream. A stream the
+/// server cut can be continued from [`last_event_id`](Self::last_event_id)
+/// with [`Session::resume_server_stream`](crate::Session::resume_server_stream);
+/// events the server sends again are not delivered twice.
 pub struct ServerStream {
     body: HttpBody,
     parser: SseParser,
+    max_message: usize,
+    resumption: Resumption,
 }
 
 impl ServerStream {
@@ -24,6 +31,8 @@ impl ServerStream {
         ServerStream {
             body,
             parser: SseParser::new(max_message),
+            max_message,
+            resumption: Resumption::default(),
         }
     }
 
@@ -33,7 +42,10 @@ impl ServerStream {
             match self.parser.next_event() {
                 Err(e) => return Some(Err(e.into())),
                 Ok(Some(event)) => {
-                    if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) {
+                    if !self.resumption.deliver(event.id.as_deref())
+                        || !event.is_message()
+                        || event.data.iter().all(u8::is_ascii_whitespace)
+                    {
                         continue;
                     }
                     return Some(Incoming::parse(&event.data).map_err(TransportError::Malformed));
@@ -41,8 +53,14 @@ impl ServerStream {
                 Ok(None) => {}
             }
             match self.body.frame().await {
-                None => return None,
-                Some(Err(e)) => return Some(Err(TransportError::Interrupted(e))),
+                None => {
+                    self.resumption.absorb(&self.parser);
+                    return None;
+                }
+                Some(Err(e)) => {
+                    self.resumption.absorb(&self.parser);
+                    return Some(Err(TransportError::Interrupted(e)));
+                }
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         self.parser.push(&data);
@@ -50,6 +68,30 @@ impl ServerStream {
                 }
             }
         }
+    }
+
+    /// The id of the last event the server sent with one, to resume from.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.parser
+            .last_event_id()
+            .or(self.resumption.last_event_id())
+    }
+
+    /// How long the server asked a client to wait before reconnecting
+    /// (`retry:`, capped), or the jittered default.
+    pub fn retry_delay(&self) -> Duration {
+        self.resumption.absorb_retry(&self.parser)
+    }
+
+    pub(crate) fn resumption(&mut self) -> &mut Resumption {
+        &mut self.resumption
+    }
+
+    /// Continues on `next`, the same stream reopened: what this one learnt
+    /// (its last event id, its delay, the events already delivered) goes on.
+    pub(crate) fn continue_on(&mut self, next: ServerStream) {
+        self.body = next.body;
+        self.parser = SseParser::new(self.max_message);
     }
 }
 

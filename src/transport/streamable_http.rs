@@ -295,7 +295,10 @@ impl StreamableHttp {
                 .map(Listen::Reply);
         }
         if is_event_stream(&parts.headers) {
-            return Ok(Listen::Stream(ServerStream::new(body, self.max_message)));
+            return Ok(Listen::Stream(Box::new(ServerStream::new(
+                body,
+                self.max_message,
+            ))));
         }
         self.reply_from_json(&parts.headers, body, &request.id, version)
             .await
@@ -696,6 +699,30 @@ impl Transport for StreamableHttp {
         version: Option<&'a ProtocolVersion>,
     ) -> BoxFuture<'a, Result<Listen, TransportError>> {
         self.post_listen(request, version).boxed()
+    }
+
+    fn resume_server_stream<'a>(
+        &'a self,
+        last_event_id: &'a str,
+    ) -> BoxFuture<'a, Result<ServerStream, TransportError>> {
+        async move {
+            let refused = |status| TransportError::NotResumed {
+                cut: Closure::Eof,
+                reason: ResumeError::Refused { status },
+            };
+            let mut id = HeaderValue::from_bytes(last_event_id.as_bytes()).map_err(|_| {
+                TransportError::NotResumed {
+                    cut: Closure::Eof,
+                    reason: ResumeError::NoEventId(None),
+                }
+            })?;
+            id.set_sensitive(true);
+            match self.get_from(&id).await? {
+                Resumed::Stream(body) => Ok(ServerStream::new(body, self.max_message)),
+                Resumed::Refused(status) => Err(refused(status)),
+            }
+        }
+        .boxed()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
