@@ -12,7 +12,9 @@
 
 use std::process::ExitCode;
 
+use mcp_connect::auth::Authorization;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, Session};
 use serde_json::{json, Value};
 
@@ -47,9 +49,18 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
         let content = elicitation_defaults(&params);
         Ok(json!({ "action": "accept", "content": content }))
     });
-    let request = ConnectRequest::http(url)?.with_handler(handler);
+    let mut request = ConnectRequest::http(url)?.with_handler(handler);
+    if scenario.starts_with("auth/") {
+        request = request.with_authorization(authorization(scenario)?);
+    }
     let session = Connector::new().connect(request).await?;
     match scenario {
+        // Authorized: list the tools and call each.
+        auth if auth.starts_with("auth/") => {
+            for tool in session.list_tools().await?.tools {
+                call(&session, &tool.name, &json!({})).await?;
+            }
+        }
         "initialize" => {}
         "elicitation-sep1034-client-defaults" => {
             let tools = session.list_tools().await?;
@@ -136,6 +147,35 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
     }
     session.close().await?;
     Ok(())
+}
+
+/// How an `auth/` scenario authorizes: `client_credentials` for the
+/// machine-to-machine ones, else the authorization code flow approved at
+/// once (the suite's authorization server asks no person), with the
+/// pre-registered credentials the context gives, or this client's metadata
+/// document URL.
+fn authorization(scenario: &str) -> Result<Authorization, Box<dyn std::error::Error>> {
+    let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => serde_json::from_str(&text)?,
+        Err(_) => Value::Null,
+    };
+    let id = context["client_id"].as_str();
+    let secret = context["client_secret"].as_str();
+    if scenario.starts_with("auth/client-credentials") {
+        let (Some(id), Some(secret)) = (id, secret) else {
+            return Err("the scenario context has no client credentials".into());
+        };
+        return Ok(Authorization::client_credentials(id, secret));
+    }
+    let mut auth = Authorization::authorization_code(AutoApprove::new())
+        .with_client_metadata_url("https://conformance-test.local/client-metadata.json");
+    if let Some(id) = id {
+        auth = auth.with_client_id(id);
+    }
+    if let Some(secret) = secret {
+        auth = auth.with_client_secret(secret);
+    }
+    Ok(auth)
 }
 
 /// Calls a tool and fails on a tool error.

@@ -81,7 +81,25 @@ impl Connector {
     }
 }
 
+impl Connector {
+    /// The HTTP client for `request`'s transport: with the bearer layer
+    /// when it authorizes.
+    fn client_for(&self, request: &ConnectRequest) -> HttpClient {
+        match (&request.auth, &request.target) {
+            (Some(auth), Target::Http { url, .. }) => match url::Url::parse(&url.to_string()) {
+                Ok(server) => auth.bearer(self.http.clone(), &server),
+                Err(_) => self.http.clone(),
+            },
+            _ => self.http.clone(),
+        }
+    }
+}
+
 impl Open for Connector {
+    fn http_client(&self) -> &HttpClient {
+        &self.http
+    }
+
     fn open_sse<'a>(
         &'a self,
         request: &'a ConnectRequest,
@@ -91,7 +109,7 @@ impl Open for Connector {
                 unreachable!("establish checks that SSE has an HTTP target")
             };
             let transport = LegacySse::connect_with(
-                self.http.clone(),
+                self.client_for(request),
                 url.clone(),
                 headers.clone(),
                 request.limits.max_message_bytes,
@@ -110,7 +128,7 @@ impl Open for Connector {
                 TransportMode::Auto | TransportMode::StreamableHttp,
             ) => Ok(Box::new(
                 StreamableHttp::new(
-                    self.http.clone(),
+                    self.client_for(request),
                     url.clone(),
                     headers.clone(),
                     limits.max_message_bytes,

@@ -237,6 +237,10 @@ pub enum ErrorKind {
     /// the page limit.
     #[error("paginated listing did not end")]
     Pagination(#[source] PaginationError),
+    /// Authorization failed (the authorization stage, or a server that
+    /// still refuses the token).
+    #[error("authorization failed")]
+    Auth(#[source] crate::auth::AuthError),
     /// A 2026-07-28 subscription (`subscriptions/listen`) was not set up.
     #[error("the subscription was not set up")]
     Subscription(#[source] SubscriptionError),
@@ -497,6 +501,7 @@ impl Classify for Error {
             ErrorKind::Cancelled => {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
+            ErrorKind::Auth(_) => Failure::new(stage, FailureKind::Auth),
             ErrorKind::Pagination(_)
             | ErrorKind::InputRequired(_)
             | ErrorKind::InvalidTool(_)

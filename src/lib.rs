@@ -38,6 +38,7 @@
     rust_2018_idioms
 )]
 
+pub mod auth;
 mod clock;
 mod connector;
 #[cfg(feature = "demo")]

@@ -183,6 +183,8 @@ pub struct ConnectRequest {
     /// Made from `handler` and `listener`; shared by every attempt and
     /// every session made from this request.
     pub(crate) inbound: Arc<Inbound>,
+    /// How to authorize when the server asks (HTTP targets).
+    pub(crate) auth: Option<crate::auth::Authorization>,
 }
 
 impl ConnectRequest {
@@ -253,6 +255,7 @@ impl ConnectRequest {
             handler: ClientHandler::new(),
             listener: None,
             inbound: Inbound::none(),
+            auth: None,
         }
     }
 
@@ -346,6 +349,14 @@ impl ConnectRequest {
     pub fn with_notifications(mut self, listener: NotificationSender) -> Self {
         self.listener = Some(listener);
         self.refresh_inbound();
+        self
+    }
+
+    /// Authorizes with `auth` when the server answers 401 (or 403
+    /// `insufficient_scope`): the authorization stage runs, then the
+    /// establishment again with the token. See [`crate::auth`].
+    pub fn with_authorization(mut self, auth: crate::auth::Authorization) -> Self {
+        self.auth = Some(auth);
         self
     }
 

@@ -61,6 +61,10 @@ pub(crate) trait Open: Sync {
     /// A request/response transport: Streamable HTTP, or a new stdio process.
     fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error>;
 
+    /// The HTTP client without per-connection layers (for the authorization
+    /// stage's own requests, which must never carry a token).
+    fn http_client(&self) -> &crate::transport::HttpClient;
+
     /// A legacy HTTP+SSE stream, once its `endpoint` event has arrived.
     fn open_sse<'a>(
         &'a self,
@@ -72,6 +76,76 @@ pub(crate) trait Open: Sync {
 /// transport it opened is closed before the error is returned; a failing
 /// close never replaces the error.
 pub(crate) async fn establish(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+) -> Result<Session, Error> {
+    let mut authorizations = 0;
+    loop {
+        let outcome = establish_once(request, clock, opener).await;
+        let Some(auth) = &request.auth else {
+            return outcome;
+        };
+        match outcome {
+            Err(error)
+                if authorizations < MAX_AUTHORIZATIONS
+                    && error.failure().kind == FailureKind::Auth
+                    && auth.can_answer(error.failure().http_status) =>
+            {
+                authorizations += 1;
+                authorize(request, clock, opener, auth).await?;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// Authorizations one establishment runs at most: the first, a refresh of
+/// a token the server refused, one step-up to more scope.
+const MAX_AUTHORIZATIONS: u32 = 3;
+
+/// The authorization stage, under the establishment's clock.
+async fn authorize(
+    request: &ConnectRequest,
+    clock: &Clock,
+    opener: &dyn Open,
+    auth: &crate::auth::Authorization,
+) -> Result<(), Error> {
+    let Target::Http { url, .. } = &request.target else {
+        return Ok(());
+    };
+    let stage = crate::auth::AUTHORIZE;
+    let server = url::Url::parse(&url.to_string()).map_err(|_| {
+        Error::new(
+            stage,
+            crate::error::ErrorKind::Auth(crate::auth::AuthError::BadUrl),
+        )
+    })?;
+    clock.begin(stage);
+    let outcome = clock
+        .limit(
+            stage,
+            std::time::Duration::MAX,
+            CancelSource::HandshakeTimeout,
+            async {
+                auth.run(
+                    &server,
+                    opener.http_client().clone(),
+                    request.limits.handshake_timeout,
+                )
+                .await
+                .map_err(|e| Error::new(stage, crate::error::ErrorKind::Auth(e)))
+            },
+        )
+        .await;
+    match &outcome {
+        Ok(()) => clock.succeed(stage),
+        Err(error) => clock.fail(error),
+    }
+    outcome
+}
+
+async fn establish_once(
     request: &ConnectRequest,
     clock: &Clock,
     opener: &dyn Open,

@@ -34,11 +34,13 @@
 //! # }
 //! ```
 
+mod auth;
 mod http;
 mod legacy;
 mod resumable;
 mod sse;
 
+pub use auth::{AutoApprove, NoRedirect};
 pub use http::{error, result, Recorded, Script, ScriptServer};
 pub use legacy::LegacyServer;
 pub use resumable::{Resumable, ResumableServer};

@@ -158,6 +158,13 @@ impl HttpClient {
         }
     }
 
+    /// This client marked as unable to reach `https://` targets (a layered
+    /// copy of [`http_only`](Self::http_only) stays http-only).
+    pub(crate) fn without_tls(mut self) -> Self {
+        self.tls = false;
+        self
+    }
+
     /// Sends one request once the client is ready.
     pub(crate) fn send(
         &self,

@@ -42,6 +42,7 @@ pub use sse::SseTooLarge;
 pub use stdio::{StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
 
+pub(crate) use http_shared::{client_error, collect};
 pub(crate) use sse::SseParser;
 
 use crate::error::TransportError;

@@ -1,0 +1,119 @@
+//! `WWW-Authenticate: Bearer ...` challenges (RFC 6750 §3, RFC 9728 §5.1).
+//!
+//! Only the parameters authorization needs are kept: `resource_metadata`
+//! (where the Protected Resource Metadata is), `scope` (what to ask for)
+//! and `error` (`invalid_token`, `insufficient_scope`). The parser is
+//! bounded by the header's length and never fails: what it cannot read is
+//! simply absent.
+
+/// What a `Bearer` challenge says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Challenge {
+    pub(crate) resource_metadata: Option<String>,
+    pub(crate) scope: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+impl Challenge {
+    /// The `Bearer` challenge among a header's challenges, if any.
+    pub(crate) fn parse(header: &str) -> Option<Challenge> {
+        let mut rest = header.trim_start();
+        let mut found = None;
+        while !rest.is_empty() {
+            let before = rest.len();
+            // A scheme token, then its parameters up to the next scheme.
+            let end = rest
+                .find(|c: char| c.is_ascii_whitespace() || c == ',')
+                .unwrap_or(rest.len());
+            let scheme = &rest[..end];
+            rest = &rest[end..];
+            let mut challenge = Challenge::default();
+            loop {
+                rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace() || c == ',');
+                let Some((name, value, after)) = param(rest) else {
+                    break;
+                };
+                match name.to_ascii_lowercase().as_str() {
+                    "resource_metadata" => challenge.resource_metadata = Some(value),
+                    "scope" => challenge.scope = Some(value),
+                    "error" => challenge.error = Some(value),
+                    _ => {}
+                }
+                rest = after;
+            }
+            if scheme.eq_ignore_ascii_case("bearer") && found.is_none() {
+                found = Some(challenge);
+            }
+            if rest.len() == before {
+                break;
+            }
+        }
+        found
+    }
+}
+
+/// `name=value` or `name="quoted value"` at the start of `input`: the
+/// name, the value and what follows; `None` when `input` starts a new
+/// scheme (a token not followed by `=`).
+fn param(input: &str) -> Option<(&str, String, &str)> {
+    let eq = input.find('=')?;
+    let name = input[..eq].trim();
+    if name.is_empty() || name.contains(|c: char| c.is_ascii_whitespace() || c == ',') {
+        return None;
+    }
+    let after = input[eq + 1..].trim_start();
+    if let Some(quoted) = after.strip_prefix('"') {
+        let mut value = String::new();
+        let mut chars = quoted.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, escaped)) = chars.next() {
+                        value.push(escaped);
+                    }
+                }
+                '"' => return Some((name, value, &quoted[i + 1..])),
+                c => value.push(c),
+            }
+        }
+        Some((name, value, ""))
+    } else {
+        let end = after.find(',').unwrap_or(after.len());
+        Some((name, after[..end].trim().to_owned(), &after[end..]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_bearer_parameters() {
+        let c = Challenge::parse(
+            r#"Bearer resource_metadata="https://x/.well-known/oauth-protected-resource/mcp", scope="read write", error="insufficient_scope""#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("https://x/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(c.scope.as_deref(), Some("read write"));
+        assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+    }
+
+    #[test]
+    fn finds_bearer_among_other_schemes_and_tolerates_junk() {
+        let c = Challenge::parse(r#"Basic realm="a", Bearer error=invalid_token"#).unwrap();
+        assert_eq!(c.error.as_deref(), Some("invalid_token"));
+        assert_eq!(Challenge::parse("Basic realm=x"), None);
+        assert_eq!(Challenge::parse("Bearer"), Some(Challenge::default()));
+        assert_eq!(
+            Challenge::parse(r#"Bearer scope="unterminated"#)
+                .unwrap()
+                .scope
+                .as_deref(),
+            Some("unterminated")
+        );
+        let _ = Challenge::parse(",,,=\"\\");
+    }
+}

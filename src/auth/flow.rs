@@ -1,0 +1,349 @@
+//! One run of the authorization stage: discovery, a refresh when possible,
+//! the client's identity, then the grant.
+
+use serde::Deserialize;
+use serde_json::json;
+use url::Url;
+
+use super::discovery::{self, canonical, Discovered};
+use super::http::{Answer, AuthHttp};
+use super::tokens::{TokenResponse, Tokens};
+use super::{known_code, pkce, AuthError, Authorization, Grant, Settings};
+
+/// The client as the authorization server knows it.
+struct Client {
+    id: String,
+    secret: Option<String>,
+    /// `client_secret_basic`, `client_secret_post` or `none`, when the
+    /// registration said.
+    method: Option<String>,
+}
+
+/// Authorizes `auth` for the MCP server at `server`: on success the token
+/// is in force for the bearer layer and saved in the store.
+pub(crate) async fn authorize(
+    auth: &Authorization,
+    server: &Url,
+    http: AuthHttp,
+) -> Result<(), AuthError> {
+    let settings = &*auth.settings;
+    let challenge = auth.state.take_challenge();
+    let step_up = challenge.as_ref().is_some_and(|(status, c)| {
+        status.as_u16() == 403 && c.error.as_deref() == Some("insufficient_scope")
+    });
+    let challenge = challenge.map(|(_, c)| c);
+    let discovered = discovery::discover(&http, server, challenge.as_ref()).await?;
+    let resource = discovered
+        .resource
+        .as_ref()
+        .and_then(|r| r.resource.clone())
+        .unwrap_or_else(|| canonical(server));
+    let token_endpoint = endpoint(discovered.server.token_endpoint.as_deref(), "token")?;
+
+    // A refresh token first, unless more scope is needed: it is refused
+    // once at most, then forgotten.
+    let current = auth
+        .state
+        .tokens()
+        .or_else(|| settings.store.load(&resource));
+    if let Some(previous) = current.as_ref().filter(|_| !step_up) {
+        if let Some(refresh) = previous.refresh_token() {
+            let client = identity(settings, &http, &discovered).await?;
+            let form = vec![
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh),
+                ("resource", resource.as_str()),
+            ];
+            match token_request(&http, &token_endpoint, form, &client, &discovered).await {
+                Ok(response) => {
+                    keep(auth, &resource, response.into_tokens(Some(previous)));
+                    return Ok(());
+                }
+                Err(_) => {
+                    let kept = previous.clone().without_refresh();
+                    settings.store.save(&resource, &kept);
+                }
+            }
+        }
+    }
+    auth.state.set_tokens(None);
+
+    let scope = settings
+        .scope
+        .clone()
+        .or_else(|| choose_scope(challenge.as_ref(), &discovered));
+    let client = identity(settings, &http, &discovered).await?;
+    let tokens = match &settings.grant {
+        Grant::ClientCredentials => {
+            let mut form = vec![
+                ("grant_type", "client_credentials"),
+                ("resource", resource.as_str()),
+            ];
+            if let Some(scope) = &scope {
+                form.push(("scope", scope));
+            }
+            token_request(&http, &token_endpoint, form, &client, &discovered)
+                .await?
+                .into_tokens(None)
+        }
+        Grant::Code(person) => {
+            code_flow(
+                settings,
+                person.as_ref(),
+                &http,
+                &discovered,
+                &client,
+                &resource,
+                scope.as_deref(),
+                &token_endpoint,
+            )
+            .await?
+        }
+    };
+    keep(auth, &resource, tokens);
+    Ok(())
+}
+
+fn keep(auth: &Authorization, resource: &str, tokens: Tokens) {
+    auth.settings.store.save(resource, &tokens);
+    auth.state.set_tokens(Some(tokens));
+}
+
+fn endpoint(url: Option<&str>, name: &'static str) -> Result<Url, AuthError> {
+    let url = url.ok_or(AuthError::MissingEndpoint(name))?;
+    Url::parse(url).map_err(|_| AuthError::BadUrl)
+}
+
+/// The challenge's scope, else what the resource supports, else none; plus
+/// `offline_access` when the authorization server offers it (so a refresh
+/// token can be issued).
+fn choose_scope(
+    challenge: Option<&super::challenge::Challenge>,
+    discovered: &Discovered,
+) -> Option<String> {
+    let mut scope = challenge.and_then(|c| c.scope.clone()).or_else(|| {
+        discovered
+            .resource
+            .as_ref()
+            .and_then(|r| r.scopes_supported.as_ref())
+            .filter(|s| !s.is_empty())
+            .map(|s| s.join(" "))
+    });
+    let offered = discovered
+        .server
+        .scopes_supported
+        .as_ref()
+        .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+    if offered
+        && !scope
+            .as_deref()
+            .unwrap_or_default()
+            .split(' ')
+            .any(|s| s == "offline_access")
+    {
+        scope = Some(match scope {
+            Some(scope) => format!("{scope} offline_access"),
+            None => "offline_access".into(),
+        });
+    }
+    scope
+}
+
+/// Pre-registered credentials, else a Client ID Metadata Document the
+/// server accepts, else Dynamic Client Registration.
+async fn identity(
+    settings: &Settings,
+    http: &AuthHttp,
+    discovered: &Discovered,
+) -> Result<Client, AuthError> {
+    if let Some(id) = &settings.client_id {
+        return Ok(Client {
+            id: id.clone(),
+            secret: settings.client_secret.clone(),
+            method: None,
+        });
+    }
+    if let Some(url) = &settings.client_metadata_url {
+        if discovered.server.client_id_metadata_document_supported == Some(true) {
+            return Ok(Client {
+                id: url.clone(),
+                secret: None,
+                method: Some("none".into()),
+            });
+        }
+    }
+    let Some(registration) = discovered.server.registration_endpoint.as_deref() else {
+        return Err(AuthError::NoClientIdentity);
+    };
+    let registration = Url::parse(registration).map_err(|_| AuthError::BadUrl)?;
+    let grant_types = match settings.grant {
+        Grant::ClientCredentials => json!(["client_credentials"]),
+        Grant::Code(_) => json!(["authorization_code", "refresh_token"]),
+    };
+    let body = json!({
+        "client_name": settings.client_name,
+        "redirect_uris": [settings.redirect_uri],
+        "grant_types": grant_types,
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    });
+    let answer = http.post_json(&registration, &body).await?;
+    #[derive(Deserialize)]
+    struct Registered {
+        client_id: String,
+        #[serde(default)]
+        client_secret: Option<String>,
+        #[serde(default)]
+        token_endpoint_auth_method: Option<String>,
+    }
+    let registered: Registered = answer.json().ok_or(AuthError::Registration {
+        status: answer.status.as_u16(),
+    })?;
+    Ok(Client {
+        id: registered.client_id,
+        secret: registered.client_secret,
+        method: registered.token_endpoint_auth_method,
+    })
+}
+
+/// Authorization code with PKCE: the person authorizes at the server, the
+/// redirect back is checked (`state`, `iss`), the code is exchanged.
+#[allow(clippy::too_many_arguments)]
+async fn code_flow(
+    settings: &Settings,
+    person: &dyn super::Authorize,
+    http: &AuthHttp,
+    discovered: &Discovered,
+    client: &Client,
+    resource: &str,
+    scope: Option<&str>,
+    token_endpoint: &Url,
+) -> Result<Tokens, AuthError> {
+    if let Some(methods) = &discovered.server.code_challenge_methods_supported {
+        if !methods.iter().any(|m| m == "S256") {
+            return Err(AuthError::NoPkce);
+        }
+    }
+    let mut url = endpoint(
+        discovered.server.authorization_endpoint.as_deref(),
+        "authorization",
+    )?;
+    let verifier = pkce::random_token();
+    let state = pkce::random_token();
+    {
+        let mut query = url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &client.id)
+            .append_pair("redirect_uri", &settings.redirect_uri)
+            .append_pair("code_challenge", &pkce::challenge(&verifier))
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", &state)
+            .append_pair("resource", resource);
+        if let Some(scope) = scope {
+            query.append_pair("scope", scope);
+        }
+    }
+    let back =
+        match tokio::time::timeout(settings.person_timeout, person.authorize(url.into())).await {
+            Err(_) => return Err(AuthError::PersonTimeout(settings.person_timeout)),
+            Ok(Err(error)) => return Err(AuthError::Person(error)),
+            Ok(Ok(back)) => Url::parse(&back).map_err(|_| AuthError::BadUrl)?,
+        };
+    let param = |name: &str| {
+        back.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    if let Some(error) = param("error") {
+        return Err(AuthError::Refused(known_code(Some(&error))));
+    }
+    if param("state").as_deref() != Some(state.as_str()) {
+        return Err(AuthError::StateMismatch);
+    }
+    // RFC 9207: an `iss` must name this issuer; a server that says it
+    // sends one must.
+    match param("iss") {
+        Some(iss) if iss != discovered.issuer => return Err(AuthError::IssuerNotConfirmed),
+        None if discovered
+            .server
+            .authorization_response_iss_parameter_supported
+            == Some(true) =>
+        {
+            return Err(AuthError::IssuerNotConfirmed)
+        }
+        _ => {}
+    }
+    let code = param("code").ok_or(AuthError::NoCode)?;
+    let form = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", settings.redirect_uri.as_str()),
+        ("code_verifier", verifier.as_str()),
+        ("resource", resource),
+    ];
+    Ok(
+        token_request(http, token_endpoint, form, client, discovered)
+            .await?
+            .into_tokens(None),
+    )
+}
+
+/// A token request with the client's authentication: HTTP Basic or form
+/// fields for a client with a secret (as registered, else as the server
+/// supports, Basic first), `client_id` alone for a public client.
+async fn token_request(
+    http: &AuthHttp,
+    url: &Url,
+    mut form: Vec<(&str, &str)>,
+    client: &Client,
+    discovered: &Discovered,
+) -> Result<TokenResponse, AuthError> {
+    let supported = discovered
+        .server
+        .token_endpoint_auth_methods_supported
+        .as_deref();
+    let basic = match (&client.secret, client.method.as_deref()) {
+        (None, _) | (Some(_), Some("none")) => None,
+        (Some(secret), Some("client_secret_post")) => {
+            form.push(("client_secret", secret));
+            None
+        }
+        (Some(secret), Some("client_secret_basic")) => Some(secret),
+        (Some(secret), _) => {
+            let takes = |m: &str| supported.is_some_and(|s| s.iter().any(|x| x == m));
+            if takes("client_secret_post") && !takes("client_secret_basic") {
+                form.push(("client_secret", secret));
+                None
+            } else {
+                Some(secret)
+            }
+        }
+    };
+    let answer: Answer = match basic {
+        Some(secret) => {
+            http.post_form(url, &form, Some((&client.id, secret)))
+                .await?
+        }
+        None => {
+            form.push(("client_id", &client.id));
+            http.post_form(url, &form, None).await?
+        }
+    };
+    if let Some(response) = answer.json::<TokenResponse>() {
+        return Ok(response);
+    }
+    #[derive(Deserialize)]
+    struct Refusal {
+        #[serde(default)]
+        error: Option<String>,
+    }
+    let error = serde_json::from_slice::<Refusal>(&answer.body)
+        .ok()
+        .and_then(|r| r.error);
+    Err(AuthError::Token {
+        status: answer.status.as_u16(),
+        error: known_code(error.as_deref()),
+    })
+}

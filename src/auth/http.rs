@@ -1,0 +1,128 @@
+//! The authorization stage's own HTTP requests: metadata `GET`s, form
+//! `POST`s to the token endpoint, JSON `POST`s to the registration
+//! endpoint, and the `GET` of an authorization URL for headless flows.
+//!
+//! They go through the connector's [`HttpClient`] *without* the bearer
+//! layer: a token is never sent to an authorization server. Every request
+//! has the handshake limit; every body is read within a size bound.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{Method, Request, StatusCode};
+use http_body_util::Full;
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use super::AuthError;
+use crate::error::TransportError;
+use crate::transport::HttpClient;
+
+/// Metadata and token bodies larger than this are refused.
+const BODY_LIMIT: usize = 256 * 1024;
+
+#[derive(Clone)]
+pub(crate) struct AuthHttp {
+    pub(crate) client: HttpClient,
+    pub(crate) timeout: Duration,
+}
+
+/// A response: its status and its body.
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) body: Bytes,
+}
+
+impl Answer {
+    /// The body as `T`, when the status is a success and it parses.
+    pub(crate) fn json<T: DeserializeOwned>(&self) -> Option<T> {
+        if !self.status.is_success() {
+            return None;
+        }
+        serde_json::from_slice(&self.body).ok()
+    }
+}
+
+impl AuthHttp {
+    async fn send(&self, request: Request<Full<Bytes>>) -> Result<Answer, AuthError> {
+        let exchange = async {
+            let response = self
+                .client
+                .send(request)
+                .await
+                .map_err(crate::transport::client_error)?;
+            let (parts, body) = response.into_parts();
+            let body = crate::transport::collect(body, BODY_LIMIT).await?;
+            Ok::<_, TransportError>(Answer {
+                status: parts.status,
+                body,
+            })
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(answer) => answer.map_err(AuthError::Http),
+            Err(_) => Err(AuthError::TimedOut),
+        }
+    }
+
+    pub(crate) async fn get(&self, url: &Url) -> Result<Answer, AuthError> {
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(url.as_str())
+            .header(ACCEPT, "application/json")
+            .body(Full::new(Bytes::new()))
+            .map_err(|_| AuthError::BadUrl)?;
+        self.send(request).await
+    }
+
+    /// A form `POST`, with HTTP Basic client authentication when given.
+    pub(crate) async fn post_form(
+        &self,
+        url: &Url,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> Result<Answer, AuthError> {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(url.as_str())
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some((id, secret)) = basic {
+            // RFC 6749 §2.3.1: each part form-encoded before base64.
+            let encode =
+                |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            use base64::Engine as _;
+            let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
+                "{}:{}",
+                encode(id),
+                encode(secret)
+            ));
+            let mut value = http::HeaderValue::try_from(format!("Basic {credentials}"))
+                .map_err(|_| AuthError::BadUrl)?;
+            value.set_sensitive(true);
+            request = request.header(AUTHORIZATION, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|_| AuthError::BadUrl)?;
+        self.send(request).await
+    }
+
+    pub(crate) async fn post_json(
+        &self,
+        url: &Url,
+        body: &serde_json::Value,
+    ) -> Result<Answer, AuthError> {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(url.as_str())
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|_| AuthError::BadUrl)?;
+        self.send(request).await
+    }
+}

@@ -1,0 +1,339 @@
+//! OAuth 2.1 authorization as an establishment stage (MCP authorization,
+//! 2025-11-25 and 2026-07-28).
+//!
+//! A server that answers an establishment with 401 (or 403
+//! `insufficient_scope`) is authorized in one named stage,
+//! [`AUTHORIZE`], under the establishment's clock (deadline, cancellation,
+//! stage events), then the establishment runs again with the token:
+//!
+//! 1. discovery ([`discovery`]): the `WWW-Authenticate` challenge, Protected
+//!    Resource Metadata, Authorization Server Metadata, with the resource
+//!    and issuer checks;
+//! 2. a stored refresh token, when there is one, before anything else;
+//! 3. the client's identity: pre-registered credentials, a Client ID
+//!    Metadata Document URL, or Dynamic Client Registration;
+//! 4. the grant: authorization code with PKCE (S256), `state` and
+//!    `resource`, the person's part done by the application's
+//!    [`Authorize`]; or `client_credentials` for services without a person.
+//!
+//! The token reaches requests through a tower layer on the transport's HTTP
+//! client ([`bearer`]), only for the protected resource's origin. Tokens,
+//! codes, verifiers, secrets and `state` live in typed fields whose `Debug`
+//! and `Display` never show them.
+//!
+//! Where this differs from the `oauth2` crate and the SDKs: the flow is one
+//! establishment stage with the same bounds and classification as the
+//! others (an authorization failure is `FailureKind::Auth`, never a reason
+//! for a fresh session or an older era), and the person's wait has its own
+//! limit.
+
+mod bearer;
+mod challenge;
+mod discovery;
+mod flow;
+mod http;
+mod pkce;
+mod tokens;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use mcp_connect_layers::{Phase, Stage, StageInfo};
+
+pub use tokens::{MemoryTokenStore, TokenStore, Tokens};
+
+pub(crate) use bearer::AuthState;
+
+use crate::error::{BoxError, TransportError};
+
+/// The authorization stage.
+pub const AUTHORIZE: Stage = Stage::new(&StageInfo {
+    name: "authorize",
+    phase: Phase::Establish,
+});
+
+/// The person's part of an authorization code flow, done by the
+/// application: show `url` (print it, open a browser), and return the URL
+/// the authorization server redirected back to, with its `code`, `state`
+/// and `iss`.
+pub trait Authorize: Send + Sync + 'static {
+    /// Has the person authorize at `url`; the redirect URL back.
+    fn authorize(&self, url: String) -> BoxFuture<'static, Result<String, BoxError>>;
+}
+
+/// Which grant obtains tokens.
+#[derive(Clone)]
+enum Grant {
+    /// Authorization code with PKCE; a person takes part.
+    Code(Arc<dyn Authorize>),
+    /// `client_credentials` (machine to machine); needs a client id and
+    /// secret.
+    ClientCredentials,
+}
+
+/// How a connection authorizes: the grant, the client's identity, and where
+/// tokens are kept. Cheap to clone; clones share their tokens, so every
+/// session of an [`McpClient`](crate::McpClient) uses (and refreshes) the
+/// same ones.
+///
+/// ```no_run
+/// use mcp_connect::auth::Authorization;
+///
+/// let auth = Authorization::client_credentials("my-service", "secret-from-env");
+/// # let _ = auth;
+/// ```
+#[derive(Clone)]
+pub struct Authorization {
+    settings: Arc<Settings>,
+    pub(crate) state: Arc<AuthState>,
+}
+
+#[derive(Clone)]
+struct Settings {
+    grant: Grant,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_metadata_url: Option<String>,
+    client_name: String,
+    redirect_uri: String,
+    scope: Option<String>,
+    store: Arc<dyn TokenStore>,
+    person_timeout: Duration,
+}
+
+impl Authorization {
+    fn with_grant(grant: Grant) -> Self {
+        Authorization {
+            settings: Arc::new(Settings {
+                grant,
+                client_id: None,
+                client_secret: None,
+                client_metadata_url: None,
+                client_name: "mcp-connect".into(),
+                redirect_uri: "http://127.0.0.1/callback".into(),
+                scope: None,
+                store: Arc::new(MemoryTokenStore::new()),
+                person_timeout: Duration::from_secs(300),
+            }),
+            state: Arc::default(),
+        }
+    }
+
+    /// The authorization code grant; `person` does the person's part.
+    pub fn authorization_code(person: impl Authorize) -> Self {
+        Self::with_grant(Grant::Code(Arc::new(person)))
+    }
+
+    /// The `client_credentials` grant with a client id and secret
+    /// (`client_secret_basic`, or `client_secret_post` when the server only
+    /// takes that).
+    pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        Self::with_grant(Grant::ClientCredentials)
+            .with_client_id(client_id)
+            .with_client_secret(secret)
+    }
+
+    fn settings(&mut self) -> &mut Settings {
+        Arc::make_mut(&mut self.settings)
+    }
+
+    /// A pre-registered client id (no registration).
+    pub fn with_client_id(mut self, id: impl Into<String>) -> Self {
+        self.settings().client_id = Some(id.into());
+        self
+    }
+
+    /// The pre-registered client's secret.
+    pub fn with_client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.settings().client_secret = Some(secret.into());
+        self
+    }
+
+    /// The URL of this client's Client ID Metadata Document, used as its
+    /// client id where the authorization server supports them.
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.settings().client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The name given at Dynamic Client Registration.
+    pub fn with_client_name(mut self, name: impl Into<String>) -> Self {
+        self.settings().client_name = name.into();
+        self
+    }
+
+    /// Where the authorization server sends the person back.
+    pub fn with_redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.settings().redirect_uri = uri.into();
+        self
+    }
+
+    /// The scope to ask for, instead of the one the server suggests.
+    pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
+        self.settings().scope = Some(scope.into());
+        self
+    }
+
+    /// Where tokens are kept (in memory by default).
+    pub fn with_token_store(mut self, store: impl TokenStore) -> Self {
+        self.settings().store = Arc::new(store);
+        self
+    }
+
+    /// How long the person may take (5 minutes by default).
+    pub fn with_person_timeout(mut self, limit: Duration) -> Self {
+        self.settings().person_timeout = limit;
+        self
+    }
+}
+
+impl Authorization {
+    /// `client` with the bearer layer for the server at `server`.
+    pub(crate) fn bearer(
+        &self,
+        client: crate::transport::HttpClient,
+        server: &url::Url,
+    ) -> crate::transport::HttpClient {
+        bearer::layer(client, server, Arc::clone(&self.state))
+    }
+
+    /// Whether a refusal is one the authorization stage can answer: 401,
+    /// or 403 asking for more scope.
+    pub(crate) fn can_answer(&self, status: Option<u16>) -> bool {
+        match status {
+            Some(401) => true,
+            Some(403) => self.state.wants_more_scope(),
+            _ => false,
+        }
+    }
+
+    /// Runs the authorization stage for the server at `server`.
+    pub(crate) async fn run(
+        &self,
+        server: &url::Url,
+        client: crate::transport::HttpClient,
+        request_limit: Duration,
+    ) -> Result<(), AuthError> {
+        let http = http::AuthHttp {
+            client,
+            timeout: request_limit,
+        };
+        flow::authorize(self, server, http).await
+    }
+}
+
+impl fmt::Debug for Authorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = match self.settings.grant {
+            Grant::Code(_) => "authorization_code",
+            Grant::ClientCredentials => "client_credentials",
+        };
+        f.debug_struct("Authorization")
+            .field("grant", &grant)
+            .field("client_id", &self.settings.client_id.is_some())
+            .field("client_secret", &self.settings.client_secret.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why authorization failed. Names the step and, where it helps, a status
+/// or an OAuth error code from the specification's fixed list; never a
+/// token, code, secret, URL or server message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// A metadata, registration or token request failed on the way.
+    #[error("an authorization request failed")]
+    Http(#[source] TransportError),
+    /// An authorization request took longer than the handshake limit.
+    #[error("an authorization request timed out")]
+    TimedOut,
+    /// A URL in the metadata or the configuration is not usable.
+    #[error("an authorization URL is not valid")]
+    BadUrl,
+    /// The Protected Resource Metadata names another resource than this
+    /// server.
+    #[error("the protected resource metadata names another resource")]
+    ResourceMismatch,
+    /// The Protected Resource Metadata names no authorization server.
+    #[error("no authorization server is named")]
+    NoAuthorizationServer,
+    /// The authorization server publishes no metadata at any well-known URL.
+    #[error("the authorization server publishes no metadata")]
+    NoServerMetadata,
+    /// The metadata's `issuer` is not the authorization server it came from.
+    #[error("the authorization server metadata names another issuer")]
+    IssuerMismatch,
+    /// The metadata lacks an endpoint the flow needs.
+    #[error("the authorization server metadata lacks the {0} endpoint")]
+    MissingEndpoint(&'static str),
+    /// The server does not support PKCE with S256.
+    #[error("the authorization server does not support PKCE S256")]
+    NoPkce,
+    /// No client identity: nothing pre-registered, no metadata document
+    /// the server accepts, no registration endpoint.
+    #[error("no way to identify this client to the authorization server")]
+    NoClientIdentity,
+    /// Dynamic Client Registration was refused.
+    #[error("client registration failed (HTTP {status})")]
+    Registration {
+        /// The status.
+        status: u16,
+    },
+    /// The flow needs a person and there is no [`Authorize`].
+    #[error("the authorization code flow needs a person and none is configured")]
+    NoPerson,
+    /// The person's part failed.
+    #[error("the person's authorization failed")]
+    Person(#[source] BoxError),
+    /// The person did not finish in time.
+    #[error("the person did not authorize within {0:?}")]
+    PersonTimeout(Duration),
+    /// The authorization server redirected back with an error.
+    #[error("the authorization was refused ({0})")]
+    Refused(&'static str),
+    /// The redirect back is not the answer to this authorization (`state`).
+    #[error("the redirect back does not carry this authorization's state")]
+    StateMismatch,
+    /// The redirect back names another issuer (RFC 9207), or lacks the
+    /// issuer the server said it would send.
+    #[error("the redirect back does not come from this authorization server")]
+    IssuerNotConfirmed,
+    /// The redirect back has no code.
+    #[error("the redirect back has no authorization code")]
+    NoCode,
+    /// The token endpoint refused.
+    #[error("the token request failed (HTTP {status}, {error})")]
+    Token {
+        /// The status.
+        status: u16,
+        /// The OAuth error code, when it is one of the specification's.
+        error: &'static str,
+    },
+    /// The configuration asks for something this client cannot do.
+    #[error("unsupported authorization configuration: {0}")]
+    Unsupported(&'static str),
+}
+
+/// An OAuth error code from the specifications' fixed list, or `"other"`:
+/// what a server writes there is never echoed.
+pub(crate) fn known_code(code: Option<&str>) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "invalid_scope",
+        "access_denied",
+        "unsupported_response_type",
+        "server_error",
+        "temporarily_unavailable",
+        "invalid_token",
+        "insufficient_scope",
+    ];
+    code.and_then(|c| KNOWN.iter().find(|k| **k == c).copied())
+        .unwrap_or("other")
+}
