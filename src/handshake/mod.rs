@@ -100,6 +100,22 @@ pub(crate) async fn establish(
     }
 }
 
+/// What the session needs to authorize again, when the request authorizes.
+fn session_auth(
+    request: &ConnectRequest,
+    opener: &dyn Open,
+) -> Option<crate::session::SessionAuth> {
+    let (Some(auth), Target::Http { url, .. }) = (&request.auth, &request.target) else {
+        return None;
+    };
+    Some(crate::session::SessionAuth {
+        auth: auth.clone(),
+        server: url::Url::parse(&url.to_string()).ok()?,
+        client: opener.http_client().clone(),
+        limit: request.limits.handshake_timeout,
+    })
+}
+
 /// Authorizations one establishment runs at most: the first, a refresh of
 /// a token the server refused, one step-up to more scope.
 const MAX_AUTHORIZATIONS: u32 = 3;
@@ -237,7 +253,7 @@ async fn attempt(
                 server_stream,
             );
             subscribe_from_start(request, clock, &session).await;
-            Ok(session)
+            Ok(session.with_auth(session_auth(request, opener)))
         }
         Err(error) => {
             ladder.dispose().await;

@@ -134,6 +134,39 @@ pub struct Session {
     tool_headers: tool_headers::ToolHeaders,
     /// The 2026-07-28 subscription (`subscriptions/listen`).
     subscriptions: subscriptions::Subscriptions,
+    /// How to authorize again when a request is refused.
+    auth: Option<SessionAuth>,
+}
+
+/// What a session needs to authorize again mid-session: the configuration,
+/// the server, the plain HTTP client and the request limit.
+pub(crate) struct SessionAuth {
+    pub(crate) auth: crate::auth::Authorization,
+    pub(crate) server: url::Url,
+    pub(crate) client: crate::transport::HttpClient,
+    pub(crate) limit: Duration,
+}
+
+impl SessionAuth {
+    /// Whether a reply is a refusal the authorization stage can answer.
+    fn answers(
+        &self,
+        reply: &Result<crate::transport::Reply, crate::error::TransportError>,
+    ) -> bool {
+        let status = match reply {
+            Err(crate::error::TransportError::Status { status, .. }) => Some(*status),
+            Ok(Err(rpc)) => rpc.http_status(),
+            _ => None,
+        };
+        self.auth.can_answer(status)
+    }
+
+    async fn run(&self) -> Result<(), Error> {
+        self.auth
+            .run(&self.server, self.client.clone(), self.limit)
+            .await
+            .map_err(|e| Error::new(crate::auth::AUTHORIZE, ErrorKind::Auth(e)))
+    }
 }
 
 impl Session {
@@ -174,7 +207,14 @@ impl Session {
             listener,
             tool_headers: Default::default(),
             subscriptions: Default::default(),
+            auth: None,
         }
+    }
+
+    /// Lets the session authorize again when a request is refused.
+    pub(crate) fn with_auth(mut self, auth: Option<SessionAuth>) -> Self {
+        self.auth = auth;
+        self
     }
 
     /// The negotiated protocol version.

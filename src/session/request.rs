@@ -254,8 +254,20 @@ impl Session {
         let version = &self.negotiated.version;
         let mut rounds = 0;
         let mut relisted = false;
+        let mut authorized = 0;
         loop {
-            let raw = match self.transport.request(&request, Some(version)).await {
+            let reply = self.transport.request(&request, Some(version)).await;
+            if authorized < MAX_REAUTHORIZATIONS {
+                if let Some(auth) = self.auth.as_ref().filter(|a| a.answers(&reply)) {
+                    // Refused before it ran (401, or 403 asking for more
+                    // scope): authorize again and send it once more.
+                    authorized += 1;
+                    auth.run().await?;
+                    request.id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+                    continue;
+                }
+            }
+            let raw = match reply {
                 Ok(Ok(raw)) => raw,
                 Ok(Err(rpc)) if !relisted && self.may_relist(&request, &rpc) => {
                     // The server refused the call before running it: list
@@ -344,6 +356,10 @@ impl Session {
             && self.era() == Era::Modern
     }
 }
+
+/// Authorizations one request runs at most before its refusal is the
+/// answer (a refreshed or new token, then one step-up).
+const MAX_REAUTHORIZATIONS: u32 = 2;
 
 /// The most `input_required` rounds one request goes through.
 pub const MAX_INPUT_ROUNDS: u32 = 8;
