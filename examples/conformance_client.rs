@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use mcp_connect::auth::Authorization;
+use mcp_connect::auth::{Authorization, SigningKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, Session};
@@ -161,6 +161,11 @@ fn authorization(scenario: &str) -> Result<Authorization, Box<dyn std::error::Er
     };
     let id = context["client_id"].as_str();
     let secret = context["client_secret"].as_str();
+    if let (Some(id), Some(pem)) = (id, context["private_key_pem"].as_str()) {
+        let algorithm = context["signing_algorithm"].as_str().unwrap_or("ES256");
+        let key = SigningKey::from_pem(algorithm, pem.as_bytes())?;
+        return Ok(Authorization::client_credentials_with_key(id, key));
+    }
     if scenario.starts_with("auth/client-credentials") {
         let (Some(id), Some(secret)) = (id, secret) else {
             return Err("the scenario context has no client credentials".into());

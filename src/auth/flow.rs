@@ -14,6 +14,7 @@ use super::{known_code, pkce, AuthError, Authorization, Grant, Settings};
 struct Client {
     id: String,
     secret: Option<String>,
+    key: Option<super::SigningKey>,
     /// `client_secret_basic`, `client_secret_post` or `none`, when the
     /// registration said.
     method: Option<String>,
@@ -160,6 +161,7 @@ async fn identity(
         return Ok(Client {
             id: id.clone(),
             secret: settings.client_secret.clone(),
+            key: settings.client_key.clone(),
             method: None,
         });
     }
@@ -168,6 +170,7 @@ async fn identity(
             return Ok(Client {
                 id: url.clone(),
                 secret: None,
+                key: None,
                 method: Some("none".into()),
             });
         }
@@ -203,6 +206,7 @@ async fn identity(
     Ok(Client {
         id: registered.client_id,
         secret: registered.client_secret,
+        key: None,
         method: registered.token_endpoint_auth_method,
     })
 }
@@ -304,6 +308,22 @@ async fn token_request(
         .server
         .token_endpoint_auth_methods_supported
         .as_deref();
+    let assertion;
+    if let Some(key) = &client.key {
+        assertion = key
+            .assertion(&client.id, &discovered.issuer)
+            .ok_or(AuthError::Unsupported(
+                "the client assertion could not be signed",
+            ))?;
+        form.push((
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        ));
+        form.push(("client_assertion", &assertion));
+        form.push(("client_id", &client.id));
+        let answer = http.post_form(url, &form, None).await?;
+        return token_response(answer);
+    }
     let basic = match (&client.secret, client.method.as_deref()) {
         (None, _) | (Some(_), Some("none")) => None,
         (Some(secret), Some("client_secret_post")) => {
@@ -331,6 +351,11 @@ async fn token_request(
             http.post_form(url, &form, None).await?
         }
     };
+    token_response(answer)
+}
+
+/// A token response, or the refusal with its status and known error code.
+fn token_response(answer: Answer) -> Result<TokenResponse, AuthError> {
     if let Some(response) = answer.json::<TokenResponse>() {
         return Ok(response);
     }

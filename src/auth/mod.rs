@@ -27,6 +27,7 @@
 //! for a fresh session or an older era), and the person's wait has its own
 //! limit.
 
+mod assertion;
 mod bearer;
 mod challenge;
 mod discovery;
@@ -42,6 +43,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Phase, Stage, StageInfo};
 
+pub use assertion::{KeyError, SigningKey};
 pub use tokens::{MemoryTokenStore, TokenStore, Tokens};
 
 pub(crate) use bearer::AuthState;
@@ -95,6 +97,7 @@ struct Settings {
     grant: Grant,
     client_id: Option<String>,
     client_secret: Option<String>,
+    client_key: Option<SigningKey>,
     client_metadata_url: Option<String>,
     client_name: String,
     redirect_uri: String,
@@ -110,6 +113,7 @@ impl Authorization {
                 grant,
                 client_id: None,
                 client_secret: None,
+                client_key: None,
                 client_metadata_url: None,
                 client_name: "mcp-connect".into(),
                 redirect_uri: "http://127.0.0.1/callback".into(),
@@ -133,6 +137,14 @@ impl Authorization {
         Self::with_grant(Grant::ClientCredentials)
             .with_client_id(client_id)
             .with_client_secret(secret)
+    }
+
+    /// The `client_credentials` grant, the client authenticating with a JWT
+    /// signed by its private key (`private_key_jwt`, RFC 7523).
+    pub fn client_credentials_with_key(client_id: impl Into<String>, key: SigningKey) -> Self {
+        let mut auth = Self::with_grant(Grant::ClientCredentials).with_client_id(client_id);
+        auth.settings().client_key = Some(key);
+        auth
     }
 
     fn settings(&mut self) -> &mut Settings {
