@@ -33,6 +33,8 @@ pub struct Recorded {
     pub headers: HeaderMap,
     /// The body as JSON (`Null` when it is not JSON).
     pub body: Value,
+    /// The body as received.
+    pub raw: Bytes,
     seq: u64,
     connection: u64,
 }
@@ -49,6 +51,27 @@ impl Recorded {
     /// The JSON-RPC id as sent (`Null` when absent).
     pub fn id(&self) -> Value {
         self.body.get("id").cloned().unwrap_or(Value::Null)
+    }
+
+    /// A form field of an `application/x-www-form-urlencoded` body, or a
+    /// query parameter.
+    pub fn field(&self, name: &str) -> Option<String> {
+        let query = self
+            .path
+            .split_once('?')
+            .map(|(_, q)| q)
+            .unwrap_or_default();
+        form_urlencoded::parse(&self.raw)
+            .chain(form_urlencoded::parse(query.as_bytes()))
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    }
+
+    /// The path without its query.
+    pub fn route(&self) -> &str {
+        self.path
+            .split_once('?')
+            .map_or(&self.path, |(path, _)| path)
     }
 
     /// A header as text.
@@ -232,6 +255,7 @@ async fn accept(listener: TcpListener, counters: Arc<Counters>, script: Arc<Resp
                         method: parts.method,
                         headers: parts.headers,
                         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                        raw: bytes,
                     };
                     counters
                         .recorded

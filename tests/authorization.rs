@@ -1,0 +1,383 @@
+//! Issue 16: OAuth 2.1 authorization as an establishment stage, against a
+//! scripted protected resource and authorization server on one loopback
+//! origin. Tokens reach only the resource; secrets, tokens, codes and
+//! verifiers reach no diagnostic, error or `Debug`.
+
+mod support;
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
+use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::testkit::AutoApprove;
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
+use serde_json::json;
+use support::{watchdog, LegacyServer, Recorded, Script, ScriptServer};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::Layer;
+
+const LIMIT: Duration = Duration::from_secs(15);
+const TOKEN: &str = "canary-access-token";
+
+/// How the scripted authorization server behaves.
+#[derive(Clone, Copy, Default)]
+struct As {
+    /// Redirect back with another `state`.
+    wrong_state: bool,
+    /// Issue a refresh token, and accept it.
+    refresh: bool,
+}
+
+/// One origin: `/mcp` is a 2025 server that wants `Bearer TOKEN` (or the
+/// refreshed token), `/as` an authorization server.
+fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Script + Send + Sync {
+    let legacy = LegacyServer::new();
+    let challenge = Arc::new(Mutex::new(String::new()));
+    move |r: &Recorded| {
+        let base = base.lock().unwrap().clone();
+        let issuer = format!("{base}/as");
+        match (r.method.as_str(), r.route()) {
+            (_, "/mcp") => {
+                let bearer = r.header("authorization").unwrap_or_default();
+                let accepted = bearer == format!("Bearer {TOKEN}")
+                    || bearer == "Bearer canary-refreshed-token";
+                if accepted {
+                    legacy.respond(r)
+                } else {
+                    Script::JsonWith(
+                        401,
+                        json!({ "error": "invalid_token" }),
+                        vec![(
+                            "www-authenticate",
+                            format!(
+                                r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
+                            ),
+                        )],
+                    )
+                }
+            }
+            ("GET", "/.well-known/oauth-protected-resource/mcp") => Script::Json(
+                200,
+                json!({ "resource": format!("{base}/mcp"), "authorization_servers": [issuer] }),
+            ),
+            ("GET", "/.well-known/oauth-authorization-server/as") => Script::Json(
+                200,
+                json!({
+                    "issuer": issuer,
+                    "authorization_endpoint": format!("{issuer}/authorize"),
+                    "token_endpoint": format!("{issuer}/token"),
+                    "registration_endpoint": format!("{issuer}/register"),
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"],
+                    "authorization_response_iss_parameter_supported": true,
+                    "scopes_supported": ["mcp:tools"],
+                }),
+            ),
+            ("POST", "/as/register") => Script::Json(
+                201,
+                json!({ "client_id": "registered-client", "token_endpoint_auth_method": "none" }),
+            ),
+            ("GET", "/as/authorize") => {
+                *challenge.lock().unwrap() = r.field("code_challenge").unwrap_or_default();
+                let state = if behaviour.wrong_state {
+                    "forged".to_owned()
+                } else {
+                    r.field("state").unwrap_or_default()
+                };
+                let mut back = url::Url::parse(&r.field("redirect_uri").unwrap()).unwrap();
+                back.query_pairs_mut()
+                    .append_pair("code", "canary-code")
+                    .append_pair("state", &state)
+                    .append_pair("iss", &issuer);
+                Script::StatusWith(302, vec![("location", back.to_string())])
+            }
+            ("POST", "/as/token") => token(r, behaviour, &challenge.lock().unwrap()),
+            _ => Script::Status(404),
+        }
+    }
+}
+
+fn token(r: &Recorded, behaviour: As, challenge: &str) -> Script {
+    let issued = |access: &str| {
+        let mut body =
+            json!({ "access_token": access, "token_type": "Bearer", "expires_in": 3600 });
+        if behaviour.refresh {
+            body["refresh_token"] = json!("canary-refresh-token");
+        }
+        Script::Json(200, body)
+    };
+    let refused = || Script::Json(400, json!({ "error": "invalid_grant" }));
+    match r.field("grant_type").as_deref() {
+        Some("client_credentials") => {
+            let expected = base64::engine::general_purpose::STANDARD.encode("svc:canary-secret");
+            if r.header("authorization") == Some(&format!("Basic {expected}")) {
+                issued(TOKEN)
+            } else {
+                refused()
+            }
+        }
+        Some("authorization_code") => {
+            let verifier = r.field("code_verifier").unwrap_or_default();
+            let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(<sha2::Sha256 as sha2::Digest>::digest(verifier.as_bytes()));
+            if r.field("code").as_deref() == Some("canary-code") && computed == challenge {
+                issued(TOKEN)
+            } else {
+                refused()
+            }
+        }
+        Some("refresh_token")
+            if r.field("refresh_token").as_deref() == Some("canary-refresh-token") =>
+        {
+            issued("canary-refreshed-token")
+        }
+        _ => refused(),
+    }
+}
+
+async fn start(behaviour: As) -> ScriptServer {
+    let base = Arc::new(Mutex::new(String::new()));
+    let server = ScriptServer::start(server(behaviour, Arc::clone(&base))).await;
+    *base.lock().unwrap() = server.url_for("");
+    server
+}
+
+fn request(server: &ScriptServer, auth: Authorization) -> ConnectRequest {
+    ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_authorization(auth)
+}
+
+fn at(server: &ScriptServer, route: &str) -> Vec<Recorded> {
+    server
+        .recorded()
+        .into_iter()
+        .filter(|r| r.route() == route)
+        .collect()
+}
+
+#[tokio::test]
+async fn client_credentials_authorize_the_establishment_and_the_token_goes_only_to_the_resource() {
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let auth = Authorization::client_credentials("svc", "canary-secret");
+        let session = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap();
+        session.call_tool("x", &json!({})).await.unwrap();
+        let token_requests = at(&server, "/as/token");
+        assert_eq!(token_requests.len(), 1);
+        let asked = &token_requests[0];
+        assert_eq!(
+            asked.field("resource"),
+            Some(server.url()),
+            "RFC 8707 resource"
+        );
+        assert_eq!(
+            asked.field("scope").as_deref(),
+            Some("mcp:tools"),
+            "the challenge's scope"
+        );
+        for r in server.recorded() {
+            let carries = r
+                .header("authorization")
+                .is_some_and(|h| h.starts_with("Bearer"));
+            if carries {
+                assert_eq!(r.route(), "/mcp", "a token went elsewhere");
+            }
+        }
+        assert!(at(&server, "/mcp")
+            .iter()
+            .any(|r| r.header("authorization").is_some()));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_authorization_code_flow_registers_uses_pkce_and_checks_state_and_issuer() {
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let auth = Authorization::authorization_code(AutoApprove::new());
+        let session = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap();
+        session.call_tool("x", &json!({})).await.unwrap();
+        assert_eq!(at(&server, "/as/register").len(), 1, "dynamic registration");
+        let authorize = &at(&server, "/as/authorize")[0];
+        assert_eq!(
+            authorize.field("code_challenge_method").as_deref(),
+            Some("S256")
+        );
+        assert_eq!(
+            authorize.field("client_id").as_deref(),
+            Some("registered-client")
+        );
+        assert_eq!(authorize.field("resource"), Some(server.url()));
+        let token = &at(&server, "/as/token")[0];
+        assert_eq!(
+            token.field("client_id").as_deref(),
+            Some("registered-client"),
+            "a public client"
+        );
+        assert!(token.header("authorization").is_none());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_forged_state_is_an_authorization_failure_never_retried() {
+    watchdog(LIMIT, async {
+        let server = start(As {
+            wrong_state: true,
+            ..As::default()
+        })
+        .await;
+        let auth = Authorization::authorization_code(AutoApprove::new());
+        let error = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Auth(AuthError::StateMismatch)),
+            "{error}"
+        );
+        assert_eq!(error.failure().kind, FailureKind::Auth);
+        assert!(
+            at(&server, "/as/token").is_empty(),
+            "the code was never exchanged"
+        );
+        assert_eq!(at(&server, "/as/authorize").len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stored_refresh_token_is_used_before_a_new_authorization() {
+    watchdog(LIMIT, async {
+        let server = start(As {
+            refresh: true,
+            ..As::default()
+        })
+        .await;
+        let store = Arc::new(MemoryTokenStore::new());
+        let auth = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Shared(Arc::clone(&store)));
+        // The first establishment authorizes; its token is stored.
+        Connector::new()
+            .connect(request(&server, auth.clone()))
+            .await
+            .unwrap();
+        assert_eq!(at(&server, "/as/token").len(), 1);
+        // A new process (a new Authorization over the same store) whose
+        // stored access token the server no longer takes.
+        let resource = server.url();
+        let stored = store.load(&resource).unwrap();
+        assert_eq!(stored.refresh_token(), Some("canary-refresh-token"));
+        let fresh = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Shared(Arc::clone(&store)));
+        Connector::new()
+            .connect(request(&server, fresh))
+            .await
+            .unwrap();
+        let grants: Vec<_> = at(&server, "/as/token")
+            .iter()
+            .map(|r| r.field("grant_type").unwrap())
+            .collect();
+        assert_eq!(grants, ["client_credentials", "refresh_token"]);
+    })
+    .await;
+}
+
+/// A store shared between two `Authorization`s, as a file would be.
+struct Shared(Arc<MemoryTokenStore>);
+
+impl TokenStore for Shared {
+    fn load(&self, resource: &str) -> Option<mcp_connect::auth::Tokens> {
+        self.0.load(resource)
+    }
+    fn save(&self, resource: &str, tokens: &mcp_connect::auth::Tokens) {
+        self.0.save(resource, tokens)
+    }
+    fn forget(&self, resource: &str) {
+        self.0.forget(resource)
+    }
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<String>>);
+
+struct Collect<'a>(&'a mut String);
+
+impl Visit for Collect<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let _ = write!(self.0, " {}={:?}", field.name(), value);
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Capture {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        event.record(&mut Collect(&mut self.0.lock().unwrap()));
+    }
+}
+
+#[test]
+fn no_secret_token_code_or_state_reaches_diagnostics_errors_or_debug() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut printed = String::new();
+    runtime.block_on(async {
+        let stack = mcp_connect::EstablishBuilder::new(Connector::new()).build();
+        let server = start(As {
+            refresh: true,
+            ..As::default()
+        })
+        .await;
+        let auth = Authorization::authorization_code(AutoApprove::new());
+        let _ = write!(printed, "{auth:?}");
+        let session = stack.connect(request(&server, auth.clone())).await.unwrap();
+        let _ = write!(printed, "{session:?}");
+        let cc = Authorization::client_credentials("svc", "canary-secret");
+        let _ = write!(printed, "{cc:?} {:?}", request(&server, cc.clone()));
+        stack.connect(request(&server, cc)).await.unwrap();
+        let bad = start(As {
+            wrong_state: true,
+            ..As::default()
+        })
+        .await;
+        let error = stack
+            .connect(request(
+                &bad,
+                Authorization::authorization_code(AutoApprove::new()),
+            ))
+            .await
+            .unwrap_err();
+        let _ = write!(printed, "{error} {error:?}");
+    });
+    let traced = capture.0.lock().unwrap().clone();
+    assert!(
+        traced.contains("authorize"),
+        "the stage was traced: {traced}"
+    );
+    for canary in [
+        "canary-secret",
+        "canary-access-token",
+        "canary-refresh-token",
+        "canary-code",
+    ] {
+        assert!(!traced.contains(canary), "{canary} traced: {traced}");
+        assert!(!printed.contains(canary), "{canary} printed: {printed}");
+    }
+}
