@@ -9,143 +9,19 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine as _;
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
-use support::{watchdog, LegacyServer, Recorded, Script, ScriptServer};
+use support::oauth::{start, As};
+use support::{watchdog, Recorded, ScriptServer};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
 
 const LIMIT: Duration = Duration::from_secs(15);
-const TOKEN: &str = "canary-access-token";
-
-/// How the scripted authorization server behaves.
-#[derive(Clone, Copy, Default)]
-struct As {
-    /// Redirect back with another `state`.
-    wrong_state: bool,
-    /// Issue a refresh token, and accept it.
-    refresh: bool,
-}
-
-/// One origin: `/mcp` is a 2025 server that wants `Bearer TOKEN` (or the
-/// refreshed token), `/as` an authorization server.
-fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Script + Send + Sync {
-    let legacy = LegacyServer::new();
-    let challenge = Arc::new(Mutex::new(String::new()));
-    move |r: &Recorded| {
-        let base = base.lock().unwrap().clone();
-        let issuer = format!("{base}/as");
-        match (r.method.as_str(), r.route()) {
-            (_, "/mcp") => {
-                let bearer = r.header("authorization").unwrap_or_default();
-                let accepted = bearer == format!("Bearer {TOKEN}")
-                    || bearer == "Bearer canary-refreshed-token";
-                if accepted {
-                    legacy.respond(r)
-                } else {
-                    Script::JsonWith(
-                        401,
-                        json!({ "error": "invalid_token" }),
-                        vec![(
-                            "www-authenticate",
-                            format!(
-                                r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
-                            ),
-                        )],
-                    )
-                }
-            }
-            ("GET", "/.well-known/oauth-protected-resource/mcp") => Script::Json(
-                200,
-                json!({ "resource": format!("{base}/mcp"), "authorization_servers": [issuer] }),
-            ),
-            ("GET", "/.well-known/oauth-authorization-server/as") => Script::Json(
-                200,
-                json!({
-                    "issuer": issuer,
-                    "authorization_endpoint": format!("{issuer}/authorize"),
-                    "token_endpoint": format!("{issuer}/token"),
-                    "registration_endpoint": format!("{issuer}/register"),
-                    "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"],
-                    "authorization_response_iss_parameter_supported": true,
-                    "scopes_supported": ["mcp:tools"],
-                }),
-            ),
-            ("POST", "/as/register") => Script::Json(
-                201,
-                json!({ "client_id": "registered-client", "token_endpoint_auth_method": "none" }),
-            ),
-            ("GET", "/as/authorize") => {
-                *challenge.lock().unwrap() = r.field("code_challenge").unwrap_or_default();
-                let state = if behaviour.wrong_state {
-                    "forged".to_owned()
-                } else {
-                    r.field("state").unwrap_or_default()
-                };
-                let mut back = url::Url::parse(&r.field("redirect_uri").unwrap()).unwrap();
-                back.query_pairs_mut()
-                    .append_pair("code", "canary-code")
-                    .append_pair("state", &state)
-                    .append_pair("iss", &issuer);
-                Script::StatusWith(302, vec![("location", back.to_string())])
-            }
-            ("POST", "/as/token") => token(r, behaviour, &challenge.lock().unwrap()),
-            _ => Script::Status(404),
-        }
-    }
-}
-
-fn token(r: &Recorded, behaviour: As, challenge: &str) -> Script {
-    let issued = |access: &str| {
-        let mut body =
-            json!({ "access_token": access, "token_type": "Bearer", "expires_in": 3600 });
-        if behaviour.refresh {
-            body["refresh_token"] = json!("canary-refresh-token");
-        }
-        Script::Json(200, body)
-    };
-    let refused = || Script::Json(400, json!({ "error": "invalid_grant" }));
-    match r.field("grant_type").as_deref() {
-        Some("client_credentials") => {
-            let expected = base64::engine::general_purpose::STANDARD.encode("svc:canary-secret");
-            if r.header("authorization") == Some(&format!("Basic {expected}")) {
-                issued(TOKEN)
-            } else {
-                refused()
-            }
-        }
-        Some("authorization_code") => {
-            let verifier = r.field("code_verifier").unwrap_or_default();
-            let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(<sha2::Sha256 as sha2::Digest>::digest(verifier.as_bytes()));
-            if r.field("code").as_deref() == Some("canary-code") && computed == challenge {
-                issued(TOKEN)
-            } else {
-                refused()
-            }
-        }
-        Some("refresh_token")
-            if r.field("refresh_token").as_deref() == Some("canary-refresh-token") =>
-        {
-            issued("canary-refreshed-token")
-        }
-        _ => refused(),
-    }
-}
-
-async fn start(behaviour: As) -> ScriptServer {
-    let base = Arc::new(Mutex::new(String::new()));
-    let server = ScriptServer::start(server(behaviour, Arc::clone(&base))).await;
-    *base.lock().unwrap() = server.url_for("");
-    server
-}
 
 fn request(server: &ScriptServer, auth: Authorization) -> ConnectRequest {
     ConnectRequest::http(&server.url())

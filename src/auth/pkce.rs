@@ -24,7 +24,7 @@ mod tests {
     #[test]
     fn rfc_7636_appendix_b() {
         assert_eq!(
-            challenge("dBjftJeZ4CVP-mB92K-uhvvxt2Sd9r0WHZQgT-dL1z8"),
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         let a = random_token();

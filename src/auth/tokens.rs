@@ -153,3 +153,111 @@ mod tests {
         assert_eq!(store.load("r"), None);
     }
 }
+
+/// Tokens kept in a JSON file (for the command, and for services that
+/// restart), created readable and writable by its owner only (`0600`) and
+/// replaced whole on every save, so a crash never leaves half a file.
+pub struct FileTokenStore {
+    path: std::path::PathBuf,
+    lock: Mutex<()>,
+}
+
+impl FileTokenStore {
+    /// A store in `path` (created on the first save).
+    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+        FileTokenStore {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    fn read(&self) -> HashMap<String, Tokens> {
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn write(&self, map: &HashMap<String, Tokens>) {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let Ok(bytes) = serde_json::to_vec(map) else {
+            return;
+        };
+        let temporary = self.path.with_extension("tmp");
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()));
+        match written.and_then(|()| std::fs::rename(&temporary, &self.path)) {
+            Ok(()) => {}
+            // The path only: never what was being written.
+            Err(error) => {
+                tracing::warn!(kind = ?error.kind(), "the token store could not be written")
+            }
+        }
+    }
+}
+
+impl fmt::Debug for FileTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileTokenStore").finish_non_exhaustive()
+    }
+}
+
+impl TokenStore for FileTokenStore {
+    fn load(&self, resource: &str) -> Option<Tokens> {
+        let _held = self.lock.lock().ok()?;
+        self.read().remove(resource)
+    }
+
+    fn save(&self, resource: &str, tokens: &Tokens) {
+        let Ok(_held) = self.lock.lock() else { return };
+        let mut map = self.read();
+        map.insert(resource.to_owned(), tokens.clone());
+        self.write(&map);
+    }
+
+    fn forget(&self, resource: &str) {
+        let Ok(_held) = self.lock.lock() else { return };
+        let mut map = self.read();
+        if map.remove(resource).is_some() {
+            self.write(&map);
+        }
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    #[test]
+    fn a_file_store_is_private_and_survives_a_new_value() {
+        let dir = std::env::temp_dir().join(format!("mcp-connect-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokens.json");
+        let tokens = TokenResponse {
+            access_token: "a".into(),
+            refresh_token: Some("r".into()),
+            expires_in: None,
+            scope: None,
+        }
+        .into_tokens(None);
+        let store = FileTokenStore::new(&path);
+        store.save("https://x/mcp", &tokens);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            FileTokenStore::new(&path).load("https://x/mcp"),
+            Some(tokens)
+        );
+        store.forget("https://x/mcp");
+        assert_eq!(store.load("https://x/mcp"), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

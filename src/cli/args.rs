@@ -49,6 +49,34 @@ pub(crate) struct Args {
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub(crate) headers: Vec<String>,
 
+    /// Authorize interactively when the server asks (OAuth authorization
+    /// code): the authorization URL is printed on stderr and the redirect
+    /// received on a loopback port.
+    #[arg(long, conflicts_with = "client_credentials")]
+    pub(crate) auth: bool,
+
+    /// Authorize as a service when the server asks (OAuth
+    /// client_credentials); needs --client-id and --client-secret-env.
+    #[arg(long, requires_all = ["client_id", "client_secret_env"])]
+    pub(crate) client_credentials: bool,
+
+    /// A pre-registered OAuth client id.
+    #[arg(long, value_name = "ID")]
+    pub(crate) client_id: Option<String>,
+
+    /// The environment variable that holds the OAuth client secret (a
+    /// secret is never a flag: flags show in process lists).
+    #[arg(long, value_name = "VAR")]
+    pub(crate) client_secret_env: Option<String>,
+
+    /// Keep OAuth tokens in this file between runs (created 0600).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_store: Option<std::path::PathBuf>,
+
+    /// The OAuth scope to ask for.
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) scope: Option<String>,
+
     /// List the server's tools (every page) after establishing.
     #[arg(long)]
     pub(crate) list_tools: bool,

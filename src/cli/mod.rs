@@ -1,6 +1,7 @@
 //! The command's argument parsing and output.
 
 mod args;
+mod authorize;
 mod output;
 mod run;
 mod signals;

@@ -1,5 +1,7 @@
 //! The command's flow: parse, connect, optionally use, close, summarize.
 
+use super::authorize::LoopbackRedirect;
+use mcp_connect::auth::{Authorization, FileTokenStore};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -105,6 +107,9 @@ fn request_from(args: &Args, demo_url: Option<String>) -> Result<ConnectRequest,
     if let Some(ceiling) = &args.ceiling {
         request = request.with_versions(VersionPolicy::Ceiling(ceiling.clone()));
     }
+    if let Some(auth) = authorization(args)? {
+        request = request.with_authorization(auth);
+    }
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')
@@ -114,6 +119,43 @@ fn request_from(args: &Args, demo_url: Option<String>) -> Result<ConnectRequest,
             .map_err(|e| format!("--header {}: {}", name.trim(), chain(&e)))?;
     }
     Ok(request)
+}
+
+/// The authorization the arguments ask for, if any.
+fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
+    let secret = match &args.client_secret_env {
+        Some(var) => {
+            Some(std::env::var(var).map_err(|_| format!("--client-secret-env: {var} is not set"))?)
+        }
+        None => None,
+    };
+    let mut auth = if args.client_credentials {
+        let (Some(id), Some(secret)) = (&args.client_id, &secret) else {
+            return Err("--client-credentials needs --client-id and --client-secret-env".into());
+        };
+        Authorization::client_credentials(id, secret)
+    } else if args.auth {
+        let redirect = LoopbackRedirect::bind()
+            .map_err(|e| format!("--auth: cannot listen for the redirect: {e}"))?;
+        let uri = redirect.redirect_uri();
+        let mut auth = Authorization::authorization_code(redirect).with_redirect_uri(uri);
+        if let Some(id) = &args.client_id {
+            auth = auth.with_client_id(id);
+        }
+        if let Some(secret) = &secret {
+            auth = auth.with_client_secret(secret);
+        }
+        auth
+    } else {
+        return Ok(None);
+    };
+    if let Some(scope) = &args.scope {
+        auth = auth.with_scope(scope);
+    }
+    if let Some(path) = &args.token_store {
+        auth = auth.with_token_store(FileTokenStore::new(path));
+    }
+    Ok(Some(auth))
 }
 
 async fn run(args: Args) -> ExitCode {

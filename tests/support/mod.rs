@@ -2,6 +2,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod cli;
+pub mod oauth;
 
 use std::future::Future;
 use std::time::Duration;
