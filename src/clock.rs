@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect_layers::deadline::DeadlinePause;
 use mcp_connect_layers::{
     CancelSource, Classify, Failure, Stage, StageEvent, StageObserver, StageOutcome,
 };
@@ -20,6 +21,8 @@ use crate::error::{Error, ErrorKind};
 pub(crate) struct Clock {
     started: Instant,
     deadline: Option<Instant>,
+    /// Time spent waiting for a person, which moves the deadline later.
+    pause: DeadlinePause,
     cancel: Option<CancellationToken>,
     attempt: u32,
     observers: Vec<Arc<dyn StageObserver>>,
@@ -32,13 +35,70 @@ impl Clock {
         cancel: Option<CancellationToken>,
         attempt: u32,
         observers: Vec<Arc<dyn StageObserver>>,
+        pause: DeadlinePause,
     ) -> Self {
         Clock {
             started,
             deadline,
+            pause,
             cancel,
             attempt,
             observers,
+        }
+    }
+
+    /// The overall deadline, moved later by the time spent waiting for a
+    /// person.
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline.map(|d| self.pause.extend(d))
+    }
+
+    /// Pauses the deadline while a person is waited for.
+    pub(crate) fn pause(&self) -> &DeadlinePause {
+        &self.pause
+    }
+
+    /// Runs `fut`, which may wait for a person, within the overall deadline
+    /// (moved later by that wait, however long it is) and the caller's
+    /// cancellation. Its machine steps bound themselves.
+    pub(crate) async fn pausable<T, F>(&self, stage: Stage, fut: F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        self.check(stage)?;
+        tokio::pin!(fut);
+        let cancelled = async {
+            match &self.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(cancelled);
+        loop {
+            let now = Instant::now();
+            let until = match self.deadline() {
+                None => None,
+                Some(_) if self.pause.is_paused() => Some(now + Duration::from_millis(100)),
+                Some(deadline) if deadline <= now => {
+                    return Err(Error::new(
+                        stage,
+                        ErrorKind::Timeout(CancelSource::Deadline),
+                    ))
+                }
+                Some(deadline) => Some(deadline),
+            };
+            let expiry = async {
+                match until {
+                    Some(until) => tokio::time::sleep_until(until).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => return Err(Error::new(stage, ErrorKind::Cancelled)),
+                outcome = &mut fut => return outcome,
+                _ = expiry => {}
+            }
         }
     }
 
@@ -54,7 +114,7 @@ impl Clock {
         if self.is_cancelled() {
             return Err(Error::new(stage, ErrorKind::Cancelled));
         }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.deadline().is_some_and(|d| Instant::now() >= d) {
             return Err(Error::new(
                 stage,
                 ErrorKind::Timeout(CancelSource::Deadline),
@@ -113,7 +173,7 @@ impl Clock {
         let own = now
             .checked_add(limit)
             .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
-        let (until, source) = match self.deadline {
+        let (until, source) = match self.deadline() {
             Some(deadline) if deadline <= own => (deadline, CancelSource::Deadline),
             _ => (own, source),
         };

@@ -76,6 +76,7 @@ impl Connector {
             request.cancel.clone(),
             request.attempt,
             request.observers.clone(),
+            request.pause.clone(),
         );
         establish(&request, &clock, self).await
     }

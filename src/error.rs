@@ -501,6 +501,10 @@ impl Classify for Error {
             ErrorKind::Cancelled => {
                 Failure::new(stage, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller)
             }
+            ErrorKind::Auth(crate::auth::AuthError::PersonTimeout(_)) => {
+                Failure::new(stage, FailureKind::Timeout)
+                    .with_cancel_source(CancelSource::Interaction)
+            }
             ErrorKind::Auth(_) => Failure::new(stage, FailureKind::Auth),
             ErrorKind::Pagination(_)
             | ErrorKind::InputRequired(_)

@@ -185,6 +185,9 @@ pub struct ConnectRequest {
     pub(crate) inbound: Arc<Inbound>,
     /// How to authorize when the server asks (HTTP targets).
     pub(crate) auth: Option<crate::auth::Authorization>,
+    /// Time spent waiting for a person (the authorization page), which
+    /// does not count against the deadline.
+    pub(crate) pause: mcp_connect_layers::deadline::DeadlinePause,
 }
 
 impl ConnectRequest {
@@ -256,6 +259,7 @@ impl ConnectRequest {
             listener: None,
             inbound: Inbound::none(),
             auth: None,
+            pause: Default::default(),
         }
     }
 
@@ -522,8 +526,17 @@ impl Reattempt for ConnectRequest {
 }
 
 impl Establishment for ConnectRequest {
+    /// The deadline, moved later by any time spent waiting for a person.
     fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.deadline.map(|d| self.pause.extend(d))
+    }
+
+    fn deadline_pause(&self) -> Option<&mcp_connect_layers::deadline::DeadlinePause> {
+        Some(&self.pause)
+    }
+
+    fn set_deadline_pause(&mut self, pause: mcp_connect_layers::deadline::DeadlinePause) {
+        self.pause = pause;
     }
 
     fn set_deadline(&mut self, started: Instant, deadline: Instant) {

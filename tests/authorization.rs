@@ -257,3 +257,48 @@ fn no_secret_token_code_or_state_reaches_diagnostics_errors_or_debug() {
         assert!(!printed.contains(canary), "{canary} printed: {printed}");
     }
 }
+
+/// A person slower than the whole establishment deadline: their wait does
+/// not count against it.
+struct SlowPerson(Duration);
+
+impl mcp_connect::auth::Authorize for SlowPerson {
+    fn authorize(
+        &self,
+        url: String,
+    ) -> futures_util::future::BoxFuture<'static, Result<String, mcp_connect::BoxError>> {
+        let delay = self.0;
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            AutoApprove::new().authorize(url).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_wait_for_the_person_does_not_count_against_the_deadline_but_has_its_own_limit() {
+    use mcp_connect::layers::CancelSource;
+
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let stack = mcp_connect::EstablishBuilder::new(Connector::new())
+            .with_deadline(Duration::from_millis(400))
+            .build();
+        // 900 ms at the authorization page, within a 400 ms deadline.
+        let auth = Authorization::authorization_code(SlowPerson(Duration::from_millis(900)));
+        let session = stack.connect(request(&server, auth)).await.unwrap();
+        session.close().await.unwrap();
+
+        let auth = Authorization::authorization_code(SlowPerson(Duration::from_secs(5)))
+            .with_person_timeout(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let error = stack.connect(request(&server, auth)).await.unwrap_err();
+        let failure = error.failure();
+        assert_eq!(failure.kind, FailureKind::Timeout, "{error}");
+        assert_eq!(failure.cancel_source, Some(CancelSource::Interaction));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // Never shown to the person twice: no fresh attempt.
+        assert_eq!(at(&server, "/as/register").len(), 2);
+    })
+    .await;
+}

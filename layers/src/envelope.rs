@@ -34,6 +34,7 @@ pub struct Envelope<T> {
     observers: Vec<Arc<dyn StageObserver>>,
     attempt: u32,
     label: &'static str,
+    pause: Option<crate::deadline::DeadlinePause>,
 }
 
 impl<T> Envelope<T> {
@@ -47,6 +48,7 @@ impl<T> Envelope<T> {
             observers: Vec::new(),
             attempt: 1,
             label: "request",
+            pause: None,
         }
     }
 
@@ -91,8 +93,20 @@ impl<T> fmt::Debug for Envelope<T> {
 }
 
 impl<T> Establishment for Envelope<T> {
+    /// The deadline, moved later by any time spent waiting for a person.
     fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        match &self.pause {
+            Some(pause) => self.deadline.map(|d| pause.extend(d)),
+            None => self.deadline,
+        }
+    }
+
+    fn deadline_pause(&self) -> Option<&crate::deadline::DeadlinePause> {
+        self.pause.as_ref()
+    }
+
+    fn set_deadline_pause(&mut self, pause: crate::deadline::DeadlinePause) {
+        self.pause = Some(pause);
     }
 
     fn set_deadline(&mut self, started: Instant, deadline: Instant) {

@@ -59,6 +59,9 @@ pub enum CancelSource {
     Deadline,
     /// The per-request limit of an established session expired.
     RequestTimeout,
+    /// The limit on a wait for a person (an authorization page, say)
+    /// expired; that wait does not count against the deadline.
+    Interaction,
 }
 
 impl CancelSource {
@@ -70,6 +73,7 @@ impl CancelSource {
             CancelSource::HandshakeTimeout => "handshake_timeout",
             CancelSource::Deadline => "deadline",
             CancelSource::RequestTimeout => "request_timeout",
+            CancelSource::Interaction => "interaction",
         }
     }
 }

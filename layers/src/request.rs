@@ -74,6 +74,19 @@ pub trait Establishment {
         false
     }
 
+    /// The record of time spent waiting for a person, when this request
+    /// keeps one: that time does not count against the deadline. `None` by
+    /// default: every moment counts.
+    fn deadline_pause(&self) -> Option<&crate::deadline::DeadlinePause> {
+        None
+    }
+
+    /// Gives the request the deadline layer's pause record; ignored by
+    /// requests that keep none.
+    fn set_deadline_pause(&mut self, pause: crate::deadline::DeadlinePause) {
+        let _ = pause;
+    }
+
     /// How long the service below may take to dispose of what it opened
     /// after the deadline or a cancellation, before the deadline layer drops
     /// it. Zero suits a service whose future is cleaned up by dropping it.

@@ -1,6 +1,7 @@
 //! One run of the authorization stage: discovery, a refresh when possible,
 //! the client's identity, then the grant.
 
+use mcp_connect_layers::deadline::DeadlinePause;
 use serde::Deserialize;
 use serde_json::json;
 use url::Url;
@@ -26,6 +27,7 @@ pub(crate) async fn authorize(
     auth: &Authorization,
     server: &Url,
     http: AuthHttp,
+    pause: Option<&DeadlinePause>,
 ) -> Result<(), AuthError> {
     let settings = &*auth.settings;
     let challenge = auth.state.take_challenge();
@@ -91,6 +93,7 @@ pub(crate) async fn authorize(
             code_flow(
                 settings,
                 person.as_ref(),
+                pause,
                 &http,
                 &discovered,
                 &client,
@@ -217,6 +220,7 @@ async fn identity(
 async fn code_flow(
     settings: &Settings,
     person: &dyn super::Authorize,
+    pause: Option<&DeadlinePause>,
     http: &AuthHttp,
     discovered: &Discovered,
     client: &Client,
@@ -249,12 +253,16 @@ async fn code_flow(
             query.append_pair("scope", scope);
         }
     }
-    let back =
-        match tokio::time::timeout(settings.person_timeout, person.authorize(url.into())).await {
-            Err(_) => return Err(AuthError::PersonTimeout(settings.person_timeout)),
-            Ok(Err(error)) => return Err(AuthError::Person(error)),
-            Ok(Ok(back)) => Url::parse(&back).map_err(|_| AuthError::BadUrl)?,
-        };
+    // The person's wait has its own limit and does not count against the
+    // establishment deadline.
+    let paused = pause.map(DeadlinePause::pause);
+    let waited = tokio::time::timeout(settings.person_timeout, person.authorize(url.into())).await;
+    drop(paused);
+    let back = match waited {
+        Err(_) => return Err(AuthError::PersonTimeout(settings.person_timeout)),
+        Ok(Err(error)) => return Err(AuthError::Person(error)),
+        Ok(Ok(back)) => Url::parse(&back).map_err(|_| AuthError::BadUrl)?,
+    };
     let param = |name: &str| {
         back.query_pairs()
             .find(|(k, _)| k == name)

@@ -227,12 +227,13 @@ impl Authorization {
         server: &url::Url,
         client: crate::transport::HttpClient,
         request_limit: Duration,
+        pause: Option<&mcp_connect_layers::deadline::DeadlinePause>,
     ) -> Result<(), AuthError> {
         let http = http::AuthHttp {
             client,
             timeout: request_limit,
         };
-        flow::authorize(self, server, http).await
+        flow::authorize(self, server, http, pause).await
     }
 }
 

@@ -138,21 +138,19 @@ async fn authorize(
         )
     })?;
     clock.begin(stage);
+    // Each request of the stage has the handshake limit; the wait for the
+    // person has its own, and pauses the deadline.
     let outcome = clock
-        .limit(
-            stage,
-            std::time::Duration::MAX,
-            CancelSource::HandshakeTimeout,
-            async {
-                auth.run(
-                    &server,
-                    opener.http_client().clone(),
-                    request.limits.handshake_timeout,
-                )
-                .await
-                .map_err(|e| Error::new(stage, crate::error::ErrorKind::Auth(e)))
-            },
-        )
+        .pausable(stage, async {
+            auth.run(
+                &server,
+                opener.http_client().clone(),
+                request.limits.handshake_timeout,
+                Some(clock.pause()),
+            )
+            .await
+            .map_err(|e| Error::new(stage, crate::error::ErrorKind::Auth(e)))
+        })
         .await;
     match &outcome {
         Ok(()) => clock.succeed(stage),

@@ -163,7 +163,7 @@ impl SessionAuth {
 
     async fn run(&self) -> Result<(), Error> {
         self.auth
-            .run(&self.server, self.client.clone(), self.limit)
+            .run(&self.server, self.client.clone(), self.limit, None)
             .await
             .map_err(|e| Error::new(crate::auth::AUTHORIZE, ErrorKind::Auth(e)))
     }

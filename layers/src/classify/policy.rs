@@ -136,6 +136,7 @@ mod tests {
             f(Stage::CONFIGURE, FailureKind::Configuration),
             f(Stage::REQUEST, FailureKind::Cancelled).with_cancel_source(CancelSource::Caller),
             f(Stage::REQUEST, FailureKind::Timeout).with_cancel_source(CancelSource::Deadline),
+            f(Stage::REQUEST, FailureKind::Timeout).with_cancel_source(CancelSource::Interaction),
             f(Stage::HANDSHAKE, FailureKind::Rejected).with_jsonrpc_code(-32020),
             f(Stage::HANDSHAKE, FailureKind::Version),
             f(Stage::HANDSHAKE, FailureKind::HttpStatus).with_http_status(404),

@@ -9,7 +9,7 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::DeadlineError;
+use super::{DeadlineError, DeadlinePause};
 
 pin_project! {
     /// The future returned by [`Deadline`](super::Deadline). Polled in this
@@ -26,6 +26,9 @@ pin_project! {
         cancelled: Option<WaitForCancellationFutureOwned>,
         cleanup: Duration,
         by_caller: bool,
+        // The cut before any pause, and the record of pauses.
+        base: Instant,
+        pause: Option<DeadlinePause>,
     }
 }
 
@@ -42,9 +45,19 @@ impl<F> ResponseFuture<F> {
             cancelled: cancel.map(CancellationToken::cancelled_owned),
             cleanup,
             by_caller: false,
+            base: cut,
+            pause: None,
         }
     }
+
+    pub(crate) fn with_pause(mut self, pause: Option<DeadlinePause>) -> Self {
+        self.pause = pause;
+        self
+    }
 }
+
+/// While a pause is under way the cut is looked at again this often.
+const WHILE_PAUSED: Duration = Duration::from_millis(100);
 
 impl<F, T, E> Future for ResponseFuture<F>
 where
@@ -67,10 +80,29 @@ where
                 }
             }
         }
-        match this.cut.poll(cx) {
-            Poll::Ready(()) if *this.by_caller => Poll::Ready(Err(DeadlineError::Cancelled)),
-            Poll::Ready(()) => Poll::Ready(Err(DeadlineError::Elapsed)),
-            Poll::Pending => Poll::Pending,
+        loop {
+            match this.cut.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(()) if *this.by_caller => {
+                    return Poll::Ready(Err(DeadlineError::Cancelled))
+                }
+                Poll::Ready(()) => {
+                    // Time spent waiting for a person moves the cut later.
+                    let Some(pause) = this.pause.as_ref() else {
+                        return Poll::Ready(Err(DeadlineError::Elapsed));
+                    };
+                    let now = Instant::now();
+                    let moved = if pause.is_paused() {
+                        now + WHILE_PAUSED
+                    } else {
+                        pause.extend(*this.base)
+                    };
+                    if moved <= now {
+                        return Poll::Ready(Err(DeadlineError::Elapsed));
+                    }
+                    this.cut.as_mut().reset(moved);
+                }
+            }
         }
     }
 }

@@ -40,6 +40,7 @@
 mod error;
 mod future;
 mod layer;
+mod pause;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -55,6 +56,7 @@ use crate::Establishment;
 pub use error::DeadlineError;
 pub use future::ResponseFuture;
 pub use layer::DeadlineLayer;
+pub use pause::{DeadlinePause, PauseGuard};
 
 /// The service made by [`DeadlineLayer`].
 #[derive(Debug)]
@@ -146,6 +148,10 @@ where
             _ => own,
         };
         request.set_deadline(started, deadline);
+        // A request that keeps a pause gets this call's; its waits for a
+        // person move the cut later.
+        request.set_deadline_pause(DeadlinePause::new());
+        let pause = request.deadline_pause().cloned();
         let cleanup = self.cleanup.unwrap_or_else(|| request.cleanup_bound());
         let cancel = request.cancellation().cloned();
         ResponseFuture::new(
@@ -154,5 +160,6 @@ where
             cleanup,
             cancel,
         )
+        .with_pause(pause)
     }
 }

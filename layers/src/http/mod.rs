@@ -111,8 +111,21 @@ impl fmt::Debug for Observers {
 }
 
 impl<B> Establishment for http::Request<B> {
+    /// The deadline, moved later by any time spent waiting for a person.
     fn deadline(&self) -> Option<Instant> {
-        self.extensions().get::<Deadline>().map(|d| d.0)
+        let deadline = self.extensions().get::<Deadline>().map(|d| d.0)?;
+        Some(match self.deadline_pause() {
+            Some(pause) => pause.extend(deadline),
+            None => deadline,
+        })
+    }
+
+    fn deadline_pause(&self) -> Option<&crate::deadline::DeadlinePause> {
+        self.extensions().get()
+    }
+
+    fn set_deadline_pause(&mut self, pause: crate::deadline::DeadlinePause) {
+        self.extensions_mut().insert(pause);
     }
 
     fn set_deadline(&mut self, started: Instant, deadline: Instant) {
