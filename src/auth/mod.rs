@@ -6,7 +6,7 @@
 //! [`AUTHORIZE`], under the establishment's clock (deadline, cancellation,
 //! stage events), then the establishment runs again with the token:
 //!
-//! 1. discovery ([`discovery`]): the `WWW-Authenticate` challenge, Protected
+//! 1. discovery: the `WWW-Authenticate` challenge, Protected
 //!    Resource Metadata, Authorization Server Metadata, with the resource
 //!    and issuer checks;
 //! 2. a stored refresh token, when there is one, before anything else;
@@ -17,7 +17,7 @@
 //!    [`Authorize`]; or `client_credentials` for services without a person.
 //!
 //! The token reaches requests through a tower layer on the transport's HTTP
-//! client ([`bearer`]), only for the protected resource's origin. Tokens,
+//! client, only for the protected resource's origin. Tokens,
 //! codes, verifiers, secrets and `state` live in typed fields whose `Debug`
 //! and `Display` never show them.
 //!
