@@ -6,7 +6,7 @@
 mod support;
 
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
@@ -15,11 +15,10 @@ use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
+use support::capture::Capture;
 use support::oauth::{start, As};
 use support::{watchdog, Recorded, ScriptServer};
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
 
 const LIMIT: Duration = Duration::from_secs(15);
 
@@ -187,23 +186,6 @@ impl TokenStore for Shared {
     }
 }
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<String>>);
-
-struct Collect<'a>(&'a mut String);
-
-impl Visit for Collect<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let _ = write!(self.0, " {}={:?}", field.name(), value);
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        event.record(&mut Collect(&mut self.0.lock().unwrap()));
-    }
-}
-
 #[test]
 fn no_secret_token_code_or_state_reaches_diagnostics_errors_or_debug() {
     let capture = Capture::default();
@@ -242,7 +224,7 @@ fn no_secret_token_code_or_state_reaches_diagnostics_errors_or_debug() {
             .unwrap_err();
         let _ = write!(printed, "{error} {error:?}");
     });
-    let traced = capture.0.lock().unwrap().clone();
+    let traced = capture.text();
     assert!(
         traced.contains("authorize"),
         "the stage was traced: {traced}"

@@ -13,9 +13,9 @@ use mcp_connect::layers::diagnostics::{LifecycleMetrics, OutcomeRecord, StageRec
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use serde_json::json;
+use support::capture::Capture;
 use support::{watchdog, LegacyServer, Script, ScriptServer};
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Layer;
 
 const CANARIES: [&str; 7] = [
@@ -27,37 +27,6 @@ const CANARIES: [&str; 7] = [
     "canary-server-error",
     "canary-event-id",
 ];
-
-/// Collects every field of every span and event, at every level.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<String>>);
-
-struct Collect<'a>(&'a mut String);
-
-impl Visit for Collect<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let _ = write!(self.0, " {}={:?}", field.name(), value);
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        let mut out = self.0.lock().unwrap();
-        let _ = write!(out, "\n{}", event.metadata().name());
-        event.record(&mut Collect(&mut out));
-    }
-
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        _: &tracing::span::Id,
-        _: Context<'_, S>,
-    ) {
-        let mut out = self.0.lock().unwrap();
-        let _ = write!(out, "\nspan {}", attrs.metadata().name());
-        attrs.record(&mut Collect(&mut out));
-    }
-}
 
 #[derive(Debug, Default)]
 struct Metrics(Mutex<String>);
@@ -163,7 +132,7 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
         let error = watchdog(Duration::from_secs(10), stack.connect(request)).await.unwrap_err();
         printed.push_str(&chain(&error));
     });
-    let traced = capture.0.lock().unwrap().clone();
+    let traced = capture.text();
     let measured = metrics.0.lock().unwrap().clone();
     assert!(
         traced.contains("stage"),

@@ -46,11 +46,7 @@ fn asks_once(request: &Recorded) -> Value {
 }
 
 fn calls(server: &ScriptServer) -> Vec<Recorded> {
-    server
-        .recorded()
-        .into_iter()
-        .filter(|r| r.rpc_method() == "tools/call")
-        .collect()
+    server.recorded_for("tools/call")
 }
 
 #[tokio::test]

@@ -62,11 +62,7 @@ async fn connect(server: &ScriptServer) -> Session {
 }
 
 fn calls(server: &ScriptServer) -> Vec<Recorded> {
-    server
-        .recorded()
-        .into_iter()
-        .filter(|r| r.rpc_method() == "tools/call")
-        .collect()
+    server.recorded_for("tools/call")
 }
 
 fn unwrap_base64(header: &str) -> String {

@@ -67,11 +67,7 @@ fn acknowledging(request: &Recorded) -> Script {
 }
 
 fn listens(server: &ScriptServer) -> Vec<Recorded> {
-    server
-        .recorded()
-        .into_iter()
-        .filter(|r| r.rpc_method() == "subscriptions/listen")
-        .collect()
+    server.recorded_for("subscriptions/listen")
 }
 
 #[tokio::test]

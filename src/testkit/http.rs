@@ -190,6 +190,14 @@ impl ScriptServer {
             .collect()
     }
 
+    /// Every request that carried this JSON-RPC method, in order.
+    pub fn recorded_for(&self, rpc_method: &str) -> Vec<Recorded> {
+        self.recorded()
+            .into_iter()
+            .filter(|r| r.rpc_method() == rpc_method)
+            .collect()
+    }
+
     /// How many requests carried this JSON-RPC method.
     pub fn count(&self, rpc_method: &str) -> usize {
         self.recorded()

@@ -555,6 +555,22 @@ impl StreamableHttp {
         }
     }
 
+    /// The standalone stream again from after `last_event_id`, for a
+    /// stream the application reads itself.
+    async fn reopen_stream(&self, last_event_id: &str) -> Result<ServerStream, TransportError> {
+        let not_resumed = |reason| TransportError::NotResumed {
+            cut: Closure::Eof,
+            reason,
+        };
+        let mut id = HeaderValue::from_bytes(last_event_id.as_bytes())
+            .map_err(|_| not_resumed(ResumeError::NoEventId(None)))?;
+        id.set_sensitive(true);
+        match self.get_from(&id).await? {
+            Resumed::Stream(body) => Ok(ServerStream::new(body, self.max_message)),
+            Resumed::Refused(status) => Err(not_resumed(ResumeError::Refused { status })),
+        }
+    }
+
     async fn failed_status(
         &self,
         status: StatusCode,
@@ -705,24 +721,7 @@ impl Transport for StreamableHttp {
         &'a self,
         last_event_id: &'a str,
     ) -> BoxFuture<'a, Result<ServerStream, TransportError>> {
-        async move {
-            let refused = |status| TransportError::NotResumed {
-                cut: Closure::Eof,
-                reason: ResumeError::Refused { status },
-            };
-            let mut id = HeaderValue::from_bytes(last_event_id.as_bytes()).map_err(|_| {
-                TransportError::NotResumed {
-                    cut: Closure::Eof,
-                    reason: ResumeError::NoEventId(None),
-                }
-            })?;
-            id.set_sensitive(true);
-            match self.get_from(&id).await? {
-                Resumed::Stream(body) => Ok(ServerStream::new(body, self.max_message)),
-                Resumed::Refused(status) => Err(refused(status)),
-            }
-        }
-        .boxed()
+        self.reopen_stream(last_event_id).boxed()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {

@@ -1,6 +1,7 @@
 //! Shared test helpers: the crate's own testkit, plus a watchdog.
 #![allow(dead_code, unused_imports)]
 
+pub mod capture;
 pub mod cli;
 pub mod oauth;
 

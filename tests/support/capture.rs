@@ -1,0 +1,46 @@
+//! A tracing layer that keeps every field of every span and event, at every
+//! level, as text: canary tests search it for what must never be there.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::Layer;
+
+#[derive(Clone, Default)]
+pub struct Capture(pub Arc<Mutex<String>>);
+
+impl Capture {
+    /// Everything captured so far.
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+struct Collect<'a>(&'a mut String);
+
+impl Visit for Collect<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let _ = write!(self.0, " {}={:?}", field.name(), value);
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Capture {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut out = self.0.lock().unwrap();
+        let _ = write!(out, "\n{}", event.metadata().name());
+        event.record(&mut Collect(&mut out));
+    }
+
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: Context<'_, S>,
+    ) {
+        let mut out = self.0.lock().unwrap();
+        let _ = write!(out, "\nspan {}", attrs.metadata().name());
+        attrs.record(&mut Collect(&mut out));
+    }
+}
