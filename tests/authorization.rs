@@ -284,3 +284,57 @@ async fn the_wait_for_the_person_does_not_count_against_the_deadline_but_has_its
     })
     .await;
 }
+
+/// A token the server stops accepting mid-session is refreshed with the
+/// same registered client (no second registration, no second visit to the
+/// person) and the refused call is sent once more.
+#[tokio::test]
+async fn an_expired_token_is_refreshed_mid_session_by_the_registered_client() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use mcp_connect::McpClient;
+
+    watchdog(LIMIT, async {
+        let expired = Arc::new(AtomicBool::new(false));
+        let server = start(As {
+            refresh: true,
+            expired: Some(Arc::clone(&expired)),
+            ..As::default()
+        })
+        .await;
+        let auth = Authorization::authorization_code(AutoApprove::new());
+        let client = McpClient::lazy(
+            mcp_connect::EstablishBuilder::new(Connector::new()).build(),
+            request(&server, auth),
+        );
+        client.call_tool("x", &json!({})).await.unwrap();
+        expired.store(true, Ordering::SeqCst);
+        // Refused mid-session: the session refreshes and sends the call
+        // once more.
+        client.call_tool("x", &json!({})).await.unwrap();
+        let grants: Vec<_> = at(&server, "/as/token")
+            .iter()
+            .map(|r| (r.field("grant_type").unwrap(), r.field("client_id")))
+            .collect();
+        assert_eq!(
+            grants,
+            [
+                (
+                    "authorization_code".to_owned(),
+                    Some("registered-client".to_owned())
+                ),
+                (
+                    "refresh_token".to_owned(),
+                    Some("registered-client".to_owned())
+                ),
+            ]
+        );
+        assert_eq!(at(&server, "/as/register").len(), 1, "registered once");
+        assert_eq!(
+            at(&server, "/as/authorize").len(),
+            1,
+            "the person was asked once"
+        );
+    })
+    .await;
+}

@@ -27,6 +27,18 @@ pub(crate) struct AuthState {
     tokens: RwLock<Option<Tokens>>,
     header: RwLock<Option<HeaderValue>>,
     challenge: Mutex<Option<(StatusCode, Challenge)>>,
+    /// The client registered dynamically, and at which issuer: reused for
+    /// refreshes and later authorizations there, never at another.
+    registered: Mutex<Option<Registered>>,
+}
+
+/// A dynamically registered client.
+#[derive(Clone)]
+pub(crate) struct Registered {
+    pub(crate) issuer: String,
+    pub(crate) id: String,
+    pub(crate) secret: Option<String>,
+    pub(crate) method: Option<String>,
 }
 
 impl AuthState {
@@ -59,6 +71,19 @@ impl AuthState {
             .is_some_and(|(status, c)| {
                 *status == StatusCode::FORBIDDEN && c.error.as_deref() == Some("insufficient_scope")
             })
+    }
+
+    /// The client registered at `issuer`, if any.
+    pub(crate) fn registered_at(&self, issuer: &str) -> Option<Registered> {
+        self.registered
+            .lock()
+            .expect("auth lock poisoned")
+            .clone()
+            .filter(|r| r.issuer == issuer)
+    }
+
+    pub(crate) fn set_registered(&self, registered: Registered) {
+        *self.registered.lock().expect("auth lock poisoned") = Some(registered);
     }
 
     fn header(&self) -> Option<HeaderValue> {

@@ -51,7 +51,7 @@ pub(crate) async fn authorize(
         .or_else(|| settings.store.load(&resource));
     if let Some(previous) = current.as_ref().filter(|_| !step_up) {
         if let Some(refresh) = previous.refresh_token() {
-            let client = identity(settings, &http, &discovered).await?;
+            let client = identity(auth, &http, &discovered).await?;
             let form = vec![
                 ("grant_type", "refresh_token"),
                 ("refresh_token", refresh),
@@ -75,7 +75,7 @@ pub(crate) async fn authorize(
         .scope
         .clone()
         .or_else(|| choose_scope(challenge.as_ref(), &discovered));
-    let client = identity(settings, &http, &discovered).await?;
+    let client = identity(auth, &http, &discovered).await?;
     let tokens = match &settings.grant {
         Grant::ClientCredentials => {
             let mut form = vec![
@@ -156,10 +156,11 @@ fn choose_scope(
 /// Pre-registered credentials, else a Client ID Metadata Document the
 /// server accepts, else Dynamic Client Registration.
 async fn identity(
-    settings: &Settings,
+    auth: &Authorization,
     http: &AuthHttp,
     discovered: &Discovered,
 ) -> Result<Client, AuthError> {
+    let settings = &*auth.settings;
     if let Some(id) = &settings.client_id {
         return Ok(Client {
             id: id.clone(),
@@ -177,6 +178,14 @@ async fn identity(
                 method: Some("none".into()),
             });
         }
+    }
+    if let Some(registered) = auth.state.registered_at(&discovered.issuer) {
+        return Ok(Client {
+            id: registered.id,
+            secret: registered.secret,
+            key: None,
+            method: registered.method,
+        });
     }
     let Some(registration) = discovered.server.registration_endpoint.as_deref() else {
         return Err(AuthError::NoClientIdentity);
@@ -206,6 +215,12 @@ async fn identity(
     let registered: Registered = answer.json().ok_or(AuthError::Registration {
         status: answer.status.as_u16(),
     })?;
+    auth.state.set_registered(super::bearer::Registered {
+        issuer: discovered.issuer.clone(),
+        id: registered.client_id.clone(),
+        secret: registered.client_secret.clone(),
+        method: registered.token_endpoint_auth_method.clone(),
+    });
     Ok(Client {
         id: registered.client_id,
         secret: registered.client_secret,

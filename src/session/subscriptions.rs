@@ -118,14 +118,15 @@ impl Session {
             "subscriptions/listen",
             Some(json!({ "notifications": filter })),
         );
-        let (active, acknowledged) = tokio::time::timeout(self.request_timeout, self.open(request))
-            .await
-            .map_err(|_| {
-                Error::new(
-                    Stage::REQUEST,
-                    ErrorKind::Timeout(CancelSource::RequestTimeout),
-                )
-            })??;
+        let (active, acknowledged) =
+            tokio::time::timeout(self.request_timeout, self.open(id, request))
+                .await
+                .map_err(|_| {
+                    Error::new(
+                        Stage::REQUEST,
+                        ErrorKind::Timeout(CancelSource::RequestTimeout),
+                    )
+                })??;
         if let Some(old) = current.active.replace(active) {
             self.end(old);
         }
@@ -177,11 +178,7 @@ impl Session {
 
     /// Sends the listen request and waits for its acknowledgement; the
     /// acknowledged filter and the subscription, once acknowledged.
-    async fn open(&self, request: Request) -> Result<(Active, Value), Error> {
-        let id = match request.id {
-            crate::protocol::RequestId::Number(id) => id,
-            crate::protocol::RequestId::String(_) => unreachable!("this client numbers its ids"),
-        };
+    async fn open(&self, id: i64, request: Request) -> Result<(Active, Value), Error> {
         let mut ack = self.inbound.expect_ack(id);
         let live = self.inbound.live_subscription(id);
         let version = self.negotiated.version.clone();

@@ -13,12 +13,14 @@ use serde_json::json;
 pub const TOKEN: &str = "canary-access-token";
 
 /// How the scripted authorization server behaves.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 pub struct As {
     /// Redirect back with another `state`.
     pub wrong_state: bool,
     /// Issue a refresh token, and accept it.
     pub refresh: bool,
+    /// The first access token is no longer accepted once this is set.
+    pub expired: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// One origin: `/mcp` is a 2025 server that wants `Bearer TOKEN` (or the
@@ -32,7 +34,11 @@ fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Scri
         match (r.method.as_str(), r.route()) {
             (_, "/mcp") => {
                 let bearer = r.header("authorization").unwrap_or_default();
-                let accepted = bearer == format!("Bearer {TOKEN}")
+                let expired = behaviour
+                    .expired
+                    .as_ref()
+                    .is_some_and(|e| e.load(std::sync::atomic::Ordering::SeqCst));
+                let accepted = (bearer == format!("Bearer {TOKEN}") && !expired)
                     || bearer == "Bearer canary-refreshed-token";
                 if accepted {
                     legacy.respond(r)
@@ -84,13 +90,13 @@ fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Scri
                     .append_pair("iss", &issuer);
                 Script::StatusWith(302, vec![("location", back.to_string())])
             }
-            ("POST", "/as/token") => token(r, behaviour, &challenge.lock().unwrap()),
+            ("POST", "/as/token") => token(r, &behaviour, &challenge.lock().unwrap()),
             _ => Script::Status(404),
         }
     }
 }
 
-fn token(r: &Recorded, behaviour: As, challenge: &str) -> Script {
+fn token(r: &Recorded, behaviour: &As, challenge: &str) -> Script {
     let issued = |access: &str| {
         let mut body =
             json!({ "access_token": access, "token_type": "Bearer", "expires_in": 3600 });
