@@ -338,3 +338,27 @@ async fn an_expired_token_is_refreshed_mid_session_by_the_registered_client() {
     })
     .await;
 }
+
+/// A server that refuses every token: the person is asked once, then the
+/// establishment fails as an authorization failure, never a loop.
+#[tokio::test]
+async fn a_server_that_refuses_every_token_asks_the_person_once() {
+    use std::sync::atomic::AtomicBool;
+
+    watchdog(LIMIT, async {
+        let server = start(As {
+            expired: Some(Arc::new(AtomicBool::new(true))),
+            ..As::default()
+        })
+        .await;
+        let auth = Authorization::authorization_code(AutoApprove::new());
+        let error = Connector::new().connect(request(&server, auth)).await.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Auth(AuthError::TokenRefused)),
+            "{error}"
+        );
+        assert_eq!(error.failure().kind, FailureKind::Auth);
+        assert_eq!(at(&server, "/as/authorize").len(), 1, "the person was asked once");
+    })
+    .await;
+}

@@ -11,6 +11,15 @@ use super::http::{Answer, AuthHttp};
 use super::tokens::{TokenResponse, Tokens};
 use super::{known_code, pkce, AuthError, Authorization, Grant, Settings};
 
+/// What one run of the stage did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Authorized {
+    /// A refresh token obtained a new access token.
+    Refreshed,
+    /// A new authorization (a grant, possibly with the person).
+    New,
+}
+
 /// The client as the authorization server knows it.
 struct Client {
     id: String,
@@ -28,7 +37,8 @@ pub(crate) async fn authorize(
     server: &Url,
     http: AuthHttp,
     pause: Option<&DeadlinePause>,
-) -> Result<(), AuthError> {
+    allow_new: bool,
+) -> Result<Authorized, AuthError> {
     let settings = &*auth.settings;
     let challenge = auth.state.take_challenge();
     let step_up = challenge.as_ref().is_some_and(|(status, c)| {
@@ -60,7 +70,7 @@ pub(crate) async fn authorize(
             match token_request(&http, &token_endpoint, form, &client, &discovered).await {
                 Ok(response) => {
                     keep(auth, &resource, response.into_tokens(Some(previous)));
-                    return Ok(());
+                    return Ok(Authorized::Refreshed);
                 }
                 Err(_) => {
                     let kept = previous.clone().without_refresh();
@@ -70,6 +80,12 @@ pub(crate) async fn authorize(
         }
     }
     auth.state.set_tokens(None);
+    // A server that refuses a token this stage has just obtained gets a
+    // refresh, or more scope, never another new authorization (for the
+    // authorization code grant that would ask the person again, in a loop).
+    if !allow_new && !step_up {
+        return Err(AuthError::TokenRefused);
+    }
 
     let scope = settings
         .scope
@@ -105,7 +121,7 @@ pub(crate) async fn authorize(
         }
     };
     keep(auth, &resource, tokens);
-    Ok(())
+    Ok(Authorized::New)
 }
 
 fn keep(auth: &Authorization, resource: &str, tokens: Tokens) {

@@ -47,6 +47,7 @@ pub use assertion::{KeyError, SigningKey};
 pub use tokens::{FileTokenStore, MemoryTokenStore, TokenStore, Tokens};
 
 pub(crate) use bearer::AuthState;
+pub(crate) use flow::Authorized;
 
 use crate::error::{BoxError, TransportError};
 
@@ -228,12 +229,13 @@ impl Authorization {
         client: crate::transport::HttpClient,
         request_limit: Duration,
         pause: Option<&mcp_connect_layers::deadline::DeadlinePause>,
-    ) -> Result<(), AuthError> {
+        allow_new: bool,
+    ) -> Result<Authorized, AuthError> {
         let http = http::AuthHttp {
             client,
             timeout: request_limit,
         };
-        flow::authorize(self, server, http, pause).await
+        flow::authorize(self, server, http, pause, allow_new).await
     }
 }
 
@@ -325,6 +327,10 @@ pub enum AuthError {
         /// The OAuth error code, when it is one of the specification's.
         error: &'static str,
     },
+    /// The server refused a token this client had just obtained, and there
+    /// was no refresh to try: a new authorization is not started again.
+    #[error("the server refuses the token it was just given")]
+    TokenRefused,
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

@@ -81,6 +81,9 @@ pub(crate) async fn establish(
     opener: &dyn Open,
 ) -> Result<Session, Error> {
     let mut authorizations = 0;
+    // At most one new authorization per establishment: after it, a refused
+    // token gets a refresh or more scope, never the person again.
+    let mut new_done = false;
     loop {
         let outcome = establish_once(request, clock, opener).await;
         let Some(auth) = &request.auth else {
@@ -93,7 +96,8 @@ pub(crate) async fn establish(
                     && auth.can_answer(error.failure().http_status) =>
             {
                 authorizations += 1;
-                authorize(request, clock, opener, auth).await?;
+                let authorized = authorize(request, clock, opener, auth, !new_done).await?;
+                new_done |= authorized == crate::auth::Authorized::New;
             }
             outcome => return outcome,
         }
@@ -126,9 +130,15 @@ async fn authorize(
     clock: &Clock,
     opener: &dyn Open,
     auth: &crate::auth::Authorization,
-) -> Result<(), Error> {
+    allow_new: bool,
+) -> Result<crate::auth::Authorized, Error> {
     let Target::Http { url, .. } = &request.target else {
-        return Ok(());
+        return Err(Error::new(
+            crate::auth::AUTHORIZE,
+            crate::error::ErrorKind::Auth(crate::auth::AuthError::Unsupported(
+                "authorization needs an HTTP target",
+            )),
+        ));
     };
     let stage = crate::auth::AUTHORIZE;
     let server = url::Url::parse(&url.to_string()).map_err(|_| {
@@ -147,13 +157,14 @@ async fn authorize(
                 opener.http_client().clone(),
                 request.limits.handshake_timeout,
                 Some(clock.pause()),
+                allow_new,
             )
             .await
             .map_err(|e| Error::new(stage, crate::error::ErrorKind::Auth(e)))
         })
         .await;
     match &outcome {
-        Ok(()) => clock.succeed(stage),
+        Ok(_) => clock.succeed(stage),
         Err(error) => clock.fail(error),
     }
     outcome

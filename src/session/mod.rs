@@ -161,9 +161,15 @@ impl SessionAuth {
         self.auth.can_answer(status)
     }
 
-    async fn run(&self) -> Result<(), Error> {
+    async fn run(&self, allow_new: bool) -> Result<crate::auth::Authorized, Error> {
         self.auth
-            .run(&self.server, self.client.clone(), self.limit, None)
+            .run(
+                &self.server,
+                self.client.clone(),
+                self.limit,
+                None,
+                allow_new,
+            )
             .await
             .map_err(|e| Error::new(crate::auth::AUTHORIZE, ErrorKind::Auth(e)))
     }

@@ -255,6 +255,9 @@ impl Session {
         let mut rounds = 0;
         let mut relisted = false;
         let mut authorized = 0;
+        // One new authorization per request at most (a new authorization
+        // server, say); after it, refreshes and more scope only.
+        let mut new_done = false;
         loop {
             let reply = self.transport.request(&request, Some(version)).await;
             if authorized < MAX_REAUTHORIZATIONS {
@@ -262,7 +265,7 @@ impl Session {
                     // Refused before it ran (401, or 403 asking for more
                     // scope): authorize again and send it once more.
                     authorized += 1;
-                    auth.run().await?;
+                    new_done |= auth.run(!new_done).await? == crate::auth::Authorized::New;
                     request.id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
                     continue;
                 }
