@@ -352,13 +352,20 @@ async fn a_server_that_refuses_every_token_asks_the_person_once() {
         })
         .await;
         let auth = Authorization::authorization_code(AutoApprove::new());
-        let error = Connector::new().connect(request(&server, auth)).await.unwrap_err();
+        let error = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap_err();
         assert!(
             matches!(error.kind(), ErrorKind::Auth(AuthError::TokenRefused)),
             "{error}"
         );
         assert_eq!(error.failure().kind, FailureKind::Auth);
-        assert_eq!(at(&server, "/as/authorize").len(), 1, "the person was asked once");
+        assert_eq!(
+            at(&server, "/as/authorize").len(),
+            1,
+            "the person was asked once"
+        );
     })
     .await;
 }
