@@ -117,3 +117,30 @@ mod tests {
         let _ = Challenge::parse(",,,=\"\\");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Any header text parses or not, never panics or loops.
+        #[test]
+        fn any_text_is_read_without_panic(header in "\\PC{0,200}") {
+            let _ = Challenge::parse(&header);
+        }
+
+        /// Quoted values survive escaping of quotes and backslashes.
+        #[test]
+        fn quoted_values_round_trip(scope in "[ -~]{0,40}", error in "[a-z_]{1,20}") {
+            let quoted = scope.replace('\\', "\\\\").replace('"', "\\\"");
+            let header = format!(r#"Bearer error={error}, scope="{quoted}""#);
+            let challenge = Challenge::parse(&header).unwrap();
+            prop_assert_eq!(challenge.scope.as_deref(), Some(scope.as_str()));
+            prop_assert_eq!(challenge.error.as_deref(), Some(error.as_str()));
+        }
+    }
+}

@@ -253,3 +253,80 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every event of `input` fed in `chunks` pieces, or the bound error.
+    fn parse(input: &[u8], cuts: &[usize], limit: usize) -> Result<Vec<SseEvent>, SseTooLarge> {
+        let mut parser = SseParser::new(limit);
+        let mut events = Vec::new();
+        let mut at = 0;
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+        points.sort_unstable();
+        points.push(input.len());
+        for point in points {
+            parser.push(&input[at..point.max(at)]);
+            at = point.max(at);
+            while let Some(event) = parser.next_event()? {
+                events.push(event);
+            }
+        }
+        Ok(events)
+    }
+
+    /// Bytes that look like SSE: field lines, blank lines, CR/LF mixes.
+    fn sse_like() -> impl Strategy<Value = Vec<u8>> {
+        let line = prop_oneof![
+            "data: [ -~]{0,40}".prop_map(String::into_bytes),
+            "id: [a-z0-9]{0,8}".prop_map(String::into_bytes),
+            "retry: [0-9]{0,6}".prop_map(String::into_bytes),
+            "event: [a-z]{0,8}".prop_map(String::into_bytes),
+            ": [ -~]{0,10}".prop_map(String::into_bytes),
+            Just(Vec::new()),
+            proptest::collection::vec(any::<u8>(), 0..20),
+        ];
+        let ending = prop_oneof![Just(&b"\n"[..]), Just(&b"\r\n"[..]), Just(&b"\r"[..])];
+        proptest::collection::vec((line, ending), 0..30).prop_map(|lines| {
+            lines
+                .into_iter()
+                .flat_map(|(mut l, e)| {
+                    l.extend_from_slice(e);
+                    l
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Any bytes end in events or the bound error, never a panic, and
+        /// no event is larger than the bound.
+        #[test]
+        fn any_bytes_are_events_or_a_bound_error(
+            input in proptest::collection::vec(any::<u8>(), 0..512),
+            cuts in proptest::collection::vec(any::<usize>(), 0..8),
+        ) {
+            if let Ok(events) = parse(&input, &cuts, 64) {
+                for event in events {
+                    prop_assert!(event.data.len() <= 64);
+                }
+            }
+        }
+
+        /// How the bytes are split into chunks changes nothing.
+        #[test]
+        fn chunking_does_not_change_the_events(
+            input in sse_like(),
+            cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        ) {
+            let whole = parse(&input, &[], 4096);
+            let split = parse(&input, &cuts, 4096);
+            prop_assert_eq!(whole, split);
+        }
+    }
+}
