@@ -244,7 +244,11 @@ impl Session {
         }
     }
 
-    /// Sends `request` and, on the 2026-07-28 era, completes a
+    /// Sends `request`, once more on the same session when the server
+    /// refused it before running it and the refusal can be cured: a 401 (or
+    /// 403 `insufficient_scope`) after authorizing again, a `HeaderMismatch`
+    /// after listing the tools. That is not a replay: the refusal says the
+    /// request did not run. Then, on the 2026-07-28 era, completes a
     /// multi-round-trip exchange (SEP-2322): while the result is
     /// `input_required`, the handler answers its input requests and the
     /// request is sent again (a new id) with `inputResponses` and the
