@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use mcp_connect_layers::Closure;
 use tokio::task::JoinHandle;
 
 use crate::error::TransportError;
@@ -68,59 +69,27 @@ pub(super) async fn read(
     resume: Resume,
 ) {
     loop {
-        loop {
+        let cut = loop {
             match stream.next().await {
                 Some(Ok(message)) => deliver(message, &transport, &inbound, &version),
-                // Cut: ended, or broken.
-                None | Some(Err(TransportError::Interrupted(_))) => break,
+                None => break Closure::Eof,
+                Some(Err(TransportError::Interrupted(_))) => break Closure::Reset,
                 // Not MCP, or too large: not worth continuing.
                 Some(Err(_)) => return,
             }
+        };
+        if resume == Resume::No || transport.closed().is_some() {
+            return;
         }
-        if resume == Resume::No || !reopen(&mut stream, transport.as_ref()).await {
+        // The transport waits the server's delay and bounds the attempts.
+        if transport
+            .resume_server_stream(&mut stream, cut)
+            .await
+            .is_err()
+        {
             return;
         }
     }
-}
-
-/// Continues a cut stream; `false` when it stays ended.
-async fn reopen(stream: &mut ServerStream, transport: &dyn Transport) -> bool {
-    let Some(last_event_id) = stream.last_event_id().map(str::to_owned) else {
-        return false;
-    };
-    while let Some(attempt) = stream.resumption().next_attempt() {
-        let delay = stream.retry_delay();
-        tokio::time::sleep(delay).await;
-        if transport.closed().is_some() {
-            return false;
-        }
-        match transport.resume_server_stream(&last_event_id).await {
-            Ok(next) => {
-                tracing::debug!(
-                    target: "mcp_connect::resume",
-                    attempt,
-                    delay_ms = delay.as_millis() as u64,
-                    "server stream resumed"
-                );
-                stream.continue_on(next);
-                return true;
-            }
-            Err(
-                TransportError::NotResumed { .. }
-                | TransportError::SessionExpired { .. }
-                | TransportError::Closed(_),
-            ) => return false,
-            Err(_) => {
-                tracing::debug!(
-                    target: "mcp_connect::resume",
-                    attempt,
-                    delay_ms = delay.as_millis() as u64,
-                    "server stream resumption failed"
-                );
-            }
-        }
-    }
-    false
 }
 
 fn deliver(

@@ -372,25 +372,13 @@ impl Session {
 
     /// Continues a [`ServerStream`] the server cut, from its
     /// [`last_event_id`](ServerStream::last_event_id): the same stream, with
-    /// the events after that one (and none it already delivered). Wait
-    /// [`retry_delay`](ServerStream::retry_delay) first, as the server asked.
-    /// A stream without an event id, or one the server will not resume, is
+    /// the events after that one (and none it already delivered), after the
+    /// server's `retry:` delay, at most 3 attempts in a row. A stream
+    /// without an event id, or one the server will not resume, is
     /// [`TransportError::NotResumed`](crate::TransportError::NotResumed).
     pub async fn resume_server_stream(&self, stream: &mut ServerStream) -> Result<(), Error> {
-        let Some(last_event_id) = stream.last_event_id().map(str::to_owned) else {
-            return Err(Error::transport(
-                Stage::REQUEST,
-                crate::error::TransportError::NotResumed {
-                    cut: Closure::Eof,
-                    reason: crate::error::ResumeError::NoEventId(None),
-                },
-            ));
-        };
-        let next = self
-            .within(self.transport.resume_server_stream(&last_event_id))
-            .await?;
-        stream.continue_on(next);
-        Ok(())
+        self.within(self.transport.resume_server_stream(stream, Closure::Eof))
+            .await
     }
 
     /// Answers a request the server sent (from a [`ServerStream`]).

@@ -136,19 +136,21 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
         Box::pin(async { Ok(None) })
     }
 
-    /// Reopens the server-to-client stream from `last_event_id` (the
-    /// Streamable HTTP `GET` with `Last-Event-ID`): the events after it. A
-    /// server that will not (405, 400, 404 without a session) answers
-    /// [`TransportError::NotResumed`]. Transports without such a stream
-    /// answer that too.
+    /// Continues a server-to-client stream that was cut (`cut`: `Eof` or
+    /// `Reset`): the Streamable HTTP `GET` with `Last-Event-ID` after the
+    /// server's `retry:` delay, within the bounds of [`resume`]. A stream
+    /// without an event id, or one the server will not resume, is
+    /// [`TransportError::NotResumed`]; so is any stream of a transport that
+    /// has none.
     fn resume_server_stream<'a>(
         &'a self,
-        last_event_id: &'a str,
-    ) -> BoxFuture<'a, Result<ServerStream, TransportError>> {
-        let _ = last_event_id;
-        Box::pin(async {
+        stream: &'a mut ServerStream,
+        cut: Closure,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        let _ = stream;
+        Box::pin(async move {
             Err(TransportError::NotResumed {
-                cut: Closure::Eof,
+                cut,
                 reason: crate::error::ResumeError::Refused { status: 405 },
             })
         })

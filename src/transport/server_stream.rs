@@ -87,10 +87,10 @@ impl ServerStream {
         &mut self.resumption
     }
 
-    /// Continues on `next`, the same stream reopened: what this one learnt
+    /// Continues on `body`, the same stream reopened: what this one learnt
     /// (its last event id, its delay, the events already delivered) goes on.
-    pub(crate) fn continue_on(&mut self, next: ServerStream) {
-        self.body = next.body;
+    pub(crate) fn continue_on(&mut self, body: HttpBody) {
+        self.body = body;
         self.parser = SseParser::new(self.max_message);
     }
 }

@@ -45,23 +45,25 @@ enum Resumed {
 }
 
 /// How a stream ended before its reply.
-enum Cut {
-    Ended,
-    Broken(crate::error::BoxError),
+struct Cut {
+    /// `Eof` when the stream ended, `Reset` when it broke.
+    closure: Closure,
+    /// The break, when it broke and the error is at hand.
+    source: Option<crate::error::BoxError>,
 }
 
 impl Cut {
-    fn closure(&self) -> Closure {
-        match self {
-            Cut::Ended => Closure::Eof,
-            Cut::Broken(_) => Closure::Reset,
+    fn ended() -> Self {
+        Cut {
+            closure: Closure::Eof,
+            source: None,
         }
     }
 
-    fn into_source(self) -> Option<crate::error::BoxError> {
-        match self {
-            Cut::Ended => None,
-            Cut::Broken(error) => Some(error),
+    fn broken(source: crate::error::BoxError) -> Self {
+        Cut {
+            closure: Closure::Reset,
+            source: Some(source),
         }
     }
 }
@@ -337,8 +339,8 @@ impl StreamableHttp {
                     }
                     continue;
                 }
-                None => Cut::Ended,
-                Some(Err(e)) => Cut::Broken(e),
+                None => Cut::ended(),
+                Some(Err(e)) => Cut::broken(e),
             };
             resumption.absorb(&parser);
             body = self.resume(&mut resumption, cut).await?;
@@ -354,7 +356,7 @@ impl StreamableHttp {
         resumption: &mut Resumption,
         cut: Cut,
     ) -> Result<HttpBody, TransportError> {
-        let closure = cut.closure();
+        let closure = cut.closure;
         // An id that cannot be a header value is no id to resume from.
         let Some(mut last_event_id) = resumption
             .last_event_id()
@@ -362,7 +364,7 @@ impl StreamableHttp {
         else {
             return Err(TransportError::NotResumed {
                 cut: closure,
-                reason: ResumeError::NoEventId(cut.into_source()),
+                reason: ResumeError::NoEventId(cut.source),
             });
         };
         last_event_id.set_sensitive(true);
@@ -555,22 +557,6 @@ impl StreamableHttp {
         }
     }
 
-    /// The standalone stream again from after `last_event_id`, for a
-    /// stream the application reads itself.
-    async fn reopen_stream(&self, last_event_id: &str) -> Result<ServerStream, TransportError> {
-        let not_resumed = |reason| TransportError::NotResumed {
-            cut: Closure::Eof,
-            reason,
-        };
-        let mut id = HeaderValue::from_bytes(last_event_id.as_bytes())
-            .map_err(|_| not_resumed(ResumeError::NoEventId(None)))?;
-        id.set_sensitive(true);
-        match self.get_from(&id).await? {
-            Resumed::Stream(body) => Ok(ServerStream::new(body, self.max_message)),
-            Resumed::Refused(status) => Err(not_resumed(ResumeError::Refused { status })),
-        }
-    }
-
     async fn failed_status(
         &self,
         status: StatusCode,
@@ -719,9 +705,19 @@ impl Transport for StreamableHttp {
 
     fn resume_server_stream<'a>(
         &'a self,
-        last_event_id: &'a str,
-    ) -> BoxFuture<'a, Result<ServerStream, TransportError>> {
-        self.reopen_stream(last_event_id).boxed()
+        stream: &'a mut ServerStream,
+        cut: Closure,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        async move {
+            let cut = Cut {
+                closure: cut,
+                source: None,
+            };
+            let body = self.resume(stream.resumption(), cut).await?;
+            stream.continue_on(body);
+            Ok(())
+        }
+        .boxed()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
