@@ -107,24 +107,31 @@ async fn the_authorization_code_flow_registers_uses_pkce_and_checks_state_and_is
     .await;
 }
 
+/// An authorization code flow against a server that behaves so; the
+/// server and the establishment's error, an authorization failure.
+async fn code_flow_fails(behaviour: As) -> (ScriptServer, mcp_connect::Error) {
+    let server = start(behaviour).await;
+    let auth = Authorization::authorization_code(AutoApprove::new());
+    let error = Connector::new()
+        .connect(request(&server, auth))
+        .await
+        .unwrap_err();
+    assert_eq!(error.failure().kind, FailureKind::Auth, "{error}");
+    (server, error)
+}
+
 #[tokio::test]
 async fn a_forged_state_is_an_authorization_failure_never_retried() {
     watchdog(LIMIT, async {
-        let server = start(As {
+        let (server, error) = code_flow_fails(As {
             wrong_state: true,
             ..As::default()
         })
         .await;
-        let auth = Authorization::authorization_code(AutoApprove::new());
-        let error = Connector::new()
-            .connect(request(&server, auth))
-            .await
-            .unwrap_err();
         assert!(
             matches!(error.kind(), ErrorKind::Auth(AuthError::StateMismatch)),
             "{error}"
         );
-        assert_eq!(error.failure().kind, FailureKind::Auth);
         assert!(
             at(&server, "/as/token").is_empty(),
             "the code was never exchanged"
@@ -346,21 +353,15 @@ async fn a_server_that_refuses_every_token_asks_the_person_once() {
     use std::sync::atomic::AtomicBool;
 
     watchdog(LIMIT, async {
-        let server = start(As {
+        let (server, error) = code_flow_fails(As {
             expired: Some(Arc::new(AtomicBool::new(true))),
             ..As::default()
         })
         .await;
-        let auth = Authorization::authorization_code(AutoApprove::new());
-        let error = Connector::new()
-            .connect(request(&server, auth))
-            .await
-            .unwrap_err();
         assert!(
             matches!(error.kind(), ErrorKind::Auth(AuthError::TokenRefused)),
             "{error}"
         );
-        assert_eq!(error.failure().kind, FailureKind::Auth);
         assert_eq!(
             at(&server, "/as/authorize").len(),
             1,
