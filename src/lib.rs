@@ -45,6 +45,9 @@ mod connector;
 pub mod demo;
 mod era_cache;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handshake;
 pub mod inbound;
 mod manager;

@@ -338,6 +338,13 @@ pub enum AuthError {
 
 /// An OAuth error code from the specifications' fixed list, or `"other"`:
 /// what a server writes there is never echoed.
+/// What the `WWW-Authenticate` parser keeps of a header (for the fuzz
+/// targets): the `resource_metadata`, `scope` and `error` parameters.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn fuzz_challenge(header: &str) -> Option<[Option<String>; 3]> {
+    challenge::Challenge::parse(header).map(|c| [c.resource_metadata, c.scope, c.error])
+}
+
 pub(crate) fn known_code(code: Option<&str>) -> &'static str {
     const KNOWN: &[&str] = &[
         "invalid_request",

@@ -42,6 +42,8 @@ pub use sse::SseTooLarge;
 pub use stdio::{StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use http_shared::retry_after;
 pub(crate) use http_shared::{client_error, collect};
 pub(crate) use sse::SseParser;
 

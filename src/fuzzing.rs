@@ -1,0 +1,286 @@
+//! Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`; not a
+//! public API, hidden from the docs, may change at any time).
+//!
+//! Each function takes arbitrary bytes, runs one parser the way the crate
+//! runs it on what a server or a user hands it, and asserts what must hold
+//! for every input: a value or a typed error, never a panic, memory bounded
+//! by the configured limits, and the parser's own invariants (chunking
+//! changes nothing, what is written reads back the same, no secret survives
+//! into a key or a `Debug`). A failed assertion is a crash the fuzzer keeps.
+//!
+//! The parsers themselves stay crate-private; this module is the one place
+//! that opens them, so the fuzz crate needs nothing else.
+
+use http::{HeaderMap, HeaderValue};
+
+use crate::protocol::header_params::HeaderParams;
+use crate::protocol::{Incoming, ListToolsResult};
+use crate::transport::SseParser;
+
+/// The event bound the SSE target parses under.
+const SSE_LIMIT: usize = 1024;
+
+/// The SSE parser: the input fed whole and in chunks (the first byte picks
+/// the chunk size) gives the same events, or the bound error; no event's
+/// data is over the bound.
+pub fn sse(data: &[u8]) {
+    let Some((&size, input)) = data.split_first() else {
+        return;
+    };
+    let whole = sse_events(input, input.len().max(1));
+    let chunked = sse_events(input, usize::from(size % 17) + 1);
+    assert_eq!(whole, chunked, "chunking changed the events");
+    if let Ok((events, _, _)) = whole {
+        assert!(events.iter().all(|e| e.len() <= SSE_LIMIT));
+    }
+}
+
+type SseOutcome = (Vec<Vec<u8>>, Option<String>, Option<u64>);
+
+fn sse_events(input: &[u8], chunk: usize) -> Result<SseOutcome, crate::transport::SseTooLarge> {
+    let mut parser = SseParser::new(SSE_LIMIT);
+    let mut events = Vec::new();
+    for piece in input.chunks(chunk) {
+        parser.push(piece);
+        while let Some(event) = parser.next_event()? {
+            events.push(event.data);
+        }
+    }
+    let last = parser.last_event_id().map(str::to_owned);
+    Ok((events, last, parser.retry_ms()))
+}
+
+/// The JSON-RPC decoder, one message and batches, then the typed decoding
+/// of a result the way the session reads `tools/list` (which also runs the
+/// `x-mcp-header` rules over every tool's schema).
+pub fn jsonrpc(data: &[u8]) {
+    let Ok(messages) = Incoming::parse_many(data) else {
+        return;
+    };
+    for message in messages {
+        if let Incoming::Response { result, .. } = message {
+            let Ok(tools) = serde_json::from_str::<ListToolsResult>(result.get()) else {
+                continue;
+            };
+            let arguments: serde_json::Value =
+                serde_json::from_str(result.get()).expect("a result is JSON");
+            for tool in &tools.tools {
+                // Whatever the arguments, every mirrored value is a valid
+                // header value.
+                if let Ok(Some(params)) = HeaderParams::from_input_schema(&tool.input_schema) {
+                    for (name, value) in params.values(&arguments) {
+                        assert!(http::HeaderName::from_bytes(name.as_bytes()).is_ok());
+                        assert!(
+                            HeaderValue::from_str(&value).is_ok(),
+                            "invalid header value"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The `WWW-Authenticate` parser: any header text gives a challenge or
+/// none, and what it keeps is a substring's worth of the input.
+pub fn www_authenticate(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some(challenge) = crate::auth::fuzz_challenge(&text) {
+        for value in challenge.into_iter().flatten() {
+            assert!(value.len() <= text.len());
+        }
+    }
+}
+
+/// The `Retry-After` reader: delay-seconds or an HTTP-date, anything else
+/// absent; never a panic, whatever the number, and a number is read as
+/// exactly that many seconds.
+pub fn retry_after(data: &[u8]) {
+    let Ok(value) = HeaderValue::from_bytes(data) else {
+        return;
+    };
+    let text = value.to_str().ok().map(|t| t.trim().to_owned());
+    let mut headers = HeaderMap::new();
+    headers.insert(http::header::RETRY_AFTER, value);
+    let delay = crate::transport::retry_after(&headers);
+    let Some(text) = text else {
+        return;
+    };
+    if let Ok(seconds) = text.parse::<u64>() {
+        assert_eq!(delay, Some(std::time::Duration::from_secs(seconds)));
+    } else if httpdate::parse_http_date(&text).is_ok() {
+        assert!(delay.is_some(), "a date was not read");
+    }
+}
+
+/// `ConnectRequest`'s URL and header handling. The input is a URL, then
+/// `name: value` lines. A URL's userinfo never survives into the target,
+/// the era cache's key or the request's `Debug`.
+pub fn connect_request(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut lines = text.split('\n');
+    let url = lines.next().unwrap_or_default();
+    let Ok(mut request) = crate::ConnectRequest::http(url) else {
+        return;
+    };
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        request = match request.clone().with_header(name, value.trim()) {
+            Ok(request) => request,
+            Err(error) => {
+                assert!(matches!(error.kind(), crate::ErrorKind::Config(_)));
+                request
+            }
+        };
+    }
+    let _ = request.validate();
+    let key = crate::EraCache::key(request.target());
+    // No query, and no userinfo in the key's authority (a path may hold an
+    // `@` of its own).
+    assert!(!key.contains('?'), "a query in a key");
+    if let Some((_, rest)) = key.split_once("://") {
+        let authority = rest.split('/').next().unwrap_or_default();
+        assert!(!authority.contains('@'), "userinfo in a key");
+    }
+    if let crate::Target::Http { url: parsed, .. } = request.target() {
+        assert!(!parsed.authority().is_some_and(|a| a.as_str().contains('@')));
+    }
+    let debug = format!("{request:?}");
+    let Some((_, rest)) = url.split_once("://") else {
+        return;
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_end);
+    if let Some((userinfo, host)) = authority.rsplit_once('@') {
+        // Long enough not to occur by chance elsewhere in the Debug text,
+        // and not also written in the host or the path, where it is no
+        // secret.
+        let elsewhere = host.contains(userinfo) || after.contains(userinfo);
+        if userinfo.len() >= 12 && !elsewhere {
+            assert!(!debug.contains(userinfo), "userinfo in Debug");
+        }
+    }
+}
+
+/// The era-cache file reader: any text is a cache or a typed error, and a
+/// cache read back from what it writes is the same cache.
+pub fn era_cache(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(cache) = crate::EraCache::from_json(text) else {
+        return;
+    };
+    let written = cache.to_json();
+    let again = crate::EraCache::from_json(&written).expect("the cache reads its own output");
+    assert_eq!(
+        again.to_json(),
+        written,
+        "the cache changed on a round trip"
+    );
+}
+
+/// The fuzz targets' invariants as property tests, so `cargo test` checks
+/// a few thousand inputs of each on every run (the fuzzer explores far more
+/// of them, guided by coverage, in `fuzz/`).
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..256)
+    }
+
+    /// URLs with userinfo, odd ports, queries and fragments, then header
+    /// lines, some reserved, some invalid.
+    fn connect_text() -> impl Strategy<Value = String> {
+        let url = (
+            prop_oneof!["https?", "ftp", "[a-z]{0,5}"],
+            proptest::option::of("[a-zA-Z0-9:%._-]{0,20}"),
+            "[a-z0-9.-]{0,12}|\\[::1\\]",
+            proptest::option::of("[0-9]{0,6}"),
+            "(/[a-zA-Z0-9@:%._-]{0,8}){0,3}",
+            proptest::option::of("[a-z=&@]{0,10}"),
+        )
+            .prop_map(|(scheme, userinfo, host, port, path, query)| {
+                let mut url = format!("{scheme}://");
+                if let Some(userinfo) = userinfo {
+                    url.push_str(&userinfo);
+                    url.push('@');
+                }
+                url.push_str(&host);
+                if let Some(port) = port {
+                    url.push(':');
+                    url.push_str(&port);
+                }
+                url.push_str(&path);
+                if let Some(query) = query {
+                    url.push('?');
+                    url.push_str(&query);
+                }
+                url
+            });
+        let header = prop_oneof![
+            "(host|content-length|mcp-session-id|accept|x-api-key|authorization): [ -~]{0,12}",
+            "[ -~]{0,16}",
+        ];
+        (url, proptest::collection::vec(header, 0..4)).prop_map(|(url, headers)| {
+            std::iter::once(url)
+                .chain(headers)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+
+    fn era_cache_text() -> impl Strategy<Value = String> {
+        let entry = (
+            "[ -~]{0,16}",
+            prop_oneof!["modern", "legacy", "[a-z]{0,6}"],
+            prop_oneof!["stdio", "sse", "streamable-http", "[a-z]{0,4}"],
+            prop_oneof!["2024-11-05", "2025-06-18", "2026-07-28", "[0-9-]{0,10}"],
+        )
+            .prop_map(|(key, era, transport, version)| {
+                let key = serde_json::Value::String(key);
+                format!(
+                    r#"{key}:{{"era":"{era}","transport":"{transport}","version":"{version}"}}"#
+                )
+            });
+        proptest::collection::vec(entry, 0..4).prop_map(|e| format!("{{{}}}", e.join(",")))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn every_target_takes_any_bytes(input in bytes()) {
+            super::sse(&input);
+            super::jsonrpc(&input);
+            super::www_authenticate(&input);
+            super::retry_after(&input);
+            super::connect_request(&input);
+            super::era_cache(&input);
+        }
+
+        #[test]
+        fn retry_after_reads_seconds_and_dates(
+            seconds in any::<u64>(),
+            date in (0u64..8_000_000_000).prop_map(|s| {
+                httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s))
+            }),
+        ) {
+            super::retry_after(seconds.to_string().as_bytes());
+            super::retry_after(format!("  {seconds} ").as_bytes());
+            super::retry_after(date.as_bytes());
+        }
+
+        #[test]
+        fn connect_requests_keep_userinfo_out(text in connect_text()) {
+            super::connect_request(text.as_bytes());
+        }
+
+        #[test]
+        fn era_caches_round_trip(text in era_cache_text()) {
+            super::era_cache(text.as_bytes());
+        }
+    }
+}
