@@ -52,6 +52,11 @@ pub enum TransportError {
     SessionExpired {
         /// The JSON-RPC code of the error body, if it had one.
         jsonrpc_code: Option<i64>,
+        /// Whether the 404 answered this request's own `POST`, so the
+        /// server refused the request instead of running it. `false` when
+        /// the request was delivered earlier and the 404 came later (to
+        /// the `GET` resuming its reply stream).
+        request_refused: bool,
     },
     /// Reading or writing a stream or pipe failed.
     #[error("I/O failed")]
@@ -443,7 +448,7 @@ impl TransportError {
                     None => failure,
                 }
             }
-            T::SessionExpired { jsonrpc_code } => {
+            T::SessionExpired { jsonrpc_code, .. } => {
                 let failure = Failure::new(stage, FailureKind::Closed)
                     .with_closure(Closure::SessionExpired)
                     .with_http_status(404);

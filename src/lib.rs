@@ -54,6 +54,7 @@ mod manager;
 mod policy;
 pub mod protocol;
 mod redact;
+pub mod replay;
 mod request;
 mod session;
 mod stack;
@@ -72,6 +73,7 @@ pub use error::{
 pub use manager::{session_lost, ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
+pub use replay::ReplayPolicy;
 pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
 pub use session::{RequestOptions, Session, SessionState, MAX_INPUT_ROUNDS, MAX_PAGES};
 pub use stack::{Establish, EstablishBuilder, EstablishError};

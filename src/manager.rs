@@ -24,6 +24,11 @@
 //! [`Backoff`]: full jitter under a ceiling that doubles from 100 ms to
 //! 30 s, drawn per client, so a fleet of clients that lost one server
 //! together does not reconnect in lock-step.
+//!
+//! One exception to "never replayed", opt-in: with
+//! [`ReplayPolicy::Undelivered`] a call whose failure proves the server
+//! never received it (see [`crate::replay`]) is sent once more on the new
+//! session.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -41,6 +46,7 @@ use tower::util::rng::HasherRng;
 
 use crate::error::{Error, ErrorKind, TransportError};
 use crate::protocol::{CallToolResult, ListToolsResult};
+use crate::replay::{undelivered, ReplayPolicy};
 use crate::request::ConnectRequest;
 use crate::session::{RequestOptions, Session};
 use crate::stack::{Establish, EstablishError};
@@ -109,7 +115,9 @@ pub struct Generation {
 /// transport closure or I/O failure (no HTTP status), or a 404 to a request
 /// that carried the session id (see [`session_lost`]). HTTP 500, 429, 401,
 /// 403, other statuses and JSON-RPC errors reach the caller with no
-/// reconnect and the generation unchanged. A failed call is never replayed.
+/// reconnect and the generation unchanged. A failed call is never replayed,
+/// unless [`with_replay`](Self::with_replay) allows it for calls the server
+/// provably never received.
 /// Concurrent callers on a dead session share one reconnect, and after a
 /// failed reconnect calls fail fast during a jittered backoff whose ceiling
 /// doubles from 100 ms to 30 s.
@@ -119,6 +127,8 @@ pub struct McpClient {
     /// This handle's own choice: clones made before a `with_reconnect`
     /// keep theirs.
     reconnect: Reconnect,
+    /// This handle's own choice, like `reconnect`.
+    replay: ReplayPolicy,
 }
 
 /// Why a call on an [`McpClient`] failed.
@@ -222,6 +232,7 @@ impl McpClient {
                 generations: watch::channel(Generation::default()).0,
             }),
             reconnect: Reconnect::OnNextCall,
+            replay: ReplayPolicy::Never,
         }
     }
 
@@ -239,6 +250,15 @@ impl McpClient {
     /// their own choice.
     pub fn with_reconnect(mut self, reconnect: Reconnect) -> Self {
         self.reconnect = reconnect;
+        self
+    }
+
+    /// Which failed calls through this handle are sent once more on the
+    /// next session: none by default; [`ReplayPolicy::Undelivered`] sends
+    /// those the server provably never received. Applies like
+    /// [`with_reconnect`](Self::with_reconnect).
+    pub fn with_replay(mut self, replay: ReplayPolicy) -> Self {
+        self.replay = replay;
         self
     }
 
@@ -370,10 +390,48 @@ impl McpClient {
 
     async fn run<T, F, Fut>(&self, operation: &'static str, call: F) -> Result<T, ClientError>
     where
-        F: FnOnce(Arc<Session>) -> Fut,
+        F: Fn(Arc<Session>) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
         let (session, generation) = self.session().await?;
+        let error = match self.attempt(operation, &call, session, generation).await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        let evidence = match (&error, self.replay) {
+            (ClientError::Call { error, .. }, ReplayPolicy::Undelivered) => undelivered(error),
+            _ => None,
+        };
+        let Some(evidence) = evidence else {
+            return Err(error);
+        };
+        // The old session is already dropped; a new one, or the first
+        // error when none can be had (the next call will say why).
+        let Ok((session, generation)) = self.session().await else {
+            return Err(error);
+        };
+        tracing::debug!(
+            target: "mcp_connect::client",
+            operation,
+            evidence = evidence.as_str(),
+            generation,
+            "call never reached the server; sent once on the new session"
+        );
+        self.attempt(operation, &call, session, generation).await
+    }
+
+    /// One call on one session; a session found dead is dropped.
+    async fn attempt<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        call: &F,
+        session: Arc<Session>,
+        generation: u64,
+    ) -> Result<T, ClientError>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
         match call(session).await {
             Ok(value) => Ok(value),
             Err(error) => {
@@ -469,10 +527,10 @@ impl McpClient {
         method: &str,
         params: Option<Value>,
     ) -> Result<Box<RawValue>, ClientError> {
-        self.run(
-            "request",
-            |s| async move { s.request(method, params).await },
-        )
+        self.run("request", |s| {
+            let params = params.clone();
+            async move { s.request(method, params).await }
+        })
         .await
     }
 

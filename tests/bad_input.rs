@@ -360,7 +360,10 @@ async fn a_404_invalid_session_on_a_later_post_ends_the_session() {
     assert!(
         matches!(
             transport_error(&error),
-            TransportError::SessionExpired { jsonrpc_code: None }
+            TransportError::SessionExpired {
+                jsonrpc_code: None,
+                request_refused: true
+            }
         ),
         "{error:?}"
     );

@@ -319,4 +319,53 @@ mod watch {
         assert_eq!(output.status.code(), Some(1), "one call failed");
         assert_eq!(legacy.sessions_created(), 2);
     }
+
+    /// Issue 17: with `--replay undelivered` the call refused for the
+    /// expired session is sent once on the new one: every call succeeds,
+    /// and the server ran each exactly once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn watch_mode_with_replay_succeeds_on_every_call_across_session_expiry() {
+        let legacy = LegacyServer::new();
+        let server = ScriptServer::start(legacy.clone().responder()).await;
+        let expirer = {
+            let legacy = legacy.clone();
+            tokio::spawn(async move {
+                while legacy.tool_calls() < 2 {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                legacy.expire_sessions();
+            })
+        };
+        let output = crate::support::cli::run_async(&[
+            "--json",
+            "--pin",
+            "2025-11-25",
+            "--call-tool",
+            "x",
+            "--repeat",
+            "4",
+            "--interval",
+            "100ms",
+            "--replay",
+            "undelivered",
+            &server.url(),
+        ])
+        .await;
+        expirer.await.unwrap();
+        let shape: Vec<(bool, u64)> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["event"] == "call")
+            .map(|c| {
+                (
+                    c["ok"].as_bool().unwrap(),
+                    c["generation"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(shape, [(true, 1), (true, 1), (true, 2), (true, 2)]);
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(legacy.tool_calls(), 4, "each call ran once");
+        assert_eq!(server.count("tools/call"), 5, "one refused, sent again");
+    }
 }

@@ -137,6 +137,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "call_tool", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat: u32,
 
+    /// Which failed calls watch mode sends once more on the new session:
+    /// never, or those the server provably never received (its connection
+    /// could not be opened, or it was refused with 404 for an unknown
+    /// session).
+    #[arg(long, value_enum, default_value_t = Replay::Never, requires = "call_tool")]
+    pub(crate) replay: Replay,
+
     /// The pause between repeated calls.
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,
@@ -167,6 +174,15 @@ pub(crate) enum Recovery {
     Off,
     /// Fresh attempts after eligible failures.
     Default,
+}
+
+/// The `--replay` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Replay {
+    /// No failed call is sent again.
+    Never,
+    /// A call the server provably never received is sent once more.
+    Undelivered,
 }
 
 /// The `--transport` values.

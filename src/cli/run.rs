@@ -14,13 +14,13 @@ use mcp_connect::layers::Classify;
 use mcp_connect::transport::{HttpClient, StdioCommand};
 use mcp_connect::{
     ClientError, ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, McpClient,
-    RequestOptions, Session, TransportMode, VersionPolicy,
+    ReplayPolicy, RequestOptions, Session, TransportMode, VersionPolicy,
 };
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Args, Elicit, Mode, Recovery};
+use super::args::{Args, Elicit, Mode, Recovery, Replay};
 use super::output::Printer;
 use super::signals::{Received, Signals};
 
@@ -252,7 +252,10 @@ async fn run(args: Args) -> ExitCode {
         .with_metrics(printer.clone())
         .build();
 
-    let client = McpClient::lazy(stack, request);
+    let client = McpClient::lazy(stack, request).with_replay(match args.replay {
+        Replay::Never => ReplayPolicy::Never,
+        Replay::Undelivered => ReplayPolicy::Undelivered,
+    });
     let outcome = match client.session().await {
         Ok((session, _)) => Ok(session),
         Err(ClientError::Connect(error)) => Err(error),

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// One request the server received.
 #[derive(Debug, Clone)]
@@ -136,15 +137,19 @@ struct Counters {
     requests: AtomicU64,
 }
 
-/// A loopback HTTP server whose answers a closure chooses.
+/// A loopback HTTP server whose answers a closure chooses. Dropping it
+/// stops it as a killed process would stop: the port is closed and every
+/// open connection with it.
 pub struct ScriptServer {
     addr: SocketAddr,
     counters: Arc<Counters>,
-    task: JoinHandle<()>,
+    task: Option<JoinHandle<()>>,
+    stopped: CancellationToken,
 }
 
 impl ScriptServer {
-    /// Starts the server; `script` answers every request.
+    /// Starts the server on an ephemeral port; `script` answers every
+    /// request.
     pub async fn start<F>(script: F) -> ScriptServer
     where
         F: Fn(&Recorded) -> Script + Send + Sync + 'static,
@@ -152,15 +157,54 @@ impl ScriptServer {
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .expect("bind 127.0.0.1");
+        Self::serve(listener, script)
+    }
+
+    /// Starts the server on `addr`, for instance the address of one that
+    /// was stopped, to restart it; fails when the address is taken.
+    pub async fn start_on<F>(addr: SocketAddr, script: F) -> io::Result<ScriptServer>
+    where
+        F: Fn(&Recorded) -> Script + Send + Sync + 'static,
+    {
+        Ok(Self::serve(TcpListener::bind(addr).await?, script))
+    }
+
+    fn serve<F>(listener: TcpListener, script: F) -> ScriptServer
+    where
+        F: Fn(&Recorded) -> Script + Send + Sync + 'static,
+    {
         let addr = listener.local_addr().expect("bound address");
         let counters = Arc::new(Counters::default());
         let script: Arc<Responder> = Arc::new(script);
-        let task = tokio::spawn(accept(listener, Arc::clone(&counters), script));
+        let stopped = CancellationToken::new();
+        let task = tokio::spawn(accept(
+            listener,
+            Arc::clone(&counters),
+            script,
+            stopped.clone(),
+        ));
         ScriptServer {
             addr,
             counters,
-            task,
+            task: Some(task),
+            stopped,
         }
+    }
+
+    /// Stops the server and waits until its port is closed, so that
+    /// [`start_on`](Self::start_on) can take the address again at once.
+    /// Its connections are closed too (promptly, though not awaited).
+    pub async fn stop(mut self) {
+        self.stopped.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// `http://127.0.0.1:PORT/mcp`.
@@ -222,11 +266,19 @@ impl std::fmt::Debug for ScriptServer {
 
 impl Drop for ScriptServer {
     fn drop(&mut self) {
-        self.task.abort();
+        self.stopped.cancel();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
-async fn accept(listener: TcpListener, counters: Arc<Counters>, script: Arc<Responder>) {
+async fn accept(
+    listener: TcpListener,
+    counters: Arc<Counters>,
+    script: Arc<Responder>,
+    stopped: CancellationToken,
+) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
@@ -238,6 +290,7 @@ async fn accept(listener: TcpListener, counters: Arc<Counters>, script: Arc<Resp
             reset: Arc::clone(&reset),
         };
         let (counters, script) = (Arc::clone(&counters), Arc::clone(&script));
+        let stopped = stopped.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
                 let (counters, script, reset) = (
@@ -273,9 +326,13 @@ async fn accept(listener: TcpListener, counters: Arc<Counters>, script: Arc<Resp
                     respond(script(&recorded), &reset).await
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(io), service)
-                .await;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(io), service);
+            // A stopped server drops its connections, open streams included.
+            tokio::select! {
+                _ = connection => {}
+                _ = stopped.cancelled() => {}
+            }
         });
     }
 }

@@ -167,6 +167,7 @@ impl LegacySse {
             self.reader.abort();
             return Err(TransportError::SessionExpired {
                 jsonrpc_code: Incoming::error_in(&bytes).map(|e| e.code()),
+                request_refused: true,
             });
         }
         match Incoming::error_in(&bytes) {

@@ -448,9 +448,19 @@ impl StreamableHttp {
             status if status.is_success() => Err(TransportError::ContentType),
             StatusCode::NOT_FOUND if session.is_some() => {
                 // The session is gone: terminal, as on any request.
-                self.failed_status(StatusCode::NOT_FOUND, &parts.headers, body, true)
+                // The request was delivered before its stream was cut:
+                // this 404 refuses the resumption, not the request.
+                let jsonrpc_code = match self
+                    .failed_status(StatusCode::NOT_FOUND, &parts.headers, body, true)
                     .await
-                    .and(Err(TransportError::SessionExpired { jsonrpc_code: None }))
+                {
+                    Err(TransportError::SessionExpired { jsonrpc_code, .. }) => jsonrpc_code,
+                    _ => None,
+                };
+                Err(TransportError::SessionExpired {
+                    jsonrpc_code,
+                    request_refused: false,
+                })
             }
             status @ (StatusCode::METHOD_NOT_ALLOWED
             | StatusCode::BAD_REQUEST
@@ -573,6 +583,7 @@ impl StreamableHttp {
             self.end(Closure::SessionExpired);
             return Err(TransportError::SessionExpired {
                 jsonrpc_code: error.map(|e| e.code()),
+                request_refused: true,
             });
         }
         match error {
