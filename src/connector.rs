@@ -134,6 +134,7 @@ impl Open for Connector {
                     headers.clone(),
                     limits.max_message_bytes,
                 )
+                .with_close_timeout(limits.close_grace)
                 .with_inbound(Arc::clone(&request.inbound)),
             )),
             (Target::Stdio(command), TransportMode::Auto | TransportMode::Stdio) => {

@@ -106,6 +106,10 @@ pub enum TransportError {
     /// A legacy SSE `endpoint` event is not a URI reference.
     #[error("SSE endpoint is not a valid URI reference")]
     BadEndpoint,
+    /// Ending the session (the HTTP `DELETE`) took longer than its bound;
+    /// the session is closed here all the same.
+    #[error("ending the session timed out")]
+    CloseTimedOut,
     /// The server process could not be started.
     #[error("could not start the server process")]
     Spawn(#[source] std::io::Error),
@@ -458,6 +462,8 @@ impl TransportError {
                 }
             }
             T::Io(_) => Failure::new(stage, FailureKind::Io),
+            T::CloseTimedOut => Failure::new(stage, FailureKind::Timeout)
+                .with_cancel_source(CancelSource::RequestTimeout),
             // A broken stream is a broken connection, as `Interrupted`; one
             // that ended is a protocol failure, as `NoReply`.
             T::NotResumed { cut, reason } => {

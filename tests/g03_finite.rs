@@ -134,3 +134,49 @@ async fn cancellation_during_backoff_stops_recovery() {
         "nothing starts after cancellation"
     );
 }
+
+/// Issue 17 (found by the soak): a server that never answers the `DELETE`
+/// that ends its session cannot hold `close` past the close grace; the
+/// session is closed all the same and the timeout is typed.
+#[tokio::test]
+async fn a_stalled_delete_cannot_hold_close() {
+    let legacy = LegacyServer::new();
+    let server = ScriptServer::start(move |r| match r.method {
+        http::Method::DELETE => Script::Stall,
+        _ => legacy.respond(r),
+    })
+    .await;
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(mcp_connect::protocol::ProtocolVersion::V2025_11_25)
+        .with_limits(Limits::default().with_close_grace(Duration::from_millis(200)));
+    let session = watchdog(
+        LIMIT,
+        EstablishBuilder::new(Connector::new())
+            .build()
+            .connect(request),
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let error = watchdog(LIMIT, session.close()).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_millis(1200),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(
+        error.kind(),
+        mcp_connect::ErrorKind::Transport(mcp_connect::TransportError::CloseTimedOut)
+    ));
+    assert_eq!(error.failure().kind, FailureKind::Timeout);
+    assert!(session.state() != mcp_connect::SessionState::Open);
+    // Closing again sends nothing more.
+    watchdog(LIMIT, session.close()).await.unwrap();
+    let deletes = server
+        .recorded()
+        .iter()
+        .filter(|r| r.method == http::Method::DELETE)
+        .count();
+    assert_eq!(deletes, 1);
+}

@@ -125,6 +125,8 @@ pub enum Script {
     /// These SSE chunks, then (once they had time to arrive) the connection
     /// breaks.
     SseThenBreak(Vec<String>),
+    /// This answer after a delay before the headers (a slow handler).
+    Delayed(Duration, Box<Script>),
 }
 
 type Body = BoxBody<Bytes, io::Error>;
@@ -384,6 +386,13 @@ fn chunks(chunks: Vec<String>, then: Option<io::Result<()>>) -> Body {
 
 async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, io::Error> {
     let broken = || io::Error::new(io::ErrorKind::ConnectionAborted, "scripted break");
+    let script = match script {
+        Script::Delayed(delay, script) => {
+            tokio::time::sleep(delay).await;
+            *script
+        }
+        script => script,
+    };
     Ok(match script {
         Script::Json(status, body) => build(
             status,
@@ -423,6 +432,7 @@ async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, i
         Script::StatusWith(status, extra) => build(status, None, full(Bytes::new()), extra),
         Script::Chunked(parts) => build(200, Some("application/json"), chunks(parts, None), vec![]),
         Script::Stall => std::future::pending().await,
+        nested @ Script::Delayed(..) => return Box::pin(respond(nested, reset)).await,
         Script::CloseBeforeHeaders => return Err(broken()),
         Script::ResetBeforeHeaders => {
             reset.store(true, Ordering::Relaxed);

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// How the SSE server behaves.
 #[derive(Debug, Clone)]
@@ -54,6 +55,8 @@ pub struct SseServer {
     log: Arc<Mutex<Vec<String>>>,
     streams: Streams,
     task: JoinHandle<()>,
+    /// Cancelled on drop: every connection ends with the server.
+    stopped: CancellationToken,
 }
 
 impl SseServer {
@@ -67,6 +70,8 @@ impl SseServer {
         let streams: Streams = Arc::default();
         let open = Arc::clone(&streams);
         let shared = (Arc::clone(&log), behaviour);
+        let stopped = CancellationToken::new();
+        let stopping = stopped.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -77,6 +82,7 @@ impl SseServer {
                     shared.1.clone(),
                     Arc::clone(&streams),
                 );
+                let stopping = stopping.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |request| {
                         let (log, behaviour, streams) =
@@ -85,9 +91,12 @@ impl SseServer {
                             Ok::<_, Infallible>(handle(request, &log, &behaviour, &streams).await)
                         }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let connection = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service);
+                    tokio::select! {
+                        _ = connection => {}
+                        _ = stopping.cancelled() => {}
+                    }
                 });
             }
         });
@@ -96,6 +105,7 @@ impl SseServer {
             log,
             streams: open,
             task,
+            stopped,
         }
     }
 
@@ -130,6 +140,7 @@ impl std::fmt::Debug for SseServer {
 
 impl Drop for SseServer {
     fn drop(&mut self) {
+        self.stopped.cancel();
         self.task.abort();
     }
 }

@@ -11,6 +11,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -81,6 +82,8 @@ pub struct StreamableHttp {
     endpoint: Uri,
     headers: HeaderMap,
     max_message: usize,
+    /// How long the `DELETE` that ends the session may take.
+    close_timeout: Duration,
     session_id: Mutex<Option<HeaderValue>>,
     last_version: Mutex<Option<ProtocolVersion>>,
     closed: Mutex<Option<Closure>>,
@@ -106,12 +109,22 @@ impl StreamableHttp {
             endpoint,
             headers,
             max_message,
+            close_timeout: crate::Limits::default().close_grace,
             session_id: Mutex::new(None),
             last_version: Mutex::new(None),
             closed: Mutex::new(None),
             requests: AtomicU64::new(0),
             inbound: Inbound::none(),
         }
+    }
+
+    /// Bounds the `DELETE` that ends the session (default: the default
+    /// [`Limits::close_grace`](crate::Limits::close_grace), 2 s). A server
+    /// that does not answer in time is left to expire the session itself;
+    /// the close still succeeds locally and reports the timeout.
+    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
+        self
     }
 
     /// What the server says on its own goes to `inbound`.
@@ -650,9 +663,13 @@ impl StreamableHttp {
             version.as_ref(),
             Some(&session),
         );
-        let response = self.send(request).await?;
-        let status = response.status();
-        let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+        let deleted = tokio::time::timeout(self.close_timeout, async {
+            let response = self.send(request).await?;
+            let status = response.status();
+            let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+            Ok::<_, TransportError>(status)
+        });
+        let status = deleted.await.map_err(|_| TransportError::CloseTimedOut)??;
         // 405: the server does not let clients end sessions; 404: already gone.
         if status.is_success()
             || status == StatusCode::METHOD_NOT_ALLOWED
