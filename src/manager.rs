@@ -53,10 +53,7 @@ use crate::stack::{Establish, EstablishError};
 
 /// The cool-down after failed reconnects: full jitter under a ceiling of
 /// 100 ms doubling to 30 s.
-const COOL_DOWN: Backoff = Backoff {
-    base: Duration::from_millis(100),
-    max: Duration::from_secs(30),
-};
+const COOL_DOWN: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,14 +79,15 @@ enum State {
     },
 }
 
-/// The std mutex here (`jitter`) is held for one draw, never across an
+/// The std mutexes here are held for one operation, never across an
 /// `.await`; poisoning, and so its `expect`, cannot happen.
 struct Inner {
     stack: Establish,
     request: ConnectRequest,
     state: Mutex<State>,
     generation: AtomicU64,
-    jitter: std::sync::Mutex<HasherRng>,
+    /// The cool-down and its randomness, drawn per client.
+    cool_down: std::sync::Mutex<(Backoff, HasherRng)>,
     /// Resource URIs subscribed through this client, renewed on every new
     /// session. Held for one set operation at a time.
     subscriptions: std::sync::Mutex<BTreeSet<String>>,
@@ -227,7 +225,7 @@ impl McpClient {
                 request,
                 state: Mutex::new(State::Empty),
                 generation: AtomicU64::new(0),
-                jitter: std::sync::Mutex::new(HasherRng::default()),
+                cool_down: std::sync::Mutex::new((COOL_DOWN, HasherRng::default())),
                 subscriptions: std::sync::Mutex::new(BTreeSet::new()),
                 generations: watch::channel(Generation::default()).0,
             }),
@@ -251,6 +249,22 @@ impl McpClient {
     pub fn with_reconnect(mut self, reconnect: Reconnect) -> Self {
         self.reconnect = reconnect;
         self
+    }
+
+    /// The cool-down after failed reconnects (default: full jitter under a
+    /// ceiling doubling from 100 ms to 30 s). It belongs to the client:
+    /// its clones share it.
+    pub fn with_cool_down(self, cool_down: Backoff) -> Self {
+        self.cool_down().0 = cool_down;
+        self
+    }
+
+    fn cool_down(&self) -> std::sync::MutexGuard<'_, (Backoff, HasherRng)> {
+        // Held for one assignment or one draw, which cannot panic.
+        self.inner
+            .cool_down
+            .lock()
+            .expect("cool-down lock poisoned")
     }
 
     /// Which failed calls through this handle are sent once more on the
@@ -294,8 +308,8 @@ impl McpClient {
             Err(error) => {
                 let pause = {
                     // Poisoning needs a panic under this lock; `delay` cannot panic.
-                    let mut rng = self.inner.jitter.lock().expect("jitter lock poisoned");
-                    COOL_DOWN.delay(failures, &mut *rng)
+                    let (backoff, rng) = &mut *self.cool_down();
+                    backoff.delay(failures, rng)
                 };
                 *state = State::CoolingDown {
                     until: Instant::now() + pause,

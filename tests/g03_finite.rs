@@ -97,10 +97,10 @@ async fn cancellation_during_backoff_stops_recovery() {
     let server = resets_every_initialize().await;
     let token = CancellationToken::new();
     let stack = EstablishBuilder::new(Connector::new())
-        .with_recovery(RecoveryPolicy::new().with_backoff(Backoff {
-            base: Duration::from_secs(30),
-            max: Duration::from_secs(30),
-        }))
+        .with_recovery(RecoveryPolicy::new().with_backoff(Backoff::new(
+            Duration::from_secs(30),
+            Duration::from_secs(30),
+        )))
         .build();
     let request = ConnectRequest::http(&server.url())
         .unwrap()

@@ -192,10 +192,10 @@ async fn run(index: u64, options: &Options, connector: Connector, totals: Arc<To
         .with_recovery(
             RecoveryPolicy::new()
                 .with_max_attempts(3)
-                .with_backoff(Backoff {
-                    base: Duration::from_millis(5),
-                    max: Duration::from_millis(20),
-                }),
+                .with_backoff(Backoff::new(
+                    Duration::from_millis(5),
+                    Duration::from_millis(20),
+                )),
         )
         .with_deadline(DEADLINE)
         .build();

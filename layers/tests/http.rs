@@ -105,10 +105,10 @@ async fn server() -> (String, Arc<Seen>) {
 }
 
 fn policy() -> RecoveryPolicy {
-    RecoveryPolicy::new().with_backoff(Backoff {
-        base: Duration::from_millis(40),
-        max: Duration::from_millis(200),
-    })
+    RecoveryPolicy::new().with_backoff(Backoff::new(
+        Duration::from_millis(40),
+        Duration::from_millis(200),
+    ))
 }
 
 #[derive(Debug, Default)]

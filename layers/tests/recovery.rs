@@ -94,10 +94,7 @@ async fn an_empty_shared_budget_stops_recovery() {
 async fn backoff_spaces_the_attempts_within_its_cap() {
     let policy = RecoveryPolicy::new()
         .with_max_attempts(3)
-        .with_backoff(Backoff {
-            base: Duration::from_secs(1),
-            max: Duration::from_secs(2),
-        });
+        .with_backoff(Backoff::new(Duration::from_secs(1), Duration::from_secs(2)));
     let calls = Arc::new(AtomicU32::new(0));
     let stack = ServiceBuilder::new()
         .layer(FreshSessionRecoveryLayer::new(policy))
@@ -152,7 +149,7 @@ async fn each_establishment_draws_its_own_jitter() {
     let base = Duration::from_secs(1000);
     let policy = RecoveryPolicy::new()
         .with_max_attempts(2)
-        .with_backoff(Backoff { base, max: base });
+        .with_backoff(Backoff::new(base, base));
     let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let stack = ServiceBuilder::new()
         .layer(FreshSessionRecoveryLayer::new(policy))
@@ -210,10 +207,7 @@ async fn with_recovery_off_the_error_says_so() {
 /// A backoff capped at `Duration::MAX` does not overflow the wake instant.
 #[tokio::test(start_paused = true)]
 async fn a_huge_backoff_ends_at_the_deadline_without_panicking() {
-    let policy = RecoveryPolicy::new().with_backoff(Backoff {
-        base: Duration::MAX,
-        max: Duration::MAX,
-    });
+    let policy = RecoveryPolicy::new().with_backoff(Backoff::new(Duration::MAX, Duration::MAX));
     let stack = ServiceBuilder::new()
         .layer(FreshSessionRecoveryLayer::new(policy))
         .layer(FailureClassifierLayer::new())

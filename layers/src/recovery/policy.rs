@@ -7,40 +7,60 @@ use std::time::Duration;
 use tower::retry::budget::Budget;
 use tower::util::rng::Rng;
 
-/// Exponential backoff with full jitter.
+/// Exponential backoff, with full jitter unless turned off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// The base delay before the second attempt.
     pub base: Duration,
     /// The largest delay.
     pub max: Duration,
+    /// Whether each delay is drawn uniformly below its ceiling (full
+    /// jitter, the default) or is the ceiling itself. Without jitter,
+    /// clients that failed together retry together, in lock-step; it exists
+    /// to measure what jitter saves and for deterministic tests.
+    pub jitter: bool,
 }
 
 impl Backoff {
     /// No delay between attempts.
-    pub const NONE: Backoff = Backoff {
-        base: Duration::ZERO,
-        max: Duration::ZERO,
-    };
+    pub const NONE: Backoff = Backoff::new(Duration::ZERO, Duration::ZERO);
+
+    /// Full-jitter backoff from `base`, doubling up to `max`.
+    pub const fn new(base: Duration, max: Duration) -> Backoff {
+        Backoff {
+            base,
+            max,
+            jitter: true,
+        }
+    }
+
+    /// This backoff with jitter off: every delay is its ceiling.
+    pub const fn without_jitter(self) -> Backoff {
+        Backoff {
+            jitter: false,
+            ..self
+        }
+    }
 
     /// The delay before the attempt that follows `failed` failed attempts:
-    /// uniform in `[0, min(max, base * 2^(failed - 1))]`.
+    /// uniform in `[0, min(max, base * 2^(failed - 1))]`, or that ceiling
+    /// without jitter.
     pub fn delay(&self, failed: u32, rng: &mut impl Rng) -> Duration {
         let ceiling = self
             .base
             .checked_mul(1u32 << failed.saturating_sub(1).min(20))
             .unwrap_or(self.max)
             .min(self.max);
-        ceiling.mul_f64(rng.next_f64())
+        match self.jitter {
+            true => ceiling.mul_f64(rng.next_f64()),
+            false => ceiling,
+        }
     }
 }
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff {
-            base: Duration::from_millis(100),
-            max: Duration::from_secs(2),
-        }
+        Backoff::new(Duration::from_millis(100), Duration::from_secs(2))
     }
 }
 
@@ -123,10 +143,7 @@ mod tests {
 
     #[test]
     fn full_jitter_stays_within_the_growing_ceiling() {
-        let backoff = Backoff {
-            base: Duration::from_millis(100),
-            max: Duration::from_millis(350),
-        };
+        let backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
         let mut rng = HasherRng::default();
         for _ in 0..200 {
             assert!(backoff.delay(1, &mut rng) <= Duration::from_millis(100));
@@ -135,5 +152,9 @@ mod tests {
             assert!(backoff.delay(60, &mut rng) <= Duration::from_millis(350));
         }
         assert_eq!(Backoff::NONE.delay(3, &mut rng), Duration::ZERO);
+        let fixed = backoff.without_jitter();
+        assert_eq!(fixed.delay(1, &mut rng), Duration::from_millis(100));
+        assert_eq!(fixed.delay(2, &mut rng), Duration::from_millis(200));
+        assert_eq!(fixed.delay(9, &mut rng), Duration::from_millis(350));
     }
 }
