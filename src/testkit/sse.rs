@@ -223,6 +223,9 @@ async fn handle(
                 ("tools/call", Some(id)) => Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
                     "content": [{ "type": "text", "text": "over sse" }]
                 }})),
+                ("tools/list", Some(id)) => Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
+                    "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }]
+                }})),
                 (_, Some(id)) => Some(
                     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "nope" } }),
                 ),
