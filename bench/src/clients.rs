@@ -103,6 +103,9 @@ pub enum Client {
     OursListening(Connector),
     /// rmcp 3.11 in one of its configurations.
     Rmcp(RmcpVariant),
+    /// rmcp 3.11's client over mcp-connect's session (the `mcp-connect-rmcp`
+    /// bridge), established through the bare make-service.
+    Bridged(Establish),
     /// The raw-hyper floor: the same HTTP requests, no MCP logic.
     Floor(Floor),
 }
@@ -120,6 +123,10 @@ impl Client {
         )
     }
 
+    pub fn bridged() -> Client {
+        Client::Bridged(EstablishBuilder::new(Connector::new()).build())
+    }
+
     pub fn listening() -> Client {
         Client::OursListening(Connector::new())
     }
@@ -135,6 +142,7 @@ impl Client {
             Client::OursCached(..) => "ours, warm era cache",
             Client::OursListening(_) => "ours, handler and listener",
             Client::Rmcp(variant) => variant.name(),
+            Client::Bridged(_) => "rmcp over the bridge",
             Client::Floor(_) => "raw hyper floor",
         }
     }
@@ -175,6 +183,14 @@ impl Client {
                 Held::Ours(
                     stack.connect(request).await.expect("ours establishes"),
                     None,
+                )
+            }
+            Client::Bridged(stack) => {
+                let request = ours(ConnectRequest::http(url).unwrap());
+                Held::Rmcp(
+                    mcp_connect_rmcp::connect(stack, request, ClientConfig::default())
+                        .await
+                        .expect("the bridge establishes"),
                 )
             }
             Client::OursListening(connector) => {

@@ -915,6 +915,47 @@ async fn run(config: Config) {
         eprintln!("done: handler cost {e}");
     }
 
+    // 4c. The bridge's cost: rmcp's client over mcp-connect's session vs rmcp
+    // alone at its best, establishment and tools/call, interleaved.
+    for era in [Era::Legacy, Era::Modern] {
+        let mut clients = vec![Client::bridged()];
+        clients.extend(RmcpVariant::all().into_iter().map(Client::Rmcp));
+        let (p50, _, _) = interleaved(&clients, &url, era, &config).await;
+        let others = |values: &[Vec<f64>]| {
+            clients[1..]
+                .iter()
+                .zip(&values[1..])
+                .map(|(client, values)| (client.name(), values.clone()))
+                .collect::<Vec<_>>()
+        };
+        let e = era.name();
+        rows.push(Row::best_of(
+            format!("rmcp over the bridge vs rmcp alone, establish {e} p50"),
+            "ms",
+            "lower",
+            &p50[0],
+            others(&p50),
+            "rmcp",
+        ));
+        let k = clients.len();
+        let mut calls_p50 = vec![Vec::new(); k];
+        for run in 0..config.runs {
+            for j in 0..k {
+                let i = (j + run) % k;
+                calls_p50[i].push(calls(&clients[i], &url, era, config.calls).await.0);
+            }
+        }
+        rows.push(Row::best_of(
+            format!("rmcp over the bridge vs rmcp alone, tools/call {e} p50"),
+            "ms",
+            "lower",
+            &calls_p50[0],
+            others(&calls_p50),
+            "rmcp",
+        ));
+        eprintln!("done: bridge cost {e}");
+    }
+
     // 5. HTTP requests and TCP connections (server side, in this process).
     for era in [Era::Legacy, Era::Modern] {
         let clients = contenders();
