@@ -148,7 +148,9 @@ impl Client {
     }
 }
 
-/// An established session of either client.
+/// An established session of either client. (One per measurement; the
+/// size of a variant is noise.)
+#[allow(clippy::large_enum_variant)]
 pub enum Held {
     /// Our session, and its standalone GET stream when asked to hold one.
     /// (A mutex only to make the held stream `Sync`; it is never locked.)
