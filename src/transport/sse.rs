@@ -7,6 +7,10 @@
 
 use bytes::{Buf, BytesMut};
 
+/// What a line may hold beyond the event bound: the field name, the colon
+/// and a space (`data: ` and its kin are far shorter).
+const LINE_OVERHEAD: usize = 64;
+
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SseEvent {
@@ -107,12 +111,18 @@ impl SseParser {
                 }
                 self.skip_lf = false;
             }
+            // One bound on a line, however the bytes arrived: a partial
+            // line already over it, or a whole one.
+            let line_limit = self.limit.saturating_add(LINE_OVERHEAD);
             let Some(end) = self.buf.iter().position(|&b| b == b'\n' || b == b'\r') else {
-                if self.buf.len() > self.limit {
+                if self.buf.len() > line_limit {
                     return Err(SseTooLarge { limit: self.limit });
                 }
                 return Ok(None);
             };
+            if end > line_limit {
+                return Err(SseTooLarge { limit: self.limit });
+            }
             let line = self.buf.split_to(end);
             self.skip_lf = self.buf[0] == b'\r';
             self.buf.advance(1);
@@ -192,6 +202,27 @@ mod tests {
         Ok(out)
     }
 
+    /// Found by fuzzing: a long line the parser ignores (a comment) was
+    /// refused when it arrived in pieces and accepted when it arrived
+    /// whole. One bound on a line now holds either way.
+    #[test]
+    fn a_long_line_is_refused_however_it_arrives() {
+        let mut line = b": ".to_vec();
+        line.extend(std::iter::repeat_n(b'x', 200));
+        line.extend_from_slice(b"\n\ndata: after\n\n");
+        let whole = events(&[&line], 100);
+        let pieces: Vec<&[u8]> = line.chunks(7).collect();
+        assert_eq!(whole, Err(SseTooLarge { limit: 100 }));
+        assert_eq!(events(&pieces, 100), whole);
+        // Up to the bound plus a field name's worth, it passes both ways.
+        let mut fits = b"data: ".to_vec();
+        fits.extend(std::iter::repeat_n(b'y', 99));
+        fits.extend_from_slice(b"\n\n");
+        assert_eq!(events(&[&fits], 100).unwrap().len(), 1);
+        let pieces: Vec<&[u8]> = fits.chunks(5).collect();
+        assert_eq!(events(&pieces, 100).unwrap().len(), 1);
+    }
+
     #[test]
     fn joins_multi_line_data_and_keeps_event_type() {
         let got = events(&[b"event: endpoint\ndata: a\ndata:b\n\n"], 1024).unwrap();
@@ -246,7 +277,7 @@ mod tests {
 
     #[test]
     fn oversized_line_or_event_is_refused() {
-        assert_eq!(events(&[&[b'x'; 100]], 64), Err(SseTooLarge { limit: 64 }));
+        assert_eq!(events(&[&[b'x'; 200]], 64), Err(SseTooLarge { limit: 64 }));
         assert_eq!(
             events(&[b"data: 0123456789\ndata: 0123456789\n"], 16),
             Err(SseTooLarge { limit: 16 })
