@@ -4,7 +4,7 @@
 //! and its [`ClientHandler`]. Its establishment is where it is weakest: no
 //! overall deadline, no fresh-session recovery, no HTTP+SSE client. This
 //! crate establishes with mcp-connect's four-layer stack, then hands the
-//! owned, established [`Session`](mcp_connect::Session) to rmcp, which
+//! owned, established [`Session`] to rmcp, which
 //! starts without a handshake of its own (`rmcp::service::serve_directly`)
 //! and keeps its whole API:
 //!
