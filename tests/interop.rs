@@ -651,3 +651,53 @@ async fn the_command_prints_progress_and_notifications_from_server_everything() 
         "no notification payload is printed"
     );
 }
+
+/// Issue 17: the same watch run with `--replay undelivered` succeeds on
+/// every call: each call the expired session refused (404 to its own POST)
+/// is sent once on the new session.
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn watch_mode_with_replay_succeeds_on_every_call_across_real_session_expiry() {
+    let port = free_port();
+    let mut command = Command::new(python());
+    command.args([python_server(), "streamable-http", &port.to_string(), "1"]);
+    let peer = Peer::start(command, port).await;
+    let output = watchdog(
+        LIMIT,
+        Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
+            .args([
+                "--json",
+                "--pin",
+                "2025-11-25",
+                "--call-tool",
+                "add",
+                "--args",
+                r#"{"a":2,"b":3}"#,
+                "--repeat",
+                "3",
+                "--interval",
+                "2500ms",
+                "--replay",
+                "undelivered",
+                &peer.url("/mcp"),
+            ])
+            .output(),
+    )
+    .await
+    .unwrap();
+    let shape: Vec<(Option<bool>, Option<u64>)> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["event"] == "call")
+        .map(|c| (c["ok"].as_bool(), c["generation"].as_u64()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (Some(true), Some(1)),
+            (Some(true), Some(2)),
+            (Some(true), Some(3))
+        ]
+    );
+    assert_eq!(output.status.code(), Some(0));
+}
