@@ -262,10 +262,17 @@ mod recovery {
 mod watch {
     use crate::support::{LegacyServer, ScriptServer};
 
-    /// Issue 6: the watch mode calls through the long-lived client: one line
-    /// per call, and a session that dies is rebuilt for the next call.
-    #[tokio::test(flavor = "multi_thread")]
-    async fn watch_mode_survives_session_expiry_and_reports_generations() {
+    /// A watch run of four calls, 100 ms apart, with `extra` arguments,
+    /// against a legacy server that forgets its sessions after the second
+    /// call: the server, its state, the call lines and the exit code.
+    async fn watch_across_expiry(
+        extra: &[&str],
+    ) -> (
+        ScriptServer,
+        LegacyServer,
+        Vec<serde_json::Value>,
+        Option<i32>,
+    ) {
         let legacy = LegacyServer::new();
         let server = ScriptServer::start(legacy.clone().responder()).await;
         let expirer = {
@@ -277,7 +284,8 @@ mod watch {
                 legacy.expire_sessions();
             })
         };
-        let output = crate::support::cli::run_async(&[
+        let url = server.url();
+        let mut args = vec![
             "--json",
             "--pin",
             "2025-11-25",
@@ -287,15 +295,24 @@ mod watch {
             "4",
             "--interval",
             "100ms",
-            &server.url(),
-        ])
-        .await;
+        ];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let output = crate::support::cli::run_async(&args).await;
         expirer.await.unwrap();
-        let calls: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        let calls = String::from_utf8_lossy(&output.stdout)
             .lines()
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
             .filter(|l| l["event"] == "call")
             .collect();
+        (server, legacy, calls, output.status.code())
+    }
+
+    /// Issue 6: the watch mode calls through the long-lived client: one line
+    /// per call, and a session that dies is rebuilt for the next call.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn watch_mode_survives_session_expiry_and_reports_generations() {
+        let (_server, legacy, calls, code) = watch_across_expiry(&[]).await;
         let shape: Vec<(bool, u64, bool)> = calls
             .iter()
             .map(|c| {
@@ -316,7 +333,7 @@ mod watch {
             ]
         );
         assert_eq!(calls[2]["http_status"], 404);
-        assert_eq!(output.status.code(), Some(1), "one call failed");
+        assert_eq!(code, Some(1), "one call failed");
         assert_eq!(legacy.sessions_created(), 2);
     }
 
@@ -325,37 +342,9 @@ mod watch {
     /// and the server ran each exactly once.
     #[tokio::test(flavor = "multi_thread")]
     async fn watch_mode_with_replay_succeeds_on_every_call_across_session_expiry() {
-        let legacy = LegacyServer::new();
-        let server = ScriptServer::start(legacy.clone().responder()).await;
-        let expirer = {
-            let legacy = legacy.clone();
-            tokio::spawn(async move {
-                while legacy.tool_calls() < 2 {
-                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                }
-                legacy.expire_sessions();
-            })
-        };
-        let output = crate::support::cli::run_async(&[
-            "--json",
-            "--pin",
-            "2025-11-25",
-            "--call-tool",
-            "x",
-            "--repeat",
-            "4",
-            "--interval",
-            "100ms",
-            "--replay",
-            "undelivered",
-            &server.url(),
-        ])
-        .await;
-        expirer.await.unwrap();
-        let shape: Vec<(bool, u64)> = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|l| l["event"] == "call")
+        let (server, legacy, calls, code) = watch_across_expiry(&["--replay", "undelivered"]).await;
+        let shape: Vec<(bool, u64)> = calls
+            .iter()
             .map(|c| {
                 (
                     c["ok"].as_bool().unwrap(),
@@ -364,7 +353,7 @@ mod watch {
             })
             .collect();
         assert_eq!(shape, [(true, 1), (true, 1), (true, 2), (true, 2)]);
-        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(code, Some(0));
         assert_eq!(legacy.tool_calls(), 4, "each call ran once");
         assert_eq!(server.count("tools/call"), 5, "one refused, sent again");
     }

@@ -397,39 +397,49 @@ mod auto_detection {
 /// Issue 6: the command's watch mode survives a real session expiry
 /// (Python `mcp` with a 1-second idle timeout) and reports the generation
 /// increasing.
-#[tokio::test]
-#[ignore = "needs the interop peers: run through .ci/run"]
-async fn watch_mode_survives_real_session_expiry() {
+/// The call lines of a watch run (three `add` calls, 2.5 s apart) against
+/// the Python SDK with a 1-second idle timeout, with `extra` arguments.
+async fn watch_across_real_session_expiry(extra: &[&str]) -> (Vec<serde_json::Value>, Option<i32>) {
     let port = free_port();
     let mut command = Command::new(python());
     command.args([python_server(), "streamable-http", &port.to_string(), "1"]);
     let peer = Peer::start(command, port).await;
+    let url = peer.url("/mcp");
+    let mut args = vec![
+        "--json",
+        "--pin",
+        "2025-11-25",
+        "--call-tool",
+        "add",
+        "--args",
+        r#"{"a":2,"b":3}"#,
+        "--repeat",
+        "3",
+        "--interval",
+        "2500ms",
+    ];
+    args.extend_from_slice(extra);
+    args.push(&url);
     let output = watchdog(
         LIMIT,
         Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
-            .args([
-                "--json",
-                "--pin",
-                "2025-11-25",
-                "--call-tool",
-                "add",
-                "--args",
-                r#"{"a":2,"b":3}"#,
-                "--repeat",
-                "3",
-                "--interval",
-                "2500ms",
-                &peer.url("/mcp"),
-            ])
+            .args(&args)
             .output(),
     )
     .await
     .unwrap();
-    let calls: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+    let calls = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|l| l["event"] == "call")
         .collect();
+    (calls, output.status.code())
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn watch_mode_survives_real_session_expiry() {
+    let (calls, _) = watch_across_real_session_expiry(&[]).await;
     assert_eq!(calls.len(), 3);
     assert_eq!(
         (calls[0]["ok"].as_bool(), calls[0]["generation"].as_u64()),
@@ -658,37 +668,9 @@ async fn the_command_prints_progress_and_notifications_from_server_everything() 
 #[tokio::test]
 #[ignore = "needs the interop peers: run through .ci/run"]
 async fn watch_mode_with_replay_succeeds_on_every_call_across_real_session_expiry() {
-    let port = free_port();
-    let mut command = Command::new(python());
-    command.args([python_server(), "streamable-http", &port.to_string(), "1"]);
-    let peer = Peer::start(command, port).await;
-    let output = watchdog(
-        LIMIT,
-        Command::new(env!("CARGO_BIN_EXE_mcp-connect"))
-            .args([
-                "--json",
-                "--pin",
-                "2025-11-25",
-                "--call-tool",
-                "add",
-                "--args",
-                r#"{"a":2,"b":3}"#,
-                "--repeat",
-                "3",
-                "--interval",
-                "2500ms",
-                "--replay",
-                "undelivered",
-                &peer.url("/mcp"),
-            ])
-            .output(),
-    )
-    .await
-    .unwrap();
-    let shape: Vec<(Option<bool>, Option<u64>)> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|l| l["event"] == "call")
+    let (calls, code) = watch_across_real_session_expiry(&["--replay", "undelivered"]).await;
+    let shape: Vec<(Option<bool>, Option<u64>)> = calls
+        .iter()
         .map(|c| (c["ok"].as_bool(), c["generation"].as_u64()))
         .collect();
     assert_eq!(
@@ -699,5 +681,5 @@ async fn watch_mode_with_replay_succeeds_on_every_call_across_real_session_expir
             (Some(true), Some(3))
         ]
     );
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(code, Some(0));
 }
