@@ -116,7 +116,7 @@ async fn soak(options: Options) -> bool {
     let totals = Arc::new(Totals::default());
     // Long enough for the allocator and the pool to reach their working
     // size, so the growth measured after it is growth per run.
-    let warmup = (options.runs / 5).min(2000);
+    let warmup = (options.runs / 2).min(2000);
     run_range(0..warmup, &options, &connector, &totals).await;
     let baseline = Holdings::settled(Holdings::now(), Duration::from_millis(500)).await;
     run_range(warmup..options.runs, &options, &connector, &totals).await;
@@ -124,9 +124,11 @@ async fn soak(options: Options) -> bool {
 
     let measured = (options.runs - warmup).max(1);
     let rss_growth = end.rss_kib - baseline.rss_kib;
-    // 1 MiB per 10,000 runs, and never less than 1 MiB (the allocator's own
-    // granularity on a short run).
-    let rss_limit = (1024 * measured as i64 / 10_000).max(1024);
+    // 1 MiB per 10,000 runs, and never less than 2 MiB: on a short run the
+    // allocator's per-thread arenas move RSS by up to about 1 MiB whatever
+    // the library does (measured: 0.2 to 0.9 MiB over 1,000 runs, 0.2 MiB
+    // over 98,000).
+    let rss_limit = (1024 * measured as i64 / 10_000).max(2048);
     let summary = json!({
         "seed": options.seed,
         "runs": options.runs,
@@ -282,6 +284,10 @@ fn check(
             Err(e @ (ClientError::Connect(_) | ClientError::CoolingDown { .. })),
             Expect::NoSession(kinds),
         ) => kinds.contains(&e.failure().kind),
+        (Err(e @ ClientError::CoolingDown { .. }), Expect::CoolingDownOrOk(kinds)) => {
+            kinds.contains(&e.failure().kind)
+        }
+        (Ok(_), Expect::CoolingDownOrOk(_)) => generation == 1,
         (Err(e @ ClientError::Call { .. }), Expect::Fails { kinds, lost }) => {
             kinds.contains(&e.failure().kind) && e.session_lost() == lost
         }
