@@ -104,6 +104,8 @@ async fn fleet(options: &Options, jitter: bool, replay: bool) -> serde_json::Val
     let started = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
     let failed = Arc::new(AtomicU64::new(0));
+    // Calls that started with the server back up and still failed.
+    let failed_after = Arc::new(AtomicU64::new(0));
     let calls = Arc::new(AtomicU64::new(0));
     let tokens = Arc::new(AtomicU64::new(1));
     // When each client first succeeded after the restart.
@@ -126,9 +128,10 @@ async fn fleet(options: &Options, jitter: bool, replay: bool) -> serde_json::Val
                 true => ReplayPolicy::Undelivered,
                 false => ReplayPolicy::Never,
             });
-        let (stop, failed, calls, tokens, back, restarted_at) = (
+        let (stop, failed, failed_after, calls, tokens, back, restarted_at) = (
             stop.clone(),
             Arc::clone(&failed),
+            Arc::clone(&failed_after),
             Arc::clone(&calls),
             Arc::clone(&tokens),
             Arc::clone(&back),
@@ -150,12 +153,16 @@ async fn fleet(options: &Options, jitter: bool, replay: bool) -> serde_json::Val
                 }
                 let token = tokens.fetch_add(1, Ordering::Relaxed);
                 calls.fetch_add(1, Ordering::Relaxed);
+                let up = restarted_at.lock().expect("lock").is_some();
                 let ok = client
                     .call_tool("work", &json!({ "token": token }))
                     .await
                     .is_ok();
                 if !ok {
                     failed.fetch_add(1, Ordering::Relaxed);
+                    if up {
+                        failed_after.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 let restarted = *restarted_at.lock().expect("lock");
                 if let (true, Some(at)) = (ok, restarted) {
@@ -228,6 +235,7 @@ async fn fleet(options: &Options, jitter: bool, replay: bool) -> serde_json::Val
         "initializes_after_restart": initializes_after,
         "calls": calls.load(Ordering::Relaxed),
         "calls_failed": failed.load(Ordering::Relaxed),
+        "calls_failed_after_restart": failed_after.load(Ordering::Relaxed),
         "calls_replayed": replayed,
         "elapsed_s": started.elapsed().as_secs(),
     })
