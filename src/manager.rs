@@ -311,8 +311,12 @@ impl McpClient {
                     let (backoff, rng) = &mut *self.cool_down();
                     backoff.delay(failures, rng)
                 };
+                // A caller's cool-down may be `Duration::MAX`: saturate.
+                let now = Instant::now();
                 *state = State::CoolingDown {
-                    until: Instant::now() + pause,
+                    until: now
+                        .checked_add(pause)
+                        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
                     failures,
                     failure: error.failure(),
                 };

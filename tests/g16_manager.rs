@@ -343,3 +343,23 @@ async fn subscriptions_are_renewed_on_a_new_session_and_reported() {
         "not renewed after unsubscribe"
     );
 }
+
+/// Issue 17: the cool-down is the application's to choose, even "forever"
+/// (`Duration::MAX`): it saturates instead of overflowing.
+#[tokio::test]
+async fn an_unbounded_cool_down_saturates() {
+    use mcp_connect::layers::recovery::Backoff;
+    let server = ScriptServer::start(|_| Script::ResetBeforeHeaders).await;
+    let client = client(&server).with_cool_down(Backoff::new(Duration::MAX, Duration::MAX));
+    let first = watchdog(LIMIT, call(&client, "tools/call"))
+        .await
+        .unwrap_err();
+    assert!(matches!(first, ClientError::Connect(_)));
+    let second = watchdog(LIMIT, call(&client, "tools/call"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(second, ClientError::CoolingDown { retry_in, .. } if retry_in > Duration::from_secs(86_400)),
+        "{second:?}"
+    );
+}
