@@ -222,7 +222,6 @@ where
     http
 }
 
-/// hyper-util's pooled client builder with the idle timeout used here.
 /// hyper-util's pooled client, idle connections kept 90 s. The pool needs
 /// a timer to evict them: without one, an idle connection the server
 /// closed stays in the pool until the next request to the same host, so a

@@ -120,8 +120,9 @@ impl StreamableHttp {
 
     /// Bounds the `DELETE` that ends the session (default: the default
     /// [`Limits::close_grace`](crate::Limits::close_grace), 2 s). A server
-    /// that does not answer in time is left to expire the session itself;
-    /// the close still succeeds locally and reports the timeout.
+    /// that does not answer in time is left to expire the session itself:
+    /// the transport is closed here all the same, and `close` reports
+    /// [`TransportError::CloseTimedOut`](crate::TransportError::CloseTimedOut).
     pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self
