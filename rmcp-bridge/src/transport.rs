@@ -339,6 +339,14 @@ fn answer(shared: &Shared, id: &Value, message: &Value) {
     let _ = waiting.send(outcome);
 }
 
+/// A transport dropped without `close` (rmcp always closes it) still stops
+/// its two helper tasks, so the session goes with the last handle.
+impl Drop for SessionTransport {
+    fn drop(&mut self) {
+        self.ended.cancel();
+    }
+}
+
 impl std::fmt::Debug for SessionTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionTransport")
