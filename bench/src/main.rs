@@ -408,6 +408,27 @@ async fn concurrent(
     )
 }
 
+/// [`calls`] for every client, `config.runs` times, the order rotated run by
+/// run: per client, each run's p50 and p99.
+async fn rotated_calls(
+    clients: &[Client],
+    url: &str,
+    era: Era,
+    config: &Config,
+) -> (PerClient, PerClient) {
+    let k = clients.len();
+    let (mut p50, mut p99) = (vec![Vec::new(); k], vec![Vec::new(); k]);
+    for run in 0..config.runs {
+        for j in 0..k {
+            let i = (j + run) % k;
+            let (a, b) = calls(&clients[i], url, era, config.calls).await;
+            p50[i].push(a);
+            p99[i].push(b);
+        }
+    }
+    (p50, p99)
+}
+
 /// `n` tools/call round trips on one session: (p50, p99).
 async fn calls(client: &Client, url: &str, era: Era, n: usize) -> (f64, f64) {
     let held = client.establish(url, era).await;
@@ -863,17 +884,7 @@ async fn run(config: Config) {
     // 4. tools/call round trip.
     for era in [Era::Legacy, Era::Modern] {
         let clients = with_floor();
-        let k = clients.len();
-        let mut p50 = vec![Vec::new(); k];
-        let mut p99 = vec![Vec::new(); k];
-        for run in 0..config.runs {
-            for j in 0..k {
-                let i = (j + run) % k;
-                let (a, b) = calls(&clients[i], &url, era, config.calls).await;
-                p50[i].push(a);
-                p99[i].push(b);
-            }
-        }
+        let (p50, p99) = rotated_calls(&clients, &url, era, &config).await;
         let e = era.name();
         rows.push(versus(
             format!("tools/call {e} p50"),
@@ -896,13 +907,7 @@ async fn run(config: Config) {
     // bound: 5%), the two interleaved run by run.
     for era in [Era::Legacy, Era::Modern] {
         let pair = [Client::listening(), Client::ours()];
-        let mut p50 = vec![Vec::new(); 2];
-        for run in 0..config.runs {
-            for j in 0..2 {
-                let i = (j + run) % 2;
-                p50[i].push(calls(&pair[i], &url, era, config.calls).await.0);
-            }
-        }
+        let (p50, _) = rotated_calls(&pair, &url, era, &config).await;
         let e = era.name();
         rows.push(Row::best_of(
             format!("handler and listener vs none, tools/call {e} p50"),
@@ -937,14 +942,7 @@ async fn run(config: Config) {
             others(&p50),
             "rmcp",
         ));
-        let k = clients.len();
-        let mut calls_p50 = vec![Vec::new(); k];
-        for run in 0..config.runs {
-            for j in 0..k {
-                let i = (j + run) % k;
-                calls_p50[i].push(calls(&clients[i], &url, era, config.calls).await.0);
-            }
-        }
+        let (calls_p50, _) = rotated_calls(&clients, &url, era, &config).await;
         rows.push(Row::best_of(
             format!("rmcp over the bridge vs rmcp alone, tools/call {e} p50"),
             "ms",

@@ -180,7 +180,8 @@ fn inject(fault: Fault, request: &Recorded, legacy: &LegacyServer) -> Script {
     match fault {
         Fault::None => legacy.respond(request),
         Fault::CloseBeforeHeaders => Script::CloseBeforeHeaders,
-        Fault::ResetBeforeHeaders | Fault::ChildExit => Script::ResetBeforeHeaders,
+        Fault::ResetBeforeHeaders => Script::ResetBeforeHeaders,
+        Fault::ChildExit => unreachable!("a stdio fault, never drawn for HTTP"),
         Fault::BreakMidBody => {
             Script::BreakMidBody("application/json", "{\"jsonrpc\":\"2.0\",".into())
         }

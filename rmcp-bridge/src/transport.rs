@@ -74,21 +74,12 @@ impl Shared {
         let (answer, answered) = oneshot::channel();
         self.answers.lock().expect("lock").insert(id, answer);
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let gone = || RpcError::new(INTERNAL_ERROR, "the rmcp client is gone", None);
         if self.to_rmcp.send(message).is_err() {
             self.answers.lock().expect("lock").remove(&id);
-            return Err(RpcError::new(
-                INTERNAL_ERROR,
-                "the rmcp client is gone",
-                None,
-            ));
+            return Err(gone());
         }
-        answered.await.unwrap_or_else(|_| {
-            Err(RpcError::new(
-                INTERNAL_ERROR,
-                "the rmcp client is gone",
-                None,
-            ))
-        })
+        answered.await.unwrap_or_else(|_| Err(gone()))
     }
 }
 
