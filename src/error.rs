@@ -110,6 +110,11 @@ pub enum TransportError {
     /// the session is closed here all the same.
     #[error("ending the session timed out")]
     CloseTimedOut,
+    /// The server assigned a session id the spec does not allow (empty,
+    /// longer than 256 bytes, or not visible ASCII). It was not kept and is
+    /// never sent back.
+    #[error("the server assigned an invalid session id")]
+    InvalidSessionId,
     /// The server process could not be started.
     #[error("could not start the server process")]
     Spawn(#[source] std::io::Error),
@@ -485,7 +490,8 @@ impl TransportError {
             | T::NoReply
             | T::UnknownId
             | T::CrossOriginEndpoint
-            | T::BadEndpoint => Failure::new(stage, FailureKind::Protocol),
+            | T::BadEndpoint
+            | T::InvalidSessionId => Failure::new(stage, FailureKind::Protocol),
             T::Spawn(e) => match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
                     Failure::new(stage, FailureKind::Configuration)

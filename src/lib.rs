@@ -57,6 +57,7 @@ mod redact;
 pub mod replay;
 mod request;
 mod session;
+pub mod session_loss;
 mod stack;
 pub mod stage;
 #[cfg(feature = "testkit")]
@@ -70,12 +71,13 @@ pub use error::{
     BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError, ResumeError,
     SubscriptionError, TransportError, VersionError,
 };
-pub use manager::{session_lost, ClientError, Generation, McpClient, Reconnect};
+pub use manager::{ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use replay::ReplayPolicy;
 pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
 pub use session::{RequestOptions, Session, SessionState, MAX_INPUT_ROUNDS, MAX_PAGES};
+pub use session_loss::{session_lost, LossReason};
 pub use stack::{Establish, EstablishBuilder, EstablishError};
 
 /// The README's examples, compiled as doctests so they stay true.

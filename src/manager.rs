@@ -2,20 +2,25 @@
 //! session itself failed.
 //!
 //! Applications keep one [`McpClient`] per configured server for hours. When
-//! its session dies (the transport closed, reset or its process exited, or
-//! the server answered 404 to a request that carried the session id) the
+//! its session dies (the transport closed, reset or its process exited, the
+//! server answered 404 to a request that carried the session id, or 400
+//! with a JSON-RPC error without id: see [`crate::session_loss`]) the
 //! failed call's error goes to the caller, the dead session is disposed,
 //! and the *next* call (or a background task, if asked) builds a new session
 //! through the establishment stack. A failed call is never replayed: the
-//! client cannot know whether the server acted on it.
+//! client cannot know whether the server acted on it. A session already
+//! known to be dead when a call starts (its process exited, its stream saw
+//! a 404) is replaced before the call is sent, which is not a replay:
+//! nothing was sent on it.
 //!
 //! Everything else is the server talking, not the session dying: HTTP 500,
 //! 429 (its `Retry-After` is in the failure), 401, 403, any other status and
-//! any JSON-RPC error reach the caller with no reconnect and the generation
-//! unchanged. A new session cannot fix a 500, and reconnecting on 429 hits a
-//! throttled server harder. On the modern era there is no session, so a 404
-//! whose body is a JSON-RPC error (method not found) is an application
-//! error too.
+//! any JSON-RPC error naming the request reach the caller with no reconnect
+//! and the generation unchanged. A new session cannot fix a 500, and
+//! reconnecting on 429 hits a throttled server harder. On the modern era
+//! there is no session, so a 404 whose body is a JSON-RPC error (method not
+//! found) is an application error too. The application may widen or narrow
+//! the rule ([`McpClient::with_session_loss`]).
 //!
 //! Reconnects are bounded twice: concurrent callers that hit the same dead
 //! session share one reconnect, and after a failed reconnect further calls
@@ -37,18 +42,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::recovery::Backoff;
-use mcp_connect_layers::{Classify, Failure, FailureKind};
+use mcp_connect_layers::{Classify, Failure};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tower::util::rng::HasherRng;
 
-use crate::error::{Error, ErrorKind, TransportError};
+use crate::error::{Error, ErrorKind};
 use crate::protocol::{CallToolResult, ListToolsResult};
 use crate::replay::{undelivered, ReplayPolicy};
 use crate::request::ConnectRequest;
-use crate::session::{RequestOptions, Session};
+use crate::session::{RequestOptions, Session, SessionState};
+use crate::session_loss::{LossReason, LossSignal, SessionLossRule};
 use crate::stack::{Establish, EstablishError};
 
 /// The cool-down after failed reconnects: full jitter under a ceiling of
@@ -92,6 +98,67 @@ struct Inner {
     /// session. Held for one set operation at a time.
     subscriptions: std::sync::Mutex<BTreeSet<String>>,
     generations: watch::Sender<Generation>,
+    /// The session-loss rule; cloned (an `Arc`) per failed call.
+    loss: std::sync::Mutex<SessionLossRule>,
+    /// The refusals that replaced sessions, to bound them.
+    suspicion: std::sync::Mutex<Suspicion>,
+}
+
+/// What the client remembers of refusals that replaced a session, so a
+/// server that refuses every new session the same way is not reconnected
+/// to in a loop.
+#[derive(Debug, Default)]
+struct Suspicion {
+    /// The refusal that dropped the last session, for the next one.
+    pending: Option<LossReason>,
+    /// The generation made to replace a refused session, and the refusal,
+    /// until a request succeeds.
+    replaced: Option<(u64, LossReason)>,
+    /// A refusal that no longer replaces sessions, until a request succeeds.
+    suppressed: Option<LossReason>,
+}
+
+/// What a failed call does to its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// The session lives.
+    Kept,
+    /// The session is gone.
+    Lost(LossReason),
+    /// The new session was refused as the old one was: kept, and the
+    /// refusal no longer counts until a request succeeds.
+    RefusedAgain(LossReason),
+}
+
+impl Suspicion {
+    fn on_failure(&mut self, generation: u64, reason: Option<LossReason>) -> Verdict {
+        let Some(reason) = reason else {
+            return Verdict::Kept;
+        };
+        if !reason.is_refusal() {
+            self.pending = None;
+            return Verdict::Lost(reason);
+        }
+        if self.suppressed == Some(reason) {
+            return Verdict::Kept;
+        }
+        if self.replaced == Some((generation, reason)) {
+            self.replaced = None;
+            self.suppressed = Some(reason);
+            return Verdict::RefusedAgain(reason);
+        }
+        self.pending = Some(reason);
+        Verdict::Lost(reason)
+    }
+
+    fn on_session(&mut self, generation: u64) {
+        self.replaced = self.pending.take().map(|reason| (generation, reason));
+    }
+
+    fn on_success(&mut self) {
+        self.replaced = None;
+        self.suppressed = None;
+    }
 }
 
 /// A new session of an [`McpClient`], as reported by
@@ -110,10 +177,12 @@ pub struct Generation {
 /// A long-lived MCP client. Cheap to clone; clones share the session.
 ///
 /// It reconnects for later calls only after the session itself died:
-/// transport closure or I/O failure (no HTTP status), or a 404 to a request
-/// that carried the session id (see [`session_lost`]). HTTP 500, 429, 401,
-/// 403, other statuses and JSON-RPC errors reach the caller with no
-/// reconnect and the generation unchanged. A failed call is never replayed,
+/// transport closure or I/O failure (no HTTP status), a 404 to a request
+/// that carried the session id, or a 400 whose JSON-RPC error has no id
+/// (see [`crate::session_loss`]). HTTP 500, 429, 401, 403, other statuses
+/// and JSON-RPC errors naming the request reach the caller with no
+/// reconnect and the generation unchanged. A session found dead before a
+/// call is replaced before the call is sent. A failed call is never replayed,
 /// unless [`with_replay`](Self::with_replay) allows it for calls the server
 /// provably never received.
 /// Concurrent callers on a dead session share one reconnect, and after a
@@ -158,13 +227,31 @@ pub enum ClientError {
         #[source]
         error: Error,
     },
+    /// The first request on a session that replaced a refused one was
+    /// refused the same way (`reason`): the refusal is not about the
+    /// session. The session is kept, and this refusal no longer replaces
+    /// sessions until a request succeeds (see [`crate::session_loss`]).
+    #[error("{operation} refused again on session {generation}, which replaced a session refused the same way ({reason})")]
+    RefusedAgain {
+        /// The operation, e.g. `call_tool`.
+        operation: &'static str,
+        /// The session generation the call ran on.
+        generation: u64,
+        /// The refusal, as the session-loss rule named it.
+        reason: LossReason,
+        /// The error.
+        #[source]
+        error: Error,
+    },
 }
 
 impl ClientError {
     /// The session generation the call ran on, when it ran.
     pub fn generation(&self) -> Option<u64> {
         match self {
-            ClientError::Call { generation, .. } => Some(*generation),
+            ClientError::Call { generation, .. } | ClientError::RefusedAgain { generation, .. } => {
+                Some(*generation)
+            }
             _ => None,
         }
     }
@@ -183,7 +270,9 @@ impl ClientError {
     /// The call's own error, when the call ran.
     pub fn call_error(&self) -> Option<&Error> {
         match self {
-            ClientError::Call { error, .. } => Some(error),
+            ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
+                Some(error)
+            }
             _ => None,
         }
     }
@@ -194,26 +283,11 @@ impl Classify for ClientError {
         match self {
             ClientError::Connect(e) => e.failure(),
             ClientError::CoolingDown { failure, .. } => *failure,
-            ClientError::Call { error, .. } => error.failure(),
+            ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
+                error.failure()
+            }
         }
     }
-}
-
-/// Whether a failed call means the session itself is gone: transport
-/// closure or I/O failure (no HTTP status), or session expiry (404 on a
-/// request that carried the session id). Decided on types and failure
-/// data, never on a message.
-pub fn session_lost(error: &Error) -> bool {
-    // An HTTP client error with no status classifies as `Other`, yet the
-    // connection it ran on is gone all the same.
-    if let ErrorKind::Transport(TransportError::Http(_)) = error.kind() {
-        return true;
-    }
-    let failure = error.failure();
-    matches!(
-        failure.kind,
-        FailureKind::Closed | FailureKind::Io | FailureKind::Connect
-    )
 }
 
 impl McpClient {
@@ -228,6 +302,8 @@ impl McpClient {
                 cool_down: std::sync::Mutex::new((COOL_DOWN, HasherRng::default())),
                 subscriptions: std::sync::Mutex::new(BTreeSet::new()),
                 generations: watch::channel(Generation::default()).0,
+                loss: std::sync::Mutex::new(SessionLossRule::default()),
+                suspicion: std::sync::Mutex::new(Suspicion::default()),
             }),
             reconnect: Reconnect::OnNextCall,
             replay: ReplayPolicy::Never,
@@ -259,6 +335,45 @@ impl McpClient {
         self
     }
 
+    /// Widens or narrows the session-loss rule (see
+    /// [`crate::session_loss`]): `rule` is asked about every failed call,
+    /// with the default verdict in [`LossSignal::default`], and answers
+    /// whether the session is gone. It belongs to the client: its clones
+    /// share it.
+    ///
+    /// A server known to answer an unknown session with 401 (an rmcp
+    /// server was reported doing so) can have that counted, on sessions
+    /// that carry an id:
+    ///
+    /// ```no_run
+    /// # fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
+    /// client.with_session_loss(|signal| {
+    ///     signal.default.is_some()
+    ///         || (signal.has_session_id && signal.error.http_status() == Some(401))
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// A refusal the rule adds this way is bounded like a 400 without id:
+    /// when the replacing session's first request is refused the same way,
+    /// the call fails with [`ClientError::RefusedAgain`] and the refusal no
+    /// longer replaces sessions until a request succeeds.
+    pub fn with_session_loss(
+        self,
+        rule: impl Fn(&LossSignal<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        *self.inner.loss.lock().expect("loss rule lock poisoned") = SessionLossRule::new(rule);
+        self
+    }
+
+    fn suspicion(&self) -> std::sync::MutexGuard<'_, Suspicion> {
+        // Held for one state change, which cannot panic.
+        self.inner
+            .suspicion
+            .lock()
+            .expect("suspicion lock poisoned")
+    }
+
     fn cool_down(&self) -> std::sync::MutexGuard<'_, (Backoff, HasherRng)> {
         // Held for one assignment or one draw, which cannot panic.
         self.inner
@@ -285,6 +400,22 @@ impl McpClient {
     /// Concurrent callers wait for the same build.
     pub async fn session(&self) -> Result<(Arc<Session>, u64), ClientError> {
         let mut state = self.inner.state.lock().await;
+        if let State::Ready(session, generation) = &*state {
+            if let SessionState::Closed(closure) = session.state() {
+                // Known dead before anything is sent: replaced, which is
+                // not a replay.
+                tracing::debug!(
+                    target: "mcp_connect::client",
+                    generation = *generation,
+                    closure = closure.as_str(),
+                    "session found closed before a call; replacing it"
+                );
+                let dead = Arc::clone(session);
+                *state = State::Empty;
+                // Already closed: this releases what is left (reaps a child).
+                let _ = dead.close().await;
+            }
+        }
         let failures = match &*state {
             State::Ready(session, generation) => return Ok((Arc::clone(session), *generation)),
             State::CoolingDown { until, failure, .. } if Instant::now() < *until => {
@@ -299,6 +430,7 @@ impl McpClient {
         match self.inner.stack.connect(self.inner.request.clone()).await {
             Ok(session) => {
                 let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                self.suspicion().on_session(generation);
                 let report = self.resubscribe(&session, generation).await;
                 let session = Arc::new(session);
                 *state = State::Ready(Arc::clone(&session), generation);
@@ -416,8 +548,16 @@ impl McpClient {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
+        // Only after a loss: a kept session would get the call twice.
         let evidence = match (&error, self.replay) {
-            (ClientError::Call { error, .. }, ReplayPolicy::Undelivered) => undelivered(error),
+            (
+                ClientError::Call {
+                    error,
+                    session_lost: true,
+                    ..
+                },
+                ReplayPolicy::Undelivered,
+            ) => undelivered(error),
             _ => None,
         };
         let Some(evidence) = evidence else {
@@ -450,10 +590,21 @@ impl McpClient {
         F: Fn(Arc<Session>) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
+        let has_session_id = session.has_session_id();
         match call(session).await {
-            Ok(value) => Ok(value),
+            Ok(value) => {
+                self.suspicion().on_success();
+                Ok(value)
+            }
             Err(error) => {
-                let lost = session_lost(&error);
+                let rule = self
+                    .inner
+                    .loss
+                    .lock()
+                    .expect("loss rule lock poisoned")
+                    .clone();
+                let reason = rule.judge(&error, has_session_id);
+                let verdict = self.suspicion().on_failure(generation, reason);
                 let failure = error.failure();
                 tracing::warn!(
                     target: "mcp_connect::client",
@@ -463,18 +614,34 @@ impl McpClient {
                     kind = failure.kind.as_str(),
                     closure = failure.closure.map(|c| c.as_str()),
                     generation,
-                    session_lost = lost,
+                    session_lost = matches!(verdict, Verdict::Lost(_)),
+                    loss_reason = reason.map(LossReason::as_str),
+                    refused_again = matches!(verdict, Verdict::RefusedAgain(_)),
                     "call failed"
                 );
-                if lost {
-                    self.lost(generation).await;
+                match verdict {
+                    Verdict::Lost(_) => {
+                        self.lost(generation).await;
+                        Err(ClientError::Call {
+                            operation,
+                            generation,
+                            session_lost: true,
+                            error,
+                        })
+                    }
+                    Verdict::Kept => Err(ClientError::Call {
+                        operation,
+                        generation,
+                        session_lost: false,
+                        error,
+                    }),
+                    Verdict::RefusedAgain(reason) => Err(ClientError::RefusedAgain {
+                        operation,
+                        generation,
+                        reason,
+                        error,
+                    }),
                 }
-                Err(ClientError::Call {
-                    operation,
-                    generation,
-                    session_lost: lost,
-                    error,
-                })
             }
         }
     }

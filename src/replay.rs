@@ -18,7 +18,13 @@
 //!   `POST`, which carried the session id, with HTTP 404: the server no
 //!   longer knows the session and refuses the request without running it
 //!   (MCP 2025-03-26 and later, Streamable HTTP; the legacy HTTP+SSE
-//!   message endpoint likewise).
+//!   message endpoint likewise); or with HTTP 400 and a JSON-RPC error
+//!   without id, the transport's refusal before any handler
+//!   ([`LossReason::RefusedWithoutId`](crate::LossReason::RefusedWithoutId)).
+//!
+//! The evidence counts only when the session-loss rule (see
+//! [`crate::session_loss`]) found the session lost, so the call goes to a
+//! new session, never twice to the same one.
 //!
 //! What does not count, though the session is lost all the same: a 404 on
 //! the `GET` that resumes a cut reply stream (the request was delivered
@@ -28,6 +34,7 @@
 //! write may have been read before the exit), and every timeout.
 
 use crate::error::{Error, ErrorKind, TransportError};
+use crate::session_loss::{default_rule, LossReason};
 
 /// Which failed calls an [`McpClient`](crate::McpClient) sends once more on
 /// its next session.
@@ -48,7 +55,8 @@ pub enum ReplayPolicy {
 pub enum Undelivered {
     /// No connection could be opened for it (DNS, TCP connect or TLS).
     NotConnected,
-    /// Its own `POST` was refused with 404 for an unknown session.
+    /// Its own `POST` was refused for an unknown session: 404, or 400 with
+    /// a JSON-RPC error without id.
     UnknownSession,
 }
 
@@ -73,6 +81,9 @@ pub fn undelivered(error: &Error) -> Option<Undelivered> {
             request_refused: true,
             ..
         }) => Some(Undelivered::UnknownSession),
+        _ if default_rule(error) == Some(LossReason::RefusedWithoutId) => {
+            Some(Undelivered::UnknownSession)
+        }
         _ => None,
     }
 }

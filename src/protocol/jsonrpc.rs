@@ -207,6 +207,12 @@ pub struct RpcError {
     data: Option<Value>,
     #[serde(skip)]
     http_status: Option<u16>,
+    /// Whether the error object's `id` was `null`.
+    #[serde(skip)]
+    id_null: bool,
+    /// Whether the request this error answered carried a session id.
+    #[serde(skip)]
+    carried_session: bool,
 }
 
 impl RpcError {
@@ -217,6 +223,8 @@ impl RpcError {
             message: message.into(),
             data,
             http_status: None,
+            id_null: false,
+            carried_session: false,
         }
     }
 
@@ -240,8 +248,30 @@ impl RpcError {
         self.http_status
     }
 
+    /// Whether the error's `id` was `null`: the server did not tie it to
+    /// the request. A handler's error names its request's id; an error
+    /// without one comes from before any handler (a parse error, or a
+    /// transport that refused the request, as servers built on the
+    /// TypeScript SDK v1 examples do for a session they do not know).
+    pub fn id_is_null(&self) -> bool {
+        self.id_null
+    }
+
+    /// Whether the HTTP request this error answered carried the session
+    /// id (`false` when it came on no HTTP response).
+    pub fn answered_session_request(&self) -> bool {
+        self.carried_session
+    }
+
     pub(crate) fn with_http_status(mut self, status: u16) -> Self {
         self.http_status = Some(status);
+        self
+    }
+
+    /// Records that the HTTP request this error answered carried the
+    /// session id.
+    pub(crate) fn with_session_request(mut self, carried: bool) -> Self {
+        self.carried_session = carried;
         self
     }
 }
@@ -251,6 +281,7 @@ impl fmt::Debug for RpcError {
         f.debug_struct("RpcError")
             .field("code", &self.code)
             .field("http_status", &self.http_status)
+            .field("id_null", &self.id_null)
             .finish_non_exhaustive()
     }
 }
@@ -386,7 +417,10 @@ impl TryFrom<RawIncoming> for Incoming {
                 params: raw.params,
             }),
             (Some(Some(id)), None, Some(result), None) => Ok(Incoming::Response { id, result }),
-            (Some(id), None, None, Some(error)) => Ok(Incoming::Error { id, error }),
+            (Some(id), None, None, Some(mut error)) => {
+                error.id_null = id.is_none();
+                Ok(Incoming::Error { id, error })
+            }
             _ => Err(MessageError::NotJsonRpc),
         }
     }

@@ -253,6 +253,12 @@ impl Session {
         self.transport.kind()
     }
 
+    /// Whether the server assigned this session an id that every request
+    /// carries (Streamable HTTP with a session, legacy HTTP+SSE).
+    pub fn has_session_id(&self) -> bool {
+        self.transport.has_session_id()
+    }
+
     /// HTTP requests sent on this session so far, establishment included.
     pub fn http_requests(&self) -> u64 {
         self.transport.http_requests()

@@ -11,8 +11,29 @@ use serde_json::json;
 
 use super::http::{error, result, Recorded, Script};
 
+/// How a [`LegacyServer`] answers a request whose session id it does not
+/// know (expired, or from before a restart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum UnknownSession {
+    /// 404 with a JSON-RPC error naming the request, as the spec says (the
+    /// Python SDK). The default.
+    #[default]
+    NotFound,
+    /// 400 with a JSON-RPC error whose id is `null`: the transport refused
+    /// the request before any handler (server-everything, the TypeScript
+    /// SDK v1 examples).
+    BadRequestWithoutId,
+    /// 400 with a JSON-RPC error naming the request's id: a handler's
+    /// refusal, which says nothing about the session.
+    BadRequestWithId,
+    /// This status without a body (401 from an rmcp server, say).
+    Status(u16),
+}
+
 #[derive(Debug, Default)]
 struct State {
+    unknown_session: Mutex<UnknownSession>,
     open: Mutex<HashSet<String>>,
     created: AtomicU64,
     deleted: AtomicU64,
@@ -55,9 +76,15 @@ impl LegacyServer {
         self.state.tool_calls.load(Ordering::Relaxed)
     }
 
-    /// Forgets every session: later requests on them get 404.
+    /// Forgets every session, as a restart does: later requests on them
+    /// get the [`UnknownSession`] answer (404 by default).
     pub fn expire_sessions(&self) {
         self.state.open.lock().expect("lock").clear();
+    }
+
+    /// How a request on an unknown session is answered from now on.
+    pub fn answer_unknown_sessions(&self, answer: UnknownSession) {
+        *self.state.unknown_session.lock().expect("lock") = answer;
     }
 
     /// The answer to one request.
@@ -93,7 +120,21 @@ impl LegacyServer {
         match session {
             None => Script::Json(400, error(request, -32600, None)),
             Some(s) if !self.state.open.lock().expect("lock").contains(&s) => {
-                Script::Json(404, error(request, -32600, None))
+                match *self.state.unknown_session.lock().expect("lock") {
+                    UnknownSession::NotFound => Script::Json(404, error(request, -32600, None)),
+                    UnknownSession::BadRequestWithoutId => Script::Json(
+                        400,
+                        json!({
+                            "jsonrpc": "2.0",
+                            "id": null,
+                            "error": { "code": -32000, "message": "Bad Request: No valid session ID provided" }
+                        }),
+                    ),
+                    UnknownSession::BadRequestWithId => {
+                        Script::Json(400, error(request, -32602, None))
+                    }
+                    UnknownSession::Status(status) => Script::Status(status),
+                }
             }
             Some(_) => match request.rpc_method() {
                 "" | "notifications/initialized" => Script::Status(202),

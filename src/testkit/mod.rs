@@ -42,6 +42,6 @@ mod sse;
 
 pub use auth::{AutoApprove, NoRedirect};
 pub use http::{error, result, Recorded, Script, ScriptServer};
-pub use legacy::LegacyServer;
+pub use legacy::{LegacyServer, UnknownSession};
 pub use resumable::{Resumable, ResumableServer};
 pub use sse::{SseBehaviour, SseServer};

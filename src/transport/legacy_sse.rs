@@ -171,7 +171,10 @@ impl LegacySse {
             });
         }
         match Incoming::error_in(&bytes) {
-            Some(error) => Ok(Some(Err(error.with_http_status(parts.status.as_u16())))),
+            // The message endpoint's URL names the session: every POST carries it.
+            Some(error) => Ok(Some(Err(error
+                .with_http_status(parts.status.as_u16())
+                .with_session_request(true)))),
             None => Err(TransportError::Status {
                 status: parts.status.as_u16(),
                 retry_after: retry_after(&parts.headers),
@@ -346,6 +349,10 @@ impl Transport for LegacySse {
 
     fn kind(&self) -> TransportKind {
         TransportKind::Sse
+    }
+
+    fn has_session_id(&self) -> bool {
+        true
     }
 
     fn http_requests(&self) -> u64 {

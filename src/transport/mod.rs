@@ -181,6 +181,14 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// Which kind of transport this is.
     fn kind(&self) -> TransportKind;
 
+    /// Whether every request carries a session id the server assigned
+    /// (Streamable HTTP after `initialize` gave one; legacy HTTP+SSE, whose
+    /// message endpoint names the session), so a refusal can be about that
+    /// session. `false` by default.
+    fn has_session_id(&self) -> bool {
+        false
+    }
+
     /// HTTP requests sent so far (0 for non-HTTP transports).
     fn http_requests(&self) -> u64 {
         0

@@ -224,10 +224,11 @@ impl StreamableHttp {
             request.headers_mut().extend(param_headers(params));
         }
         let response = self.send(request).await?;
-        if session.is_none() {
+        // Only a successful `initialize` starts a session: an id on a
+        // refused probe, or on any later answer, is not this session's.
+        if session.is_none() && rpc_method == "initialize" && response.status().is_success() {
             if let Some(assigned) = response.headers().get(&MCP_SESSION_ID) {
-                let mut assigned = assigned.clone();
-                assigned.set_sensitive(true);
+                let assigned = valid_session_id(assigned)?;
                 *self.session_id.lock().expect("lock poisoned") = Some(assigned);
             }
         }
@@ -601,7 +602,9 @@ impl StreamableHttp {
             });
         }
         match error {
-            Some(error) => Ok(Err(error.with_http_status(status.as_u16()))),
+            Some(error) => Ok(Err(error
+                .with_http_status(status.as_u16())
+                .with_session_request(sent_session))),
             None => Err(TransportError::Status {
                 status: status.as_u16(),
                 retry_after: retry_after(headers),
@@ -686,6 +689,27 @@ impl StreamableHttp {
     }
 }
 
+/// The longest session id accepted. The spec sets none; real servers send
+/// 32 to 36 characters (hex, UUIDs), and a long one would ride on every
+/// request.
+pub(crate) const MAX_SESSION_ID: usize = 256;
+
+/// The session id a server assigned, when it is one the spec allows:
+/// visible ASCII (0x21 to 0x7E), 1 to `MAX_SESSION_ID` bytes. Marked
+/// sensitive; an invalid one is never kept or sent back.
+fn valid_session_id(assigned: &HeaderValue) -> Result<HeaderValue, TransportError> {
+    let bytes = assigned.as_bytes();
+    if bytes.is_empty()
+        || bytes.len() > MAX_SESSION_ID
+        || !bytes.iter().all(|b| (0x21..=0x7E).contains(b))
+    {
+        return Err(TransportError::InvalidSessionId);
+    }
+    let mut assigned = assigned.clone();
+    assigned.set_sensitive(true);
+    Ok(assigned)
+}
+
 impl fmt::Debug for StreamableHttp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StreamableHttp")
@@ -759,6 +783,10 @@ impl Transport for StreamableHttp {
 
     fn kind(&self) -> TransportKind {
         TransportKind::StreamableHttp
+    }
+
+    fn has_session_id(&self) -> bool {
+        self.has_session()
     }
 
     fn http_requests(&self) -> u64 {
