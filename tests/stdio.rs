@@ -215,3 +215,47 @@ async fn a_stdio_session_exposes_its_concrete_transport() {
         .is_none());
     session.close().await.unwrap();
 }
+
+/// Issue 24, item 2 (G16): after the server process is killed (`kill -9`),
+/// the session is known dead before the next call, so `McpClient` replaces
+/// it before sending anything: the call succeeds on generation 2 with
+/// replay off, on a new process.
+#[tokio::test]
+async fn a_killed_server_is_replaced_before_the_next_call() {
+    use mcp_connect::{EstablishBuilder, McpClient};
+    let log = spawn_log("killed");
+    let client = McpClient::lazy(
+        EstablishBuilder::new(Connector::new()).build(),
+        ConnectRequest::stdio(fixture("legacy", Some(&log))),
+    );
+    let first = watchdog(LIMIT, client.call_tool("x", &json!({})))
+        .await
+        .unwrap();
+    assert_eq!(first.text(), "ok");
+    let (session, _) = client.session().await.unwrap();
+    let pid = session
+        .transport_as::<StdioTransport>()
+        .and_then(StdioTransport::pid)
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    watchdog(LIMIT, async {
+        while session.state() == SessionState::Open {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    drop(session);
+    let second = watchdog(LIMIT, client.call_tool("x", &json!({})))
+        .await
+        .unwrap();
+    assert_eq!(second.text(), "ok");
+    assert_eq!(client.generation(), 2);
+    let spawned = pids(&log);
+    assert_eq!(spawned.len(), 2, "one new process");
+    assert!(!alive(spawned[0]));
+    client.close().await.unwrap();
+}
