@@ -99,6 +99,9 @@ pub enum Script {
     Json(u16, Value),
     /// A JSON body with this status and extra headers.
     JsonWith(u16, Value, Vec<(&'static str, String)>),
+    /// A JSON body with this status and extra headers given as bytes (for
+    /// header values that are not text).
+    JsonWithBytes(u16, Value, Vec<(&'static str, Vec<u8>)>),
     /// Any body with this status and content type.
     Raw(u16, &'static str, Bytes),
     /// A complete `text/event-stream` made of these raw chunks.
@@ -406,6 +409,19 @@ async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, i
             full(body.to_string()),
             extra,
         ),
+        Script::JsonWithBytes(status, body, extra) => {
+            let mut response = build(
+                status,
+                Some("application/json"),
+                full(body.to_string()),
+                vec![],
+            );
+            for (name, value) in extra {
+                let value = http::HeaderValue::from_bytes(&value).expect("a valid header value");
+                response.headers_mut().insert(name, value);
+            }
+            response
+        }
         Script::Raw(status, content_type, body) => {
             build(status, Some(content_type), full(body), vec![])
         }
