@@ -1,5 +1,6 @@
 //! What the command prints: a human timeline or JSON lines.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -17,6 +18,42 @@ pub(crate) struct Printer {
     json: bool,
     out: Mutex<std::io::Stdout>,
     last_attempt: AtomicU32,
+}
+
+/// Server-chosen text as it may reach a terminal: every control character
+/// (C0, DEL, C1) and every bidirectional override written as an escape,
+/// so a server cannot move the cursor, ring, recolour or forge a line.
+/// JSON output needs none of this: serde_json escapes control characters.
+pub(crate) fn shown(text: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Names joined for one human line, each [`shown`] safely.
+fn names_shown(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| shown(name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn millis(d: Duration) -> f64 {
@@ -59,14 +96,14 @@ impl Printer {
     pub(crate) fn target(&self, shown: &str, demo: bool) {
         let note = if demo { " (built-in demo server)" } else { "" };
         self.line(
-            &format!("connecting to {shown}{note}"),
+            &format!("connecting to {}{note}", self::shown(shown)),
             json!({ "event": "target", "target": shown, "demo": demo }),
         );
     }
 
     pub(crate) fn tools(&self, names: &[String]) {
         self.line(
-            &format!("tools: {}", names.join(", ")),
+            &format!("tools: {}", names_shown(names)),
             json!({ "event": "tools", "tools": names }),
         );
     }
@@ -75,14 +112,14 @@ impl Printer {
     /// names) and the rule it broke.
     pub(crate) fn excluded_tool(&self, name: &str, reason: &dyn std::fmt::Display) {
         self.line(
-            &format!("excluded tool {name}: {reason}"),
+            &format!("excluded tool {}: {reason}", shown(name)),
             json!({ "event": "excluded_tool", "tool": name, "reason": reason.to_string() }),
         );
     }
 
     pub(crate) fn listing(&self, what: &str, names: &[String]) {
         self.line(
-            &format!("{what}: {}", names.join(", ")),
+            &format!("{what}: {}", names_shown(names)),
             json!({ "event": what, what: names }),
         );
     }
@@ -123,8 +160,9 @@ impl Printer {
         match result {
             Ok(result) => self.line(
                 &format!(
-                    "call {n} {name}: {}{} (session {generation}{note})",
-                    result.text(),
+                    "call {n} {}: {}{} (session {generation}{note})",
+                    shown(name),
+                    shown(&result.text()),
                     if result.is_error { " (tool error)" } else { "" }
                 ),
                 json!({
@@ -136,8 +174,9 @@ impl Printer {
                 let failure = error.failure();
                 self.line(
                     &format!(
-                        "call {n} {name} failed: {} (session {generation}{note})",
-                        super::run::chain(error)
+                        "call {n} {} failed: {} (session {generation}{note})",
+                        shown(name),
+                        shown(&super::run::chain(error))
                     ),
                     json!({
                         "event": "call", "n": n, "tool": name, "ok": false,
@@ -183,8 +222,8 @@ impl Printer {
                     session.era(),
                     session.protocol_version(),
                     session.transport_kind(),
-                    info.name,
-                    info.version,
+                    shown(&info.name),
+                    shown(&info.version),
                     http_requests,
                     millis(elapsed)
                 )
@@ -192,10 +231,10 @@ impl Printer {
             Err((error, failure)) => {
                 summary.insert("outcome".into(), "failed".into());
                 summary.insert("failure".into(), failure_json(&failure));
-                let mut text = format!("failed: {error}");
+                let mut text = format!("failed: {}", shown(&error.to_string()));
                 let mut source = error.source();
                 while let Some(cause) = source {
-                    text.push_str(&format!("\n  caused by: {cause}"));
+                    text.push_str(&format!("\n  caused by: {}", shown(&cause.to_string())));
                     source = cause.source();
                 }
                 text.push_str(&format!(
@@ -257,5 +296,21 @@ impl LifecycleMetrics for Printer {
             record["failure"] = failure_json(failure);
         }
         self.line(&human, record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown;
+
+    /// Issue 24, item 3.3: nothing a server chooses can drive the terminal.
+    #[test]
+    fn control_characters_and_bidi_overrides_are_escaped() {
+        assert_eq!(shown("plain ünïcode"), "plain ünïcode");
+        assert_eq!(
+            shown("a\x1b[2Kb\x07c\rd\ne\u{9b}f\u{202e}g\x7f"),
+            "a\\x1b[2Kb\\x07c\\rd\\ne\\x9bf\\u{202e}g\\x7f"
+        );
+        assert!(!shown("x\nestablished: FAKE LINE").contains('\n'));
     }
 }

@@ -472,7 +472,10 @@ async fn watch(
 fn report_error(printer: &Printer, operation: &str, error: &Error) {
     let failure = error.failure();
     printer.line(
-        &format!("{operation} failed: {}", chain(error)),
+        &format!(
+            "{operation} failed: {}",
+            super::output::shown(&chain(error))
+        ),
         serde_json::json!({
             "event": "error",
             "operation": operation,
