@@ -78,9 +78,64 @@ fn a_second_signal_exits_at_once() {
     let second = Instant::now();
     let output = finish(child, Duration::from_secs(30));
     let took = second.elapsed();
-    let _ = nix::sys::signal::killpg(Pid::from_raw(server), Signal::SIGKILL);
     assert_eq!(output.status.code(), Some(130), "{output:?}");
     assert!(took < Duration::from_millis(1500), "exit took {took:?}");
+    assert!(
+        gone_within(server, Duration::from_secs(5)),
+        "the stdio child {server} was left behind"
+    );
+}
+
+/// Waits for `pid` to die; whether it did within `limit`.
+fn gone_within(pid: i32, limit: Duration) -> bool {
+    let started = Instant::now();
+    while alive(pid) {
+        if started.elapsed() > limit {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// Issue 24, item 3.4: two SIGTERMs at once (as coreutils `timeout` sends
+/// them, to the process and its group) during watch mode against a server
+/// that ignores SIGTERM: the command exits at once and the server's group
+/// gets SIGKILL, so no server is left running with parent 1.
+#[test]
+fn a_second_signal_still_kills_a_stubborn_stdio_server() {
+    let pid_path = spawn_log("stubborn-second");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/stdio_server.py"
+    );
+    let log = pid_path.to_str().unwrap();
+    let child = command(&[
+        "--repeat",
+        "100",
+        "--interval",
+        "100ms",
+        "--call-tool",
+        "x",
+        "--",
+        "python3",
+        fixture,
+        "stubborn",
+        log,
+    ])
+    .spawn()
+    .unwrap();
+    let server = child_pid(&pid_path);
+    std::thread::sleep(Duration::from_millis(300));
+    send(&child, Signal::SIGTERM);
+    send(&child, Signal::SIGTERM);
+    let output = finish(child, Duration::from_secs(30));
+    assert_eq!(output.status.code(), Some(143), "{output:?}");
+    assert!(
+        gone_within(server, Duration::from_secs(5)),
+        "the stdio server {server} was left behind"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

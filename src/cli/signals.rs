@@ -7,7 +7,10 @@
 //! establishment (or the calls after it) unwind through the same disposal
 //! path as any other cancellation: the child's process group gets the
 //! SIGTERM/SIGKILL ladder, the session gets its DELETE, and the summary is
-//! printed. A second signal means "now": the process exits at once.
+//! printed. A second signal means "now": every stdio server's process group
+//! the command started and has not closed gets SIGKILL, and the process
+//! exits at once (without that, a server that ignores SIGTERM would be left
+//! running with parent 1; coreutils `timeout` sends two SIGTERMs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -53,6 +56,7 @@ impl Signals {
             let _ = first.set(next(&mut interrupt, &mut terminate).await);
             token.cancel();
             let second = next(&mut interrupt, &mut terminate).await;
+            mcp_connect::transport::kill_server_groups();
             std::process::exit(i32::from(second.exit_code()));
         });
         Ok(signals)

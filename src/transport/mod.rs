@@ -39,7 +39,7 @@ pub use legacy_sse::LegacySse;
 pub use memory::MemoryTransport;
 pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;
-pub use stdio::{StdioCommand, StdioTransport};
+pub use stdio::{kill_server_groups, StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
 
 #[cfg(any(test, feature = "fuzzing"))]

@@ -28,6 +28,31 @@ use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
 
+/// The process groups of the stdio servers this process started and has
+/// not yet closed, for [`kill_server_groups`]. Held for one set operation.
+static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    // A set operation cannot panic, so the lock is never poisoned.
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sends SIGKILL to the process group of every stdio server this process
+/// started and has not yet closed, and returns how many there were.
+///
+/// For a process that must exit at once (the command's second signal):
+/// exiting without it leaves a server that ignores stdin and SIGTERM
+/// running with parent 1. Sessions that are closed normally never need
+/// it; their close ladder already ends the group.
+pub fn kill_server_groups() -> usize {
+    let groups = std::mem::take(&mut *live_groups());
+    for group in &groups {
+        // ESRCH (already gone) is fine.
+        let _ = killpg(Pid::from_raw(*group), Signal::SIGKILL);
+    }
+    groups.len()
+}
+
 const STDERR_LINES: usize = 32;
 const STDERR_LINE_BYTES: usize = 1024;
 
@@ -140,6 +165,9 @@ impl StdioTransport {
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
         let stderr_task = tokio::spawn(drain_stderr(stderr_pipe, Arc::clone(&stderr)));
+        if let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+            live_groups().push(group);
+        }
         Ok(StdioTransport {
             lines: LineTransport::new(stdout, stdin, max_line, Closure::ProcessExit, inbound),
             pid: child.id(),
@@ -185,9 +213,17 @@ impl StdioTransport {
         }
         // The leader is reaped; make sure no helper it left keeps the pipes.
         self.signal_group(Signal::SIGKILL);
+        self.forget_group();
         self.lines.finish_local();
         self.stderr_task.abort();
         result
+    }
+
+    /// This child's group is no longer one [`kill_server_groups`] ends.
+    fn forget_group(&self) {
+        if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
+            live_groups().retain(|group| *group != pid);
+        }
     }
 
     fn signal_group(&self, signal: Signal) {
@@ -231,6 +267,7 @@ impl Drop for StdioTransport {
         // tokio reaps it; helpers in its group get the same signal here.
         if self.child.get_mut().is_some() {
             self.signal_group(Signal::SIGKILL);
+            self.forget_group();
         }
         self.stderr_task.abort();
     }

@@ -121,5 +121,13 @@ pub fn spawned(log: &std::path::Path) -> Vec<i32> {
 
 /// Whether a process exists (a reaped child does not).
 pub fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+    // A zombie (killed, not yet reaped by whoever inherited it) is dead.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false);
+    !zombie && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
