@@ -127,11 +127,20 @@ fn a_second_signal_still_kills_a_stubborn_stdio_server() {
     .spawn()
     .unwrap();
     let server = child_pid(&pid_path);
-    std::thread::sleep(Duration::from_millis(300));
+    // Well into watch mode: established, calls running.
+    std::thread::sleep(Duration::from_millis(1500));
     send(&child, Signal::SIGTERM);
+    // Two at the same instant are one to the signal stream (and take the
+    // first signal's ladder); apart, the second is seen as a second.
+    std::thread::sleep(Duration::from_millis(100));
     send(&child, Signal::SIGTERM);
+    let second = Instant::now();
     let output = finish(child, Duration::from_secs(30));
     assert_eq!(output.status.code(), Some(143), "{output:?}");
+    assert!(
+        second.elapsed() < Duration::from_millis(1500),
+        "the second signal exits at once"
+    );
     assert!(
         gone_within(server, Duration::from_secs(5)),
         "the stdio server {server} was left behind"
