@@ -200,6 +200,8 @@ impl ConnectRequest {
     /// Userinfo in the URL (`https://user:password@host/`) is taken out of
     /// the URL and sent as HTTP Basic `Authorization` (marked sensitive), so
     /// it never travels inside the URL where clients and proxies log it.
+    /// The user and the password are percent-decoded first (RFC 3986), as
+    /// curl does: `p%40ss` is the password `p@ss`.
     pub fn http(url: &str) -> Result<Self, Error> {
         let url: Uri = url.parse().map_err(|_| Error::config(ConfigError::Url))?;
         match (url.scheme_str(), url.host()) {
@@ -218,7 +220,8 @@ impl ConnectRequest {
             None => url,
             Some((userinfo, host)) => {
                 use base64::Engine as _;
-                let encoded = base64::engine::general_purpose::STANDARD.encode(userinfo);
+                let encoded =
+                    base64::engine::general_purpose::STANDARD.encode(basic_credentials(&userinfo));
                 let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
                     .map_err(|_| Error::config(ConfigError::Header))?;
                 value.set_sensitive(true);
@@ -602,4 +605,21 @@ impl fmt::Debug for ConnectRequest {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
+}
+
+/// The `user:password` bytes of HTTP Basic credentials from URL userinfo:
+/// split at the first `:` (a user cannot hold one unencoded), each part
+/// percent-decoded (RFC 3986 section 3.2.1).
+fn basic_credentials(userinfo: &str) -> Vec<u8> {
+    use percent_encoding::percent_decode_str;
+    let (user, password) = match userinfo.split_once(':') {
+        Some((user, password)) => (user, Some(password)),
+        None => (userinfo, None),
+    };
+    let mut credentials: Vec<u8> = percent_decode_str(user).collect();
+    credentials.push(b':');
+    if let Some(password) = password {
+        credentials.extend(percent_decode_str(password));
+    }
+    credentials
 }

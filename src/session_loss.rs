@@ -14,8 +14,10 @@
 //!   session id, as the spec says a server answers a session it no longer
 //!   knows (the Python SDK does).
 //! - [`LossReason::RefusedWithoutId`]: HTTP 400 whose body is a JSON-RPC
-//!   error with `"id": null`, answering a request that carried the session
-//!   id. A handler's error names its request's id and comes with 200; an
+//!   error without an id (`"id": null`, or no `id` member at all, as
+//!   server-everything 2026.8.31 sends it), answering a request that
+//!   carried the session id. A handler's error names its request's id and
+//!   comes with 200; an
 //!   error without an id on a 400 comes from the transport, which refused
 //!   the request before any handler saw it. That is how server-everything
 //!   and the many servers built from the TypeScript SDK v1 examples answer
@@ -51,8 +53,8 @@ pub enum LossReason {
     Closed,
     /// HTTP 404 to a request that carried the session id.
     Expired,
-    /// HTTP 400 with a JSON-RPC error whose id is `null`, to a request that
-    /// carried the session id: refused before any handler.
+    /// HTTP 400 with a JSON-RPC error without an id (`null` or missing), to
+    /// a request that carried the session id: refused before any handler.
     RefusedWithoutId,
     /// The application's rule counted a failure the default does not.
     Application,

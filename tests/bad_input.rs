@@ -389,3 +389,35 @@ async fn userinfo_leaves_the_url_and_travels_as_basic_authorization() {
     assert_eq!(init.header("authorization"), Some("Basic YWxpY2U6czNjcmV0"));
     assert!(init.header("host").is_some_and(|h| !h.contains('@')));
 }
+
+/// Issue 24, item 3.5: userinfo is percent-decoded before it becomes Basic
+/// credentials, as RFC 3986 and curl have it.
+#[tokio::test]
+async fn userinfo_is_percent_decoded_into_basic_credentials() {
+    use base64::Engine as _;
+    let server = ScriptServer::start(legacy).await;
+    for (userinfo, expected) in [
+        ("user:p%40ss%3Aw0rd", "user:p@ss:w0rd"),
+        ("us%3Aer:pw", "us:er:pw"),
+        ("only%20user", "only user:"),
+        ("caf%C3%A9:%E2%9C%93", "café:✓"),
+    ] {
+        let url = server
+            .url()
+            .replace("http://", &format!("http://{userinfo}@"));
+        let request = ConnectRequest::http(&url)
+            .unwrap()
+            .with_pin(ProtocolVersion::V2025_11_25);
+        let session = watchdog(LIMIT, Connector::new().connect(request))
+            .await
+            .unwrap();
+        session.close().await.unwrap();
+        let sent = server.recorded().pop().unwrap();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(expected);
+        assert_eq!(
+            sent.header("authorization"),
+            Some(format!("Basic {encoded}").as_str()),
+            "{userinfo}"
+        );
+    }
+}

@@ -207,7 +207,7 @@ pub struct RpcError {
     data: Option<Value>,
     #[serde(skip)]
     http_status: Option<u16>,
-    /// Whether the error object's `id` was `null`.
+    /// Whether the error object's `id` was `null` or missing.
     #[serde(skip)]
     id_null: bool,
     /// Whether the request this error answered carried a session id.
@@ -248,8 +248,8 @@ impl RpcError {
         self.http_status
     }
 
-    /// Whether the error's `id` was `null`: the server did not tie it to
-    /// the request. A handler's error names its request's id; an error
+    /// Whether the error's `id` was `null` or missing: the server did not
+    /// tie it to the request. A handler's error names its request's id; an error
     /// without one comes from before any handler (a parse error, or a
     /// transport that refused the request, as servers built on the
     /// TypeScript SDK v1 examples do for a session they do not know).
@@ -314,7 +314,8 @@ pub enum Incoming {
         result: Box<RawValue>,
     },
     /// An error response. `id` is `None` when the server could not tell which
-    /// request it answers (`"id": null`).
+    /// request it answers (`"id": null`, or no `id` member, which JSON-RPC
+    /// does not allow but servers send).
     Error {
         /// The id it answers, if known.
         id: Option<RequestId>,
@@ -421,6 +422,12 @@ impl TryFrom<RawIncoming> for Incoming {
                 error.id_null = id.is_none();
                 Ok(Incoming::Error { id, error })
             }
+            // JSON-RPC asks for `"id": null`; servers built on the
+            // TypeScript SDK v1 examples leave the member out instead.
+            (None, None, None, Some(mut error)) => {
+                error.id_null = true;
+                Ok(Incoming::Error { id: None, error })
+            }
             _ => Err(MessageError::NotJsonRpc),
         }
     }
@@ -478,7 +485,16 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
         )
         .unwrap();
-        assert!(matches!(m, Incoming::Error { id: None, ref error } if error.code() == -32700));
+        assert!(
+            matches!(m, Incoming::Error { id: None, ref error } if error.code() == -32700 && error.id_is_null())
+        );
+        // No `id` member at all (server-everything's unknown-session answer).
+        let m =
+            Incoming::parse(br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"x"}}"#).unwrap();
+        assert!(matches!(m, Incoming::Error { id: None, ref error } if error.id_is_null()));
+        let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}"#)
+            .unwrap();
+        assert!(matches!(m, Incoming::Error { id: Some(_), ref error } if !error.id_is_null()));
         let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
         assert!(matches!(
             m,

@@ -20,9 +20,9 @@ pub enum UnknownSession {
     /// Python SDK). The default.
     #[default]
     NotFound,
-    /// 400 with a JSON-RPC error whose id is `null`: the transport refused
-    /// the request before any handler (server-everything, the TypeScript
-    /// SDK v1 examples).
+    /// 400 with a JSON-RPC error without an id, as server-everything
+    /// 2026.8.31 sends it (no `id` member at all): the transport refused the
+    /// request before any handler (the TypeScript SDK v1 examples).
     BadRequestWithoutId,
     /// 400 with a JSON-RPC error naming the request's id: a handler's
     /// refusal, which says nothing about the session.
@@ -126,7 +126,6 @@ impl LegacyServer {
                         400,
                         json!({
                             "jsonrpc": "2.0",
-                            "id": null,
                             "error": { "code": -32000, "message": "Bad Request: No valid session ID provided" }
                         }),
                     ),
