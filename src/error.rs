@@ -93,9 +93,6 @@ pub enum TransportError {
         #[source]
         reason: ResumeError,
     },
-    /// A reply named a request id this client never sent.
-    #[error("reply to an unknown request id")]
-    UnknownId,
     /// A request was sent with an id that is already awaiting its reply, so
     /// the two replies could not be told apart. Nothing was sent.
     #[error("request id is already in use by a pending request")]
@@ -488,7 +485,6 @@ impl TransportError {
             | T::Malformed(_)
             | T::ContentType
             | T::NoReply
-            | T::UnknownId
             | T::CrossOriginEndpoint
             | T::BadEndpoint
             | T::InvalidSessionId => Failure::new(stage, FailureKind::Protocol),

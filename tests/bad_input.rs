@@ -63,17 +63,55 @@ async fn malformed_json_reply_is_a_typed_protocol_error() {
     );
 }
 
+/// Issue 24, item 3.9 (one rule for every transport): a reply to an id no
+/// request waits for is dropped and counted; over HTTP the body then ends
+/// without this request's reply, which is `NoReply`.
 #[tokio::test]
-async fn reply_with_an_unknown_id_is_a_typed_error() {
+async fn reply_with_an_unknown_id_is_dropped_and_counted() {
     let server =
         call_answered(|_| Script::Json(200, json!({ "jsonrpc": "2.0", "id": 999, "result": {} })))
             .await;
     let session = connect_with(&server, Limits::default()).await.unwrap();
     let error = session.call_tool("x", &json!({})).await.unwrap_err();
     assert!(
-        matches!(transport_error(&error), TransportError::UnknownId),
+        matches!(transport_error(&error), TransportError::NoReply),
         "{error:?}"
     );
+    assert_eq!(session.transport().skipped(), 1);
+}
+
+/// Item 3.9: a stray reply beside the real one, in a batch body or on an
+/// SSE reply stream (with an event that is not JSON-RPC), is dropped; the
+/// request gets its own reply.
+#[tokio::test]
+async fn a_stray_reply_beside_the_real_one_is_dropped_over_http() {
+    fn stray() -> serde_json::Value {
+        json!({ "jsonrpc": "2.0", "id": 999, "result": {} })
+    }
+    fn content() -> serde_json::Value {
+        json!({ "content": [{ "type": "text", "text": "ok" }] })
+    }
+    let batch = call_answered(|r| Script::Json(200, json!([stray(), result(r, content())]))).await;
+    let session = connect_with(&batch, Limits::default()).await.unwrap();
+    assert_eq!(
+        session.call_tool("x", &json!({})).await.unwrap().text(),
+        "ok"
+    );
+    assert_eq!(session.transport().skipped(), 1);
+    let stream = call_answered(|r| {
+        Script::Sse(vec![
+            "data: this is not JSON-RPC\n\n".to_owned(),
+            format!("data: {}\n\n", stray()),
+            format!("data: {}\n\n", result(r, content())),
+        ])
+    })
+    .await;
+    let session = connect_with(&stream, Limits::default()).await.unwrap();
+    assert_eq!(
+        session.call_tool("x", &json!({})).await.unwrap().text(),
+        "ok"
+    );
+    assert_eq!(session.transport().skipped(), 2);
 }
 
 #[tokio::test]

@@ -259,3 +259,28 @@ async fn a_killed_server_is_replaced_before_the_next_call() {
     assert!(!alive(spawned[0]));
     client.close().await.unwrap();
 }
+
+/// Issue 24, items 3.6 and 3.9: a line that is not UTF-8 is skipped like a
+/// line that is not JSON (it used to end the session as a reset); a reply
+/// to an id never sent is dropped; a batch reply is taken. All counted.
+#[tokio::test]
+async fn non_utf8_lines_stray_replies_and_batches_on_stdout() {
+    let session = watchdog(
+        LIMIT,
+        Connector::new().connect(ConnectRequest::stdio(fixture("hostile-lines", None))),
+    )
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            session.call_tool("x", &json!({})).await.unwrap().text(),
+            "ok"
+        );
+    }
+    assert_eq!(session.state(), SessionState::Open);
+    let skipped = session.transport().skipped();
+    // Two per reply (the non-UTF-8 line and the stray reply): the probe,
+    // initialize and three calls.
+    assert_eq!(skipped, 10, "{skipped}");
+    session.close().await.unwrap();
+}

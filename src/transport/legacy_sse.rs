@@ -215,24 +215,26 @@ async fn read_stream(
                 if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let Ok(message) = Incoming::parse(&event.data) else {
-                    tracing::debug!("server sent an event that is not JSON-RPC; skipped");
+                let Ok(messages) = Incoming::parse_many(&event.data) else {
+                    waiters.skip("an event that is not a JSON-RPC message");
                     continue;
                 };
-                match waiters.dispatch(message) {
-                    Dispatched::Done => {}
-                    Dispatched::Notification(method, params) => inbound.notify(method, params),
-                    Dispatched::Request(id, method, params) => {
-                        // Its own task: replies keep flowing meanwhile. It
-                        // holds no handle on the stream, and ends with the
-                        // handler or when the POST fails.
-                        let (poster, inbound) = (poster.clone(), Arc::clone(&inbound));
-                        tokio::spawn(async move {
-                            let response = inbound.answer(&id, &method, params).await;
-                            if let Ok(response) = poster.post(response).await {
-                                let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
-                            }
-                        });
+                for message in messages {
+                    match waiters.dispatch(message) {
+                        Dispatched::Done => {}
+                        Dispatched::Notification(method, params) => inbound.notify(method, params),
+                        Dispatched::Request(id, method, params) => {
+                            // Its own task: replies keep flowing meanwhile. It
+                            // holds no handle on the stream, and ends with the
+                            // handler or when the POST fails.
+                            let (poster, inbound) = (poster.clone(), Arc::clone(&inbound));
+                            tokio::spawn(async move {
+                                let response = inbound.answer(&id, &method, params).await;
+                                if let Ok(response) = poster.post(response).await {
+                                    let _ = collect(response.into_body(), ERROR_BODY_LIMIT).await;
+                                }
+                            });
+                        }
                     }
                 }
                 continue;
@@ -353,6 +355,10 @@ impl Transport for LegacySse {
 
     fn has_session_id(&self) -> bool {
         true
+    }
+
+    fn skipped(&self) -> u64 {
+        self.waiters.skipped()
     }
 
     fn http_requests(&self) -> u64 {

@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use mcp_connect_layers::Closure;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
 use tokio_util::sync::CancellationToken;
 
@@ -93,7 +93,11 @@ impl LineTransport {
             inbound,
             ended: CancellationToken::new(),
         });
-        let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(max_line));
+        // Bytes, not text: a line that is not UTF-8 is one more line that is
+        // not a message, skipped like any other.
+        let codec =
+            AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), max_line);
+        let lines = FramedRead::new(reader, codec);
         let reader = tokio::spawn(read_loop(lines, Arc::clone(&shared), eof, max_line));
         LineTransport { shared, reader }
     }
@@ -132,6 +136,11 @@ impl LineTransport {
     pub(crate) fn closed(&self) -> Option<Closure> {
         self.shared.waiters.closed()
     }
+
+    /// Lines and messages skipped so far (see [`Transport::skipped`](super::Transport::skipped)).
+    pub(crate) fn skipped(&self) -> u64 {
+        self.shared.waiters.skipped()
+    }
 }
 
 impl Drop for LineTransport {
@@ -142,7 +151,7 @@ impl Drop for LineTransport {
 }
 
 async fn read_loop<R>(
-    mut lines: FramedRead<R, LinesCodec>,
+    mut lines: FramedRead<R, AnyDelimiterCodec>,
     shared: Arc<Shared>,
     eof: Closure,
     max_line: usize,
@@ -153,41 +162,49 @@ async fn read_loop<R>(
         let line = match lines.next().await {
             None => break eof,
             Some(Ok(line)) => line,
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
                 tracing::debug!(limit = max_line, "server line exceeds the size bound");
                 shared
                     .waiters
                     .fail_all(|| TransportError::TooLarge { limit: max_line });
                 break Closure::Reset;
             }
-            Some(Err(LinesCodecError::Io(_))) => break Closure::Reset,
+            Some(Err(AnyDelimiterCodecError::Io(_))) => break Closure::Reset,
         };
-        if line.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Ok(message) = Incoming::parse(line.as_bytes()) else {
-            tracing::debug!("server sent a line that is not JSON-RPC; skipped");
+        let Ok(messages) = Incoming::parse_many(&line) else {
+            shared.waiters.skip("a line that is not a JSON-RPC message");
             continue;
         };
-        match shared.waiters.dispatch(message) {
-            Dispatched::Done => {}
-            Dispatched::Notification(method, params) => shared.inbound.notify(method, params),
-            // Its own task: a slow handler must not hold up the replies
-            // this reader delivers.
-            Dispatched::Request(id, method, params) => {
-                let shared = Arc::clone(&shared);
-                tokio::spawn(async move {
-                    let ended = shared.ended.clone();
-                    tokio::select! {
-                        _ = ended.cancelled() => {}
-                        response = shared.inbound.answer(&id, &method, params) => {
-                            let _ = shared.write_line(response).await;
-                        }
-                    }
-                });
-            }
+        for message in messages {
+            dispatch(&shared, message);
         }
     };
     shared.waiters.finish(closure);
     shared.ended.cancel();
+}
+
+/// Routes one message: replies to their waiters, notifications to the
+/// listener, server requests to the handler on a task of their own.
+fn dispatch(shared: &Arc<Shared>, message: Incoming) {
+    match shared.waiters.dispatch(message) {
+        Dispatched::Done => {}
+        Dispatched::Notification(method, params) => shared.inbound.notify(method, params),
+        // Its own task: a slow handler must not hold up the replies this
+        // reader delivers.
+        Dispatched::Request(id, method, params) => {
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move {
+                let ended = shared.ended.clone();
+                tokio::select! {
+                    _ = ended.cancelled() => {}
+                    response = shared.inbound.answer(&id, &method, params) => {
+                        let _ = shared.write_line(response).await;
+                    }
+                }
+            });
+        }
+    }
 }

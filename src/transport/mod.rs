@@ -9,6 +9,20 @@
 //! duplex transports (stdio, in-memory) run a reader task, and they do the
 //! id matching there.
 //!
+//! What arrives that is not a message for anyone follows one rule on every
+//! transport: a line or SSE event that is not a JSON-RPC message (not
+//! JSON, not UTF-8, not JSON-RPC) is skipped (a whole HTTP JSON body that
+//! is not one is [`TransportError::Malformed`], since nothing else can
+//! come on it); a reply naming an id no
+//! request is waiting for is dropped, and the request it came beside keeps
+//! waiting for its own (bounded by its timeout, and over HTTP by the end of
+//! its own reply body or stream, which without a reply is
+//! [`TransportError::NoReply`]); an error without an id answers the one
+//! waiting request, or is dropped when several wait. Each skipped or
+//! dropped message is counted ([`Transport::skipped`]) with one debug
+//! event that names what it was, never its bytes. A batch (a JSON array)
+//! is taken message by message on every transport.
+//!
 //! Server-initiated requests and notifications, wherever they arrive (a
 //! POST reply stream, the legacy SSE stream, a child's stdout), go to the
 //! connection's [`Inbound`](crate::inbound) seam: the application's handler
@@ -187,6 +201,13 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// session. `false` by default.
     fn has_session_id(&self) -> bool {
         false
+    }
+
+    /// Incoming lines, events and messages skipped so far: not a JSON-RPC
+    /// message, or a reply to an id no request was waiting for (see the
+    /// module docs). 0 for transports that count none.
+    fn skipped(&self) -> u64 {
+        0
     }
 
     /// HTTP requests sent so far (0 for non-HTTP transports).

@@ -309,4 +309,8 @@ impl Transport for StdioTransport {
     fn kind(&self) -> TransportKind {
         TransportKind::Stdio
     }
+
+    fn skipped(&self) -> u64 {
+        self.lines.skipped()
+    }
 }

@@ -88,6 +88,8 @@ pub struct StreamableHttp {
     last_version: Mutex<Option<ProtocolVersion>>,
     closed: Mutex<Option<Closure>>,
     requests: AtomicU64,
+    /// Messages skipped (see the [transport module docs](super)).
+    skipped: AtomicU64,
     inbound: Arc<Inbound>,
 }
 
@@ -114,6 +116,7 @@ impl StreamableHttp {
             last_version: Mutex::new(None),
             closed: Mutex::new(None),
             requests: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             inbound: Inbound::none(),
         }
     }
@@ -137,6 +140,12 @@ impl StreamableHttp {
     /// Whether the server assigned a session id.
     pub fn has_session(&self) -> bool {
         self.session_id.lock().expect("lock poisoned").is_some()
+    }
+
+    /// Counts a skipped message, with one event naming `what`.
+    fn skip(&self, what: &'static str) {
+        let skipped = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::debug!(target: "mcp_connect::transport", what, skipped, "skipped");
     }
 
     fn check_open(&self) -> Result<(), TransportError> {
@@ -341,8 +350,17 @@ impl StreamableHttp {
                 if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let message = Incoming::parse(&event.data).map_err(TransportError::Malformed)?;
-                if let Some(reply) = self.handle(message, id, version).await? {
+                let Ok(messages) = Incoming::parse_many(&event.data) else {
+                    self.skip("an event that is not a JSON-RPC message");
+                    continue;
+                };
+                let mut reply = None;
+                for message in messages {
+                    if let Some(found) = self.handle(message, id, version).await? {
+                        reply.get_or_insert(found);
+                    }
+                }
+                if let Some(reply) = reply {
                     finish_if_ended(&mut body);
                     return Ok(reply);
                 }
@@ -499,7 +517,10 @@ impl StreamableHttp {
             Incoming::Error { id: got, error } if got.as_ref().is_none_or(|got| got == id) => {
                 Ok(Some(Err(error)))
             }
-            Incoming::Response { .. } | Incoming::Error { .. } => Err(TransportError::UnknownId),
+            Incoming::Response { .. } | Incoming::Error { .. } => {
+                self.skip("a reply to an id no request is waiting for");
+                Ok(None)
+            }
             // Answered in line: this stream carries only this request's
             // traffic, and its reply may well wait for the answer.
             Incoming::Request { id, method, params } => {
@@ -787,6 +808,10 @@ impl Transport for StreamableHttp {
 
     fn has_session_id(&self) -> bool {
         self.has_session()
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     fn http_requests(&self) -> u64 {

@@ -4,6 +4,7 @@
 //! every waiter at once.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use mcp_connect_layers::Closure;
@@ -25,6 +26,8 @@ struct Pending {
 #[derive(Default)]
 pub(crate) struct Waiters {
     pending: Mutex<Pending>,
+    /// Messages that were skipped (see [`skip`](Self::skip)).
+    skipped: AtomicU64,
 }
 
 /// A registered request; dropping it (on cancellation or a failed send)
@@ -103,8 +106,20 @@ impl Waiters {
             Some(waiter) => {
                 let _ = waiter.send(reply);
             }
-            None => tracing::debug!("reply to an unknown request id dropped"),
+            None => self.skip("a reply to an id no request is waiting for"),
         }
+    }
+
+    /// Counts one incoming line, event or message that was skipped, with
+    /// one diagnostic event naming `what` (never its bytes).
+    pub(crate) fn skip(&self, what: &'static str) {
+        let skipped = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::debug!(target: "mcp_connect::transport", what, skipped, "skipped");
+    }
+
+    /// How many were skipped so far.
+    pub(crate) fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     /// Routes one incoming message: replies to their waiters; server
@@ -139,7 +154,8 @@ impl Waiters {
                 let _ = waiter.send(Ok(Err(error)));
             }
         } else {
-            tracing::debug!("error without an id could not be attributed; dropped");
+            drop(pending);
+            self.skip("an error without an id, with several requests waiting");
         }
     }
 
