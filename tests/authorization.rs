@@ -370,3 +370,42 @@ async fn a_server_that_refuses_every_token_asks_the_person_once() {
     })
     .await;
 }
+
+/// Issue 24, item 3.7: a token request carries a credential (here the
+/// client secret), so it is never sent over cleartext to a host that is
+/// not this machine, even one whose name resolves to 127.0.0.1. The
+/// failure is typed, classified as an authorization failure and never
+/// retried; the token endpoint sees nothing.
+#[tokio::test]
+async fn a_secret_is_never_sent_to_a_cleartext_token_endpoint_elsewhere() {
+    use mcp_connect::transport::HttpClient;
+    watchdog(LIMIT, async {
+        let server = support::oauth::start_named(As::default(), "auth.example.test").await;
+        let live = server.addr();
+        let resolver = tower::service_fn(move |_name| {
+            std::future::ready(Ok::<_, std::io::Error>(std::iter::once(live)))
+        });
+        let connector = Connector::with_client(HttpClient::http_only_with_resolver(resolver));
+        let url = format!("http://auth.example.test:{}/mcp", live.port());
+        let request = ConnectRequest::http(&url)
+            .unwrap()
+            .with_pin(ProtocolVersion::V2025_11_25)
+            .with_authorization(Authorization::client_credentials("svc", "canary-secret"));
+        let error = connector.connect(request).await.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Auth(AuthError::InsecureEndpoint)),
+            "{error:?}"
+        );
+        assert_eq!(error.failure().kind, FailureKind::Auth);
+        assert!(at(&server, "/as/token").is_empty(), "the secret was sent");
+        assert!(server
+            .recorded()
+            .iter()
+            .all(
+                |r| !String::from_utf8_lossy(&r.raw).contains("canary-secret")
+                    && r.header("authorization")
+                        .is_none_or(|h| !h.starts_with("Basic"))
+            ));
+    })
+    .await;
+}

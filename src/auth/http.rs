@@ -44,6 +44,22 @@ impl Answer {
     }
 }
 
+/// Whether a request to `url` may carry a secret: `https://`, or a host
+/// that is a loopback address (127.0.0.0/8, `::1`) or `localhost`, where
+/// nothing crosses a network. A name that merely resolves to a loopback
+/// address does not count: the name is what a network could redirect.
+pub(crate) fn may_carry_credentials(url: &Url) -> bool {
+    if url.scheme() == "https" {
+        return true;
+    }
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
 impl AuthHttp {
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<Answer, AuthError> {
         let exchange = async {
@@ -76,12 +92,17 @@ impl AuthHttp {
     }
 
     /// A form `POST`, with HTTP Basic client authentication when given.
+    /// Only to the token endpoint, and only over HTTPS or to this machine:
+    /// every such request carries a credential.
     pub(crate) async fn post_form(
         &self,
         url: &Url,
         form: &[(&str, &str)],
         basic: Option<(&str, &str)>,
     ) -> Result<Answer, AuthError> {
+        if !may_carry_credentials(url) {
+            return Err(AuthError::InsecureEndpoint);
+        }
         let body = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form)
             .finish();
@@ -124,5 +145,34 @@ impl AuthHttp {
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|_| AuthError::BadUrl)?;
         self.send(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_carry_credentials;
+
+    #[test]
+    fn only_https_or_this_machine_may_carry_credentials() {
+        for ok in [
+            "https://as.example/token",
+            "http://127.0.0.1:8080/token",
+            "http://127.9.9.9/token",
+            "http://[::1]:9/token",
+            "http://localhost:3000/token",
+        ] {
+            assert!(may_carry_credentials(&ok.parse().unwrap()), "{ok}");
+        }
+        for refused in [
+            "http://as.example/token",
+            "http://10.0.0.1/token",
+            "http://localhost.evil.example/token",
+            "http://127.0.0.1.nip.example/token",
+        ] {
+            assert!(
+                !may_carry_credentials(&refused.parse().unwrap()),
+                "{refused}"
+            );
+        }
     }
 }

@@ -331,6 +331,13 @@ pub enum AuthError {
     /// was no refresh to try: a new authorization is not started again.
     #[error("the server refuses the token it was just given")]
     TokenRefused,
+    /// A token request (which carries a secret, an assertion, a code and
+    /// its verifier, or a refresh token) would go to an endpoint that is
+    /// not `https://` on a host other than a loopback address or
+    /// `localhost`. The authorization spec requires HTTPS there; nothing
+    /// was sent.
+    #[error("the token endpoint is not https:// and not on this machine; nothing was sent")]
+    InsecureEndpoint,
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

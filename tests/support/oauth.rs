@@ -140,3 +140,12 @@ pub async fn start(behaviour: As) -> ScriptServer {
     *base.lock().unwrap() = server.url_for("");
     server
 }
+
+/// [`start`], with every URL the server publishes naming `host` instead of
+/// 127.0.0.1 (a client reaches it through a resolver that maps the name).
+pub async fn start_named(behaviour: As, host: &str) -> ScriptServer {
+    let base = Arc::new(Mutex::new(String::new()));
+    let server = ScriptServer::start(server(behaviour, Arc::clone(&base))).await;
+    *base.lock().unwrap() = format!("http://{host}:{}", server.addr().port());
+    server
+}
