@@ -185,10 +185,14 @@ impl TokenStore for Shared {
     fn load(&self, resource: &str) -> Option<mcp_connect::auth::Tokens> {
         self.0.load(resource)
     }
-    fn save(&self, resource: &str, tokens: &mcp_connect::auth::Tokens) {
+    fn save(
+        &self,
+        resource: &str,
+        tokens: &mcp_connect::auth::Tokens,
+    ) -> Result<(), mcp_connect::auth::StoreError> {
         self.0.save(resource, tokens)
     }
-    fn forget(&self, resource: &str) {
+    fn forget(&self, resource: &str) -> Result<(), mcp_connect::auth::StoreError> {
         self.0.forget(resource)
     }
 }

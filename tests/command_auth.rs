@@ -113,3 +113,43 @@ async fn interactive_authorization_prints_the_url_and_takes_the_redirect_on_loop
     assert!(stdout.contains("\"established\""), "{stdout}");
     assert!(!stdout.contains("canary-"), "{stdout}");
 }
+
+/// Issue 24, item 3.13: a save that fails after the checks (here the
+/// store's temporary file name is taken by a directory) is reported on
+/// stderr, not only in a `tracing` warning nobody sees; the run itself
+/// still succeeds with the tokens it holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_token_save_is_reported_on_stderr() {
+    let server = start(As::default()).await;
+    let dir = std::env::temp_dir().join(format!("mcp-connect-cmd-save-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tokens.tmp")).unwrap();
+    let store_arg = dir.join("tokens.json").to_string_lossy().into_owned();
+    let url = server.url();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut run = command(&[
+            "--pin",
+            "2025-11-25",
+            "--client-credentials",
+            "--client-id",
+            "svc",
+            "--client-secret-env",
+            "MCP_TEST_SECRET",
+            "--token-store",
+            &store_arg,
+            &url,
+        ]);
+        run.env("MCP_TEST_SECRET", "canary-secret");
+        finish(run.spawn().unwrap(), COMMAND_LIMIT)
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--token-store: the tokens were not saved"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("canary"), "{stderr}");
+    assert!(!dir.join("tokens.json").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -136,3 +136,99 @@ fn a_failed_call_names_the_code_and_category_not_the_message() {
         }
     }
 }
+
+/// Issue 24, item 3.10: options a stdio server cannot use are usage
+/// errors (they used to be ignored, exit 0), and nothing is spawned.
+#[test]
+fn options_that_do_not_fit_a_stdio_target_are_usage_errors() {
+    let marker = std::env::temp_dir().join(format!("mcp-connect-spawned-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = format!("touch {}", marker.display());
+    let stdio = ["--", "sh", "-c", script.as_str()];
+    let cases: [&[&str]; 7] = [
+        &["--header", "X-Api-Key: k"],
+        &["--auth"],
+        &[
+            "--client-credentials",
+            "--client-id",
+            "a",
+            "--client-secret-env",
+            "HOME",
+        ],
+        &["--auth", "--scope", "read"],
+        &["--auth", "--token-store", "/tmp/x.json"],
+        &["--auth", "--client-id", "a"],
+        &["--auth", "--client-secret-env", "HOME"],
+    ];
+    for options in cases {
+        let args: Vec<&str> = options.iter().chain(stdio.iter()).copied().collect();
+        assert_usage_error(&args);
+    }
+    assert!(!marker.exists(), "a stdio server was spawned");
+}
+
+/// Item 3.10: OAuth options without `--auth` or `--client-credentials`
+/// would do nothing: usage errors.
+#[test]
+fn oauth_options_without_a_grant_are_usage_errors() {
+    let url = closed_port_url();
+    for option in [
+        &["--scope", "read"][..],
+        &["--token-store", "/tmp/t.json"][..],
+        &["--client-id", "a"][..],
+        &["--client-secret-env", "HOME"][..],
+    ] {
+        let args: Vec<&str> = option.iter().copied().chain([url.as_str()]).collect();
+        assert_usage_error(&args);
+    }
+}
+
+/// Item 3.13: a token store the command could not write is a usage error
+/// before connecting (it used to authorize, exit 0 and keep nothing).
+#[test]
+fn an_unwritable_token_store_is_a_usage_error_before_connecting() {
+    let url = closed_port_url();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-store-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("no-such-dir").join("tokens.json");
+    for store in [missing.to_str().unwrap(), dir.to_str().unwrap()] {
+        assert_usage_error(&["--auth", "--token-store", store, url.as_str()]);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Item 3.12: `--request-timeout` bounds a stuck call (the fixed 60 s limit
+/// had no option) and `--help` shows its default.
+#[tokio::test(flavor = "multi_thread")]
+async fn request_timeout_bounds_a_stuck_call() {
+    let help = support::cli::run_async(&["--help"]).await;
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--request-timeout"), "{help}");
+    assert!(help.contains("[default: 60s]"), "{help}");
+    let server = support::ScriptServer::start(|r| match r.rpc_method() {
+        "tools/call" => support::Script::Stall,
+        _ => support::legacy(r),
+    })
+    .await;
+    let url = server.url();
+    let started = std::time::Instant::now();
+    let output = support::cli::run_async(&[
+        "--json",
+        "--pin",
+        "2025-11-25",
+        "--request-timeout",
+        "300ms",
+        "--call-tool",
+        "x",
+        &url,
+    ])
+    .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(1));
+    let lines = json_lines(&output);
+    let call = lines
+        .iter()
+        .find(|l| l["event"] == "error" || l["event"] == "call")
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(call["failure"]["kind"], "timeout", "{call}");
+}

@@ -74,7 +74,7 @@ pub(crate) async fn authorize(
                 }
                 Err(_) => {
                     let kept = previous.clone().without_refresh();
-                    settings.store.save(&resource, &kept);
+                    stored(settings.store.save(&resource, &kept));
                 }
             }
         }
@@ -125,8 +125,17 @@ pub(crate) async fn authorize(
 }
 
 fn keep(auth: &Authorization, resource: &str, tokens: Tokens) {
-    auth.settings.store.save(resource, &tokens);
+    stored(auth.settings.store.save(resource, &tokens));
     auth.state.set_tokens(Some(tokens));
+}
+
+/// A store that could not keep the tokens does not fail the
+/// authorization (the tokens work for this process); it is logged, and the
+/// store's owner saw the error.
+fn stored(result: Result<(), super::StoreError>) {
+    if result.is_err() {
+        tracing::warn!(target: "mcp_connect::auth", "the token store could not be written");
+    }
 }
 
 fn endpoint(url: Option<&str>, name: &'static str) -> Result<Url, AuthError> {

@@ -44,7 +44,7 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Phase, Stage, StageInfo};
 
 pub use assertion::{KeyError, SigningKey};
-pub use tokens::{FileTokenStore, MemoryTokenStore, TokenStore, Tokens};
+pub use tokens::{FileTokenStore, MemoryTokenStore, StoreError, TokenStore, Tokens};
 
 pub(crate) use bearer::AuthState;
 pub(crate) use flow::Authorized;

@@ -86,13 +86,31 @@ impl fmt::Debug for Tokens {
 
 /// Where tokens live between establishments and processes, keyed by the
 /// protected resource's canonical URI.
+///
+/// A store that cannot keep what it is given says so: the authorization
+/// stage goes on with the tokens it holds (they work for this process) and
+/// logs a payload-free warning, and an application that must know (the
+/// command tells the person, since the next run would ask again) wraps its
+/// store to see the error.
 pub trait TokenStore: Send + Sync + 'static {
     /// The tokens kept for `resource`.
     fn load(&self, resource: &str) -> Option<Tokens>;
     /// Keeps `tokens` for `resource`.
-    fn save(&self, resource: &str, tokens: &Tokens);
+    fn save(&self, resource: &str, tokens: &Tokens) -> Result<(), StoreError>;
     /// Forgets the tokens of `resource` (they were refused).
-    fn forget(&self, resource: &str);
+    fn forget(&self, resource: &str) -> Result<(), StoreError>;
+}
+
+/// A token store could not keep or forget tokens. The source says why
+/// (for [`FileTokenStore`], the I/O error); never the tokens.
+#[derive(Debug, thiserror::Error)]
+#[error("the token store could not be written")]
+pub struct StoreError(#[source] pub crate::error::BoxError);
+
+impl From<std::io::Error> for StoreError {
+    fn from(error: std::io::Error) -> Self {
+        StoreError(Box::new(error))
+    }
 }
 
 /// Tokens kept in memory for the life of the process.
@@ -119,16 +137,16 @@ impl TokenStore for MemoryTokenStore {
         self.tokens.lock().ok()?.get(resource).cloned()
     }
 
-    fn save(&self, resource: &str, tokens: &Tokens) {
-        if let Ok(mut map) = self.tokens.lock() {
-            map.insert(resource.to_owned(), tokens.clone());
-        }
+    fn save(&self, resource: &str, tokens: &Tokens) -> Result<(), StoreError> {
+        let mut map = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(resource.to_owned(), tokens.clone());
+        Ok(())
     }
 
-    fn forget(&self, resource: &str) {
-        if let Ok(mut map) = self.tokens.lock() {
-            map.remove(resource);
-        }
+    fn forget(&self, resource: &str) -> Result<(), StoreError> {
+        let mut map = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(resource);
+        Ok(())
     }
 }
 
@@ -147,9 +165,9 @@ mod tests {
         assert!(!shown.contains("secret"), "{shown}");
         assert_eq!(tokens.access_token(), "secret-at");
         let store = MemoryTokenStore::new();
-        store.save("r", &tokens);
+        store.save("r", &tokens).unwrap();
         assert_eq!(store.load("r"), Some(tokens));
-        store.forget("r");
+        store.forget("r").unwrap();
         assert_eq!(store.load("r"), None);
     }
 }
@@ -178,27 +196,19 @@ impl FileTokenStore {
             .unwrap_or_default()
     }
 
-    fn write(&self, map: &HashMap<String, Tokens>) {
+    fn write(&self, map: &HashMap<String, Tokens>) -> std::io::Result<()> {
         use std::io::Write as _;
         use std::os::unix::fs::OpenOptionsExt as _;
-        let Ok(bytes) = serde_json::to_vec(map) else {
-            return;
-        };
+        let bytes = serde_json::to_vec(map).map_err(std::io::Error::other)?;
         let temporary = self.path.with_extension("tmp");
-        let written = std::fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(0o600)
             .open(&temporary)
-            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()));
-        match written.and_then(|()| std::fs::rename(&temporary, &self.path)) {
-            Ok(()) => {}
-            // The path only: never what was being written.
-            Err(error) => {
-                tracing::warn!(kind = ?error.kind(), "the token store could not be written")
-            }
-        }
+            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+        std::fs::rename(&temporary, &self.path)
     }
 }
 
@@ -214,19 +224,20 @@ impl TokenStore for FileTokenStore {
         self.read().remove(resource)
     }
 
-    fn save(&self, resource: &str, tokens: &Tokens) {
-        let Ok(_held) = self.lock.lock() else { return };
+    fn save(&self, resource: &str, tokens: &Tokens) -> Result<(), StoreError> {
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let mut map = self.read();
         map.insert(resource.to_owned(), tokens.clone());
-        self.write(&map);
+        Ok(self.write(&map)?)
     }
 
-    fn forget(&self, resource: &str) {
-        let Ok(_held) = self.lock.lock() else { return };
+    fn forget(&self, resource: &str) -> Result<(), StoreError> {
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let mut map = self.read();
         if map.remove(resource).is_some() {
-            self.write(&map);
+            self.write(&map)?;
         }
+        Ok(())
     }
 }
 
@@ -249,15 +260,37 @@ mod file_tests {
         }
         .into_tokens(None);
         let store = FileTokenStore::new(&path);
-        store.save("https://x/mcp", &tokens);
+        store.save("https://x/mcp", &tokens).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert_eq!(
             FileTokenStore::new(&path).load("https://x/mcp"),
             Some(tokens)
         );
-        store.forget("https://x/mcp");
+        store.forget("https://x/mcp").unwrap();
         assert_eq!(store.load("https://x/mcp"), None);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Issue 24, item 3.13: a store that cannot be written says so.
+    #[test]
+    fn a_file_store_that_cannot_be_written_reports_it() {
+        let path = std::env::temp_dir()
+            .join(format!("mcp-connect-missing-{}", std::process::id()))
+            .join("tokens.json");
+        let tokens = TokenResponse {
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_in: None,
+            scope: None,
+        }
+        .into_tokens(None);
+        let error = FileTokenStore::new(&path)
+            .save("https://x/mcp", &tokens)
+            .unwrap_err();
+        let io = std::error::Error::source(&error)
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -44,6 +44,11 @@ pub(crate) struct Args {
     #[arg(long, value_parser = parse_limit, default_value = "10s")]
     pub(crate) handshake_timeout: Duration,
 
+    /// How long each request after establishment (a listing, a tool call)
+    /// may take.
+    #[arg(long, value_parser = parse_limit, default_value = "60s")]
+    pub(crate) request_timeout: Duration,
+
     /// An HTTP header for every request, as 'Name: value' (repeatable). The
     /// value is never printed.
     #[arg(long = "header", value_name = "NAME: VALUE")]
@@ -139,8 +144,8 @@ pub(crate) struct Args {
 
     /// Which failed calls watch mode sends once more on the new session:
     /// never, or those the server provably never received (its connection
-    /// could not be opened, or it was refused with 404 for an unknown
-    /// session).
+    /// could not be opened, or it was refused for an unknown session: 404,
+    /// or 400 with a JSON-RPC error without id).
     #[arg(long, value_enum, default_value_t = Replay::Never, requires = "call_tool")]
     pub(crate) replay: Replay,
 

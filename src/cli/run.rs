@@ -1,7 +1,7 @@
 //! The command's flow: parse, connect, optionally use, close, summarize.
 
 use super::authorize::LoopbackRedirect;
-use mcp_connect::auth::{Authorization, FileTokenStore};
+use mcp_connect::auth::{Authorization, FileTokenStore, StoreError, TokenStore, Tokens};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -74,8 +74,78 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// The first option given that only an HTTP target can use.
+fn http_only_option(args: &Args) -> Option<&'static str> {
+    [
+        (!args.headers.is_empty(), "--header"),
+        (args.auth, "--auth"),
+        (args.client_credentials, "--client-credentials"),
+        (args.client_id.is_some(), "--client-id"),
+        (args.client_secret_env.is_some(), "--client-secret-env"),
+        (args.scope.is_some(), "--scope"),
+        (args.token_store.is_some(), "--token-store"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name))
+}
+
+/// The first OAuth option given without `--auth` or `--client-credentials`,
+/// which alone would do nothing.
+fn orphan_auth_option(args: &Args) -> Option<&'static str> {
+    if args.auth || args.client_credentials {
+        return None;
+    }
+    [
+        (args.client_id.is_some(), "--client-id"),
+        (args.client_secret_env.is_some(), "--client-secret-env"),
+        (args.scope.is_some(), "--scope"),
+        (args.token_store.is_some(), "--token-store"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name))
+}
+
+/// Whether the token store's file can be written: an existing writable
+/// file, or a name in an existing writable directory.
+fn check_token_store(path: &std::path::Path) -> Result<(), String> {
+    use nix::unistd::{access, AccessFlags};
+    let problem = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Some("it is a directory"),
+        Ok(_) => access(path, AccessFlags::W_OK)
+            .is_err()
+            .then_some("the file cannot be written"),
+        Err(_) => {
+            let parent = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => std::path::Path::new("."),
+            };
+            match std::fs::metadata(parent) {
+                Ok(meta) if meta.is_dir() => access(parent, AccessFlags::W_OK | AccessFlags::X_OK)
+                    .is_err()
+                    .then_some("its directory cannot be written"),
+                _ => Some("its directory does not exist"),
+            }
+        }
+    };
+    match problem {
+        Some(problem) => Err(format!("--token-store: {problem}")),
+        None => Ok(()),
+    }
+}
+
 /// The connect request the arguments describe, or the usage error to print.
 fn request_from(args: &Args, demo_url: Option<String>) -> Result<ConnectRequest, String> {
+    if args.command.is_some() {
+        if let Some(option) = http_only_option(args) {
+            return Err(format!("{option} needs an HTTP target, not a stdio server"));
+        }
+    }
+    if let Some(option) = orphan_auth_option(args) {
+        return Err(format!("{option} needs --auth or --client-credentials"));
+    }
+    if let Some(path) = &args.token_store {
+        check_token_store(path)?;
+    }
     let request = match (&args.url, &args.command, demo_url.as_ref()) {
         (Some(_), Some(_), _) => return Err("give a URL or a command after --, not both".into()),
         (None, Some(command), _) => {
@@ -99,7 +169,8 @@ fn request_from(args: &Args, demo_url: Option<String>) -> Result<ConnectRequest,
         .with_limits(
             Limits::default()
                 .with_probe_timeout(args.probe_timeout)
-                .with_handshake_timeout(args.handshake_timeout),
+                .with_handshake_timeout(args.handshake_timeout)
+                .with_request_timeout(args.request_timeout),
         );
     if let Some(pin) = &args.pin {
         request = request.with_versions(VersionPolicy::Pin(pin.clone()));
@@ -153,7 +224,7 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
         auth = auth.with_scope(scope);
     }
     if let Some(path) = &args.token_store {
-        auth = auth.with_token_store(FileTokenStore::new(path));
+        auth = auth.with_token_store(Reported(FileTokenStore::new(path)));
     }
     Ok(Some(auth))
 }
@@ -484,4 +555,36 @@ fn report_error(printer: &Printer, operation: &str, error: &Error) {
             "jsonrpc_code": failure.jsonrpc_code,
         }),
     );
+}
+
+/// The command's token store: a file, whose failed saves the person is
+/// told about on stderr (the next run would ask them again).
+struct Reported(FileTokenStore);
+
+impl TokenStore for Reported {
+    fn load(&self, resource: &str) -> Option<Tokens> {
+        self.0.load(resource)
+    }
+
+    fn save(&self, resource: &str, tokens: &Tokens) -> Result<(), StoreError> {
+        let saved = self.0.save(resource, tokens);
+        if let Err(error) = &saved {
+            eprintln!(
+                "mcp-connect: --token-store: the tokens were not saved: {}",
+                chain(error)
+            );
+        }
+        saved
+    }
+
+    fn forget(&self, resource: &str) -> Result<(), StoreError> {
+        let forgotten = self.0.forget(resource);
+        if let Err(error) = &forgotten {
+            eprintln!(
+                "mcp-connect: --token-store: refused tokens were not removed: {}",
+                chain(error)
+            );
+        }
+        forgotten
+    }
 }
