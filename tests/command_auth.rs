@@ -62,7 +62,7 @@ fn client_credentials_without_their_parts_is_a_usage_error() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn interactive_authorization_prints_the_url_and_takes_the_redirect_on_loopback() {
+async fn interactive_authorization_takes_only_its_own_redirect_on_loopback() {
     use std::io::{BufRead as _, BufReader};
 
     use mcp_connect::auth::Authorize as _;
@@ -93,6 +93,23 @@ async fn interactive_authorization_prints_the_url_and_takes_the_redirect_on_loop
         .await
         .unwrap();
     let back = url::Url::parse(&back).unwrap();
+    let port = back.port().unwrap();
+    // Issue 24, item 3.11: before the browser, a local process connects and
+    // says nothing, and another sends a callback with a forged state. The
+    // first holds nothing up; the second gets 400 and cancels nothing.
+    let _idle = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut forger = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    forger
+        .write_all(b"GET /callback?code=forged&state=forged HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut refused = String::new();
+    forger.read_to_string(&mut refused).await.unwrap();
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
     let mut browser =
         tokio::net::TcpStream::connect((back.host_str().unwrap(), back.port().unwrap()))
             .await
