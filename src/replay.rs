@@ -20,7 +20,7 @@
 //!   (MCP 2025-03-26 and later, Streamable HTTP; the legacy HTTP+SSE
 //!   message endpoint likewise); or with HTTP 400 and a JSON-RPC error
 //!   without id, the transport's refusal before any handler
-//!   ([`LossReason::RefusedWithoutId`](crate::LossReason::RefusedWithoutId)).
+//!   ([`LossReason::RefusedWithoutId`]).
 //!
 //! The evidence counts only when the session-loss rule (see
 //! [`crate::session_loss`]) found the session lost, so the call goes to a
