@@ -172,3 +172,60 @@ impl fmt::Debug for SessionLossRule {
             .finish()
     }
 }
+
+/// What the client remembers of refusals that replaced a session, so a
+/// server that refuses every new session the same way is not reconnected
+/// to in a loop.
+#[derive(Debug, Default)]
+pub(crate) struct Suspicion {
+    /// The refusal that dropped the last session, for the next one.
+    pending: Option<LossReason>,
+    /// The generation made to replace a refused session, and the refusal,
+    /// until a request succeeds.
+    replaced: Option<(u64, LossReason)>,
+    /// A refusal that no longer replaces sessions, until a request succeeds.
+    suppressed: Option<LossReason>,
+}
+
+/// What a failed call does to its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The session lives.
+    Kept,
+    /// The session is gone.
+    Lost(LossReason),
+    /// The new session was refused as the old one was: kept, and the
+    /// refusal no longer counts until a request succeeds.
+    RefusedAgain(LossReason),
+}
+
+impl Suspicion {
+    pub(crate) fn on_failure(&mut self, generation: u64, reason: Option<LossReason>) -> Verdict {
+        let Some(reason) = reason else {
+            return Verdict::Kept;
+        };
+        if !reason.is_refusal() {
+            self.pending = None;
+            return Verdict::Lost(reason);
+        }
+        if self.suppressed == Some(reason) {
+            return Verdict::Kept;
+        }
+        if self.replaced == Some((generation, reason)) {
+            self.replaced = None;
+            self.suppressed = Some(reason);
+            return Verdict::RefusedAgain(reason);
+        }
+        self.pending = Some(reason);
+        Verdict::Lost(reason)
+    }
+
+    pub(crate) fn on_session(&mut self, generation: u64) {
+        self.replaced = self.pending.take().map(|reason| (generation, reason));
+    }
+
+    pub(crate) fn on_success(&mut self) {
+        self.replaced = None;
+        self.suppressed = None;
+    }
+}

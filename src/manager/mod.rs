@@ -54,8 +54,12 @@ use crate::protocol::{CallToolResult, ListToolsResult};
 use crate::replay::{undelivered, ReplayPolicy};
 use crate::request::ConnectRequest;
 use crate::session::{RequestOptions, Session, SessionState};
-use crate::session_loss::{LossReason, LossSignal, SessionLossRule};
-use crate::stack::{Establish, EstablishError};
+use crate::session_loss::{LossReason, LossSignal, SessionLossRule, Suspicion, Verdict};
+use crate::stack::Establish;
+
+mod error;
+
+pub use error::ClientError;
 
 /// The cool-down after failed reconnects: full jitter under a ceiling of
 /// 100 ms doubling to 30 s.
@@ -104,63 +108,6 @@ struct Inner {
     suspicion: std::sync::Mutex<Suspicion>,
 }
 
-/// What the client remembers of refusals that replaced a session, so a
-/// server that refuses every new session the same way is not reconnected
-/// to in a loop.
-#[derive(Debug, Default)]
-struct Suspicion {
-    /// The refusal that dropped the last session, for the next one.
-    pending: Option<LossReason>,
-    /// The generation made to replace a refused session, and the refusal,
-    /// until a request succeeds.
-    replaced: Option<(u64, LossReason)>,
-    /// A refusal that no longer replaces sessions, until a request succeeds.
-    suppressed: Option<LossReason>,
-}
-
-/// What a failed call does to its session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// The session lives.
-    Kept,
-    /// The session is gone.
-    Lost(LossReason),
-    /// The new session was refused as the old one was: kept, and the
-    /// refusal no longer counts until a request succeeds.
-    RefusedAgain(LossReason),
-}
-
-impl Suspicion {
-    fn on_failure(&mut self, generation: u64, reason: Option<LossReason>) -> Verdict {
-        let Some(reason) = reason else {
-            return Verdict::Kept;
-        };
-        if !reason.is_refusal() {
-            self.pending = None;
-            return Verdict::Lost(reason);
-        }
-        if self.suppressed == Some(reason) {
-            return Verdict::Kept;
-        }
-        if self.replaced == Some((generation, reason)) {
-            self.replaced = None;
-            self.suppressed = Some(reason);
-            return Verdict::RefusedAgain(reason);
-        }
-        self.pending = Some(reason);
-        Verdict::Lost(reason)
-    }
-
-    fn on_session(&mut self, generation: u64) {
-        self.replaced = self.pending.take().map(|reason| (generation, reason));
-    }
-
-    fn on_success(&mut self) {
-        self.replaced = None;
-        self.suppressed = None;
-    }
-}
-
 /// A new session of an [`McpClient`], as reported by
 /// [`McpClient::generations`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -196,98 +143,6 @@ pub struct McpClient {
     reconnect: Reconnect,
     /// This handle's own choice, like `reconnect`.
     replay: ReplayPolicy,
-}
-
-/// Why a call on an [`McpClient`] failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// No session could be established.
-    #[error("no session could be established")]
-    Connect(#[source] EstablishError),
-    /// The last reconnect failed recently; the client is backing off.
-    #[error("no session: backing off for {retry_in:?} after a failed reconnect ({failure})")]
-    CoolingDown {
-        /// The failure of the last reconnect.
-        failure: Failure,
-        /// How long until the client tries again.
-        retry_in: Duration,
-    },
-    /// The call itself failed on session `generation`.
-    #[error("{operation} failed on session {generation}")]
-    Call {
-        /// The operation, e.g. `call_tool`.
-        operation: &'static str,
-        /// The session generation the call ran on.
-        generation: u64,
-        /// Whether the session was found dead and dropped (the next call
-        /// builds a new one).
-        session_lost: bool,
-        /// The error.
-        #[source]
-        error: Error,
-    },
-    /// The first request on a session that replaced a refused one was
-    /// refused the same way (`reason`): the refusal is not about the
-    /// session. The session is kept, and this refusal no longer replaces
-    /// sessions until a request succeeds (see [`crate::session_loss`]).
-    #[error("{operation} refused again on session {generation}, which replaced a session refused the same way ({reason})")]
-    RefusedAgain {
-        /// The operation, e.g. `call_tool`.
-        operation: &'static str,
-        /// The session generation the call ran on.
-        generation: u64,
-        /// The refusal, as the session-loss rule named it.
-        reason: LossReason,
-        /// The error.
-        #[source]
-        error: Error,
-    },
-}
-
-impl ClientError {
-    /// The session generation the call ran on, when it ran.
-    pub fn generation(&self) -> Option<u64> {
-        match self {
-            ClientError::Call { generation, .. } | ClientError::RefusedAgain { generation, .. } => {
-                Some(*generation)
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether the session died with this call.
-    pub fn session_lost(&self) -> bool {
-        matches!(
-            self,
-            ClientError::Call {
-                session_lost: true,
-                ..
-            }
-        )
-    }
-
-    /// The call's own error, when the call ran.
-    pub fn call_error(&self) -> Option<&Error> {
-        match self {
-            ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
-                Some(error)
-            }
-            _ => None,
-        }
-    }
-}
-
-impl Classify for ClientError {
-    fn failure(&self) -> Failure {
-        match self {
-            ClientError::Connect(e) => e.failure(),
-            ClientError::CoolingDown { failure, .. } => *failure,
-            ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
-                error.failure()
-            }
-        }
-    }
 }
 
 impl McpClient {

@@ -1,0 +1,101 @@
+//! Why a call on an [`McpClient`](super::McpClient) failed.
+
+use std::time::Duration;
+
+use mcp_connect_layers::{Classify, Failure};
+
+use crate::error::Error;
+use crate::session_loss::LossReason;
+use crate::stack::EstablishError;
+
+/// Why a call on an [`McpClient`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// No session could be established.
+    #[error("no session could be established")]
+    Connect(#[source] EstablishError),
+    /// The last reconnect failed recently; the client is backing off.
+    #[error("no session: backing off for {retry_in:?} after a failed reconnect ({failure})")]
+    CoolingDown {
+        /// The failure of the last reconnect.
+        failure: Failure,
+        /// How long until the client tries again.
+        retry_in: Duration,
+    },
+    /// The call itself failed on session `generation`.
+    #[error("{operation} failed on session {generation}")]
+    Call {
+        /// The operation, e.g. `call_tool`.
+        operation: &'static str,
+        /// The session generation the call ran on.
+        generation: u64,
+        /// Whether the session was found dead and dropped (the next call
+        /// builds a new one).
+        session_lost: bool,
+        /// The error.
+        #[source]
+        error: Error,
+    },
+    /// The first request on a session that replaced a refused one was
+    /// refused the same way (`reason`): the refusal is not about the
+    /// session. The session is kept, and this refusal no longer replaces
+    /// sessions until a request succeeds (see [`crate::session_loss`]).
+    #[error("{operation} refused again on session {generation}, which replaced a session refused the same way ({reason})")]
+    RefusedAgain {
+        /// The operation, e.g. `call_tool`.
+        operation: &'static str,
+        /// The session generation the call ran on.
+        generation: u64,
+        /// The refusal, as the session-loss rule named it.
+        reason: LossReason,
+        /// The error.
+        #[source]
+        error: Error,
+    },
+}
+
+impl ClientError {
+    /// The session generation the call ran on, when it ran.
+    pub fn generation(&self) -> Option<u64> {
+        match self {
+            ClientError::Call { generation, .. } | ClientError::RefusedAgain { generation, .. } => {
+                Some(*generation)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the session died with this call.
+    pub fn session_lost(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Call {
+                session_lost: true,
+                ..
+            }
+        )
+    }
+
+    /// The call's own error, when the call ran.
+    pub fn call_error(&self) -> Option<&Error> {
+        match self {
+            ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
+                Some(error)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Classify for ClientError {
+    fn failure(&self) -> Failure {
+        match self {
+            ClientError::Connect(e) => e.failure(),
+            ClientError::CoolingDown { failure, .. } => *failure,
+            ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
+                error.failure()
+            }
+        }
+    }
+}
