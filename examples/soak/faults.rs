@@ -54,6 +54,12 @@ pub enum Fault {
     Garbage,
     RpcError,
     SessionExpiry,
+    /// The server forgets every session, as a restart does, and answers
+    /// the old one with 400 and a JSON-RPC error without id (the
+    /// TypeScript SDK v1 examples, server-everything).
+    SessionRestart,
+    /// 400 with a JSON-RPC error naming the request: a handler's refusal.
+    RefusedWithId,
     Slow,
     ChildExit,
 }
@@ -143,7 +149,11 @@ impl Plan {
                             Fault::Slow,
                         ];
                         if place == Where::Call {
-                            faults.push(Fault::SessionExpiry);
+                            faults.extend([
+                                Fault::SessionExpiry,
+                                Fault::SessionRestart,
+                                Fault::RefusedWithId,
+                            ]);
                         }
                         pick(rng, &faults)
                     }
@@ -227,10 +237,12 @@ impl Plan {
                     | Fault::ResetBeforeHeaders
                     | Fault::BreakMidBody
                     | Fault::BreakMidSse => lost(TRANSPORT_BROKE),
-                    Fault::SessionExpiry if self.replay => {
+                    Fault::SessionExpiry | Fault::SessionRestart if self.replay => {
                         [Expect::Ok { generation: 2 }, Expect::Ok { generation: 2 }]
                     }
                     Fault::SessionExpiry => lost(&[K::Closed]),
+                    Fault::SessionRestart => lost(&[K::Rpc]),
+                    Fault::RefusedWithId => stays(&[K::Rpc]),
                     Fault::Stall => stays(&[K::Timeout]),
                     Fault::Status(401 | 403) => stays(&[K::Auth]),
                     Fault::Status(429) => stays(&[K::Throttled]),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::Method;
-use mcp_connect::testkit::{error, LegacyServer, Recorded, Script, ScriptServer};
+use mcp_connect::testkit::{error, LegacyServer, Recorded, Script, ScriptServer, UnknownSession};
 use mcp_connect::testkit::{SseBehaviour, SseServer};
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::{ConnectRequest, TransportMode};
@@ -24,7 +24,7 @@ pub enum Server {
         server: ScriptServer,
         legacy: LegacyServer,
         /// How often each call (by its `n` argument) reached the server and
-        /// was not refused for an unknown session.
+        /// was not refused for an unknown session (404, or 400 without id).
         received: Arc<Mutex<HashMap<u64, u32>>>,
     },
     /// Kept only to keep the server running for the run.
@@ -156,7 +156,14 @@ async fn http(plan: Plan) -> (Server, ConnectRequest) {
             true => inject(plan.fault, r, &responder),
             false => responder.respond(r),
         };
-        if r.rpc_method() == "tools/call" && !matches!(script, Script::Json(404, _)) {
+        // Refused for an unknown session (404, or 400 with an error without
+        // id): the call never ran, and may be sent again.
+        let refused = match &script {
+            Script::Json(404, _) => true,
+            Script::Json(400, body) => body.get("id").is_none_or(serde_json::Value::is_null),
+            _ => false,
+        };
+        if r.rpc_method() == "tools/call" && !refused {
             let n = r.body["params"]["arguments"]["n"].as_u64().unwrap_or(0);
             *counts.lock().expect("lock").entry(n).or_default() += 1;
         }
@@ -202,6 +209,12 @@ fn inject(fault: Fault, request: &Recorded, legacy: &LegacyServer) -> Script {
             legacy.expire_sessions();
             legacy.respond(request)
         }
+        Fault::SessionRestart => {
+            legacy.answer_unknown_sessions(UnknownSession::BadRequestWithoutId);
+            legacy.expire_sessions();
+            legacy.respond(request)
+        }
+        Fault::RefusedWithId => Script::Json(400, error(request, -32602, None)),
         Fault::Slow => Script::Delayed(SLOW, Box::new(legacy.respond(request))),
     }
 }
