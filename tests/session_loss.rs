@@ -202,3 +202,53 @@ async fn a_session_known_dead_is_replaced_before_the_call() {
     assert_eq!((generation, client.generation()), (1, 2));
     assert_eq!(legacy.tool_calls(), 2);
 }
+
+/// Item 2, over HTTP: the session's GET stream (opened because the
+/// application listens for notifications) is cut, and its resumption gets
+/// 404 for the session. The session is then known dead, so the next call
+/// goes to a new session instead of failing first.
+#[tokio::test]
+async fn a_session_whose_stream_saw_a_404_is_replaced_before_the_call() {
+    use mcp_connect::inbound::notification_channel;
+    let legacy = LegacyServer::new();
+    let responder = legacy.clone();
+    let server = ScriptServer::start(move |r| {
+        if r.method == http::Method::GET {
+            let session = r.header("mcp-session-id").unwrap_or_default();
+            return match (r.header("last-event-id"), session) {
+                // The first session's stream: one event with an id and a
+                // short retry, then it ends; its resumption finds the
+                // session gone.
+                (None, "session-1") => {
+                    Script::Sse(vec!["id: e1\nretry: 10\ndata: \n\n".to_owned()])
+                }
+                (Some(_), _) => Script::Status(404),
+                _ => Script::SseThenStall(vec![]),
+            };
+        }
+        responder.respond(r)
+    })
+    .await;
+    let (listener, _notifications) = notification_channel(8);
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_notifications(listener);
+    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let (session, _) = watchdog(LIMIT, client.session()).await.unwrap();
+    watchdog(LIMIT, async {
+        while session.state() == SessionState::Open {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    drop(session);
+    call(&client).await.unwrap();
+    assert_eq!(client.generation(), 2);
+    assert_eq!(legacy.tool_calls(), 1);
+    assert_eq!(
+        server.count("tools/call"),
+        1,
+        "nothing sent to the dead session"
+    );
+}
