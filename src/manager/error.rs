@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::session_loss::LossReason;
 use crate::stack::EstablishError;
 
-/// Why a call on an [`McpClient`] failed.
+/// Why a call on an [`McpClient`](super::McpClient) failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
