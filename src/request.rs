@@ -130,30 +130,35 @@ impl Default for Limits {
 
 impl Limits {
     /// Sets the probe limit.
+    #[must_use]
     pub fn with_probe_timeout(mut self, limit: Duration) -> Self {
         self.probe_timeout = limit;
         self
     }
 
     /// Sets the per-handshake-request limit.
+    #[must_use]
     pub fn with_handshake_timeout(mut self, limit: Duration) -> Self {
         self.handshake_timeout = limit;
         self
     }
 
     /// Sets the per-request limit of the established session.
+    #[must_use]
     pub fn with_request_timeout(mut self, limit: Duration) -> Self {
         self.request_timeout = limit;
         self
     }
 
     /// Sets the per-step close grace.
+    #[must_use]
     pub fn with_close_grace(mut self, grace: Duration) -> Self {
         self.close_grace = grace;
         self
     }
 
     /// Sets the largest accepted message in bytes.
+    #[must_use]
     pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
@@ -306,28 +311,33 @@ impl ConnectRequest {
     }
 
     /// Chooses the transport.
+    #[must_use]
     pub fn with_mode(mut self, mode: TransportMode) -> Self {
         self.mode = mode;
         self
     }
 
     /// Sets the version policy.
+    #[must_use]
     pub fn with_versions(mut self, versions: VersionPolicy) -> Self {
         self.versions = versions;
         self
     }
 
     /// Pins one exact version.
+    #[must_use]
     pub fn with_pin(self, version: ProtocolVersion) -> Self {
         self.with_versions(VersionPolicy::Pin(version))
     }
 
     /// Caps the versions offered.
+    #[must_use]
     pub fn with_ceiling(self, version: ProtocolVersion) -> Self {
         self.with_versions(VersionPolicy::Ceiling(version))
     }
 
     /// Sets the client's name and version.
+    #[must_use]
     pub fn with_client_info(mut self, info: ClientInfo) -> Self {
         Arc::make_mut(&mut self.client).info = info;
         self
@@ -335,6 +345,7 @@ impl ConnectRequest {
 
     /// Sets the client's capabilities object (the handler's kinds are
     /// added to it; see [`with_handler`](Self::with_handler)).
+    #[must_use]
     pub fn with_capabilities(mut self, capabilities: Value) -> Self {
         self.declared = capabilities;
         self.refresh_inbound();
@@ -345,6 +356,7 @@ impl ConnectRequest {
     /// `handler`, and declares exactly the kinds it answers. Requests from
     /// a POST reply stream, the standalone GET stream, the legacy SSE stream
     /// and a stdio server's stdout all reach it.
+    #[must_use]
     pub fn with_handler(mut self, handler: ClientHandler) -> Self {
         self.handler = handler;
         self.refresh_inbound();
@@ -353,6 +365,7 @@ impl ConnectRequest {
 
     /// Sends every server notification (progress, logging, list changes,
     /// resource updates, cancellations, unknown methods) to `listener`.
+    #[must_use]
     pub fn with_notifications(mut self, listener: NotificationSender) -> Self {
         self.listener = Some(listener);
         self.refresh_inbound();
@@ -362,12 +375,14 @@ impl ConnectRequest {
     /// Authorizes with `auth` when the server answers 401 (or 403
     /// `insufficient_scope`): the authorization stage runs, then the
     /// establishment again with the token. See [`crate::auth`].
+    #[must_use]
     pub fn with_authorization(mut self, auth: crate::auth::Authorization) -> Self {
         self.auth = Some(auth);
         self
     }
 
     /// Sets the limits.
+    #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -376,18 +391,21 @@ impl ConnectRequest {
     /// Over HTTP, treat a probe that times out as legacy evidence instead of
     /// an outage. (Over stdio it always is: old servers ignore unknown
     /// requests.)
+    #[must_use]
     pub fn with_probe_timeout_as_legacy(mut self, legacy: bool) -> Self {
         self.probe_timeout_is_legacy = legacy;
         self
     }
 
     /// Sets the absolute deadline of the whole establishment.
+    #[must_use]
     pub fn with_deadline(mut self, deadline: Instant) -> Self {
         self.deadline = Some(deadline);
         self
     }
 
     /// Links the caller's cancellation.
+    #[must_use]
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
         self
@@ -395,6 +413,7 @@ impl ConnectRequest {
 
     /// Receives every stage event of the establishment (in addition to any
     /// observer already added).
+    #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn StageObserver>) -> Self {
         self.observers.push(observer);
         self
@@ -402,6 +421,7 @@ impl ConnectRequest {
 
     /// Consults and updates this era cache (unpinned, uncapped, auto-mode
     /// connections only).
+    #[must_use]
     pub fn with_era_cache(mut self, cache: EraCache) -> Self {
         self.era_cache = Some(cache);
         self

@@ -61,6 +61,7 @@ impl EstablishBuilder {
     }
 
     /// Turns on recovery with `policy`.
+    #[must_use]
     pub fn with_recovery(mut self, policy: RecoveryPolicy) -> Self {
         self.recovery = policy;
         self
@@ -69,6 +70,7 @@ impl EstablishBuilder {
     /// Vetoes a fresh attempt whenever `veto` returns `true` for any child
     /// failure (for example when [`Child::find`] finds the application's own
     /// error type in the chain).
+    #[must_use]
     pub fn with_veto<F>(mut self, veto: F) -> Self
     where
         F: Fn(&Child<'_>) -> bool + Send + Sync + 'static,
@@ -79,18 +81,21 @@ impl EstablishBuilder {
 
     /// The overall deadline of each establishment, measured from the
     /// caller's first `poll_ready` (a request's own earlier deadline wins).
+    #[must_use]
     pub fn with_deadline(mut self, budget: Duration) -> Self {
         self.deadline = DeadlineLayer::new(budget);
         self
     }
 
     /// The deadline layer, with its cleanup bound.
+    #[must_use]
     pub fn with_deadline_layer(mut self, deadline: DeadlineLayer) -> Self {
         self.deadline = deadline;
         self
     }
 
     /// Sends every lifecycle value to `metrics` as well as `tracing`.
+    #[must_use]
     pub fn with_metrics(mut self, metrics: Arc<dyn LifecycleMetrics>) -> Self {
         self.diagnostics = LifecycleDiagnosticsLayer::new()
             .with_protocol("mcp")

@@ -53,6 +53,7 @@ impl<T> Envelope<T> {
     }
 
     /// Links the caller's cancellation.
+    #[must_use]
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
         self
@@ -60,12 +61,14 @@ impl<T> Envelope<T> {
 
     /// An absolute deadline of its own (the deadline layer keeps the earlier
     /// of this and its own).
+    #[must_use]
     pub fn with_deadline(mut self, deadline: Instant) -> Self {
         self.deadline = Some(deadline);
         self
     }
 
     /// The label diagnostics reports (a stable, lower-case name).
+    #[must_use]
     pub fn with_label(mut self, label: &'static str) -> Self {
         self.label = label;
         self

@@ -201,36 +201,42 @@ impl Failure {
 
     /// The same failure with another kind (e.g. a status re-read as evidence
     /// of an older peer).
+    #[must_use]
     pub fn with_kind(mut self, kind: FailureKind) -> Self {
         self.kind = kind;
         self
     }
 
     /// Sets the closure category.
+    #[must_use]
     pub fn with_closure(mut self, closure: Closure) -> Self {
         self.closure = Some(closure);
         self
     }
 
     /// Sets the HTTP status.
+    #[must_use]
     pub fn with_http_status(mut self, status: u16) -> Self {
         self.http_status = Some(status);
         self
     }
 
     /// Sets the JSON-RPC error code.
+    #[must_use]
     pub fn with_jsonrpc_code(mut self, code: i64) -> Self {
         self.jsonrpc_code = Some(code);
         self
     }
 
     /// Sets the cancellation source.
+    #[must_use]
     pub fn with_cancel_source(mut self, source: CancelSource) -> Self {
         self.cancel_source = Some(source);
         self
     }
 
     /// Sets the server's `Retry-After`.
+    #[must_use]
     pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
         self.retry_after = Some(retry_after);
         self

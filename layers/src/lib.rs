@@ -38,6 +38,8 @@
     unreachable_pub,
     rust_2018_idioms
 )]
+// A builder whose result is dropped configures nothing: say so.
+#![warn(clippy::return_self_not_must_use)]
 
 pub mod classify;
 pub mod deadline;

@@ -46,6 +46,7 @@ impl StageEvent {
     }
 
     /// Sets the HTTP status.
+    #[must_use]
     pub fn with_http_status(mut self, status: Option<u16>) -> Self {
         self.http_status = status;
         self

@@ -153,12 +153,14 @@ impl Authorization {
     }
 
     /// A pre-registered client id (no registration).
+    #[must_use]
     pub fn with_client_id(mut self, id: impl Into<String>) -> Self {
         self.settings().client_id = Some(id.into());
         self
     }
 
     /// The pre-registered client's secret.
+    #[must_use]
     pub fn with_client_secret(mut self, secret: impl Into<String>) -> Self {
         self.settings().client_secret = Some(secret.into());
         self
@@ -166,36 +168,42 @@ impl Authorization {
 
     /// The URL of this client's Client ID Metadata Document, used as its
     /// client id where the authorization server supports them.
+    #[must_use]
     pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
         self.settings().client_metadata_url = Some(url.into());
         self
     }
 
     /// The name given at Dynamic Client Registration.
+    #[must_use]
     pub fn with_client_name(mut self, name: impl Into<String>) -> Self {
         self.settings().client_name = name.into();
         self
     }
 
     /// Where the authorization server sends the person back.
+    #[must_use]
     pub fn with_redirect_uri(mut self, uri: impl Into<String>) -> Self {
         self.settings().redirect_uri = uri.into();
         self
     }
 
     /// The scope to ask for, instead of the one the server suggests.
+    #[must_use]
     pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
         self.settings().scope = Some(scope.into());
         self
     }
 
     /// Where tokens are kept (in memory by default).
+    #[must_use]
     pub fn with_token_store(mut self, store: impl TokenStore) -> Self {
         self.settings().store = Arc::new(store);
         self
     }
 
     /// How long the person may take (5 minutes by default).
+    #[must_use]
     pub fn with_person_timeout(mut self, limit: Duration) -> Self {
         self.settings().person_timeout = limit;
         self

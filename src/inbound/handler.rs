@@ -57,6 +57,7 @@ impl ClientHandler {
     }
 
     /// Answers `sampling/createMessage` (declares `sampling`).
+    #[must_use]
     pub fn on_sampling<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
@@ -69,6 +70,7 @@ impl ClientHandler {
     /// Answers `elicitation/create` (declares `elicitation` with the form
     /// mode). The result is `{"action": "accept" | "decline" | "cancel",
     /// "content": {...}}`.
+    #[must_use]
     pub fn on_elicitation<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
@@ -81,12 +83,14 @@ impl ClientHandler {
     /// Declares that the elicitation function also handles the URL mode
     /// (`params.mode == "url"`: the user is sent to a URL, and the answer
     /// says whether they went).
+    #[must_use]
     pub fn with_url_elicitation(mut self) -> Self {
         self.url_elicitation = true;
         self
     }
 
     /// Answers `roots/list` (declares `roots`).
+    #[must_use]
     pub fn on_roots<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
@@ -117,6 +121,7 @@ impl ClientHandler {
     /// let handler = ClientHandler::new().with_service(RequestKind::Sampling, sampling);
     /// assert!(handler.capabilities().get("sampling").is_some());
     /// ```
+    #[must_use]
     pub fn with_service<S>(self, kind: RequestKind, service: S) -> Self
     where
         S: tower_service::Service<Value, Response = Value, Error = RpcError>
@@ -141,6 +146,7 @@ impl ClientHandler {
     }
 
     /// Answers `roots/list` with a fixed list of `(uri, name)` roots.
+    #[must_use]
     pub fn with_roots(self, roots: Vec<(String, Option<String>)>) -> Self {
         let listed: Vec<Value> = roots
             .into_iter()

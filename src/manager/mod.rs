@@ -177,6 +177,7 @@ impl McpClient {
     /// at once in the background or on the next call. Applies to this handle
     /// and to clones made from it afterwards; clones made before keep
     /// their own choice.
+    #[must_use]
     pub fn with_reconnect(mut self, reconnect: Reconnect) -> Self {
         self.reconnect = reconnect;
         self
@@ -185,6 +186,7 @@ impl McpClient {
     /// The cool-down after failed reconnects (default: full jitter under a
     /// ceiling doubling from 100 ms to 30 s). It belongs to the client:
     /// its clones share it.
+    #[must_use]
     pub fn with_cool_down(self, cool_down: Backoff) -> Self {
         self.cool_down().0 = cool_down;
         self
@@ -213,6 +215,7 @@ impl McpClient {
     /// when the replacing session's first request is refused the same way,
     /// the call fails with [`ClientError::RefusedAgain`] and the refusal no
     /// longer replaces sessions until a request succeeds.
+    #[must_use]
     pub fn with_session_loss(
         self,
         rule: impl Fn(&LossSignal<'_>) -> bool + Send + Sync + 'static,
@@ -241,6 +244,7 @@ impl McpClient {
     /// next session: none by default; [`ReplayPolicy::Undelivered`] sends
     /// those the server provably never received. Applies like
     /// [`with_reconnect`](Self::with_reconnect).
+    #[must_use]
     pub fn with_replay(mut self, replay: ReplayPolicy) -> Self {
         self.replay = replay;
         self

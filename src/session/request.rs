@@ -55,12 +55,14 @@ impl RequestOptions {
     }
 
     /// Ends the request when `token` is cancelled.
+    #[must_use]
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
         self
     }
 
     /// This request's own limit instead of the session's.
+    #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -68,6 +70,7 @@ impl RequestOptions {
 
     /// Asks the server for progress and calls `callback` with each report.
     /// Called inline on the task that reads the transport: keep it cheap.
+    #[must_use]
     pub fn with_progress(mut self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(callback));
         self
@@ -75,6 +78,7 @@ impl RequestOptions {
 
     /// Restarts the timeout on every progress report, but never lets the
     /// request run longer than `max_total` in all. Asks for progress.
+    #[must_use]
     pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
         self.max_total = Some(max_total);
         self

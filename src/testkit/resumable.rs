@@ -54,12 +54,14 @@ impl Resumable {
     }
 
     /// Progress notifications a `tools/call` stream sends before its reply.
+    #[must_use]
     pub fn notifications(mut self, count: usize) -> Self {
         self.notifications = count;
         self
     }
 
     /// `notifications/message` events on the standalone `GET` stream.
+    #[must_use]
     pub fn standalone(mut self, count: usize) -> Self {
         self.standalone = count;
         self
@@ -67,6 +69,7 @@ impl Resumable {
 
     /// Connection `k` of every stream is cut after `cuts[k]` events (the
     /// priming event counts); connections past the list run to the end.
+    #[must_use]
     pub fn cut_after(mut self, cuts: impl IntoIterator<Item = usize>) -> Self {
         self.cuts = cuts.into_iter().collect();
         self
@@ -74,6 +77,7 @@ impl Resumable {
 
     /// Cut by breaking the connection mid-stream rather than ending the
     /// stream cleanly.
+    #[must_use]
     pub fn breaking(mut self) -> Self {
         self.break_connection = true;
         self
@@ -81,18 +85,21 @@ impl Resumable {
 
     /// The `retry:` each connection sends first (`None`: no `retry:`); the
     /// last entry holds for later connections.
+    #[must_use]
     pub fn retry_ms(mut self, retry: impl IntoIterator<Item = Option<u64>>) -> Self {
         self.retry_ms = retry.into_iter().collect();
         self
     }
 
     /// Answer every resumption `GET` with this status.
+    #[must_use]
     pub fn refuse(mut self, status: u16) -> Self {
         self.refuse = Some(status);
         self
     }
 
     /// Send no event ids, so nothing can be resumed.
+    #[must_use]
     pub fn without_ids(mut self) -> Self {
         self.event_ids = false;
         self

@@ -143,6 +143,7 @@ impl HttpClient {
 
     /// This client, counting every request it sends into `counter` (for
     /// reports such as the command's `http_requests`).
+    #[must_use]
     pub fn counting(self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
         let tls = self.tls;
         HttpClient {

@@ -75,6 +75,7 @@ impl StdioCommand {
     }
 
     /// Adds arguments.
+    #[must_use]
     pub fn args<I, A>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = A>,
@@ -85,6 +86,7 @@ impl StdioCommand {
     }
 
     /// Sets an environment variable for the child. Values are never printed.
+    #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
         self

@@ -126,6 +126,7 @@ impl StreamableHttp {
     /// that does not answer in time is left to expire the session itself:
     /// the transport is closed here all the same, and `close` reports
     /// [`TransportError::CloseTimedOut`](crate::TransportError::CloseTimedOut).
+    #[must_use]
     pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self

@@ -47,6 +47,7 @@ impl DeadlineLayer {
 
     /// How long disposal may take after expiry or cancellation before the
     /// inner future is dropped.
+    #[must_use]
     pub fn with_cleanup_bound(mut self, cleanup: Duration) -> Self {
         self.cleanup = Some(cleanup);
         self

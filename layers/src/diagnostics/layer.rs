@@ -76,12 +76,14 @@ impl LifecycleDiagnosticsLayer {
 
     /// Sets the `protocol` field on every span and event (a stable,
     /// lower-case name such as `"my-protocol"`).
+    #[must_use]
     pub fn with_protocol(mut self, protocol: &'static str) -> Self {
         self.protocol = Some(protocol);
         self
     }
 
     /// Also calls `metrics` with every value.
+    #[must_use]
     pub fn with_metrics(mut self, metrics: Arc<dyn LifecycleMetrics>) -> Self {
         self.metrics = Some(metrics);
         self

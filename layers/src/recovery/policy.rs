@@ -35,6 +35,7 @@ impl Backoff {
     }
 
     /// This backoff with jitter off: every delay is its ceiling.
+    #[must_use]
     pub const fn without_jitter(self) -> Backoff {
         Backoff {
             jitter: false,
@@ -95,12 +96,14 @@ impl RecoveryPolicy {
     }
 
     /// At most `attempts` attempts in all (at least 1).
+    #[must_use]
     pub fn with_max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts.max(1);
         self
     }
 
     /// The backoff between attempts.
+    #[must_use]
     pub fn with_backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
         self
@@ -109,6 +112,7 @@ impl RecoveryPolicy {
     /// A budget shared by every connection using this policy (for example
     /// `tower::retry::budget::TpsBudget`): each establishment deposits, each
     /// fresh attempt withdraws, and an empty budget stops recovery.
+    #[must_use]
     pub fn with_budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
         self.budget = Some(budget);
         self
