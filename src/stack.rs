@@ -219,6 +219,27 @@ impl EstablishError {
         self.attempts_error().map(RecoveryError::primary)
     }
 
+    /// The first attempt's error itself, in one call: its stage, its
+    /// [`ErrorKind`](crate::ErrorKind), its source chain. `None` when an
+    /// attempt was cut by the deadline or the caller and never returned one
+    /// (then [`stop`](Self::stop) says which). The classifier's decision
+    /// on it is in [`primary`](Self::primary).
+    ///
+    /// ```no_run
+    /// # async fn run(stack: mcp_connect::Establish, request: mcp_connect::ConnectRequest) {
+    /// use tower::ServiceExt;
+    ///
+    /// if let Err(failed) = stack.oneshot(request).await {
+    ///     if let Some(error) = failed.error() {
+    ///         eprintln!("{} failed: {:?}", error.stage(), error.kind());
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn error(&self) -> Option<&Error> {
+        self.primary().map(Classified::get_ref)
+    }
+
     /// The errors of the later attempts, in order.
     pub fn later(&self) -> &[Classified<Error>] {
         self.attempts_error().map_or(&[], RecoveryError::later)

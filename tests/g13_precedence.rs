@@ -51,7 +51,7 @@ async fn first_attempts_error_is_primary_and_later_ones_are_listed() {
         .await
         .unwrap_err();
     assert_eq!(error.stop(), Stop::MaxAttempts);
-    let primary = error.primary().unwrap().get_ref();
+    let primary = error.error().unwrap();
     assert!(
         matches!(
             primary.kind(),

@@ -319,22 +319,28 @@ async fn a_refused_connection_is_a_connect_failure() {
     );
 }
 
-/// The same four layers over reqwest, behind tower's request and response
-/// maps: reqwest's errors are classified through their source chain.
+/// The same four layers over reqwest, behind a `service_fn` that converts
+/// the request (a conversion that fails is reqwest's own error, never a
+/// panic) and the response: reqwest's errors are classified through their
+/// source chain.
 #[tokio::test]
 async fn the_same_layers_over_reqwest() {
     let (base, seen) = server().await;
     let client = reqwest::Client::new();
+    let reqwest = tower::service_fn(move |request: Request<Full<Bytes>>| {
+        let client = client.clone();
+        async move {
+            let request = reqwest::Request::try_from(request.map(reqwest::Body::wrap))?;
+            let response = client.execute(request).await?;
+            Ok::<_, reqwest::Error>(http::Response::<reqwest::Body>::from(response))
+        }
+    });
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(2)))
         .layer(LifecycleDiagnosticsLayer::new())
         .layer(FreshSessionRecoveryLayer::new(policy()))
         .layer(FailureClassifierLayer::new())
-        .map_request(|request: Request<Full<Bytes>>| {
-            reqwest::Request::try_from(request.map(reqwest::Body::wrap)).expect("a valid request")
-        })
-        .map_response(http::Response::<reqwest::Body>::from)
-        .service(client);
+        .service(reqwest);
     let get = |path: &str| {
         Request::get(format!("{base}{path}"))
             .body(Full::default())
