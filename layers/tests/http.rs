@@ -120,7 +120,7 @@ impl LifecycleMetrics for Outcomes {
         self.0
             .lock()
             .unwrap()
-            .push((record.established, record.attempts, kind));
+            .push((record.succeeded, record.attempts, kind));
     }
 }
 

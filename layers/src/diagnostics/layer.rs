@@ -30,7 +30,7 @@ impl LifecycleDiagnosticsLayer {
     /// struct Established(Mutex<Vec<bool>>);
     /// impl LifecycleMetrics for Established {
     ///     fn on_outcome(&self, record: &OutcomeRecord) {
-    ///         self.0.lock().unwrap().push(record.established);
+    ///         self.0.lock().unwrap().push(record.succeeded);
     ///     }
     /// }
     ///

@@ -65,8 +65,9 @@ pub struct StageRecord {
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct OutcomeRecord {
-    /// Whether a session was established.
-    pub established: bool,
+    /// Whether it succeeded: for MCP, a session was established; for a
+    /// plain HTTP client, a response came that the policy passes.
+    pub succeeded: bool,
     /// How many attempts were made.
     pub attempts: u32,
     /// How long it took.

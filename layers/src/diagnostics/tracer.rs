@@ -111,7 +111,7 @@ impl Tracer {
             }
         };
         let record = OutcomeRecord {
-            established: failure.is_none(),
+            succeeded: failure.is_none(),
             attempts,
             elapsed,
             failure,
@@ -121,7 +121,7 @@ impl Tracer {
         self.span.in_scope(|| match &record.failure {
             None => tracing::info!(
                 target: TARGET,
-                outcome = "established",
+                outcome = "succeeded",
                 attempts = record.attempts,
                 elapsed_ms = ms(record.elapsed),
                 label = record.label,
