@@ -58,6 +58,11 @@ use crate::{Classify, Reattempt};
 
 /// An error that carries a recovery decision (a
 /// [`Classified`](crate::classify::Classified) error does).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` carries no recovery decision: the service under `FreshSessionRecoveryLayer` must fail with `Classified` errors",
+    label = "not a `Classified` error",
+    note = "add `.layer(FailureClassifierLayer::new())` right under `.layer(FreshSessionRecoveryLayer::new(..))`"
+)]
 pub trait Decided {
     /// The decision taken on this error.
     fn decision(&self) -> &Decision;
