@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::AuthError;
-use crate::error::TransportError;
+use crate::transport::error::TransportError;
 use crate::transport::HttpClient;
 
 /// Metadata and token bodies larger than this are refused.

@@ -31,6 +31,7 @@ mod assertion;
 mod bearer;
 mod challenge;
 mod discovery;
+mod error;
 mod flow;
 mod http;
 mod pkce;
@@ -44,12 +45,14 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Phase, Stage, StageInfo};
 
 pub use assertion::{KeyError, SigningKey};
+pub(crate) use error::known_code;
+pub use error::AuthError;
 pub use tokens::{FileTokenStore, MemoryTokenStore, StoreError, TokenStore, Tokens};
 
 pub(crate) use bearer::AuthState;
 pub(crate) use flow::Authorized;
 
-use crate::error::{BoxError, TransportError};
+use crate::transport::error::BoxError;
 
 /// The authorization stage.
 pub const AUTHORIZE: Stage = Stage::new(&StageInfo {
@@ -261,120 +264,9 @@ impl fmt::Debug for Authorization {
     }
 }
 
-/// Why authorization failed. Names the step and, where it helps, a status
-/// or an OAuth error code from the specification's fixed list; never a
-/// token, code, secret, URL or server message.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AuthError {
-    /// A metadata, registration or token request failed on the way.
-    #[error("an authorization request failed")]
-    Http(#[source] TransportError),
-    /// An authorization request took longer than the handshake limit.
-    #[error("an authorization request timed out")]
-    TimedOut,
-    /// A URL in the metadata or the configuration is not usable.
-    #[error("an authorization URL is not valid")]
-    BadUrl,
-    /// The Protected Resource Metadata names another resource than this
-    /// server.
-    #[error("the protected resource metadata names another resource")]
-    ResourceMismatch,
-    /// The Protected Resource Metadata names no authorization server.
-    #[error("no authorization server is named")]
-    NoAuthorizationServer,
-    /// The authorization server publishes no metadata at any well-known URL.
-    #[error("the authorization server publishes no metadata")]
-    NoServerMetadata,
-    /// The metadata's `issuer` is not the authorization server it came from.
-    #[error("the authorization server metadata names another issuer")]
-    IssuerMismatch,
-    /// The metadata lacks an endpoint the flow needs.
-    #[error("the authorization server metadata lacks the {0} endpoint")]
-    MissingEndpoint(&'static str),
-    /// The server does not support PKCE with S256.
-    #[error("the authorization server does not support PKCE S256")]
-    NoPkce,
-    /// No client identity: nothing pre-registered, no metadata document
-    /// the server accepts, no registration endpoint.
-    #[error("no way to identify this client to the authorization server")]
-    NoClientIdentity,
-    /// Dynamic Client Registration was refused.
-    #[error("client registration failed (HTTP {status})")]
-    Registration {
-        /// The status.
-        status: u16,
-    },
-    /// The flow needs a person and there is no [`Authorize`].
-    #[error("the authorization code flow needs a person and none is configured")]
-    NoPerson,
-    /// The person's part failed.
-    #[error("the person's authorization failed")]
-    Person(#[source] BoxError),
-    /// The person did not finish in time.
-    #[error("the person did not authorize within {0:?}")]
-    PersonTimeout(Duration),
-    /// The authorization server redirected back with an error.
-    #[error("the authorization was refused ({0})")]
-    Refused(&'static str),
-    /// The redirect back is not the answer to this authorization (`state`).
-    #[error("the redirect back does not carry this authorization's state")]
-    StateMismatch,
-    /// The redirect back names another issuer (RFC 9207), or lacks the
-    /// issuer the server said it would send.
-    #[error("the redirect back does not come from this authorization server")]
-    IssuerNotConfirmed,
-    /// The redirect back has no code.
-    #[error("the redirect back has no authorization code")]
-    NoCode,
-    /// The token endpoint refused.
-    #[error("the token request failed (HTTP {status}, {error})")]
-    Token {
-        /// The status.
-        status: u16,
-        /// The OAuth error code, when it is one of the specification's.
-        error: &'static str,
-    },
-    /// The server refused a token this client had just obtained, and there
-    /// was no refresh to try: a new authorization is not started again.
-    #[error("the server refuses the token it was just given")]
-    TokenRefused,
-    /// A token request (which carries a secret, an assertion, a code and
-    /// its verifier, or a refresh token) would go to an endpoint that is
-    /// not `https://` on a host other than a loopback address or
-    /// `localhost`. The authorization spec requires HTTPS there; nothing
-    /// was sent.
-    #[error("the token endpoint is not https:// and not on this machine; nothing was sent")]
-    InsecureEndpoint,
-    /// The configuration asks for something this client cannot do.
-    #[error("unsupported authorization configuration: {0}")]
-    Unsupported(&'static str),
-}
-
-/// An OAuth error code from the specifications' fixed list, or `"other"`:
-/// what a server writes there is never echoed.
 /// What the `WWW-Authenticate` parser keeps of a header (for the fuzz
 /// targets): the `resource_metadata`, `scope` and `error` parameters.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn fuzz_challenge(header: &str) -> Option<[Option<String>; 3]> {
     challenge::Challenge::parse(header).map(|c| [c.resource_metadata, c.scope, c.error])
-}
-
-pub(crate) fn known_code(code: Option<&str>) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "invalid_request",
-        "invalid_client",
-        "invalid_grant",
-        "unauthorized_client",
-        "unsupported_grant_type",
-        "invalid_scope",
-        "access_denied",
-        "unsupported_response_type",
-        "server_error",
-        "temporarily_unavailable",
-        "invalid_token",
-        "insufficient_scope",
-    ];
-    code.and_then(|c| KNOWN.iter().find(|k| **k == c).copied())
-        .unwrap_or("other")
 }

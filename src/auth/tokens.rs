@@ -105,7 +105,7 @@ pub trait TokenStore: Send + Sync + 'static {
 /// (for [`FileTokenStore`], the I/O error); never the tokens.
 #[derive(Debug, thiserror::Error)]
 #[error("the token store could not be written")]
-pub struct StoreError(#[source] pub crate::error::BoxError);
+pub struct StoreError(#[source] pub crate::transport::error::BoxError);
 
 impl From<std::io::Error> for StoreError {
     fn from(error: std::io::Error) -> Self {

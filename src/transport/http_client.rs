@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
-use crate::error::BoxError;
+use super::error::BoxError;
 
 /// The response body type every client is erased to.
 pub type HttpBody = UnsyncBoxBody<Bytes, BoxError>;

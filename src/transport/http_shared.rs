@@ -8,9 +8,9 @@ use bytes::Bytes;
 use http::header::{HeaderMap, CONTENT_TYPE};
 use http_body_util::BodyExt;
 
+use super::error::{BoxError, TransportError};
 use super::http_client::{chain_has, DnsError, TlsError};
 use super::HttpBody;
-use crate::error::{BoxError, TransportError};
 
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 

@@ -22,10 +22,10 @@ use http_body_util::{BodyExt, Full};
 use mcp_connect_layers::Closure;
 use tokio::task::JoinHandle;
 
+use super::error::TransportError;
 use super::http_shared::{client_error, collect, is_event_stream, retry_after, ERROR_BODY_LIMIT};
 use super::waiters::{Dispatched, Waiters};
 use super::{HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind};
-use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Incoming, Notification, ProtocolVersion, Request};
 use crate::redact::SafeUri;

@@ -16,9 +16,9 @@ use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
 use tokio_util::sync::CancellationToken;
 
+use super::error::TransportError;
 use super::waiters::{Dispatched, Waiters};
 use super::Reply;
-use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Incoming, Notification, Request};
 

@@ -6,9 +6,9 @@ use futures_util::FutureExt;
 use mcp_connect_layers::Closure;
 use tokio::io::DuplexStream;
 
+use super::error::TransportError;
 use super::lines::LineTransport;
 use super::{Reply, Transport, TransportKind};
-use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
 

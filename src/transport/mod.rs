@@ -29,6 +29,7 @@
 //! answers requests (`ping` always, `-32601` for what it does not take) and
 //! its listener gets notifications.
 
+pub(crate) mod error;
 mod http_client;
 mod http_shared;
 mod legacy_sse;
@@ -61,8 +62,8 @@ pub(crate) use http_shared::retry_after;
 pub(crate) use http_shared::{client_error, collect};
 pub(crate) use sse::SseParser;
 
-use crate::error::TransportError;
 use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
+use error::TransportError;
 
 /// The reply to one request: its raw `result`, or the server's error.
 pub type Reply = Result<Box<RawValue>, RpcError>;
@@ -167,7 +168,7 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
         Box::pin(async move {
             Err(TransportError::NotResumed {
                 cut,
-                reason: crate::error::ResumeError::Refused { status: 405 },
+                reason: error::ResumeError::Refused { status: 405 },
             })
         })
     }

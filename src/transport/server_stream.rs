@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use http_body_util::BodyExt;
 
+use super::error::TransportError;
 use super::resume::Resumption;
 use super::{HttpBody, SseParser};
-use crate::error::TransportError;
 use crate::protocol::Incoming;
 
 /// Messages the server sends outside any reply: notifications, and requests

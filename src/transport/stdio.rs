@@ -22,9 +22,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
+use super::error::TransportError;
 use super::lines::LineTransport;
 use super::{Reply, Transport, TransportKind};
-use crate::error::TransportError;
 use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
 

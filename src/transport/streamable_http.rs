@@ -21,6 +21,7 @@ use http::{Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use mcp_connect_layers::Closure;
 
+use super::error::{BoxError, ResumeError, TransportError};
 use super::http_shared::{
     client_error, collect, finish_if_ended, is_event_stream, is_json, retry_after, ERROR_BODY_LIMIT,
 };
@@ -32,7 +33,6 @@ use super::resume::Resumption;
 use super::{
     HttpBody, HttpClient, Listen, Reply, ServerStream, SseParser, Transport, TransportKind,
 };
-use crate::error::{ResumeError, TransportError};
 use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
 use crate::redact::SafeUri;
@@ -50,7 +50,7 @@ struct Cut {
     /// `Eof` when the stream ended, `Reset` when it broke.
     closure: Closure,
     /// The break, when it broke and the error is at hand.
-    source: Option<crate::error::BoxError>,
+    source: Option<BoxError>,
 }
 
 impl Cut {
@@ -61,7 +61,7 @@ impl Cut {
         }
     }
 
-    fn broken(source: crate::error::BoxError) -> Self {
+    fn broken(source: BoxError) -> Self {
         Cut {
             closure: Closure::Reset,
             source: Some(source),

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use mcp_connect_layers::Closure;
 use tokio::sync::oneshot;
 
+use super::error::TransportError;
 use super::Reply;
-use crate::error::TransportError;
 use crate::protocol::{Incoming, RequestId, RpcError};
 
 type Waiter = oneshot::Sender<Result<Reply, TransportError>>;
