@@ -31,6 +31,7 @@
 //! - [`transport`]: Streamable HTTP over any tower HTTP client, stdio, memory.
 //! - [`protocol`]: JSON-RPC envelopes, versions, messages.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -44,6 +45,7 @@ pub mod auth;
 mod clock;
 mod connector;
 #[cfg(feature = "demo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
 mod era_cache;
 mod error;
@@ -63,6 +65,7 @@ pub mod session_loss;
 mod stack;
 pub mod stage;
 #[cfg(feature = "testkit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;
 pub mod transport;
 mod uri;

@@ -32,6 +32,7 @@
 //! codes and durations only. None of them can carry a header value, a URL, a
 //! body or a server message, so printing them cannot leak one.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -47,6 +48,7 @@ pub mod diagnostics;
 mod envelope;
 mod failure;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod instant;
 mod observe;
