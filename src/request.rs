@@ -166,6 +166,20 @@ impl Limits {
 }
 
 /// One establishment request.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_connect::protocol::ProtocolVersion;
+/// use mcp_connect::{ConnectRequest, Limits};
+///
+/// let request = ConnectRequest::http("https://mcp.example.com/mcp")?
+///     .with_pin(ProtocolVersion::V2025_11_25)
+///     .with_header("X-Api-Key", "from-the-environment")?
+///     .with_limits(Limits::default().with_request_timeout(Duration::from_secs(30)));
+/// // `Debug` shows no header value, userinfo or query.
+/// assert!(!format!("{request:?}").contains("from-the-environment"));
+/// # Ok::<(), mcp_connect::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct ConnectRequest {
     pub(crate) target: Target,

@@ -39,6 +39,19 @@ type Layered = DeadlineError<RecoveryError<Classified<Error>>>;
 type Veto = Arc<dyn Fn(&Child<'_>) -> bool + Send + Sync>;
 
 /// Configures an [`Establish`] stack.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_connect::layers::recovery::RecoveryPolicy;
+/// use mcp_connect::{Connector, EstablishBuilder};
+///
+/// // Up to three attempts, each on a new transport, all within 10 s.
+/// let stack = EstablishBuilder::new(Connector::new())
+///     .with_deadline(Duration::from_secs(10))
+///     .with_recovery(RecoveryPolicy::new().with_max_attempts(3))
+///     .build();
+/// # drop(stack);
+/// ```
 pub struct EstablishBuilder {
     connector: Connector,
     recovery: RecoveryPolicy,

@@ -25,6 +25,19 @@ pub type HttpBody = UnsyncBoxBody<Bytes, BoxError>;
 type Inner = BoxCloneSyncService<http::Request<Full<Bytes>>, http::Response<HttpBody>, BoxError>;
 
 /// A shareable HTTP client: cheap to clone, used by every HTTP transport.
+///
+/// Build one and share it across every connection, so they share one
+/// connection pool:
+///
+/// ```
+/// use mcp_connect::transport::HttpClient;
+/// use mcp_connect::Connector;
+///
+/// let client = HttpClient::default_client();
+/// let first = Connector::with_client(client.clone());
+/// let second = Connector::with_client(client);
+/// # drop((first, second));
+/// ```
 #[derive(Clone)]
 pub struct HttpClient {
     inner: Inner,
