@@ -74,18 +74,25 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// The options that refine an OAuth grant, each with whether it was given.
+fn grant_options(args: &Args) -> [(bool, &'static str); 4] {
+    [
+        (args.client_id.is_some(), "--client-id"),
+        (args.client_secret_env.is_some(), "--client-secret-env"),
+        (args.scope.is_some(), "--scope"),
+        (args.token_store.is_some(), "--token-store"),
+    ]
+}
+
 /// The first option given that only an HTTP target can use.
 fn http_only_option(args: &Args) -> Option<&'static str> {
     [
         (!args.headers.is_empty(), "--header"),
         (args.auth, "--auth"),
         (args.client_credentials, "--client-credentials"),
-        (args.client_id.is_some(), "--client-id"),
-        (args.client_secret_env.is_some(), "--client-secret-env"),
-        (args.scope.is_some(), "--scope"),
-        (args.token_store.is_some(), "--token-store"),
     ]
     .into_iter()
+    .chain(grant_options(args))
     .find_map(|(given, name)| given.then_some(name))
 }
 
@@ -95,14 +102,9 @@ fn orphan_auth_option(args: &Args) -> Option<&'static str> {
     if args.auth || args.client_credentials {
         return None;
     }
-    [
-        (args.client_id.is_some(), "--client-id"),
-        (args.client_secret_env.is_some(), "--client-secret-env"),
-        (args.scope.is_some(), "--scope"),
-        (args.token_store.is_some(), "--token-store"),
-    ]
-    .into_iter()
-    .find_map(|(given, name)| given.then_some(name))
+    grant_options(args)
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
 }
 
 /// Whether the token store's file can be written: an existing writable

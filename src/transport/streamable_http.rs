@@ -30,6 +30,7 @@ use super::mcp_headers::{
     JSON, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
 };
 use super::resume::Resumption;
+use super::waiters::Skipped;
 use super::{
     HttpBody, HttpClient, Listen, Reply, ServerStream, SseParser, Transport, TransportKind,
 };
@@ -89,7 +90,7 @@ pub struct StreamableHttp {
     closed: Mutex<Option<Closure>>,
     requests: AtomicU64,
     /// Messages skipped (see the [transport module docs](super)).
-    skipped: AtomicU64,
+    skipped: Skipped,
     inbound: Arc<Inbound>,
 }
 
@@ -116,7 +117,7 @@ impl StreamableHttp {
             last_version: Mutex::new(None),
             closed: Mutex::new(None),
             requests: AtomicU64::new(0),
-            skipped: AtomicU64::new(0),
+            skipped: Skipped::default(),
             inbound: Inbound::none(),
         }
     }
@@ -141,12 +142,6 @@ impl StreamableHttp {
     /// Whether the server assigned a session id.
     pub fn has_session(&self) -> bool {
         self.session_id.lock().expect("lock poisoned").is_some()
-    }
-
-    /// Counts a skipped message, with one event naming `what`.
-    fn skip(&self, what: &'static str) {
-        let skipped = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(target: "mcp_connect::transport", what, skipped, "skipped");
     }
 
     fn check_open(&self) -> Result<(), TransportError> {
@@ -352,7 +347,7 @@ impl StreamableHttp {
                     continue;
                 }
                 let Ok(messages) = Incoming::parse_many(&event.data) else {
-                    self.skip("an event that is not a JSON-RPC message");
+                    self.skipped.skip("an event that is not a JSON-RPC message");
                     continue;
                 };
                 let mut reply = None;
@@ -519,7 +514,8 @@ impl StreamableHttp {
                 Ok(Some(Err(error)))
             }
             Incoming::Response { .. } | Incoming::Error { .. } => {
-                self.skip("a reply to an id no request is waiting for");
+                self.skipped
+                    .skip("a reply to an id no request is waiting for");
                 Ok(None)
             }
             // Answered in line: this stream carries only this request's
@@ -812,7 +808,7 @@ impl Transport for StreamableHttp {
     }
 
     fn skipped(&self) -> u64 {
-        self.skipped.load(Ordering::Relaxed)
+        self.skipped.count()
     }
 
     fn http_requests(&self) -> u64 {

@@ -27,7 +27,26 @@ struct Pending {
 pub(crate) struct Waiters {
     pending: Mutex<Pending>,
     /// Messages that were skipped (see [`skip`](Self::skip)).
-    skipped: AtomicU64,
+    skipped: Skipped,
+}
+
+/// A count of incoming lines, events and messages a transport skipped
+/// (see the [transport module docs](super)), each told once as a
+/// payload-free debug event.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped(AtomicU64);
+
+impl Skipped {
+    /// Counts one, with an event naming `what` (never its bytes).
+    pub(crate) fn skip(&self, what: &'static str) {
+        let skipped = self.0.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::debug!(target: "mcp_connect::transport", what, skipped, "skipped");
+    }
+
+    /// How many so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// A registered request; dropping it (on cancellation or a failed send)
@@ -113,13 +132,12 @@ impl Waiters {
     /// Counts one incoming line, event or message that was skipped, with
     /// one diagnostic event naming `what` (never its bytes).
     pub(crate) fn skip(&self, what: &'static str) {
-        let skipped = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(target: "mcp_connect::transport", what, skipped, "skipped");
+        self.skipped.skip(what);
     }
 
     /// How many were skipped so far.
     pub(crate) fn skipped(&self) -> u64 {
-        self.skipped.load(Ordering::Relaxed)
+        self.skipped.count()
     }
 
     /// Routes one incoming message: replies to their waiters; server
