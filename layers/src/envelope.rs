@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::recovery::Stop;
+use crate::failure::Stop;
 use crate::{Establishment, Reattempt, StageObserver};
 
 /// A request value with what the layers carry beside it.

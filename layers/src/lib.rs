@@ -44,6 +44,7 @@
 
 pub mod classify;
 pub mod deadline;
+mod decision;
 pub mod diagnostics;
 mod envelope;
 mod failure;
@@ -52,6 +53,7 @@ mod failure;
 pub mod http;
 mod instant;
 mod observe;
+mod pause;
 pub mod recovery;
 mod request;
 mod stage;

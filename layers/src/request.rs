@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::recovery::Stop;
+use crate::failure::Stop;
 use crate::StageObserver;
 
 /// A request that can travel through the layers.
@@ -77,13 +77,13 @@ pub trait Establishment {
     /// The record of time spent waiting for a person, when this request
     /// keeps one: that time does not count against the deadline. `None` by
     /// default: every moment counts.
-    fn deadline_pause(&self) -> Option<&crate::deadline::DeadlinePause> {
+    fn deadline_pause(&self) -> Option<&crate::pause::DeadlinePause> {
         None
     }
 
     /// Gives the request the deadline layer's pause record; ignored by
     /// requests that keep none.
-    fn set_deadline_pause(&mut self, pause: crate::deadline::DeadlinePause) {
+    fn set_deadline_pause(&mut self, pause: crate::pause::DeadlinePause) {
         let _ = pause;
     }
 

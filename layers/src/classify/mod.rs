@@ -60,9 +60,10 @@ use std::task::{Context, Poll};
 
 use tower_service::Service;
 
+pub use crate::decision::Decision;
 pub use future::ResponseFuture;
 pub use layer::FailureClassifierLayer;
-pub use policy::{ClassifyPolicy, Conservative, Decision, Vetoing};
+pub use policy::{ClassifyPolicy, Conservative, Vetoing};
 
 use crate::{Child, Classify, Establishment, Failure, Stage, StageEvent, StageOutcome};
 
@@ -295,7 +296,13 @@ where
         self.error.attempts()
     }
 
-    fn stop(&self) -> Option<crate::recovery::Stop> {
+    fn stop(&self) -> Option<crate::failure::Stop> {
         self.error.stop()
+    }
+}
+
+impl<E> crate::decision::Decided for Classified<E> {
+    fn decision(&self) -> &Decision {
+        Classified::decision(self)
     }
 }

@@ -2,18 +2,8 @@
 
 use std::fmt;
 
+use crate::decision::Decision;
 use crate::{CancelSource, Child, Failure, FailureKind};
-
-/// Whether a failure allows a fresh attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// A fresh attempt may follow.
-    Eligible,
-    /// The policy's rules refuse a fresh attempt because of this failure.
-    Ineligible(Failure),
-    /// The application vetoed a fresh attempt because of this failure.
-    Vetoed(Failure),
-}
 
 /// Decides one child failure.
 pub trait ClassifyPolicy {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::recovery::Stop;
+use crate::failure::Stop;
 use crate::{CancelSource, Child, Classify, Failure, FailureKind, Stage};
 
 /// What [`Deadline`](super::Deadline) fails with.

@@ -40,7 +40,6 @@
 mod error;
 mod future;
 mod layer;
-mod pause;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -53,10 +52,10 @@ use tower_service::Service;
 use crate::instant::after;
 use crate::Establishment;
 
+pub use crate::pause::{DeadlinePause, PauseGuard};
 pub use error::DeadlineError;
 pub use future::ResponseFuture;
 pub use layer::DeadlineLayer;
-pub use pause::{DeadlinePause, PauseGuard};
 
 /// The service made by [`DeadlineLayer`].
 #[derive(Debug)]

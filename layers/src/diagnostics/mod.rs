@@ -46,7 +46,7 @@ use tower_service::Service;
 pub use future::ResponseFuture;
 pub use layer::LifecycleDiagnosticsLayer;
 
-use crate::recovery::Stop;
+use crate::failure::Stop;
 use crate::{Establishment, Failure, StageEvent};
 
 /// One stage transition, with its context.

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use tracing::Span;
 
 use super::{LifecycleMetrics, OutcomeRecord, StageRecord};
-use crate::recovery::Stop;
+use crate::failure::Stop;
 use crate::{CancelSource, Failure, FailureKind, Stage, StageEvent, StageObserver, StageOutcome};
 
 /// The target of every span and event.

@@ -80,7 +80,7 @@ use tokio_util::sync::CancellationToken;
 pub use error::{retry_after, HttpError};
 pub use replay::ReplayBody;
 
-use crate::recovery::Stop;
+use crate::failure::Stop;
 use crate::{Establishment, Reattempt, StageObserver};
 
 /// The absolute deadline of the whole exchange, every attempt included.

@@ -2,62 +2,9 @@
 
 use std::fmt;
 
-use crate::classify::Decision;
+use crate::decision::{Decided, Decision};
+use crate::failure::Stop;
 use crate::{CancelSource, Child, Classify, Failure, FailureKind};
-
-use super::Decided;
-
-/// Why recovery stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Stop {
-    /// The last failure was not eligible for a fresh attempt (or was vetoed).
-    NotEligible,
-    /// The attempt cap was reached.
-    MaxAttempts,
-    /// The request's plan has no further attempt.
-    NoPlan,
-    /// The shared retry budget is empty.
-    Budget,
-    /// The overall deadline passed before another attempt could start.
-    Deadline,
-    /// The caller cancelled between attempts.
-    Cancelled,
-    /// Recovery is off (a cap of one attempt): the single attempt failed.
-    RecoveryOff,
-    /// The request cannot be sent again (its body cannot be cloned).
-    NotReplayable,
-}
-
-impl Stop {
-    /// A stable, lower-case name for logs and machine-readable output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stop::NotEligible => "not_eligible",
-            Stop::MaxAttempts => "max_attempts",
-            Stop::NoPlan => "no_plan",
-            Stop::Budget => "budget",
-            Stop::Deadline => "deadline",
-            Stop::Cancelled => "cancelled",
-            Stop::RecoveryOff => "recovery_off",
-            Stop::NotReplayable => "not_replayable",
-        }
-    }
-
-    /// A short phrase for people: what ended the attempts.
-    fn describe(self) -> &'static str {
-        match self {
-            Stop::NotEligible => "the failure is not one a fresh attempt can fix",
-            Stop::MaxAttempts => "attempt cap reached",
-            Stop::NoPlan => "no further attempt planned",
-            Stop::Budget => "the shared retry budget is empty",
-            Stop::Deadline => "the deadline passed",
-            Stop::Cancelled => "the caller cancelled",
-            Stop::RecoveryOff => "recovery is off",
-            Stop::NotReplayable => "the request cannot be sent again",
-        }
-    }
-}
 
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -16,7 +16,7 @@ use tower::ServiceExt;
 use tower_service::Service;
 
 use super::{Decided, RecoveryError, RecoveryPolicy, Stop};
-use crate::classify::Decision;
+use crate::decision::Decision;
 use crate::{CancelSource, Classify, Failure, FailureKind, Reattempt};
 
 /// The future returned by [`FreshSessionRecovery`](super::FreshSessionRecovery).

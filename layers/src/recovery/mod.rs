@@ -48,31 +48,14 @@ use std::task::{Context, Poll};
 
 use tower_service::Service;
 
-pub use error::{RecoveryError, Stop};
+pub use crate::decision::Decided;
+pub use crate::failure::Stop;
+pub use error::RecoveryError;
 pub use future::ResponseFuture;
 pub use layer::FreshSessionRecoveryLayer;
 pub use policy::{Backoff, RecoveryPolicy};
 
-use crate::classify::Decision;
 use crate::{Classify, Reattempt};
-
-/// An error that carries a recovery decision (a
-/// [`Classified`](crate::classify::Classified) error does).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` carries no recovery decision: the service under `FreshSessionRecoveryLayer` must fail with `Classified` errors",
-    label = "not a `Classified` error",
-    note = "add `.layer(FailureClassifierLayer::new())` right under `.layer(FreshSessionRecoveryLayer::new(..))`"
-)]
-pub trait Decided {
-    /// The decision taken on this error.
-    fn decision(&self) -> &Decision;
-}
-
-impl<E> Decided for crate::classify::Classified<E> {
-    fn decision(&self) -> &Decision {
-        crate::classify::Classified::decision(self)
-    }
-}
 
 /// The service made by [`FreshSessionRecoveryLayer`].
 #[derive(Debug, Clone)]
