@@ -21,8 +21,9 @@ use tower_service::Service;
 use crate::clock::Clock;
 use crate::error::{ConfigError, Error, TransportError};
 use crate::handshake::{establish, Open};
-use crate::request::{ConnectRequest, Target, TransportMode};
+use crate::request::{ConnectRequest, TransportMode};
 use crate::session::Session;
+use crate::target::Target;
 use crate::transport::{HttpClient, LegacySse, StdioTransport, StreamableHttp, Transport};
 
 /// Makes a new, established [`Session`] for every [`ConnectRequest`].

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::ProtocolVersion;
 use crate::redact::SafeUri;
-use crate::request::Target;
+use crate::target::Target;
 use crate::transport::TransportKind;
 
 /// The transport a legacy server was reached on.

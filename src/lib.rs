@@ -64,6 +64,7 @@ mod session;
 pub mod session_loss;
 mod stack;
 pub mod stage;
+mod target;
 #[cfg(feature = "testkit")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;
@@ -80,10 +81,11 @@ pub use manager::{ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use replay::ReplayPolicy;
-pub use request::{ConnectRequest, Limits, Strategy, Target, TransportMode};
+pub use request::{ConnectRequest, Limits, Strategy, TransportMode};
 pub use session::{RequestOptions, Session, SessionState, MAX_INPUT_ROUNDS, MAX_PAGES};
 pub use session_loss::{session_lost, LossReason};
 pub use stack::{Establish, EstablishBuilder, EstablishError};
+pub use target::Target;
 
 /// The README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

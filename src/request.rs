@@ -24,47 +24,9 @@ use crate::error::{ConfigError, Error};
 use crate::inbound::{ClientHandler, Inbound, NotificationSender};
 use crate::policy::VersionPolicy;
 use crate::protocol::{ClientInfo, ProtocolVersion};
-use crate::redact::SafeUri;
 use crate::session::ClientIdentity;
+use crate::target::Target;
 use crate::transport::StdioCommand;
-
-/// Where the server is.
-#[derive(Clone)]
-#[non_exhaustive]
-pub enum Target {
-    /// An HTTP endpoint, with headers sent on every request.
-    Http {
-        /// The endpoint URL.
-        url: Uri,
-        /// Extra headers (authorization and the like). Never printed.
-        headers: HeaderMap,
-    },
-    /// A server started as a child process.
-    Stdio(StdioCommand),
-}
-
-impl fmt::Debug for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Http { url, headers } => f
-                .debug_struct("Http")
-                .field("url", &SafeUri(url))
-                .field("headers", &headers.keys().collect::<Vec<_>>())
-                .finish(),
-            Target::Stdio(command) => f.debug_tuple("Stdio").field(command).finish(),
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    /// The URL without userinfo, query or fragment, or the stdio program.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Http { url, .. } => SafeUri(url).fmt(f),
-            Target::Stdio(command) => f.write_str(&command.program().to_string_lossy()),
-        }
-    }
-}
 
 /// Which transport to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -122,7 +84,7 @@ impl Default for Limits {
             probe_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),
-            close_grace: Duration::from_secs(2),
+            close_grace: crate::transport::DEFAULT_CLOSE_GRACE,
             max_message_bytes: 16 * 1024 * 1024,
         }
     }

@@ -3,6 +3,7 @@
 mod args;
 mod authorize;
 mod output;
+mod request;
 mod run;
 mod signals;
 

@@ -176,7 +176,7 @@ impl Printer {
                     &format!(
                         "call {n} {} failed: {} (session {generation}{note})",
                         shown(name),
-                        shown(&super::run::chain(error))
+                        shown(&chain(error))
                     ),
                     json!({
                         "event": "call", "n": n, "tool": name, "ok": false,
@@ -313,4 +313,16 @@ mod tests {
         );
         assert!(!shown("x\nestablished: FAKE LINE").contains('\n'));
     }
+}
+
+/// An error and its causes on one line, each cause after a colon.
+pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -1,27 +1,25 @@
 //! The command's flow: parse, connect, optionally use, close, summarize.
 
-use super::authorize::LoopbackRedirect;
-use mcp_connect::auth::{Authorization, FileTokenStore, StoreError, TokenStore, Tokens};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
 use mcp_connect::demo::DemoServer;
-use mcp_connect::inbound::{elicitation_defaults, notification_channel, ClientHandler};
+use mcp_connect::inbound::notification_channel;
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::layers::Classify;
-use mcp_connect::transport::{HttpClient, StdioCommand};
+use mcp_connect::transport::HttpClient;
 use mcp_connect::{
-    ClientError, ConnectRequest, Connector, EraCache, Error, EstablishBuilder, Limits, McpClient,
-    ReplayPolicy, RequestOptions, Session, TransportMode, VersionPolicy,
+    ClientError, Connector, EraCache, Error, EstablishBuilder, McpClient, ReplayPolicy,
+    RequestOptions, Session,
 };
-use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Args, Elicit, Mode, Recovery, Replay};
-use super::output::Printer;
+use super::args::{Args, Recovery, Replay};
+use super::output::{chain, Printer};
+use super::request::{handler_from, request_from};
 use super::signals::{Received, Signals};
 
 pub(crate) fn main() -> ExitCode {
@@ -60,175 +58,6 @@ fn install_tracing() {
 fn usage(message: &str) -> ExitCode {
     eprintln!("mcp-connect: {message}");
     ExitCode::from(2)
-}
-
-/// An error and its causes on one line, each cause after a colon.
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// The options that refine an OAuth grant, each with whether it was given.
-fn grant_options(args: &Args) -> [(bool, &'static str); 4] {
-    [
-        (args.client_id.is_some(), "--client-id"),
-        (args.client_secret_env.is_some(), "--client-secret-env"),
-        (args.scope.is_some(), "--scope"),
-        (args.token_store.is_some(), "--token-store"),
-    ]
-}
-
-/// The first option given that only an HTTP target can use.
-fn http_only_option(args: &Args) -> Option<&'static str> {
-    [
-        (!args.headers.is_empty(), "--header"),
-        (args.auth, "--auth"),
-        (args.client_credentials, "--client-credentials"),
-    ]
-    .into_iter()
-    .chain(grant_options(args))
-    .find_map(|(given, name)| given.then_some(name))
-}
-
-/// The first OAuth option given without `--auth` or `--client-credentials`,
-/// which alone would do nothing.
-fn orphan_auth_option(args: &Args) -> Option<&'static str> {
-    if args.auth || args.client_credentials {
-        return None;
-    }
-    grant_options(args)
-        .into_iter()
-        .find_map(|(given, name)| given.then_some(name))
-}
-
-/// Whether the token store's file can be written: an existing writable
-/// file, or a name in an existing writable directory.
-fn check_token_store(path: &std::path::Path) -> Result<(), String> {
-    use nix::unistd::{access, AccessFlags};
-    let problem = match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Some("it is a directory"),
-        Ok(_) => access(path, AccessFlags::W_OK)
-            .is_err()
-            .then_some("the file cannot be written"),
-        Err(_) => {
-            let parent = match path.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => std::path::Path::new("."),
-            };
-            match std::fs::metadata(parent) {
-                Ok(meta) if meta.is_dir() => access(parent, AccessFlags::W_OK | AccessFlags::X_OK)
-                    .is_err()
-                    .then_some("its directory cannot be written"),
-                _ => Some("its directory does not exist"),
-            }
-        }
-    };
-    match problem {
-        Some(problem) => Err(format!("--token-store: {problem}")),
-        None => Ok(()),
-    }
-}
-
-/// The connect request the arguments describe, or the usage error to print.
-fn request_from(args: &Args, demo_url: Option<String>) -> Result<ConnectRequest, String> {
-    if args.command.is_some() {
-        if let Some(option) = http_only_option(args) {
-            return Err(format!("{option} needs an HTTP target, not a stdio server"));
-        }
-    }
-    if let Some(option) = orphan_auth_option(args) {
-        return Err(format!("{option} needs --auth or --client-credentials"));
-    }
-    if let Some(path) = &args.token_store {
-        check_token_store(path)?;
-    }
-    let request = match (&args.url, &args.command, demo_url.as_ref()) {
-        (Some(_), Some(_), _) => return Err("give a URL or a command after --, not both".into()),
-        (None, Some(command), _) => {
-            let (program, rest) = command
-                .split_first()
-                .ok_or("-- must be followed by a command")?;
-            ConnectRequest::stdio(StdioCommand::new(program).args(rest))
-        }
-        (Some(url), None, _) | (None, None, Some(url)) => {
-            ConnectRequest::http(url).map_err(|e| chain(&e))?
-        }
-        (None, None, None) => return Err("no target".into()),
-    };
-    let mut request = request
-        .with_mode(match args.transport {
-            Mode::Auto => TransportMode::Auto,
-            Mode::StreamableHttp => TransportMode::StreamableHttp,
-            Mode::Sse => TransportMode::Sse,
-            Mode::Stdio => TransportMode::Stdio,
-        })
-        .with_limits(
-            Limits::default()
-                .with_probe_timeout(args.probe_timeout)
-                .with_handshake_timeout(args.handshake_timeout)
-                .with_request_timeout(args.request_timeout),
-        );
-    if let Some(pin) = &args.pin {
-        request = request.with_versions(VersionPolicy::Pin(pin.clone()));
-    }
-    if let Some(ceiling) = &args.ceiling {
-        request = request.with_versions(VersionPolicy::Ceiling(ceiling.clone()));
-    }
-    if let Some(auth) = authorization(args)? {
-        request = request.with_authorization(auth);
-    }
-    for header in &args.headers {
-        let (name, value) = header
-            .split_once(':')
-            .ok_or("--header takes 'Name: value'")?;
-        request = request
-            .with_header(name.trim(), value.trim())
-            .map_err(|e| format!("--header {}: {}", name.trim(), chain(&e)))?;
-    }
-    Ok(request)
-}
-
-/// The authorization the arguments ask for, if any.
-fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
-    let secret = match &args.client_secret_env {
-        Some(var) => {
-            Some(std::env::var(var).map_err(|_| format!("--client-secret-env: {var} is not set"))?)
-        }
-        None => None,
-    };
-    let mut auth = if args.client_credentials {
-        let (Some(id), Some(secret)) = (&args.client_id, &secret) else {
-            return Err("--client-credentials needs --client-id and --client-secret-env".into());
-        };
-        Authorization::client_credentials(id, secret)
-    } else if args.auth {
-        let redirect = LoopbackRedirect::bind()
-            .map_err(|e| format!("--auth: cannot listen for the redirect: {e}"))?;
-        let uri = redirect.redirect_uri();
-        let mut auth = Authorization::authorization_code(redirect).with_redirect_uri(uri);
-        if let Some(id) = &args.client_id {
-            auth = auth.with_client_id(id);
-        }
-        if let Some(secret) = &secret {
-            auth = auth.with_client_secret(secret);
-        }
-        auth
-    } else {
-        return Ok(None);
-    };
-    if let Some(scope) = &args.scope {
-        auth = auth.with_scope(scope);
-    }
-    if let Some(path) = &args.token_store {
-        auth = auth.with_token_store(Reported(FileTokenStore::new(path)));
-    }
-    Ok(Some(auth))
 }
 
 async fn run(args: Args) -> ExitCode {
@@ -419,62 +248,6 @@ async fn run(args: Args) -> ExitCode {
 /// close ladder needs up to two grace periods).
 const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The server-request handler the arguments ask for: only what was asked
-/// is offered.
-fn handler_from(args: &Args) -> Result<ClientHandler, String> {
-    let mut handler = ClientHandler::new();
-    match args.elicit {
-        None => {}
-        Some(Elicit::Decline) => {
-            handler = handler.on_elicitation(|_| async { Ok(json!({ "action": "decline" })) });
-        }
-        Some(Elicit::Defaults) => {
-            handler = handler.on_elicitation(|params| async move {
-                Ok(json!({ "action": "accept", "content": elicitation_defaults(&params) }))
-            });
-        }
-    }
-    if let Some(text) = &args.sample {
-        let text = text.clone();
-        handler = handler.on_sampling(move |_| {
-            let text = text.clone();
-            async move {
-                Ok(json!({ "role": "assistant", "model": "mcp-connect-canned",
-                           "content": { "type": "text", "text": text },
-                           "stopReason": "endTurn" }))
-            }
-        });
-    }
-    if !args.roots.is_empty() {
-        let mut roots = Vec::new();
-        for path in &args.roots {
-            let absolute =
-                std::path::absolute(path).map_err(|e| format!("--root {}: {e}", path.display()))?;
-            let name = absolute
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned());
-            roots.push((file_uri(&absolute), name));
-        }
-        handler = handler.with_roots(roots);
-    }
-    Ok(handler)
-}
-
-/// A `file://` URI for an absolute path, percent-encoding what a URI path
-/// may not hold.
-fn file_uri(path: &std::path::Path) -> String {
-    let mut uri = String::from("file://");
-    for byte in path.as_os_str().as_encoded_bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => {
-                uri.push(*byte as char)
-            }
-            other => uri.push_str(&format!("%{other:02X}")),
-        }
-    }
-    uri
-}
-
 fn listing(printer: &Printer, what: &str, listed: Result<Vec<String>, Error>) -> bool {
     match listed {
         Ok(names) => {
@@ -547,7 +320,7 @@ fn report_error(printer: &Printer, operation: &str, error: &Error) {
     printer.line(
         &format!(
             "{operation} failed: {}",
-            super::output::shown(&chain(error))
+            super::output::shown(&super::output::chain(error))
         ),
         serde_json::json!({
             "event": "error",
@@ -557,36 +330,4 @@ fn report_error(printer: &Printer, operation: &str, error: &Error) {
             "jsonrpc_code": failure.jsonrpc_code,
         }),
     );
-}
-
-/// The command's token store: a file, whose failed saves the person is
-/// told about on stderr (the next run would ask them again).
-struct Reported(FileTokenStore);
-
-impl TokenStore for Reported {
-    fn load(&self, resource: &str) -> Option<Tokens> {
-        self.0.load(resource)
-    }
-
-    fn save(&self, resource: &str, tokens: &Tokens) -> Result<(), StoreError> {
-        let saved = self.0.save(resource, tokens);
-        if let Err(error) = &saved {
-            eprintln!(
-                "mcp-connect: --token-store: the tokens were not saved: {}",
-                chain(error)
-            );
-        }
-        saved
-    }
-
-    fn forget(&self, resource: &str) -> Result<(), StoreError> {
-        let forgotten = self.0.forget(resource);
-        if let Err(error) = &forgotten {
-            eprintln!(
-                "mcp-connect: --token-store: refused tokens were not removed: {}",
-                chain(error)
-            );
-        }
-        forgotten
-    }
 }

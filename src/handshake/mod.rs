@@ -49,8 +49,9 @@ use crate::era_cache::Verdict;
 use crate::error::{Error, TransportError};
 use crate::policy::VersionPolicy;
 use crate::protocol::Era;
-use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
+use crate::request::{ConnectRequest, Strategy, TransportMode};
 use crate::session::{Negotiated, Session};
+use crate::target::Target;
 use crate::transport::{ServerStream, Transport, TransportKind};
 
 use ladder::Ladder;

@@ -3,7 +3,8 @@
 
 use crate::era_cache::{LegacyTransport, Verdict};
 use crate::protocol::{Era, ProtocolVersion};
-use crate::request::{ConnectRequest, Strategy, Target, TransportMode};
+use crate::request::{ConnectRequest, Strategy, TransportMode};
+use crate::target::Target;
 
 /// Where the ladder starts.
 #[derive(Debug, Clone)]

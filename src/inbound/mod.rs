@@ -13,6 +13,7 @@
 //! answered `-32603` at once), and the channel drops what an application
 //! has not read rather than wait.
 
+mod error;
 mod handler;
 mod notifications;
 mod subscriptions;
@@ -24,6 +25,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 
+pub use error::InputRequiredError;
 pub use handler::{elicitation_defaults, ClientHandler, RequestKind};
 pub use notifications::{
     notification_channel, NotificationSender, Notifications, ServerNotification,
@@ -159,8 +161,8 @@ impl Inbound {
     pub(crate) async fn answer_inputs(
         &self,
         requests: &serde_json::Map<String, Value>,
-    ) -> Result<serde_json::Map<String, Value>, crate::error::InputRequiredError> {
-        use crate::error::InputRequiredError as E;
+    ) -> Result<serde_json::Map<String, Value>, InputRequiredError> {
+        use InputRequiredError as E;
         let mut responses = serde_json::Map::new();
         for (key, request) in requests {
             let method = request

@@ -65,6 +65,10 @@ pub(crate) use sse::SseParser;
 use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
 use error::TransportError;
 
+/// How long closing a transport may take per step unless told otherwise
+/// (the default of [`Limits::close_grace`](crate::Limits::close_grace)).
+pub(crate) const DEFAULT_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The reply to one request: its raw `result`, or the server's error.
 pub type Reply = Result<Box<RawValue>, RpcError>;
 

@@ -112,7 +112,7 @@ impl StreamableHttp {
             endpoint,
             headers,
             max_message,
-            close_timeout: crate::Limits::default().close_grace,
+            close_timeout: super::DEFAULT_CLOSE_GRACE,
             session_id: Mutex::new(None),
             last_version: Mutex::new(None),
             closed: Mutex::new(None),
