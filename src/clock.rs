@@ -154,6 +154,37 @@ impl Clock {
         }
     }
 
+    /// Runs one stage: reports it started, runs `fut`, reports how it
+    /// ended. Every stage of the handshake goes through here (or
+    /// [`timed`](Self::timed)), so none can forget an event.
+    pub(crate) async fn stage<T, F>(&self, stage: Stage, fut: F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        self.begin(stage);
+        let outcome = fut.await;
+        match &outcome {
+            Ok(_) => self.succeed(stage),
+            Err(error) => self.fail(error),
+        }
+        outcome
+    }
+
+    /// [`stage`](Self::stage) with [`limit`](Self::limit): one stage, bounded.
+    pub(crate) async fn timed<T, F>(
+        &self,
+        stage: Stage,
+        limit: Duration,
+        source: CancelSource,
+        fut: F,
+    ) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        self.stage(stage, self.limit(stage, limit, source, fut))
+            .await
+    }
+
     /// Runs `fut` within `limit` (reported as `source`), the overall
     /// deadline (reported as [`CancelSource::Deadline`]) and the caller's
     /// cancellation.

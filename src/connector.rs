@@ -8,23 +8,18 @@
 //! each attempt starts from nothing: a new HTTP session, a new process.
 
 use std::fmt;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
 use mcp_connect_layers::classify::ClassifyOutcome;
-use mcp_connect_layers::Establishment;
-use mcp_connect_layers::Stage;
-use tokio::time::Instant;
 use tower_service::Service;
 
-use crate::clock::Clock;
-use crate::error::{ConfigError, Error, TransportError};
-use crate::handshake::{establish, Open};
-use crate::request::{ConnectRequest, TransportMode};
+use crate::error::{ConfigError, Error};
+use crate::handshake;
+use crate::request::ConnectRequest;
 use crate::session::Session;
 use crate::target::Target;
-use crate::transport::{HttpClient, LegacySse, StdioTransport, StreamableHttp, Transport};
+use crate::transport::HttpClient;
 
 /// Makes a new, established [`Session`] for every [`ConnectRequest`].
 #[derive(Clone)]
@@ -54,10 +49,12 @@ impl Connector {
     /// Checks, before any I/O, that this connector can serve `request`:
     /// everything [`ConnectRequest::validate`] checks, and that an
     /// `https://` target has a client that speaks TLS
-    /// ([`ConfigError::TlsUnavailable`] otherwise).
+    /// ([`ConfigError::TlsUnavailable`] otherwise), and that authorization
+    /// can read the URL of an HTTP target it protects ([`ConfigError::Url`]).
     pub fn validate(&self, request: &ConnectRequest) -> Result<(), Error> {
         request.validate()?;
-        match &request.target {
+        handshake::authorizer(request, &self.http)?;
+        match request.target() {
             Target::Http { url, .. }
                 if url.scheme() == Some(&http::uri::Scheme::HTTPS) && !self.http.speaks_tls() =>
             {
@@ -70,89 +67,7 @@ impl Connector {
     /// Establishes one session (the same as calling the service).
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
         self.validate(&request)?;
-        let started = request.started.unwrap_or_else(Instant::now);
-        let clock = Clock::new(
-            started,
-            request.deadline,
-            request.cancel.clone(),
-            request.attempt,
-            request.observers.clone(),
-            request.pause.clone(),
-        );
-        establish(&request, &clock, self).await
-    }
-}
-
-impl Connector {
-    /// The HTTP client for `request`'s transport: with the bearer layer
-    /// when it authorizes.
-    fn client_for(&self, request: &ConnectRequest) -> HttpClient {
-        match (&request.auth, &request.target) {
-            (Some(auth), Target::Http { url, .. }) => match url::Url::parse(&url.to_string()) {
-                Ok(server) => auth.bearer(self.http.clone(), &server),
-                Err(_) => self.http.clone(),
-            },
-            _ => self.http.clone(),
-        }
-    }
-}
-
-impl Open for Connector {
-    fn http_client(&self) -> &HttpClient {
-        &self.http
-    }
-
-    fn open_sse<'a>(
-        &'a self,
-        request: &'a ConnectRequest,
-    ) -> BoxFuture<'a, Result<Box<dyn Transport>, TransportError>> {
-        Box::pin(async move {
-            let Target::Http { url, headers } = &request.target else {
-                unreachable!("establish checks that SSE has an HTTP target")
-            };
-            let transport = LegacySse::connect_with(
-                self.client_for(request),
-                url.clone(),
-                headers.clone(),
-                request.limits.max_message_bytes,
-                Arc::clone(&request.inbound),
-            )
-            .await?;
-            Ok(Box::new(transport) as Box<dyn Transport>)
-        })
-    }
-
-    fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error> {
-        let limits = &request.limits;
-        match (&request.target, request.mode) {
-            (
-                Target::Http { url, headers },
-                TransportMode::Auto | TransportMode::StreamableHttp,
-            ) => Ok(Box::new(
-                StreamableHttp::new(
-                    self.client_for(request),
-                    url.clone(),
-                    headers.clone(),
-                    limits.max_message_bytes,
-                )
-                .with_close_timeout(limits.close_grace)
-                .with_inbound(Arc::clone(&request.inbound)),
-            )),
-            (Target::Stdio(command), TransportMode::Auto | TransportMode::Stdio) => {
-                let transport = StdioTransport::spawn_with(
-                    command,
-                    limits.max_message_bytes,
-                    limits.close_grace,
-                    Arc::clone(&request.inbound),
-                )
-                .map_err(|e: TransportError| Error::transport(Stage::CONNECT, e))?;
-                Ok(Box::new(transport))
-            }
-            // `ConnectRequest::validate` refuses these before any transport is opened.
-            _ => Err(Error::config(ConfigError::TransportMismatch {
-                transport: request.label(),
-            })),
-        }
+        handshake::establish(&request, &self.http).await
     }
 }
 

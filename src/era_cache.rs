@@ -22,18 +22,6 @@ use crate::redact::SafeUri;
 use crate::target::Target;
 use crate::transport::TransportKind;
 
-/// The transport a legacy server was reached on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LegacyTransport {
-    /// Streamable HTTP with `initialize`.
-    StreamableHttp,
-    /// HTTP+SSE (2024-11-05 transport).
-    Sse,
-    /// A stdio child process.
-    Stdio,
-}
-
 /// What a server turned out to speak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "era", rename_all = "kebab-case")]
@@ -45,8 +33,9 @@ pub enum Verdict {
     },
     /// A legacy server.
     Legacy {
-        /// The transport it was reached on.
-        transport: LegacyTransport,
+        /// The transport it was reached on (never
+        /// [`TransportKind::Memory`]).
+        transport: TransportKind,
         /// The version it answered.
         version: ProtocolVersion,
     },
@@ -58,13 +47,13 @@ impl Verdict {
         if version.era() == crate::protocol::Era::Modern {
             return Some(Verdict::Modern { version });
         }
-        let transport = match kind {
-            TransportKind::StreamableHttp => LegacyTransport::StreamableHttp,
-            TransportKind::Sse => LegacyTransport::Sse,
-            TransportKind::Stdio => LegacyTransport::Stdio,
-            TransportKind::Memory => return None,
-        };
-        Some(Verdict::Legacy { transport, version })
+        if kind == TransportKind::Memory {
+            return None;
+        }
+        Some(Verdict::Legacy {
+            transport: kind,
+            version,
+        })
     }
 }
 
@@ -173,7 +162,7 @@ mod tests {
         cache.insert(
             &target,
             Verdict::Legacy {
-                transport: LegacyTransport::Sse,
+                transport: TransportKind::Sse,
                 version: ProtocolVersion::V2024_11_05,
             },
         );

@@ -193,6 +193,11 @@ impl Error {
         Error::new(Stage::CONFIGURE, ErrorKind::Config(error))
     }
 
+    /// A failure of the authorization stage.
+    pub(crate) fn authorization(error: crate::auth::AuthError) -> Self {
+        Error::new(crate::auth::AUTHORIZE, ErrorKind::Auth(error))
+    }
+
     /// The stage it happened in.
     pub fn stage(&self) -> Stage {
         self.stage

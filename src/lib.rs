@@ -72,7 +72,7 @@ pub mod transport;
 mod uri;
 
 pub use connector::Connector;
-pub use era_cache::{EraCache, LegacyTransport, Verdict};
+pub use era_cache::{EraCache, Verdict};
 pub use error::{
     BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError, ResumeError,
     SubscriptionError, TransportError, VersionError,
@@ -81,7 +81,7 @@ pub use manager::{ClientError, Generation, McpClient, Reconnect};
 pub use mcp_connect_layers as layers;
 pub use policy::VersionPolicy;
 pub use replay::ReplayPolicy;
-pub use request::{ConnectRequest, Limits, Strategy, TransportMode};
+pub use request::{ConnectRequest, Limits, TransportMode};
 pub use session::{RequestOptions, Session, SessionState, MAX_INPUT_ROUNDS, MAX_PAGES};
 pub use session_loss::{session_lost, LossReason};
 pub use stack::{Establish, EstablishBuilder, EstablishError};

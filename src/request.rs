@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
-use mcp_connect_layers::recovery::Stop;
+use mcp_connect_layers::Establishment;
 use mcp_connect_layers::StageObserver;
-use mcp_connect_layers::{Establishment, Reattempt};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::era_cache::EraCache;
 use crate::error::{ConfigError, Error};
 use crate::inbound::{ClientHandler, Inbound, NotificationSender};
@@ -47,10 +47,10 @@ pub enum TransportMode {
 }
 
 /// What an attempt does differently from the one before it. Chosen by
-/// [`Reattempt::next_attempt`]; never changes the caller's version policy.
+/// the ladder's plan (`handshake::plan`) when recovery asks for another
+/// attempt; never changes the caller's version policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Strategy {
+pub(crate) enum Strategy {
     /// As the request is configured.
     #[default]
     AsConfigured,
@@ -144,31 +144,31 @@ impl Limits {
 /// ```
 #[derive(Clone)]
 pub struct ConnectRequest {
-    pub(crate) target: Target,
-    pub(crate) mode: TransportMode,
-    pub(crate) versions: VersionPolicy,
-    pub(crate) client: Arc<ClientIdentity>,
-    pub(crate) limits: Limits,
-    pub(crate) probe_timeout_is_legacy: bool,
-    pub(crate) attempt: u32,
-    pub(crate) started: Option<Instant>,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) cancel: Option<CancellationToken>,
-    pub(crate) observers: Vec<Arc<dyn StageObserver>>,
-    pub(crate) era_cache: Option<EraCache>,
-    pub(crate) strategy: Strategy,
+    target: Target,
+    mode: TransportMode,
+    versions: VersionPolicy,
+    client: Arc<ClientIdentity>,
+    limits: Limits,
+    probe_timeout_is_legacy: bool,
+    attempt: u32,
+    started: Option<Instant>,
+    deadline: Option<Instant>,
+    cancel: Option<CancellationToken>,
+    observers: Vec<Arc<dyn StageObserver>>,
+    era_cache: Option<EraCache>,
+    strategy: Strategy,
     /// The capabilities the caller set, before the handler's are added.
     declared: Value,
     handler: ClientHandler,
     listener: Option<NotificationSender>,
     /// Made from `handler` and `listener`; shared by every attempt and
     /// every session made from this request.
-    pub(crate) inbound: Arc<Inbound>,
+    inbound: Arc<Inbound>,
     /// How to authorize when the server asks (HTTP targets).
-    pub(crate) auth: Option<crate::auth::Authorization>,
+    auth: Option<crate::auth::Authorization>,
     /// Time spent waiting for a person (the authorization page), which
     /// does not count against the deadline.
-    pub(crate) pause: mcp_connect_layers::deadline::DeadlinePause,
+    pause: mcp_connect_layers::deadline::DeadlinePause,
 }
 
 impl ConnectRequest {
@@ -447,11 +447,6 @@ impl ConnectRequest {
         Ok(())
     }
 
-    /// This attempt's strategy.
-    pub fn strategy(&self) -> Strategy {
-        self.strategy
-    }
-
     /// The caller's cancellation token, if linked.
     pub fn cancellation(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
@@ -477,9 +472,67 @@ impl ConnectRequest {
         self.attempt
     }
 
-    /// The absolute deadline, if any.
+    /// The absolute deadline, if any, moved later by any time spent
+    /// waiting for a person (the same value as
+    /// [`Establishment::deadline`]).
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.deadline.map(|d| self.pause.extend(d))
+    }
+
+    /// The transport mode.
+    pub fn mode(&self) -> TransportMode {
+        self.mode
+    }
+}
+
+/// What the rest of the crate reads of a request; its fields stay private
+/// so that every reader goes through one meaning per name.
+impl ConnectRequest {
+    /// This attempt's strategy (chosen by the ladder's plan).
+    pub(crate) fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// A copy for attempt number `attempt`, run with `strategy`.
+    pub(crate) fn for_attempt(&self, attempt: u32, strategy: Strategy) -> Self {
+        let mut next = self.clone();
+        next.attempt = attempt;
+        next.strategy = strategy;
+        next
+    }
+
+    /// The clock of one establishment of this request: its start (the
+    /// deadline layer's, or now), deadline, pause, cancellation and
+    /// observers.
+    pub(crate) fn clock(&self) -> Clock {
+        Clock::new(
+            self.started.unwrap_or_else(Instant::now),
+            self.deadline,
+            self.cancel.clone(),
+            self.attempt,
+            self.observers.clone(),
+            self.pause.clone(),
+        )
+    }
+
+    pub(crate) fn client(&self) -> &Arc<ClientIdentity> {
+        &self.client
+    }
+
+    pub(crate) fn inbound(&self) -> &Arc<Inbound> {
+        &self.inbound
+    }
+
+    pub(crate) fn auth(&self) -> Option<&crate::auth::Authorization> {
+        self.auth.as_ref()
+    }
+
+    pub(crate) fn era_cache(&self) -> Option<&EraCache> {
+        self.era_cache.as_ref()
+    }
+
+    pub(crate) fn probe_timeout_is_legacy(&self) -> bool {
+        self.probe_timeout_is_legacy
     }
 }
 
@@ -504,30 +557,10 @@ fn is_reserved(name: &HeaderName) -> bool {
     RESERVED.contains(&name.as_str())
 }
 
-/// The attempt plan: as configured; then `initialize` first on a fresh
-/// transport; then, for an HTTP target in auto mode, legacy HTTP+SSE; then
-/// as configured again. The version policy, target, limits, deadline and
-/// cancellation are the same on every attempt.
-impl Reattempt for ConnectRequest {
-    fn next_attempt(&self, attempt: u32) -> Result<Self, Stop> {
-        let sse_permitted = matches!(self.target, Target::Http { .. })
-            && self.mode == TransportMode::Auto
-            && self.versions.newest(crate::protocol::Era::Legacy).is_some();
-        let mut next = self.clone();
-        next.attempt = attempt;
-        next.strategy = match attempt {
-            2 => Strategy::InitializeFirst,
-            3 if sse_permitted => Strategy::Sse,
-            _ => Strategy::AsConfigured,
-        };
-        Ok(next)
-    }
-}
-
 impl Establishment for ConnectRequest {
     /// The deadline, moved later by any time spent waiting for a person.
     fn deadline(&self) -> Option<Instant> {
-        self.deadline.map(|d| self.pause.extend(d))
+        ConnectRequest::deadline(self)
     }
 
     fn deadline_pause(&self) -> Option<&mcp_connect_layers::deadline::DeadlinePause> {

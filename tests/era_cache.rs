@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand, TransportKind};
-use mcp_connect::{ConnectRequest, Connector, EraCache, LegacyTransport, Verdict};
+use mcp_connect::{ConnectRequest, Connector, EraCache, Verdict};
 use serde_json::json;
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{error, legacy, watchdog, Script, ScriptServer};
@@ -55,7 +55,7 @@ async fn second_connection_to_an_sse_only_server_skips_the_doomed_posts() {
     assert_eq!(
         cache.get(&target),
         Some(Verdict::Legacy {
-            transport: LegacyTransport::Sse,
+            transport: TransportKind::Sse,
             version: ProtocolVersion::V2025_11_25
         })
     );
@@ -111,7 +111,7 @@ async fn a_stale_verdict_is_dropped_and_the_full_ladder_runs_once_on_a_fresh_tra
     cache.insert(
         &target,
         Verdict::Legacy {
-            transport: LegacyTransport::Sse,
+            transport: TransportKind::Sse,
             version: ProtocolVersion::V2024_11_05,
         },
     );

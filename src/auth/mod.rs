@@ -28,6 +28,7 @@
 //! limit.
 
 mod assertion;
+mod authorizer;
 mod bearer;
 mod challenge;
 mod discovery;
@@ -49,6 +50,7 @@ pub(crate) use error::known_code;
 pub use error::AuthError;
 pub use tokens::{FileTokenStore, MemoryTokenStore, StoreError, TokenStore, Tokens};
 
+pub(crate) use authorizer::{server_url, Authorizer, Reauthorization};
 pub(crate) use bearer::AuthState;
 pub(crate) use flow::Authorized;
 

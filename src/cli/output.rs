@@ -299,6 +299,18 @@ impl LifecycleMetrics for Printer {
     }
 }
 
+/// An error and its causes on one line, each cause after a colon.
+pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::shown;
@@ -313,16 +325,4 @@ mod tests {
         );
         assert!(!shown("x\nestablished: FAKE LINE").contains('\n'));
     }
-}
-
-/// An error and its causes on one line, each cause after a colon.
-pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

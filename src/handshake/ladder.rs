@@ -22,20 +22,53 @@ use super::plan::Plan;
 use super::verdict::{
     judge_probe, modern_evidence, sse_fallback_allowed, ProbeVerdict, MAX_PROBES,
 };
-use super::{open, open_sse, Open};
+use super::Attempt;
 
 pub(super) struct Ladder<'a> {
-    pub(super) request: &'a ConnectRequest,
-    pub(super) clock: &'a Clock,
-    pub(super) opener: &'a dyn Open,
-    pub(super) next_id: i64,
-    pub(super) transport: Box<dyn Transport>,
+    attempt: &'a Attempt<'a>,
+    request: &'a ConnectRequest,
+    clock: &'a Clock,
+    next_id: i64,
+    transport: Box<dyn Transport>,
     /// The `_meta` envelope of the last probe, encoded once: a modern
     /// session goes on sending the same bytes.
-    pub(super) probe_meta: Option<Arc<RawValue>>,
+    probe_meta: Option<Arc<RawValue>>,
 }
 
-impl Ladder<'_> {
+impl<'a> Ladder<'a> {
+    pub(super) fn new(attempt: &'a Attempt<'a>, transport: Box<dyn Transport>) -> Self {
+        Ladder {
+            attempt,
+            request: attempt.request,
+            clock: &attempt.clock,
+            next_id: 1,
+            transport,
+            probe_meta: None,
+        }
+    }
+
+    /// The transport the ladder is on.
+    pub(super) fn transport(&self) -> &dyn Transport {
+        self.transport.as_ref()
+    }
+
+    /// The transport, and the id its session's next request takes.
+    pub(super) fn into_parts(self) -> (Box<dyn Transport>, i64) {
+        (self.transport, self.next_id)
+    }
+
+    /// Closes the current transport and opens a fresh one of `kind`.
+    async fn reopen(&mut self, kind: TransportKind) -> Result<(), Error> {
+        self.dispose().await;
+        self.transport = self
+            .attempt
+            .opener
+            .open(kind, self.request, self.clock)
+            .await?;
+        self.next_id = 1;
+        Ok(())
+    }
+
     fn id(&mut self) -> RequestId {
         let id = self.next_id;
         self.next_id += 1;
@@ -43,11 +76,11 @@ impl Ladder<'_> {
     }
 
     fn client(&self) -> &ClientIdentity {
-        &self.request.client
+        self.request.client()
     }
 
     pub(super) async fn run(&mut self, plan: Plan) -> Result<Negotiated, Error> {
-        let policy = &self.request.versions;
+        let policy = self.request.versions();
         let mut probe_at = plan.probe_at;
         let mut probes = 0;
         let mut offer = plan.offer.filter(|v| policy.allows(v));
@@ -64,9 +97,7 @@ impl Ladder<'_> {
                     }
                     ProbeVerdict::Legacy(named, _) => offer = named.or(offer),
                     ProbeVerdict::LegacyOnFreshTransport(_) => {
-                        self.dispose().await;
-                        self.transport = open(self.request, self.clock, self.opener)?;
-                        self.next_id = 1;
+                        self.reopen(self.transport.kind()).await?;
                     }
                 }
             }
@@ -85,19 +116,16 @@ impl Ladder<'_> {
                     continue;
                 }
             }
-            let may_fall_back = self.request.mode == TransportMode::Auto
+            let may_fall_back = self.request.mode() == TransportMode::Auto
                 && self.transport.kind() == TransportKind::StreamableHttp
                 && sse_fallback_allowed(&error);
             if !may_fall_back {
                 return Err(error);
             }
             // The POST endpoint refused initialize: try the 2024 HTTP+SSE transport.
-            self.dispose().await;
-            self.transport = match open_sse(self.request, self.clock, self.opener).await {
-                Ok(transport) => transport,
-                Err(sse_error) => return Err(error.with_also(sse_error)),
-            };
-            self.next_id = 1;
+            if let Err(sse_error) = self.reopen(TransportKind::Sse).await {
+                return Err(error.with_also(sse_error));
+            }
             return self
                 .initialize(&offer)
                 .await
@@ -110,7 +138,7 @@ impl Ladder<'_> {
         let meta = self.client().encoded_meta(version);
         self.probe_meta = Some(Arc::clone(&meta));
         let request = Request::new(self.id(), "server/discover", None).with_meta(meta);
-        let limits = &self.request.limits;
+        let limits = self.request.limits();
         let transport = self.transport.as_ref();
         let outcome = clock
             .limit(
@@ -128,9 +156,9 @@ impl Ladder<'_> {
         let verdict = judge_probe(
             outcome,
             version,
-            &self.request.versions,
+            self.request.versions(),
             transport.kind(),
-            self.request.probe_timeout_is_legacy,
+            self.request.probe_timeout_is_legacy(),
         );
         match &verdict {
             Ok(ProbeVerdict::Modern(..)) => clock.succeed(stage::PROBE),
@@ -150,8 +178,7 @@ impl Ladder<'_> {
 
     async fn initialize(&mut self, offer: &ProtocolVersion) -> Result<Negotiated, Error> {
         let clock = self.clock;
-        let limits = &self.request.limits;
-        clock.begin(stage::INITIALIZE);
+        let limits = self.request.limits();
         let id = self.id();
         let params = InitializeParams {
             protocol_version: offer,
@@ -164,9 +191,9 @@ impl Ladder<'_> {
             Some(serde_json::to_value(params).expect("params serialize")),
         );
         let transport = self.transport.as_ref();
-        let policy = &self.request.versions;
+        let policy = self.request.versions();
         let result = clock
-            .limit(
+            .timed(
                 stage::INITIALIZE,
                 limits.handshake_timeout,
                 CancelSource::HandshakeTimeout,
@@ -191,18 +218,14 @@ impl Ladder<'_> {
                     Ok(result)
                 },
             )
-            .await
-            .inspect_err(|e| clock.fail(e))?;
-        clock.succeed(stage::INITIALIZE);
-
-        clock.begin(stage::INITIALIZED);
+            .await?;
         let version = result.protocol_version.clone();
         let notification = Notification {
             method: "notifications/initialized".into(),
             params: None,
         };
         clock
-            .limit(
+            .timed(
                 stage::INITIALIZED,
                 limits.handshake_timeout,
                 CancelSource::HandshakeTimeout,
@@ -213,9 +236,7 @@ impl Ladder<'_> {
                         .map_err(|e| Error::transport(stage::INITIALIZED, e))
                 },
             )
-            .await
-            .inspect_err(|e| clock.fail(e))?;
-        clock.succeed(stage::INITIALIZED);
+            .await?;
         Ok(Negotiated {
             version,
             server_info: result.server_info,
@@ -228,7 +249,7 @@ impl Ladder<'_> {
     /// Closes the current transport within the close bound. Errors are
     /// logged by category and never replace the establishment's error.
     pub(super) async fn dispose(&self) {
-        let bound = self.request.limits.close_grace * 3;
+        let bound = self.request.limits().close_grace * 3;
         match tokio::time::timeout(bound, self.transport.close()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(failure = %e.failure(Stage::CLOSE), "disposal failed"),

@@ -30,180 +30,277 @@
 //! SSE-only one). A failure that may mean the verdict is stale drops it, and
 //! the full ladder runs once more on a fresh transport.
 //!
+//! The path, top to bottom (each step in one place):
+//!
+//! ```text
+//! Connector::connect ── validate, then establish(request, http)
+//!   establish ──────── builds the Attempt (clock, opener, authorizer);
+//!   │                  loops while authorizing again can cure a refusal
+//!   │                  (auth::Reauthorization, the rule requests share)
+//!   └ Attempt::run ─── era cache: cached plan, else plan::Plan::full;
+//!     │                a stale verdict is dropped and the full plan runs
+//!     └ Attempt::climb  opener.open(plan.transport), then the ladder
+//!       └ Ladder::run ─ probe / initialize / HTTP+SSE fallback, asking
+//!                       the opener (never the connector) for fresh
+//!                       transports; verdict:: judges every answer
+//! ```
+//!
 //! The parts: [`verdict`] reads what an answer says about the server's era
-//! (pure functions, unit-tested), [`plan`] chooses where the ladder starts,
-//! [`ladder`] climbs it on one attempt, and this module runs the attempt
-//! with the era cache and disposal around it.
+//! (pure functions, unit-tested), [`plan`] chooses where the ladder starts
+//! and what the next attempt changes, [`open`] opens transports, [`ladder`]
+//! climbs it on one attempt, and this module runs the attempt with the era
+//! cache, authorization and disposal around it.
 
 mod ladder;
+mod open;
 mod plan;
 mod verdict;
 
-use crate::stage;
+use std::sync::Arc;
+
 use mcp_connect_layers::{CancelSource, Classify, FailureKind, Stage};
 
-use futures_util::future::BoxFuture;
-
+use crate::auth::{Authorized, Authorizer, Reauthorization, AUTHORIZE};
 use crate::clock::Clock;
-use crate::era_cache::Verdict;
-use crate::error::{Error, TransportError};
+use crate::era_cache::{EraCache, Verdict};
+use crate::error::{ConfigError, Error};
 use crate::policy::VersionPolicy;
 use crate::protocol::Era;
 use crate::request::{ConnectRequest, Strategy, TransportMode};
 use crate::session::{Negotiated, Session};
 use crate::target::Target;
-use crate::transport::{ServerStream, Transport, TransportKind};
+use crate::transport::{HttpClient, ServerStream, TransportKind};
 
 use ladder::Ladder;
+use open::Opener;
 use plan::Plan;
 
-/// Opens fresh transports for the ladder (implemented by the connector).
-pub(crate) trait Open: Sync {
-    /// A request/response transport: Streamable HTTP, or a new stdio process.
-    fn open(&self, request: &ConnectRequest) -> Result<Box<dyn Transport>, Error>;
-
-    /// The HTTP client without per-connection layers (for the authorization
-    /// stage's own requests, which must never carry a token).
-    fn http_client(&self) -> &crate::transport::HttpClient;
-
-    /// A legacy HTTP+SSE stream, once its `endpoint` event has arrived.
-    fn open_sse<'a>(
-        &'a self,
-        request: &'a ConnectRequest,
-    ) -> BoxFuture<'a, Result<Box<dyn Transport>, TransportError>>;
+/// Everything one attempt works with: the request, its clock, the opener
+/// of its transports and, when it authorizes, the authorizer.
+pub(crate) struct Attempt<'a> {
+    request: &'a ConnectRequest,
+    clock: Clock,
+    opener: Opener,
+    authorizer: Option<Authorizer>,
 }
 
-/// Runs the ladder, consulting and updating the era cache. On failure every
-/// transport it opened is closed before the error is returned; a failing
-/// close never replaces the error.
+/// Establishes one session for a validated `request` over `http` (the
+/// connector's client, shared and never shut down here).
 pub(crate) async fn establish(
     request: &ConnectRequest,
-    clock: &Clock,
-    opener: &dyn Open,
+    http: &HttpClient,
 ) -> Result<Session, Error> {
-    let mut authorizations = 0;
-    // At most one new authorization per establishment: after it, a refused
-    // token gets a refresh or more scope, never the person again.
-    let mut new_done = false;
+    let attempt = Attempt::new(request, http)?;
+    let mut reauthorization = Reauthorization::default();
     loop {
-        let outcome = establish_once(request, clock, opener).await;
-        let Some(auth) = &request.auth else {
+        let outcome = attempt.run().await;
+        let (Err(error), Some(authorizer)) = (&outcome, &attempt.authorizer) else {
             return outcome;
         };
-        match outcome {
-            Err(error)
-                if authorizations < MAX_AUTHORIZATIONS
-                    && error.failure().kind == FailureKind::Auth
-                    && auth.can_answer(error.failure().http_status) =>
-            {
-                authorizations += 1;
-                let authorized = authorize(request, clock, opener, auth, !new_done).await?;
-                new_done |= authorized == crate::auth::Authorized::New;
-            }
-            outcome => return outcome,
-        }
+        let failure = error.failure();
+        let permit = match failure.kind {
+            FailureKind::Auth => reauthorization.permit(authorizer, failure.http_status),
+            _ => None,
+        };
+        let Some(allow_new) = permit else {
+            return outcome;
+        };
+        reauthorization.record(attempt.authorize(authorizer, allow_new).await?);
     }
 }
 
-/// What the session needs to authorize again, when the request authorizes.
-fn session_auth(
+/// The authorizer for `request`, when it authorizes an HTTP target. The
+/// server URL is converted here and nowhere else; one `url` cannot read is
+/// a configuration error before any I/O.
+pub(crate) fn authorizer(
     request: &ConnectRequest,
-    opener: &dyn Open,
-) -> Option<crate::session::SessionAuth> {
-    let (Some(auth), Target::Http { url, .. }) = (&request.auth, &request.target) else {
-        return None;
+    http: &HttpClient,
+) -> Result<Option<Authorizer>, Error> {
+    let (Some(auth), Target::Http { url, .. }) = (request.auth(), request.target()) else {
+        return Ok(None);
     };
-    Some(crate::session::SessionAuth {
-        auth: auth.clone(),
-        server: url::Url::parse(&url.to_string()).ok()?,
-        client: opener.http_client().clone(),
-        limit: request.limits.handshake_timeout,
-    })
+    let server = crate::auth::server_url(url).map_err(|_| Error::config(ConfigError::Url))?;
+    Ok(Some(Authorizer::new(
+        auth.clone(),
+        server,
+        http.clone(),
+        request.limits().handshake_timeout,
+    )))
 }
 
-/// Authorizations one establishment runs at most: the first, a refresh of
-/// a token the server refused, one step-up to more scope.
-const MAX_AUTHORIZATIONS: u32 = 3;
+impl<'a> Attempt<'a> {
+    fn new(request: &'a ConnectRequest, http: &HttpClient) -> Result<Self, Error> {
+        let authorizer = authorizer(request, http)?;
+        let transports = match &authorizer {
+            Some(authorizer) => authorizer.bearer(http.clone()),
+            None => http.clone(),
+        };
+        Ok(Attempt {
+            request,
+            clock: request.clock(),
+            opener: Opener::new(transports),
+            authorizer,
+        })
+    }
 
-/// The authorization stage, under the establishment's clock.
-async fn authorize(
-    request: &ConnectRequest,
-    clock: &Clock,
-    opener: &dyn Open,
-    auth: &crate::auth::Authorization,
-    allow_new: bool,
-) -> Result<crate::auth::Authorized, Error> {
-    let Target::Http { url, .. } = &request.target else {
-        return Err(Error::new(
-            crate::auth::AUTHORIZE,
-            crate::error::ErrorKind::Auth(crate::auth::AuthError::Unsupported(
-                "authorization needs an HTTP target",
-            )),
-        ));
-    };
-    let stage = crate::auth::AUTHORIZE;
-    let server = url::Url::parse(&url.to_string()).map_err(|_| {
-        Error::new(
-            stage,
-            crate::error::ErrorKind::Auth(crate::auth::AuthError::BadUrl),
-        )
-    })?;
-    clock.begin(stage);
-    // Each request of the stage has the handshake limit; the wait for the
-    // person has its own, and pauses the deadline.
-    let outcome = clock
-        .pausable(stage, async {
-            auth.run(
-                &server,
-                opener.http_client().clone(),
-                request.limits.handshake_timeout,
-                Some(clock.pause()),
-                allow_new,
+    /// The authorization stage, under the establishment's clock: each of
+    /// its requests has the handshake limit; the wait for the person has
+    /// its own, and pauses the deadline.
+    async fn authorize(
+        &self,
+        authorizer: &Authorizer,
+        allow_new: bool,
+    ) -> Result<Authorized, Error> {
+        let clock = &self.clock;
+        let work = async {
+            (authorizer.run(Some(clock.pause()), allow_new).await).map_err(Error::authorization)
+        };
+        clock
+            .stage(AUTHORIZE, clock.pausable(AUTHORIZE, work))
+            .await
+    }
+
+    /// The era cache, when this attempt may use it: only unpinned,
+    /// uncapped, auto-transport first attempts do. A pin wins, and a
+    /// recovery strategy is a deliberate change of plan.
+    fn era_cache(&self) -> Option<&EraCache> {
+        let request = self.request;
+        request.era_cache().filter(|_| {
+            *request.versions() == VersionPolicy::Auto
+                && request.mode() == TransportMode::Auto
+                && request.strategy() == Strategy::AsConfigured
+        })
+    }
+
+    /// Runs the ladder, consulting and updating the era cache. On failure
+    /// every transport it opened is closed before the error is returned; a
+    /// failing close never replaces the error.
+    async fn run(&self) -> Result<Session, Error> {
+        let target = self.request.target();
+        let cache = self.era_cache();
+        let cached = cache
+            .and_then(|cache| cache.get(target))
+            .and_then(|verdict| Plan::cached(verdict, self.request));
+        let outcome = match cached {
+            Some(plan) => match self.climb(plan).await {
+                Err(error) if assumption_failed(&error) => {
+                    // The cached verdict is stale: forget it, run the full
+                    // ladder once.
+                    if let Some(cache) = cache {
+                        cache.remove(target);
+                    }
+                    self.climb(Plan::full(self.request)).await
+                }
+                outcome => outcome,
+            },
+            None => self.climb(Plan::full(self.request)).await,
+        };
+        if let (Ok(session), Some(cache)) = (&outcome, cache) {
+            if let Some(verdict) = Verdict::of(session.transport_kind(), session.protocol_version())
+            {
+                cache.insert(target, verdict);
+            }
+        }
+        outcome
+    }
+
+    /// One climb of the ladder from `plan` on a fresh transport.
+    async fn climb(&self, plan: Plan) -> Result<Session, Error> {
+        let clock = &self.clock;
+        let transport = self
+            .opener
+            .open(plan.transport, self.request, clock)
+            .await?;
+        let mut ladder = Ladder::new(self, transport);
+        let negotiated = match ladder.run(plan).await {
+            Ok(negotiated) => negotiated,
+            Err(error) => {
+                ladder.dispose().await;
+                return Err(error);
+            }
+        };
+        if let Err(error) = clock.check(crate::stage::INITIALIZED) {
+            // Cancellation or expiry raced a late success: the session
+            // that will not be returned is closed, not leaked.
+            ladder.dispose().await;
+            clock.fail(&error);
+            return Err(error);
+        }
+        let server_stream = self.open_server_stream(&ladder, &negotiated).await;
+        let request = self.request;
+        let (transport, next_id) = ladder.into_parts();
+        let session = Session::new(
+            transport,
+            negotiated,
+            Arc::clone(request.client()),
+            next_id,
+            request.limits().request_timeout,
+            Arc::clone(request.inbound()),
+            server_stream,
+        );
+        self.subscribe_from_start(&session).await;
+        Ok(session.with_auth(self.authorizer.clone()))
+    }
+
+    /// The standalone server stream, opened before the session is handed
+    /// over when the application listens (a handler or a notification
+    /// listener) on the legacy era over Streamable HTTP: a server that
+    /// sends a request there right after `initialize` must find it open. It
+    /// is not a stage that can fail the establishment: a server that offers
+    /// none (405, 400), an error or the handshake limit leave the session
+    /// without one.
+    async fn open_server_stream(
+        &self,
+        ladder: &Ladder<'_>,
+        negotiated: &Negotiated,
+    ) -> Option<ServerStream> {
+        let transport = ladder.transport();
+        let wanted = self.request.inbound().is_listening()
+            && negotiated.version.era() == Era::Legacy
+            && transport.kind() == TransportKind::StreamableHttp;
+        if !wanted {
+            return None;
+        }
+        let open = async {
+            transport
+                .open_server_stream()
+                .await
+                .map_err(|e| Error::transport(Stage::REQUEST, e))
+        };
+        self.clock
+            .limit(
+                Stage::REQUEST,
+                self.request.limits().handshake_timeout,
+                CancelSource::HandshakeTimeout,
+                open,
             )
             .await
-            .map_err(|e| Error::new(stage, crate::error::ErrorKind::Auth(e)))
-        })
-        .await;
-    match &outcome {
-        Ok(_) => clock.succeed(stage),
-        Err(error) => clock.fail(error),
+            .ok()
+            .flatten()
     }
-    outcome
-}
 
-async fn establish_once(
-    request: &ConnectRequest,
-    clock: &Clock,
-    opener: &dyn Open,
-) -> Result<Session, Error> {
-    // The request was validated by `Connector::connect`, the only caller.
-    // Only unpinned, uncapped, auto-transport first attempts use the cache: a
-    // pin wins, and a recovery strategy is a deliberate change of plan.
-    let cache = request.era_cache.as_ref().filter(|_| {
-        request.versions == VersionPolicy::Auto
-            && request.mode == TransportMode::Auto
-            && request.strategy == Strategy::AsConfigured
-    });
-    let cached = cache.and_then(|cache| cache.get(&request.target));
-    let outcome = match cached {
-        Some(verdict) => match attempt(request, clock, opener, Plan::cached(verdict)).await {
-            Err(error) if assumption_failed(&error) => {
-                // The cached verdict is stale: forget it, run the full ladder once.
-                if let Some(cache) = cache {
-                    cache.remove(&request.target);
-                }
-                attempt(request, clock, opener, Plan::full(request)).await
-            }
-            outcome => outcome,
-        },
-        None => attempt(request, clock, opener, Plan::full(request)).await,
-    };
-    if let (Ok(session), Some(cache)) = (&outcome, cache) {
-        if let Some(verdict) = Verdict::of(session.transport_kind(), session.protocol_version()) {
-            cache.insert(&request.target, verdict);
+    /// The 2026-07-28 counterpart of the server stream: when the
+    /// application reads notifications, the `subscriptions/listen` for the
+    /// list changes the server offers, acknowledged before the session is
+    /// handed over. Like the server stream it cannot fail the
+    /// establishment.
+    async fn subscribe_from_start(&self, session: &Session) {
+        if session.era() != Era::Modern || !self.request.inbound().wants_notifications() {
+            return;
+        }
+        let subscribed = self
+            .clock
+            .limit(
+                Stage::REQUEST,
+                self.request.limits().handshake_timeout,
+                CancelSource::HandshakeTimeout,
+                session.listen_from_start(),
+            )
+            .await;
+        if let Err(error) = subscribed {
+            tracing::debug!(error = %error, "no subscription at establishment");
         }
     }
-    outcome
 }
 
 /// Whether a failure under a cached verdict may mean the verdict is stale.
@@ -222,155 +319,4 @@ fn assumption_failed(error: &Error) -> bool {
         FailureKind::Timeout => failure.cancel_source != Some(CancelSource::Deadline),
         _ => true,
     }
-}
-
-async fn attempt(
-    request: &ConnectRequest,
-    clock: &Clock,
-    opener: &dyn Open,
-    plan: Plan,
-) -> Result<Session, Error> {
-    let transport = if plan.sse {
-        open_sse(request, clock, opener).await?
-    } else {
-        open(request, clock, opener)?
-    };
-    let mut ladder = Ladder {
-        request,
-        clock,
-        opener,
-        next_id: 1,
-        transport,
-        probe_meta: None,
-    };
-    match ladder.run(plan).await {
-        Ok(negotiated) => {
-            if let Err(error) = clock.check(stage::INITIALIZED) {
-                // Cancellation or expiry raced a late success: the session
-                // that will not be returned is closed, not leaked.
-                ladder.dispose().await;
-                clock.fail(&error);
-                return Err(error);
-            }
-            let server_stream = open_server_stream(request, clock, &ladder, &negotiated).await;
-            let session = Session::new(
-                ladder.transport,
-                negotiated,
-                request.client.clone(),
-                ladder.next_id,
-                request.limits.request_timeout,
-                std::sync::Arc::clone(&request.inbound),
-                server_stream,
-            );
-            subscribe_from_start(request, clock, &session).await;
-            Ok(session.with_auth(session_auth(request, opener)))
-        }
-        Err(error) => {
-            ladder.dispose().await;
-            Err(error)
-        }
-    }
-}
-
-/// The standalone server stream, opened before the session is handed over
-/// when the application listens (a handler or a notification listener) on
-/// the legacy era over Streamable HTTP: a server that sends a request there
-/// right after `initialize` must find it open. It is not a stage that can
-/// fail the establishment: a server that offers none (405, 400), an error or
-/// the handshake limit leave the session without one.
-async fn open_server_stream(
-    request: &ConnectRequest,
-    clock: &Clock,
-    ladder: &Ladder<'_>,
-    negotiated: &Negotiated,
-) -> Option<ServerStream> {
-    let wanted = request.inbound.is_listening()
-        && negotiated.version.era() == Era::Legacy
-        && ladder.transport.kind() == TransportKind::StreamableHttp;
-    if !wanted {
-        return None;
-    }
-    let transport = ladder.transport.as_ref();
-    clock
-        .limit(
-            Stage::REQUEST,
-            request.limits.handshake_timeout,
-            CancelSource::HandshakeTimeout,
-            async {
-                transport
-                    .open_server_stream()
-                    .await
-                    .map_err(|e| Error::transport(Stage::REQUEST, e))
-            },
-        )
-        .await
-        .ok()
-        .flatten()
-}
-
-/// The 2026-07-28 counterpart of the server stream: when the application
-/// reads notifications, the `subscriptions/listen` for the list changes the
-/// server offers, acknowledged before the session is handed over. Like the
-/// server stream it cannot fail the establishment.
-async fn subscribe_from_start(request: &ConnectRequest, clock: &Clock, session: &Session) {
-    if session.era() != Era::Modern || !request.inbound.wants_notifications() {
-        return;
-    }
-    let subscribed = clock
-        .limit(
-            Stage::REQUEST,
-            request.limits.handshake_timeout,
-            CancelSource::HandshakeTimeout,
-            session.listen_from_start(),
-        )
-        .await;
-    if let Err(error) = subscribed {
-        tracing::debug!(error = %error, "no subscription at establishment");
-    }
-}
-
-pub(super) fn open(
-    request: &ConnectRequest,
-    clock: &Clock,
-    opener: &dyn Open,
-) -> Result<Box<dyn Transport>, Error> {
-    clock.check(Stage::CONNECT)?;
-    // Only a stdio spawn does something here. A Streamable HTTP transport is
-    // a value until its first request, which opens (or reuses) a pooled
-    // connection: reporting `connect ok` for it would claim a connection that
-    // does not exist yet, so its connection failures surface at the stage of
-    // that first request instead.
-    let spawns = matches!(request.target, Target::Stdio(_));
-    if spawns {
-        clock.begin(Stage::CONNECT);
-    }
-    let transport = opener.open(request).inspect_err(|e| clock.fail(e))?;
-    if spawns {
-        clock.succeed(Stage::CONNECT);
-    }
-    Ok(transport)
-}
-
-pub(super) async fn open_sse(
-    request: &ConnectRequest,
-    clock: &Clock,
-    opener: &dyn Open,
-) -> Result<Box<dyn Transport>, Error> {
-    clock.begin(stage::SSE_ENDPOINT);
-    let transport = clock
-        .limit(
-            stage::SSE_ENDPOINT,
-            request.limits.handshake_timeout,
-            CancelSource::HandshakeTimeout,
-            async {
-                opener
-                    .open_sse(request)
-                    .await
-                    .map_err(|e| Error::transport(stage::SSE_ENDPOINT, e))
-            },
-        )
-        .await
-        .inspect_err(|e| clock.fail(e))?;
-    clock.succeed(stage::SSE_ENDPOINT);
-    Ok(transport)
 }

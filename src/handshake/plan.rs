@@ -1,66 +1,104 @@
-//! Where the ladder starts: from the request's strategy, or from a cached
-//! verdict.
+//! Both halves of the ladder's plan: where one attempt starts (from the
+//! attempt's strategy, or from a cached verdict), and what the next attempt
+//! does differently when the recovery layer asks for one.
+//!
+//! Across attempts: as configured; then `initialize` first on a fresh
+//! transport; then, for an HTTP target in auto mode, legacy HTTP+SSE; then
+//! as configured again. The version policy, target, limits, deadline and
+//! cancellation are the same on every attempt.
 
-use crate::era_cache::{LegacyTransport, Verdict};
+use mcp_connect_layers::recovery::Stop;
+use mcp_connect_layers::Reattempt;
+
+use crate::era_cache::Verdict;
 use crate::protocol::{Era, ProtocolVersion};
 use crate::request::{ConnectRequest, Strategy, TransportMode};
 use crate::target::Target;
+use crate::transport::TransportKind;
 
-/// Where the ladder starts.
+/// Where the ladder starts on one attempt.
 #[derive(Debug, Clone)]
 pub(super) struct Plan {
     /// Probe first, at this version.
     pub(super) probe_at: Option<ProtocolVersion>,
     /// The legacy version to offer, when known in advance.
     pub(super) offer: Option<ProtocolVersion>,
-    /// Go straight to legacy HTTP+SSE.
-    pub(super) sse: bool,
+    /// The transport to open first.
+    pub(super) transport: TransportKind,
 }
 
 impl Plan {
+    /// The plan of an attempt that knows nothing of the server yet.
     pub(super) fn full(request: &ConnectRequest) -> Plan {
-        let legacy_allowed = request.versions.newest(Era::Legacy).is_some();
-        match request.strategy {
-            Strategy::InitializeFirst if legacy_allowed => {
+        let versions = request.versions();
+        let legacy_allowed = versions.newest(Era::Legacy).is_some();
+        let transport = first_transport(request);
+        let probe_at = match request.strategy() {
+            Strategy::InitializeFirst if legacy_allowed => None,
+            Strategy::Sse if legacy_allowed && transport == TransportKind::StreamableHttp => {
                 return Plan {
                     probe_at: None,
                     offer: None,
-                    sse: request.mode == TransportMode::Sse,
+                    transport: TransportKind::Sse,
                 }
             }
-            Strategy::Sse if legacy_allowed && matches!(request.target, Target::Http { .. }) => {
-                return Plan {
-                    probe_at: None,
-                    offer: None,
-                    sse: true,
-                }
-            }
-            _ => {}
-        }
-        let sse = request.mode == TransportMode::Sse;
+            // The 2024 transport has no modern era to probe for.
+            _ if transport == TransportKind::Sse => None,
+            _ => versions.newest(Era::Modern),
+        };
         Plan {
-            probe_at: if sse {
-                None
-            } else {
-                request.versions.newest(Era::Modern)
-            },
+            probe_at,
             offer: None,
-            sse,
+            transport,
         }
     }
 
-    pub(super) fn cached(verdict: Verdict) -> Plan {
-        match verdict {
+    /// The plan of an attempt that starts where the last connection to the
+    /// server ended, or `None` when the verdict names a transport the
+    /// target cannot have (a hand-edited cache file), which is then
+    /// ignored.
+    pub(super) fn cached(verdict: Verdict, request: &ConnectRequest) -> Option<Plan> {
+        let first = first_transport(request);
+        let plan = match verdict {
             Verdict::Modern { version } => Plan {
                 probe_at: Some(version),
                 offer: None,
-                sse: false,
+                transport: first,
             },
             Verdict::Legacy { transport, version } => Plan {
                 probe_at: None,
                 offer: Some(version),
-                sse: transport == LegacyTransport::Sse,
+                transport,
             },
-        }
+        };
+        let fits = match plan.transport {
+            TransportKind::Stdio => first == TransportKind::Stdio,
+            TransportKind::StreamableHttp | TransportKind::Sse => first != TransportKind::Stdio,
+            TransportKind::Memory => false,
+        };
+        fits.then_some(plan)
+    }
+}
+
+/// The transport the request's mode and target open first.
+fn first_transport(request: &ConnectRequest) -> TransportKind {
+    match (request.target(), request.mode()) {
+        (Target::Stdio(_), _) => TransportKind::Stdio,
+        (Target::Http { .. }, TransportMode::Sse) => TransportKind::Sse,
+        (Target::Http { .. }, _) => TransportKind::StreamableHttp,
+    }
+}
+
+impl Reattempt for ConnectRequest {
+    fn next_attempt(&self, attempt: u32) -> Result<Self, Stop> {
+        let sse_permitted = matches!(self.target(), Target::Http { .. })
+            && self.mode() == TransportMode::Auto
+            && self.versions().newest(Era::Legacy).is_some();
+        let strategy = match attempt {
+            2 => Strategy::InitializeFirst,
+            3 if sse_permitted => Strategy::Sse,
+            _ => Strategy::AsConfigured,
+        };
+        Ok(self.for_attempt(attempt, strategy))
     }
 }

@@ -135,44 +135,7 @@ pub struct Session {
     /// The 2026-07-28 subscription (`subscriptions/listen`).
     subscriptions: subscriptions::Subscriptions,
     /// How to authorize again when a request is refused.
-    auth: Option<SessionAuth>,
-}
-
-/// What a session needs to authorize again mid-session: the configuration,
-/// the server, the plain HTTP client and the request limit.
-pub(crate) struct SessionAuth {
-    pub(crate) auth: crate::auth::Authorization,
-    pub(crate) server: url::Url,
-    pub(crate) client: crate::transport::HttpClient,
-    pub(crate) limit: Duration,
-}
-
-impl SessionAuth {
-    /// Whether a reply is a refusal the authorization stage can answer.
-    fn answers(
-        &self,
-        reply: &Result<crate::transport::Reply, crate::error::TransportError>,
-    ) -> bool {
-        let status = match reply {
-            Err(crate::error::TransportError::Status { status, .. }) => Some(*status),
-            Ok(Err(rpc)) => rpc.http_status(),
-            _ => None,
-        };
-        self.auth.can_answer(status)
-    }
-
-    async fn run(&self, allow_new: bool) -> Result<crate::auth::Authorized, Error> {
-        self.auth
-            .run(
-                &self.server,
-                self.client.clone(),
-                self.limit,
-                None,
-                allow_new,
-            )
-            .await
-            .map_err(|e| Error::new(crate::auth::AUTHORIZE, ErrorKind::Auth(e)))
-    }
+    auth: Option<crate::auth::Authorizer>,
 }
 
 impl Session {
@@ -218,7 +181,7 @@ impl Session {
     }
 
     /// Lets the session authorize again when a request is refused.
-    pub(crate) fn with_auth(mut self, auth: Option<SessionAuth>) -> Self {
+    pub(crate) fn with_auth(mut self, auth: Option<crate::auth::Authorizer>) -> Self {
         self.auth = auth;
         self
     }

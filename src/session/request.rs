@@ -20,7 +20,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
-use crate::error::{Error, ErrorKind, InputRequiredError};
+use crate::auth::Reauthorization;
+use crate::error::{Error, ErrorKind, InputRequiredError, TransportError};
 use crate::inbound::{Progress, ProgressCallback};
 use crate::protocol::{codes, Era, Notification, ProtocolVersion, Request, RequestId, RpcError};
 use crate::transport::Transport;
@@ -250,7 +251,8 @@ impl Session {
 
     /// Sends `request`, once more on the same session when the server
     /// refused it before running it and the refusal can be cured: a 401 (or
-    /// 403 `insufficient_scope`) after authorizing again, a `HeaderMismatch`
+    /// 403 `insufficient_scope`) after authorizing again (the rule the
+    /// establishment follows too: `auth::Reauthorization`), a `HeaderMismatch`
     /// after listing the tools. That is not a replay: the refusal says the
     /// request did not run. Then, on the 2026-07-28 era, completes a
     /// multi-round-trip exchange (SEP-2322): while the result is
@@ -262,18 +264,15 @@ impl Session {
         let version = &self.negotiated.version;
         let mut rounds = 0;
         let mut relisted = false;
-        let mut authorized = 0;
-        // One new authorization per request at most (a new authorization
-        // server, say); after it, refreshes and more scope only.
-        let mut new_done = false;
+        let mut reauthorization = Reauthorization::default();
         loop {
             let reply = self.transport.request(&request, Some(version)).await;
-            if authorized < MAX_REAUTHORIZATIONS {
-                if let Some(auth) = self.auth.as_ref().filter(|a| a.answers(&reply)) {
+            if let Some(auth) = &self.auth {
+                if let Some(allow_new) = reauthorization.permit(auth, refusal_status(&reply)) {
                     // Refused before it ran (401, or 403 asking for more
                     // scope): authorize again and send it once more.
-                    authorized += 1;
-                    new_done |= auth.run(!new_done).await? == crate::auth::Authorized::New;
+                    let authorized = auth.run(None, allow_new).await;
+                    reauthorization.record(authorized.map_err(Error::authorization)?);
                     request.id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
                     continue;
                 }
@@ -368,9 +367,14 @@ impl Session {
     }
 }
 
-/// Authorizations one request runs at most before its refusal is the
-/// answer (a refreshed or new token, then one step-up).
-const MAX_REAUTHORIZATIONS: u32 = 2;
+/// The HTTP status of a refusal, which may be one authorizing cures.
+fn refusal_status(reply: &Result<crate::transport::Reply, TransportError>) -> Option<u16> {
+    match reply {
+        Err(TransportError::Status { status, .. }) => Some(*status),
+        Ok(Err(rpc)) => rpc.http_status(),
+        _ => None,
+    }
+}
 
 /// The most `input_required` rounds one request goes through.
 pub const MAX_INPUT_ROUNDS: u32 = 8;

@@ -89,8 +89,12 @@ pub enum Listen {
     Shared,
 }
 
-/// Which kind of transport carries a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which kind of transport carries a session: the one type that names a
+/// transport inside the crate (the ladder's plan, the opener, the era
+/// cache). [`TransportMode`](crate::TransportMode) is the caller's request,
+/// which may leave the choice to the ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum TransportKind {
     /// Streamable HTTP (2025-03-26 and later).

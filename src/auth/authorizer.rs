@@ -1,0 +1,113 @@
+//! One authorization configuration bound to one server, and the one rule
+//! for authorizing again after a refusal, shared by the establishment
+//! (a 401 to `initialize`) and the established session (a 401 to a call).
+
+use std::time::Duration;
+
+use mcp_connect_layers::deadline::DeadlinePause;
+
+use super::{AuthError, Authorization, Authorized};
+use crate::transport::HttpClient;
+
+/// An [`Authorization`] for one server, with the plain HTTP client its own
+/// requests use (never the bearer layer: discovery and token requests must
+/// not carry a token) and the limit of each of them.
+#[derive(Clone)]
+pub(crate) struct Authorizer {
+    auth: Authorization,
+    server: url::Url,
+    client: HttpClient,
+    limit: Duration,
+}
+
+impl Authorizer {
+    pub(crate) fn new(
+        auth: Authorization,
+        server: url::Url,
+        client: HttpClient,
+        limit: Duration,
+    ) -> Self {
+        Authorizer {
+            auth,
+            server,
+            client,
+            limit,
+        }
+    }
+
+    /// `client` with the bearer layer, which adds the token to requests for
+    /// this server's origin.
+    pub(crate) fn bearer(&self, client: HttpClient) -> HttpClient {
+        self.auth.bearer(client, &self.server)
+    }
+
+    /// Runs the authorization stage's work. `pause`, when given, stops the
+    /// establishment deadline while a person is waited for.
+    pub(crate) async fn run(
+        &self,
+        pause: Option<&DeadlinePause>,
+        allow_new: bool,
+    ) -> Result<Authorized, AuthError> {
+        self.auth
+            .run(
+                &self.server,
+                self.client.clone(),
+                self.limit,
+                pause,
+                allow_new,
+            )
+            .await
+    }
+
+    /// Whether a refusal with this HTTP status is one authorizing can
+    /// cure: 401, or 403 asking for more scope.
+    fn answers(&self, status: Option<u16>) -> bool {
+        self.auth.can_answer(status)
+    }
+}
+
+/// The rule for authorizing again, kept per establishment and per request:
+/// at most [`Reauthorization::MAX`] authorizations (the first, a refresh of
+/// a token the server refused, one step-up to more scope), of which at most
+/// one asks for a new authorization (a person, or a new client). After
+/// that the refusal is the answer.
+#[derive(Debug, Default)]
+pub(crate) struct Reauthorization {
+    runs: u32,
+    new_done: bool,
+}
+
+impl Reauthorization {
+    /// Authorizations one establishment or one request runs at most.
+    pub(crate) const MAX: u32 = 3;
+
+    /// After a refusal with `status`: `None` when it is the answer, or
+    /// `Some(allow_new)` when `authorizer` should run (again), where
+    /// `allow_new` says whether it may start a new authorization.
+    pub(crate) fn permit(&mut self, authorizer: &Authorizer, status: Option<u16>) -> Option<bool> {
+        if self.runs >= Self::MAX || !authorizer.answers(status) {
+            return None;
+        }
+        self.runs += 1;
+        Some(!self.new_done)
+    }
+
+    /// Records how an authorization permitted by [`permit`](Self::permit)
+    /// ended.
+    pub(crate) fn record(&mut self, outcome: Authorized) {
+        self.new_done |= outcome == Authorized::New;
+    }
+}
+
+/// The server URL authorization is keyed by, from an HTTP target's URL: the
+/// one place that converts it. A URL that `url` cannot read is a
+/// configuration error before any I/O.
+pub(crate) fn server_url(url: &http::Uri) -> Result<url::Url, AuthError> {
+    url::Url::parse(&url.to_string()).map_err(|_| AuthError::BadUrl)
+}
+
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorizer").finish_non_exhaustive()
+    }
+}
