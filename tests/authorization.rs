@@ -13,7 +13,7 @@ use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
-use mcp_connect::{ConnectRequest, Connector, ErrorKind};
+use mcp_connect::{ConfigError, ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
 use support::capture::Capture;
 use support::oauth::{start, As};
@@ -412,4 +412,18 @@ async fn a_secret_is_never_sent_to_a_cleartext_token_endpoint_elsewhere() {
             ));
     })
     .await;
+}
+
+/// A URL `http::Uri` reads and the `url` crate does not cannot have a
+/// bearer layer or authorization keyed to it: with authorization that is a
+/// configuration error before any I/O, never a connection without the
+/// token. Without authorization the URL is not read that way at all.
+#[test]
+fn authorizing_a_url_the_url_crate_refuses_is_a_configuration_error_before_io() {
+    let connector = Connector::new();
+    let plain = ConnectRequest::http("http://1.2.3.400/mcp").unwrap();
+    assert!(connector.validate(&plain).is_ok());
+    let authorized = plain.with_authorization(Authorization::client_credentials("svc", "s"));
+    let error = connector.validate(&authorized).unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Config(ConfigError::Url)));
 }

@@ -111,3 +111,22 @@ impl std::fmt::Debug for Authorizer {
         f.debug_struct("Authorizer").finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_the_url_crate_refuses_is_bad_once_and_for_all() {
+        // `http::Uri` reads these; `url` (WHATWG) does not.
+        for text in [
+            "http://1.2.3.400/mcp",
+            "http://xn--a.com/mcp",
+            "http://[::1]x/mcp",
+        ] {
+            let uri: http::Uri = text.parse().unwrap();
+            assert!(matches!(server_url(&uri), Err(AuthError::BadUrl)), "{text}");
+        }
+        assert!(server_url(&"http://127.0.0.1:3000/mcp".parse().unwrap()).is_ok());
+    }
+}
