@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
+use mcp_connect::request::Limits;
 use mcp_connect::testkit::{LegacyServer, Script, ScriptServer};
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, Limits};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -28,9 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
+use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::testkit::{LegacyServer, Recorded, Script, ScriptServer};
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient, ReplayPolicy};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 use tokio::time::Instant;
 use tower::retry::budget::TpsBudget;

@@ -134,7 +134,7 @@ pub fn connect_request(data: &[u8]) {
         };
     }
     let _ = request.validate();
-    let key = crate::EraCache::key(request.target());
+    let key = crate::era_cache::EraCache::key(request.target());
     // No query, and no userinfo in the key's authority (a path may hold an
     // `@` of its own).
     assert!(!key.contains('?'), "a query in a key");
@@ -142,7 +142,7 @@ pub fn connect_request(data: &[u8]) {
         let authority = rest.split('/').next().unwrap_or_default();
         assert!(!authority.contains('@'), "userinfo in a key");
     }
-    if let crate::Target::Http { url: parsed, .. } = request.target() {
+    if let crate::request::Target::Http { url: parsed, .. } = request.target() {
         assert!(!parsed.authority().is_some_and(|a| a.as_str().contains('@')));
     }
     let debug = format!("{request:?}");
@@ -168,11 +168,12 @@ pub fn era_cache(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(cache) = crate::EraCache::from_json(text) else {
+    let Ok(cache) = crate::era_cache::EraCache::from_json(text) else {
         return;
     };
     let written = cache.to_json();
-    let again = crate::EraCache::from_json(&written).expect("the cache reads its own output");
+    let again =
+        crate::era_cache::EraCache::from_json(&written).expect("the cache reads its own output");
     assert_eq!(
         again.to_json(),
         written,

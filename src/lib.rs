@@ -22,14 +22,33 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The pieces, in the order a request flows:
-//! - [`ConnectRequest`]: target, transport mode, [`VersionPolicy`], limits,
-//!   deadline, cancellation; cloned for every attempt.
-//! - [`Connector`]: the make-service; a fresh transport and handshake per call.
-//! - the handshake: the dual-era ladder (see the `handshake` module docs).
-//! - [`Session`]: the established, owned session.
-//! - [`transport`]: Streamable HTTP over any tower HTTP client, stdio, memory.
-//! - [`protocol`]: JSON-RPC envelopes, versions, messages.
+//! The root holds what most programs name; everything else is grouped by
+//! what it is about:
+//!
+//! | at the root | what it is |
+//! |---|---|
+//! | [`ConnectRequest`] | one establishment: target, transport, versions, limits, deadline |
+//! | [`Connector`] | the make-service: a fresh transport and handshake per call |
+//! | [`EstablishBuilder`], [`Establish`], [`EstablishError`] | the connector under the four layers |
+//! | [`Session`] | one established, owned session |
+//! | [`McpClient`] | a long-lived client that replaces a lost session |
+//! | [`Error`], [`ErrorKind`] | every failure, classified |
+//! | [`layers`] | the protocol-free tower layers (`mcp-connect-layers`) |
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`request`] | the request's parts: [`Target`](request::Target), [`Limits`](request::Limits), [`TransportMode`](request::TransportMode), [`VersionPolicy`](request::VersionPolicy) |
+//! | [`session`] | per-request options, session state, paging limits |
+//! | [`client`] | the long-lived client's errors, generations, reconnect policy |
+//! | [`session_loss`] | when a failure means the session is gone |
+//! | [`replay`] | the opt-in replay of undelivered calls |
+//! | [`error`] | the error kinds' own types |
+//! | [`era_cache`] | what each server spoke, to skip the ladder next time |
+//! | [`auth`] | OAuth 2.1 authorization |
+//! | [`inbound`] | server requests and notifications: handlers, listeners |
+//! | [`transport`] | Streamable HTTP, HTTP+SSE, stdio, memory; the HTTP client |
+//! | [`protocol`] | JSON-RPC envelopes, versions, messages |
+//! | [`stage`] | the names of the establishment's stages |
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(
@@ -42,27 +61,27 @@
 #![warn(clippy::return_self_not_must_use)]
 
 pub mod auth;
+pub mod client;
 mod clock;
 mod connector;
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
-mod era_cache;
-mod error;
+pub mod era_cache;
+pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod handshake;
 pub mod inbound;
-mod manager;
 mod policy;
 pub mod protocol;
 mod redact;
 pub mod replay;
-mod request;
-mod session;
+pub mod request;
+pub mod session;
 pub mod session_loss;
-mod stack;
+pub mod stack;
 pub mod stage;
 mod target;
 #[cfg(feature = "testkit")]
@@ -71,21 +90,13 @@ pub mod testkit;
 pub mod transport;
 mod uri;
 
+pub use client::McpClient;
 pub use connector::Connector;
-pub use era_cache::{EraCache, Verdict};
-pub use error::{
-    BoxError, ConfigError, Error, ErrorKind, InputRequiredError, PaginationError, ResumeError,
-    SubscriptionError, TransportError, VersionError,
-};
-pub use manager::{ClientError, Generation, McpClient, Reconnect};
+pub use error::{Error, ErrorKind};
 pub use mcp_connect_layers as layers;
-pub use policy::VersionPolicy;
-pub use replay::ReplayPolicy;
-pub use request::{ConnectRequest, Limits, TransportMode};
-pub use session::{RequestOptions, Session, SessionState, MAX_INPUT_ROUNDS, MAX_PAGES};
-pub use session_loss::{session_lost, LossReason};
+pub use request::ConnectRequest;
+pub use session::Session;
 pub use stack::{Establish, EstablishBuilder, EstablishError};
-pub use target::Target;
 
 /// The README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

@@ -22,10 +22,10 @@ use crate::clock::Clock;
 use crate::era_cache::EraCache;
 use crate::error::{ConfigError, Error};
 use crate::inbound::{ClientHandler, Inbound, NotificationSender};
-use crate::policy::VersionPolicy;
+pub use crate::policy::VersionPolicy;
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::session::ClientIdentity;
-use crate::target::Target;
+pub use crate::target::Target;
 use crate::transport::StdioCommand;
 
 /// Which transport to use.
@@ -132,7 +132,8 @@ impl Limits {
 /// ```
 /// use std::time::Duration;
 /// use mcp_connect::protocol::ProtocolVersion;
-/// use mcp_connect::{ConnectRequest, Limits};
+/// use mcp_connect::request::Limits;
+/// use mcp_connect::ConnectRequest;
 ///
 /// let request = ConnectRequest::http("https://mcp.example.com/mcp")?
 ///     .with_pin(ProtocolVersion::V2025_11_25)

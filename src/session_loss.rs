@@ -36,7 +36,7 @@
 //! the session that replaced a refused one is refused the same way, the
 //! refusal is not about the session, and the client stops reconnecting for
 //! that reason until a request has succeeded
-//! ([`ClientError::RefusedAgain`](crate::ClientError::RefusedAgain)).
+//! ([`ClientError::RefusedAgain`](crate::client::ClientError::RefusedAgain)).
 
 use std::fmt;
 use std::sync::Arc;

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
+use mcp_connect::error::ConfigError;
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
-use mcp_connect::{ConfigError, ConnectRequest, Connector, ErrorKind};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
 use support::capture::Capture;
 use support::oauth::{start, As};
@@ -259,7 +260,8 @@ impl mcp_connect::auth::Authorize for SlowPerson {
     fn authorize(
         &self,
         url: String,
-    ) -> futures_util::future::BoxFuture<'static, Result<String, mcp_connect::BoxError>> {
+    ) -> futures_util::future::BoxFuture<'static, Result<String, mcp_connect::error::BoxError>>
+    {
         let delay = self.0;
         Box::pin(async move {
             tokio::time::sleep(delay).await;

@@ -6,12 +6,11 @@ mod support;
 use mcp_connect::stage;
 use std::time::Duration;
 
+use mcp_connect::error::{ConfigError, TransportError, VersionError};
 use mcp_connect::layers::{Classify, FailureKind, Stage};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{
-    ConfigError, ConnectRequest, Connector, Error, ErrorKind, Limits, Session, TransportError,
-    VersionError, VersionPolicy,
-};
+use mcp_connect::request::{Limits, VersionPolicy};
+use mcp_connect::{ConnectRequest, Connector, Error, ErrorKind, Session};
 use serde_json::json;
 use support::{error, legacy, result, watchdog, Script, ScriptServer};
 
@@ -303,9 +302,11 @@ async fn reserved_headers_zero_limits_and_misfit_transports_are_refused_before_i
         request
             .clone()
             .with_limits(Limits::default().with_max_message_bytes(0)),
-        request.clone().with_mode(mcp_connect::TransportMode::Stdio),
+        request
+            .clone()
+            .with_mode(mcp_connect::request::TransportMode::Stdio),
         ConnectRequest::stdio(mcp_connect::transport::StdioCommand::new("cat"))
-            .with_mode(mcp_connect::TransportMode::Sse),
+            .with_mode(mcp_connect::request::TransportMode::Sse),
         request.clone().with_ceiling(ProtocolVersion::new("2026")),
     ];
     for bad in misfits {
@@ -407,7 +408,7 @@ async fn a_404_invalid_session_on_a_later_post_ends_the_session() {
     );
     assert_eq!(
         session.state(),
-        mcp_connect::SessionState::Closed(mcp_connect::layers::Closure::SessionExpired)
+        mcp_connect::session::SessionState::Closed(mcp_connect::layers::Closure::SessionExpired)
     );
 }
 

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect::era_cache::{EraCache, Verdict};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand, TransportKind};
-use mcp_connect::{ConnectRequest, Connector, EraCache, Verdict};
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{error, legacy, watchdog, Script, ScriptServer};

@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{ConnectRequest, Limits};
+use mcp_connect::request::Limits;
+use mcp_connect::ConnectRequest;
 use support::{
     alive, fixture, recovering, spawn_log, spawned, watchdog, Events, LegacyServer, Script,
     ScriptServer,

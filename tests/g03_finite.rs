@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy, Stop};
 use mcp_connect::layers::{CancelSource, Classify, FailureKind};
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, Limits};
+use mcp_connect::request::Limits;
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use support::{recovering, watchdog, Events, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
 
@@ -167,10 +168,10 @@ async fn a_stalled_delete_cannot_hold_close() {
     );
     assert!(matches!(
         error.kind(),
-        mcp_connect::ErrorKind::Transport(mcp_connect::TransportError::CloseTimedOut)
+        mcp_connect::ErrorKind::Transport(mcp_connect::error::TransportError::CloseTimedOut)
     ));
     assert_eq!(error.failure().kind, FailureKind::Timeout);
-    assert!(session.state() != mcp_connect::SessionState::Open);
+    assert!(session.state() != mcp_connect::session::SessionState::Open);
     // Closing again sends nothing more.
     watchdog(LIMIT, session.close()).await.unwrap();
     let deletes = server

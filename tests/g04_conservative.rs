@@ -12,8 +12,9 @@ use bytes::Bytes;
 use http_body_util::Full;
 use mcp_connect::layers::{CancelSource, Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::request::Limits;
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{ConnectRequest, Connector, Limits};
+use mcp_connect::{ConnectRequest, Connector};
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{
     error, recovering, recovering_with, watchdog, Events, LegacyServer, Script, ScriptServer,

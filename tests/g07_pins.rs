@@ -5,7 +5,8 @@ mod support;
 use std::time::Duration;
 
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{ConnectRequest, VersionPolicy};
+use mcp_connect::request::VersionPolicy;
+use mcp_connect::ConnectRequest;
 use support::{recovering, watchdog, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{CancelSource, Classify, FailureKind, Stage};
-use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder, Limits, TransportMode};
+use mcp_connect::request::{Limits, TransportMode};
+use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{error, watchdog, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;

@@ -8,7 +8,9 @@ use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
 use mcp_connect::layers::{Classify, Closure, FailureKind};
-use mcp_connect::{ConnectRequest, Connector, Limits, SessionState, TransportMode};
+use mcp_connect::request::{Limits, TransportMode};
+use mcp_connect::session::SessionState;
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{fixture, watchdog, LegacyServer, Script, ScriptServer};

@@ -10,7 +10,8 @@ use std::time::Duration;
 use mcp_connect::layers::{
     CancelSource, Classify, FailureKind, StageEvent, StageObserver, StageOutcome,
 };
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, Limits, TransportMode};
+use mcp_connect::request::{Limits, TransportMode};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use support::{alive, fixture, spawn_log, spawned, watchdog, LegacyServer, ScriptServer};
 use tokio_util::sync::CancellationToken;
 
@@ -106,7 +107,7 @@ async fn a_returned_session_is_open() {
     token.cancel();
     assert_eq!(
         session.state(),
-        mcp_connect::SessionState::Open,
+        mcp_connect::session::SessionState::Open,
         "the caller owns it now"
     );
 }

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use mcp_connect::demo::DemoServer;
+use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{ConnectRequest, Connector, Limits, TransportMode};
+use mcp_connect::{ConnectRequest, Connector};
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{
     alive, fixture, recovering_with, spawn_log, spawned, watchdog, LegacyServer, Script,

@@ -9,9 +9,11 @@ use mcp_connect::stage;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use mcp_connect::error::TransportError;
 use mcp_connect::layers::recovery::Stop;
 use mcp_connect::layers::{CancelSource, Classify, Closure, FailureKind};
-use mcp_connect::{ConnectRequest, ErrorKind, Limits, TransportError, TransportMode};
+use mcp_connect::request::{Limits, TransportMode};
+use mcp_connect::{ConnectRequest, ErrorKind};
 use support::{recovering, watchdog, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use http::Method;
 use mcp_connect::layers::{Classify, Closure};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{ConnectRequest, Connector, SessionState};
+use mcp_connect::session::SessionState;
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use support::{watchdog, LegacyServer, Script, ScriptServer};
 

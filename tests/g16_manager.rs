@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect::client::{ClientError, Reconnect};
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{ClientError, ConnectRequest, Connector, EstablishBuilder, McpClient, Reconnect};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 use support::{error, result, watchdog, LegacyServer, Recorded, Script, ScriptServer};
 

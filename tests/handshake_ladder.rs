@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use mcp_connect::layers::{CancelSource, Classify, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
-use mcp_connect::{ConnectRequest, Connector, Error, ErrorKind, Limits, Session, VersionPolicy};
+use mcp_connect::request::{Limits, VersionPolicy};
+use mcp_connect::{ConnectRequest, Connector, Error, ErrorKind, Session};
 use serde_json::{json, Value};
 use support::{error, legacy, result, watchdog, Script, ScriptServer};
 

@@ -292,8 +292,8 @@ mod auto_detection {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
+    use mcp_connect::era_cache::EraCache;
     use mcp_connect::transport::HttpClient;
-    use mcp_connect::EraCache;
 
     use super::*;
 
@@ -562,7 +562,7 @@ async fn server_everything_sampling_and_elicitation_round_trip() {
 #[ignore = "needs the interop peers: run through .ci/run"]
 async fn server_everything_progress_and_logging_reach_the_application() {
     use mcp_connect::inbound::notification_channel;
-    use mcp_connect::RequestOptions;
+    use mcp_connect::session::RequestOptions;
     use std::sync::{Arc, Mutex};
     let peer = everything_http().await;
     let (listener, mut notifications) = notification_channel(64);
@@ -734,8 +734,9 @@ async fn mcp_client_survives_a_restart_of_server_everything() {
 #[tokio::test]
 #[ignore = "needs the interop peers: run through .ci/run"]
 async fn mcp_client_replaces_a_killed_stdio_server_before_the_next_call() {
+    use mcp_connect::session::SessionState;
     use mcp_connect::transport::StdioTransport;
-    use mcp_connect::{EstablishBuilder, McpClient, SessionState};
+    use mcp_connect::{EstablishBuilder, McpClient};
     let command =
         StdioCommand::new("node").args([everything_entry().into_os_string(), "stdio".into()]);
     let client = McpClient::lazy(

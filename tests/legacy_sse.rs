@@ -6,10 +6,12 @@ mod support;
 use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
+use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::transport::TransportKind;
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, Limits, TransportError, TransportMode};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
 use support::sse_server::{SseBehaviour, SseServer};
 use support::{watchdog, ScriptServer};

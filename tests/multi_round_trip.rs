@@ -8,8 +8,10 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_connect::error::InputRequiredError;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, InputRequiredError, MAX_INPUT_ROUNDS};
+use mcp_connect::session::MAX_INPUT_ROUNDS;
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
 use support::{watchdog, Recorded, Script, ScriptServer};
 

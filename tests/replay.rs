@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::replay::{undelivered, Undelivered};
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{
-    ConnectRequest, Connector, EstablishBuilder, McpClient, ReplayPolicy, TransportError,
-};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 use support::{watchdog, LegacyServer, Script, ScriptServer};
 
@@ -36,7 +36,7 @@ fn client(server: &ScriptServer, replay: ReplayPolicy) -> McpClient {
     client_for(&server.url(), Connector::new(), replay)
 }
 
-async fn call(client: &McpClient) -> Result<(), mcp_connect::ClientError> {
+async fn call(client: &McpClient) -> Result<(), mcp_connect::client::ClientError> {
     client.call_tool("x", &json!({ "n": 1 })).await.map(drop)
 }
 

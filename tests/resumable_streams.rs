@@ -8,13 +8,12 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcp_connect::error::{ResumeError, TransportError};
 use mcp_connect::inbound::notification_channel;
 use mcp_connect::layers::Classify;
+use mcp_connect::session::RequestOptions;
 use mcp_connect::testkit::{Resumable, ResumableServer};
-use mcp_connect::{
-    ConnectRequest, Connector, ErrorKind, EstablishBuilder, McpClient, RequestOptions, ResumeError,
-    Session, TransportError,
-};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, McpClient, Session};
 use serde_json::{json, Value};
 use support::watchdog;
 

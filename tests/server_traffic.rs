@@ -9,7 +9,8 @@ use std::time::Duration;
 use mcp_connect::inbound::{notification_channel, ClientHandler};
 use mcp_connect::layers::CancelSource;
 use mcp_connect::protocol::RpcError;
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, RequestOptions};
+use mcp_connect::session::RequestOptions;
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
 use support::{legacy, watchdog, Recorded, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
@@ -469,7 +470,7 @@ async fn listings_follow_every_page_and_stop_a_cursor_loop() {
         assert!(
             matches!(
                 error.kind(),
-                ErrorKind::Pagination(mcp_connect::PaginationError::CursorRepeated)
+                ErrorKind::Pagination(mcp_connect::error::PaginationError::CursorRepeated)
             ),
             "{error}"
         );

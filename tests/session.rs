@@ -6,10 +6,12 @@ mod support;
 use std::time::{Duration, Instant};
 
 use mcp_connect::demo::DemoServer;
+use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::{Notification, ProtocolVersion, Request, RequestId};
+use mcp_connect::session::SessionState;
 use mcp_connect::transport::{MemoryTransport, Transport};
-use mcp_connect::{ConnectRequest, Connector, SessionState, TransportError};
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use support::watchdog;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -239,7 +241,7 @@ async fn string_request_ids_are_served_and_duplicate_ids_are_refused() {
 #[tokio::test]
 async fn a_request_past_its_limit_reports_request_timeout() {
     use mcp_connect::layers::CancelSource;
-    use mcp_connect::Limits;
+    use mcp_connect::request::Limits;
     use support::{legacy, Script, ScriptServer};
 
     let server = ScriptServer::start(|request| match request.rpc_method() {

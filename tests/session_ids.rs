@@ -7,8 +7,9 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, FailureKind};
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, TransportError};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
 use support::{error, result, watchdog, Recorded, Script, ScriptServer};
 

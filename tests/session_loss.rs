@@ -10,12 +10,13 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_connect::client::ClientError;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::replay::ReplayPolicy;
+use mcp_connect::session::SessionState;
+use mcp_connect::session_loss::LossReason;
 use mcp_connect::testkit::UnknownSession;
-use mcp_connect::{
-    ClientError, ConnectRequest, Connector, EstablishBuilder, LossReason, McpClient, ReplayPolicy,
-    SessionState,
-};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 use support::{watchdog, LegacyServer, Script, ScriptServer};
 

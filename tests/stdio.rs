@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
+use mcp_connect::request::Limits;
+use mcp_connect::session::SessionState;
 use mcp_connect::transport::{StdioCommand, StdioTransport};
-use mcp_connect::{ConnectRequest, Connector, Limits, SessionState};
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use support::watchdog;
 

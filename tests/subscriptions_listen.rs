@@ -7,8 +7,10 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_connect::error::SubscriptionError;
 use mcp_connect::inbound::notification_channel;
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, Limits, SubscriptionError};
+use mcp_connect::request::Limits;
+use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
 use support::{watchdog, Recorded, Script, ScriptServer};
 

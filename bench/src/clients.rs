@@ -1,11 +1,12 @@
 //! The two clients behind one small interface.
 
 use crate::floor::{Floor, FloorSession};
+use mcp_connect::era_cache::EraCache;
 use mcp_connect::inbound::{notification_channel, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::ProtocolVersion as OurVersion;
 use mcp_connect::transport::ServerStream;
-use mcp_connect::{ConnectRequest, Connector, EraCache, Establish, EstablishBuilder, Session};
+use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder, Session};
 use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;

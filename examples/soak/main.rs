@@ -37,11 +37,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use mcp_connect::client::ClientError;
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::Classify;
 use mcp_connect::protocol::CallToolResult;
+use mcp_connect::replay::ReplayPolicy;
+use mcp_connect::request::Limits;
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{ClientError, Connector, EstablishBuilder, Limits, McpClient, ReplayPolicy};
+use mcp_connect::{Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 use tokio::time::Instant;
 

@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::Method;
+use mcp_connect::request::TransportMode;
 use mcp_connect::testkit::{error, LegacyServer, Recorded, Script, ScriptServer, UnknownSession};
 use mcp_connect::testkit::{SseBehaviour, SseServer};
 use mcp_connect::transport::StdioCommand;
-use mcp_connect::{ConnectRequest, TransportMode};
+use mcp_connect::ConnectRequest;
 
 use crate::faults::{Fault, Plan, Where};
 

@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcp_connect::layers::recovery::RecoveryPolicy;
+use mcp_connect::request::TransportMode;
 use mcp_connect::testkit::{LegacyServer, Script, ScriptServer, SseBehaviour, SseServer};
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, TransportMode};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 
 #[tokio::main]

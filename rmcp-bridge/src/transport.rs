@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use mcp_connect::inbound::Notifications;
 use mcp_connect::protocol::RpcError;
-use mcp_connect::{ErrorKind, RequestOptions, Session, SessionState};
+use mcp_connect::session::{RequestOptions, SessionState};
+use mcp_connect::{ErrorKind, Session};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -279,7 +280,7 @@ async fn request(
         // rmcp cancelled it and expects no reply.
         Err(error) if matches!(error.kind(), ErrorKind::Cancelled) => return,
         Err(error) => {
-            if mcp_connect::session_lost(&error) {
+            if mcp_connect::session_loss::session_lost(&error) {
                 ended.cancel();
             }
             json!({ "jsonrpc": "2.0", "id": id, "error": error_object(&error) })

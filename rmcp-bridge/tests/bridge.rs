@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::request::TransportMode;
 use mcp_connect::testkit::{LegacyServer, Script, ScriptServer, SseBehaviour, SseServer};
-use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder, TransportMode};
+use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 

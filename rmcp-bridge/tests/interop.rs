@@ -11,8 +11,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::request::TransportMode;
 use mcp_connect::transport::StdioCommand;
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, TransportMode};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::json;

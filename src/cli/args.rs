@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::VersionPolicy;
+use mcp_connect::request::VersionPolicy;
 
 /// Establish an MCP session and print its timeline.
 ///

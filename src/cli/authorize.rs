@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use mcp_connect::auth::Authorize;
-use mcp_connect::BoxError;
+use mcp_connect::error::BoxError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Mutex};

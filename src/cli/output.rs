@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use mcp_connect::client::ClientError;
 use mcp_connect::layers::diagnostics::{LifecycleMetrics, StageRecord};
 use mcp_connect::layers::{Classify, Failure, StageOutcome};
 use mcp_connect::protocol::CallToolResult;
-use mcp_connect::{ClientError, Session};
+use mcp_connect::Session;
 use serde_json::{json, Map, Value};
 
 /// Prints stage events as they happen and the final summary.

@@ -5,8 +5,9 @@
 
 use mcp_connect::auth::{Authorization, FileTokenStore, StoreError, TokenStore, Tokens};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::request::{Limits, TransportMode, VersionPolicy};
 use mcp_connect::transport::StdioCommand;
-use mcp_connect::{ConnectRequest, Limits, TransportMode, VersionPolicy};
+use mcp_connect::ConnectRequest;
 use serde_json::json;
 
 use super::args::{Args, Elicit, Mode};

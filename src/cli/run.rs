@@ -5,15 +5,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
+use mcp_connect::client::ClientError;
 use mcp_connect::demo::DemoServer;
+use mcp_connect::era_cache::EraCache;
 use mcp_connect::inbound::notification_channel;
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::layers::Classify;
+use mcp_connect::replay::ReplayPolicy;
+use mcp_connect::session::RequestOptions;
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{
-    ClientError, Connector, EraCache, Error, EstablishBuilder, McpClient, ReplayPolicy,
-    RequestOptions, Session,
-};
+use mcp_connect::{Connector, Error, EstablishBuilder, McpClient, Session};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

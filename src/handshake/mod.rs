@@ -25,7 +25,7 @@
 //! `initialize`) is given a freshly spawned process for `initialize`; the
 //! dead one is reaped first.
 //!
-//! With an [`EraCache`](crate::EraCache) the ladder starts where the last
+//! With an [`EraCache`](crate::era_cache::EraCache) the ladder starts where the last
 //! connection ended (no probe for a legacy server, no doomed POSTs for an
 //! SSE-only one). A failure that may mean the verdict is stale drops it, and
 //! the full ladder runs once more on a fresh transport.

@@ -344,7 +344,7 @@ impl Session {
     /// the events after that one (and none it already delivered), after the
     /// server's `retry:` delay, at most 3 attempts in a row. A stream
     /// without an event id, or one the server will not resume, is
-    /// [`TransportError::NotResumed`](crate::TransportError::NotResumed).
+    /// [`TransportError::NotResumed`](crate::error::TransportError::NotResumed).
     pub async fn resume_server_stream(&self, stream: &mut ServerStream) -> Result<(), Error> {
         self.within(self.transport.resume_server_stream(stream, Closure::Eof))
             .await

@@ -30,7 +30,7 @@ use crate::transport::Transport;
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_connect::RequestOptions;
+/// use mcp_connect::session::RequestOptions;
 /// use tokio_util::sync::CancellationToken;
 ///
 /// let options = RequestOptions::new()

@@ -186,7 +186,7 @@ impl Session {
     ///
     /// `resources/subscribe` on the legacy era; on the 2026-07-28 era the
     /// session's `subscriptions/listen` again with `uri` added, failing
-    /// with [`SubscriptionError::NotAcknowledged`](crate::SubscriptionError)
+    /// with [`SubscriptionError::NotAcknowledged`](crate::error::SubscriptionError)
     /// when the server does not take it.
     pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
         match self.era() {

@@ -51,7 +51,7 @@ impl HttpClient {
     ///
     /// Errors of the service (including the application's own error types
     /// raised inside its stack) are kept as the source of the resulting
-    /// [`TransportError`](crate::TransportError), so a classifier can
+    /// [`TransportError`](crate::error::TransportError), so a classifier can
     /// downcast them.
     pub fn new<S, B>(service: S) -> Self
     where
@@ -86,7 +86,7 @@ impl HttpClient {
 
     /// The default client without TLS: plain `http://` only. An `https://`
     /// target is refused with
-    /// [`ConfigError::TlsUnavailable`](crate::ConfigError::TlsUnavailable)
+    /// [`ConfigError::TlsUnavailable`](crate::error::ConfigError::TlsUnavailable)
     /// before any byte is sent, and the connector underneath refuses any
     /// non-`http` URI too, so nothing meant for TLS ever travels in the
     /// clear.

@@ -66,7 +66,7 @@ use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
 use error::TransportError;
 
 /// How long closing a transport may take per step unless told otherwise
-/// (the default of [`Limits::close_grace`](crate::Limits::close_grace)).
+/// (the default of [`Limits::close_grace`](crate::request::Limits::close_grace)).
 pub(crate) const DEFAULT_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The reply to one request: its raw `result`, or the server's error.
@@ -91,7 +91,7 @@ pub enum Listen {
 
 /// Which kind of transport carries a session: the one type that names a
 /// transport inside the crate (the ladder's plan, the opener, the era
-/// cache). [`TransportMode`](crate::TransportMode) is the caller's request,
+/// cache). [`TransportMode`](crate::request::TransportMode) is the caller's request,
 /// which may leave the choice to the ladder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]

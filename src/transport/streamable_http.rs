@@ -123,10 +123,10 @@ impl StreamableHttp {
     }
 
     /// Bounds the `DELETE` that ends the session (default: the default
-    /// [`Limits::close_grace`](crate::Limits::close_grace), 2 s). A server
+    /// [`Limits::close_grace`](crate::request::Limits::close_grace), 2 s). A server
     /// that does not answer in time is left to expire the session itself:
     /// the transport is closed here all the same, and `close` reports
-    /// [`TransportError::CloseTimedOut`](crate::TransportError::CloseTimedOut).
+    /// [`TransportError::CloseTimedOut`](crate::error::TransportError::CloseTimedOut).
     #[must_use]
     pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
