@@ -181,21 +181,6 @@ async fn missing_program_is_a_configuration_failure() {
     assert_eq!(error.failure().kind, FailureKind::Configuration);
 }
 
-#[tokio::test]
-async fn stderr_is_kept_for_the_application_and_not_printed() {
-    let command = StdioCommand::new("sh").args(["-c", "echo started-on-stderr >&2; sleep 5"]);
-    let transport = StdioTransport::spawn(&command, 1024, Duration::from_millis(100)).unwrap();
-    watchdog(LIMIT, async {
-        while transport.stderr_tail().is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    assert_eq!(transport.stderr_tail(), ["started-on-stderr"]);
-    use mcp_connect::transport::Transport;
-    transport.close().await.unwrap();
-}
-
 /// Issue 10, item 13: the session's transport can be reached as its
 /// concrete type (the documented way to read a stdio server's pid and
 /// stderr); another type is `None`, not a panic.

@@ -60,20 +60,11 @@ pub struct LegacySse {
 }
 
 impl LegacySse {
-    /// Opens the stream at `sse_url` and waits for its `endpoint` event. The
-    /// caller bounds the wait; `headers` go on the GET and every POST and
-    /// are never printed.
-    pub async fn connect(
-        client: HttpClient,
-        sse_url: Uri,
-        headers: HeaderMap,
-        max_message: usize,
-    ) -> Result<LegacySse, TransportError> {
-        Self::connect_with(client, sse_url, headers, max_message, Inbound::none()).await
-    }
-
-    /// [`connect`](Self::connect), with what the server says on its own
-    /// going to `inbound`.
+    /// Opens the stream at `sse_url` and waits for its `endpoint` event,
+    /// with what the server says on its own going to `inbound`. The caller
+    /// bounds the wait; `headers` go on the GET and every POST and are
+    /// never printed. Only the establishment opens one (a session needs
+    /// its handshake).
     pub(crate) async fn connect_with(
         client: HttpClient,
         sse_url: Uri,

@@ -35,6 +35,7 @@ mod http_shared;
 mod legacy_sse;
 mod lines;
 mod mcp_headers;
+#[cfg(any(test, feature = "testkit"))]
 mod memory;
 pub mod resume;
 mod server_stream;
@@ -51,6 +52,8 @@ use serde_json::value::RawValue;
 
 pub use http_client::{DnsError, HttpBody, HttpClient, TcpConnectError, TlsError};
 pub use legacy_sse::LegacySse;
+#[cfg(any(test, feature = "testkit"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub use memory::MemoryTransport;
 pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;

@@ -134,18 +134,10 @@ pub struct StdioTransport {
 }
 
 impl StdioTransport {
-    /// Spawns the command. `grace` is how long each step of the close ladder
-    /// waits for the child to exit before the next, harsher step.
-    pub fn spawn(
-        command: &StdioCommand,
-        max_line: usize,
-        grace: Duration,
-    ) -> Result<Self, TransportError> {
-        Self::spawn_with(command, max_line, grace, Inbound::none())
-    }
-
-    /// [`spawn`](Self::spawn), with what the server says on its own going to
-    /// `inbound`.
+    /// Spawns the command, with what the server says on its own going to
+    /// `inbound`. `grace` is how long each step of the close ladder waits
+    /// for the child to exit before the next, harsher step. Only the
+    /// establishment spawns one (a session needs its handshake).
     pub(crate) fn spawn_with(
         command: &StdioCommand,
         max_line: usize,
@@ -314,5 +306,27 @@ impl Transport for StdioTransport {
 
     fn skipped(&self) -> u64 {
         self.lines.skipped()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_is_kept_for_the_application_and_not_printed() {
+        let command = StdioCommand::new("sh").args(["-c", "echo started-on-stderr >&2; sleep 5"]);
+        let transport =
+            StdioTransport::spawn_with(&command, 1024, Duration::from_millis(100), Inbound::none())
+                .unwrap();
+        tokio::time::timeout(Duration::from_secs(15), async {
+            while transport.stderr_tail().is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(transport.stderr_tail(), ["started-on-stderr"]);
+        transport.close().await.unwrap();
     }
 }

@@ -98,7 +98,7 @@ impl StreamableHttp {
     /// A transport to `endpoint` over `client`. `headers` go on every request
     /// (their values are marked sensitive and never printed); `max_message`
     /// bounds one reply body or SSE event in bytes.
-    pub fn new(
+    pub(crate) fn new(
         client: HttpClient,
         endpoint: Uri,
         mut headers: HeaderMap,
@@ -128,7 +128,7 @@ impl StreamableHttp {
     /// the transport is closed here all the same, and `close` reports
     /// [`TransportError::CloseTimedOut`](crate::error::TransportError::CloseTimedOut).
     #[must_use]
-    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
+    pub(crate) fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self
     }
