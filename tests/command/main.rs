@@ -1,0 +1,15 @@
+//! The `mcp-connect` command, run as a process: output, configuration, authorization, hostile text, logging, server traffic and signals.
+//!
+//! One test binary for the group, so the library links once for all of
+//! them; each file is a module of its own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod command;
+mod command_auth;
+mod command_config;
+mod command_hostile_text;
+mod command_logging;
+mod command_server_traffic;
+mod command_signals;

@@ -1,0 +1,158 @@
+//! G14 Payload-free diagnostics: stage, elapsed, transport mode,
+//! cancellation source, closure category, HTTP status, JSON-RPC code,
+//! attempt count, exhaustion reason; never credentials, session ids,
+//! bodies, raw server messages or URL query strings. Tested with canaries.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_connect::layers::diagnostics::{LifecycleMetrics, OutcomeRecord, StageRecord};
+use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
+use serde_json::json;
+use crate::support::capture::Capture;
+use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::Layer;
+
+const CANARIES: [&str; 7] = [
+    "canary-authorization",
+    "canary-session-id",
+    "canary-query",
+    "canary-userinfo",
+    "canary-tool-argument",
+    "canary-server-error",
+    "canary-event-id",
+];
+
+#[derive(Debug, Default)]
+struct Metrics(Mutex<String>);
+
+impl LifecycleMetrics for Metrics {
+    fn on_stage(&self, record: &StageRecord) {
+        let _ = write!(self.0.lock().unwrap(), "\n{record:?}");
+    }
+    fn on_outcome(&self, record: &OutcomeRecord) {
+        let _ = write!(self.0.lock().unwrap(), "\n{record:?}");
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = format!("{error} | {error:?}");
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let _ = write!(text, " | {cause} | {cause:?}");
+        source = cause.source();
+    }
+    text
+}
+
+/// G14: secrets in every place a caller or server can put them appear in no
+/// tracing event, no metrics value and no error `Debug` or `Display`.
+#[test]
+fn no_canary_reaches_diagnostics_metrics_or_errors() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(
+        capture
+            .clone()
+            .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
+    );
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let mut printed = String::new();
+    runtime.block_on(async {
+        let legacy = LegacyServer::new();
+        let server = ScriptServer::start(move |r| match r.rpc_method() {
+            "initialize" => Script::JsonWith(
+                200,
+                crate::support::result(r, json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {} })),
+                vec![("mcp-session-id", "canary-session-id".into())],
+            ),
+            "notifications/initialized" => Script::Status(202),
+            "tools/call" => Script::Json(
+                400,
+                json!({ "jsonrpc": "2.0", "id": r.id(), "error": { "code": -32000, "message": "canary-server-error", "data": "canary-server-error" } }),
+            ),
+            "ping" => Script::Raw(500, "text/plain", "canary-server-error".into()),
+            "resources/read" => Script::Raw(200, "application/json", "{\"canary-server-error\": [".into()),
+            "prompts/get" => Script::Json(404, json!({ "error": "canary-server-error" })),
+            // A reply stream cut after an event whose id is a secret; its
+            // resumption is refused.
+            "logging/setLevel" => Script::Sse(vec!["id: canary-event-id\nretry: 10\ndata:\n\n".into()]),
+            "" if r.header("last-event-id").is_some() => Script::Status(405),
+            _ => legacy.respond(r),
+        })
+        .await;
+        let url = server
+            .url()
+            .replace("http://", "http://user:canary-userinfo@")
+            + "?token=canary-query";
+        let stack = EstablishBuilder::new(Connector::new())
+            .with_recovery(RecoveryPolicy::new().with_backoff(Backoff::NONE))
+            .with_metrics(metrics.clone())
+            .build();
+        let request = ConnectRequest::http(&url)
+            .unwrap()
+            .with_header("authorization", "Bearer canary-authorization")
+            .unwrap();
+        let _ = write!(printed, "{request:?}");
+        let session = watchdog(Duration::from_secs(10), stack.connect(request)).await.unwrap();
+        let _ = write!(printed, "{session:?}");
+        let args = json!({ "secret": "canary-tool-argument" });
+        for error in [
+            session.call_tool("x", &args).await.unwrap_err(),
+            session.ping().await.unwrap_err(),
+            session.read_resource("x").await.unwrap_err(),
+            session.set_logging_level("debug").await.unwrap_err(),
+            // Last: its 404 ends the session.
+            session.get_prompt("x", Some(&args)).await.unwrap_err(),
+        ] {
+            printed.push_str(&chain(&error));
+        }
+        session.close().await.unwrap();
+
+        // A failing establishment, through every layer.
+        let failing = ScriptServer::start(|r| match r.rpc_method() {
+            "server/discover" => Script::Json(400, json!({ "jsonrpc": "2.0", "id": r.id(), "error": { "code": -32000, "message": "canary-server-error" } })),
+            _ => Script::Raw(403, "text/plain", "canary-server-error".into()),
+        })
+        .await;
+        let url = failing.url() + "?token=canary-query";
+        let request = ConnectRequest::http(&url)
+            .unwrap()
+            .with_header("authorization", "Bearer canary-authorization")
+            .unwrap();
+        let error = watchdog(Duration::from_secs(10), stack.connect(request)).await.unwrap_err();
+        printed.push_str(&chain(&error));
+    });
+    let traced = capture.text();
+    let measured = metrics.0.lock().unwrap().clone();
+    assert!(
+        traced.contains("stage"),
+        "diagnostics were captured: {traced}"
+    );
+    assert!(
+        traced.contains("stream resumption refused"),
+        "the resumption was traced: {traced}"
+    );
+    assert!(
+        measured.contains("Probe") || measured.contains("probe"),
+        "{measured}"
+    );
+    for canary in CANARIES {
+        assert!(!traced.contains(canary), "{canary} in tracing: {traced}");
+        assert!(
+            !measured.contains(canary),
+            "{canary} in metrics: {measured}"
+        );
+        assert!(
+            !printed.contains(canary),
+            "{canary} in errors or Debug: {printed}"
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! Established sessions: requests, server traffic, streams and subscriptions, multi-round-trip results, session loss and the opt-in replay.
+//!
+//! One test binary for the group, so the library links once for all of
+//! them; each file is a module of its own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod session;
+mod session_loss;
+mod replay;
+mod resumable_streams;
+mod server_stream;
+mod server_traffic;
+mod subscriptions_listen;
+mod multi_round_trip;
