@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use mcp_connect::auth::{Authorization, SigningKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::protocol::server_requests::ElicitResult;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, Session};
 use serde_json::{json, Value};
@@ -45,9 +46,8 @@ async fn main() -> ExitCode {
 async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>> {
     // Every scenario gets the same handler: elicitation forms are accepted
     // with the defaults their schema declares (SEP-1034).
-    let handler = ClientHandler::new().on_elicitation(|params| async move {
-        let content = elicitation_defaults(&params);
-        Ok(json!({ "action": "accept", "content": content }))
+    let handler = ClientHandler::new().on_elicitation(|request| async move {
+        Ok(ElicitResult::accept(elicitation_defaults(&request)))
     });
     let mut request = ConnectRequest::http(url)?.with_handler(handler);
     if scenario.starts_with("auth/") {

@@ -162,6 +162,8 @@ pub struct ConnectRequest {
     declared: Value,
     handler: ClientHandler,
     listener: Option<NotificationSender>,
+    /// The server's name for the application (notifications carry it).
+    name: Arc<str>,
     /// Made from `handler` and `listener`; shared by every attempt and
     /// every session made from this request.
     inbound: Arc<Inbound>,
@@ -223,6 +225,7 @@ impl ConnectRequest {
 
     fn new(target: Target) -> Self {
         ConnectRequest {
+            name: target.to_string().into(),
             target,
             mode: TransportMode::Auto,
             versions: VersionPolicy::Auto,
@@ -252,7 +255,11 @@ impl ConnectRequest {
     /// handler, the listener or the declared capabilities: the handler's
     /// kinds are added to what the caller declared, and nothing else is.
     fn refresh_inbound(&mut self) {
-        self.inbound = Inbound::new(self.handler.clone(), self.listener.clone());
+        self.inbound = Inbound::new(
+            self.handler.clone(),
+            self.listener.clone(),
+            Arc::clone(&self.name),
+        );
         let mut capabilities = self.declared.clone();
         if let (Value::Object(all), Value::Object(handled)) =
             (&mut capabilities, self.handler.capabilities())
@@ -347,6 +354,22 @@ impl ConnectRequest {
         self.listener = Some(listener);
         self.refresh_inbound();
         self
+    }
+
+    /// Names the server for the application: every notification from it
+    /// carries the name ([`ServerNotification::server`](crate::inbound::ServerNotification::server)).
+    /// By default it is the target as printed (the URL without userinfo or
+    /// query, or the stdio program).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = name.into();
+        self.refresh_inbound();
+        self
+    }
+
+    /// The server's name (see [`with_name`](Self::with_name)).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Authorizes with `auth` when the server answers 401 (or 403

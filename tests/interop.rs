@@ -176,7 +176,11 @@ async fn python_modern_features(request: ConnectRequest) {
 
     let (listener, mut notifications) = notification_channel(16);
     let handler = ClientHandler::new().on_elicitation(|_| async move {
-        Ok(json!({ "action": "accept", "content": { "name": "Ada" } }))
+        let content = json!({ "name": "Ada" })
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        Ok(mcp_connect::protocol::server_requests::ElicitResult::accept(content))
     });
     let session = connect(request.with_handler(handler).with_notifications(listener)).await;
     assert_eq!(session.era(), Era::Modern);
@@ -476,15 +480,15 @@ async fn watch_mode_survives_real_session_expiry() {
 #[ignore = "needs the interop peers: run through .ci/run"]
 async fn server_everything_sampling_and_elicitation_round_trip() {
     use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+    use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
     let peer = everything_http().await;
     let handler = ClientHandler::new()
-        .on_sampling(|params| async move {
-            assert!(params["messages"].is_array());
-            Ok(json!({ "role": "assistant", "model": "canned",
-                       "content": { "type": "text", "text": "canned reply" } }))
+        .on_sampling(|request| async move {
+            assert!(!request.messages.is_empty());
+            Ok(CreateMessageResult::text("canned", "canned reply"))
         })
-        .on_elicitation(|params| async move {
-            Ok(json!({ "action": "accept", "content": elicitation_defaults(&params) }))
+        .on_elicitation(|request| async move {
+            Ok(ElicitResult::accept(elicitation_defaults(&request)))
         });
     let request = ConnectRequest::http(&peer.url("/mcp"))
         .unwrap()

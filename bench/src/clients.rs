@@ -4,6 +4,7 @@ use crate::floor::{Floor, FloorSession};
 use mcp_connect::era_cache::EraCache;
 use mcp_connect::inbound::{notification_channel, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
+use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
 use mcp_connect::protocol::ProtocolVersion as OurVersion;
 use mcp_connect::transport::ServerStream;
 use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder, Session};
@@ -198,8 +199,8 @@ impl Client {
             }
             Client::OursListening(connector) => {
                 let handler = ClientHandler::new()
-                    .on_sampling(|_| async { Ok(serde_json::json!({})) })
-                    .on_elicitation(|_| async { Ok(serde_json::json!({ "action": "decline" })) })
+                    .on_sampling(|_| async { Ok(CreateMessageResult::text("bench", "")) })
+                    .on_elicitation(|_| async { Ok(ElicitResult::decline()) })
                     .with_roots(vec![("file:///srv".into(), None)]);
                 let (listener, notifications) = notification_channel(64);
                 // Drained as an application would, so nothing is dropped.

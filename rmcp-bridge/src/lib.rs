@@ -44,7 +44,7 @@ mod transport;
 
 use std::sync::Arc;
 
-use mcp_connect::inbound::{notification_channel, ClientHandler as Handled};
+use mcp_connect::inbound::{notification_channel, ClientHandler as Handled, RequestKind};
 use mcp_connect::{ConnectRequest, Establish, EstablishError, Session};
 use rmcp::model::ServerPeerInfo;
 use rmcp::service::{RoleClient, RunningService};
@@ -96,16 +96,16 @@ fn forwarding(capabilities: &serde_json::Value, shared: &Shared) -> Handled {
         }
     };
     if capabilities.get("sampling").is_some() {
-        handled = handled.on_sampling(forward("sampling/createMessage"));
+        handled = handled.on_raw(RequestKind::Sampling, forward("sampling/createMessage"));
     }
     if capabilities.get("elicitation").is_some() {
-        handled = handled.on_elicitation(forward("elicitation/create"));
+        handled = handled.on_raw(RequestKind::Elicitation, forward("elicitation/create"));
         if capabilities["elicitation"].get("url").is_some() {
             handled = handled.with_url_elicitation();
         }
     }
     if capabilities.get("roots").is_some() {
-        handled = handled.on_roots(forward("roots/list"));
+        handled = handled.on_raw(RequestKind::Roots, forward("roots/list"));
     }
     handled
 }

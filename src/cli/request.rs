@@ -5,10 +5,10 @@
 
 use mcp_connect::auth::{Authorization, FileTokenStore, StoreError, TokenStore, Tokens};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
 use mcp_connect::request::{Limits, TransportMode, VersionPolicy};
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::ConnectRequest;
-use serde_json::json;
 
 use super::args::{Args, Elicit, Mode};
 use super::authorize::LoopbackRedirect;
@@ -181,11 +181,11 @@ pub(super) fn handler_from(args: &Args) -> Result<ClientHandler, String> {
     match args.elicit {
         None => {}
         Some(Elicit::Decline) => {
-            handler = handler.on_elicitation(|_| async { Ok(json!({ "action": "decline" })) });
+            handler = handler.on_elicitation(|_| async { Ok(ElicitResult::decline()) });
         }
         Some(Elicit::Defaults) => {
-            handler = handler.on_elicitation(|params| async move {
-                Ok(json!({ "action": "accept", "content": elicitation_defaults(&params) }))
+            handler = handler.on_elicitation(|request| async move {
+                Ok(ElicitResult::accept(elicitation_defaults(&request)))
             });
         }
     }
@@ -194,9 +194,8 @@ pub(super) fn handler_from(args: &Args) -> Result<ClientHandler, String> {
         handler = handler.on_sampling(move |_| {
             let text = text.clone();
             async move {
-                Ok(json!({ "role": "assistant", "model": "mcp-connect-canned",
-                           "content": { "type": "text", "text": text },
-                           "stopReason": "endTurn" }))
+                Ok(CreateMessageResult::text("mcp-connect-canned", text)
+                    .with_stop_reason("endTurn"))
             }
         });
     }

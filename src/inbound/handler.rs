@@ -6,29 +6,37 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::protocol::server_requests::{
+    CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, ListRootsRequest,
+    ListRootsResult, Root,
+};
 use crate::protocol::{codes, RpcError};
 
 type Answer = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
 
 /// Answers what a server asks of this client.
 ///
-/// Each kind is an async function from the request's `params` to its
-/// `result` (or a JSON-RPC error). A kind with no function is not declared in
+/// Each kind is an async function from the request's typed params
+/// ([`protocol::server_requests`](crate::protocol::server_requests), every
+/// unknown field kept) to its typed result (or a JSON-RPC error); params
+/// that do not decode are answered `-32602`. [`on_raw`](Self::on_raw) and
+/// [`with_service`](Self::with_service) take raw JSON instead. A kind with no function is not declared in
 /// the client's capabilities, and a server that asks anyway gets `-32601`;
 /// `ping` is always answered. Panics in a function become `-32603` answers,
 /// never a dead session.
 ///
 /// ```
 /// use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
-/// use serde_json::json;
+/// use mcp_connect::protocol::server_requests::ElicitResult;
 ///
 /// let handler = ClientHandler::new()
 ///     // Accept every form with the defaults its schema declares.
-///     .on_elicitation(|params| async move {
-///         let content = elicitation_defaults(&params);
-///         Ok(json!({ "action": "accept", "content": content }))
+///     .on_elicitation(|request| async move {
+///         Ok(ElicitResult::accept(elicitation_defaults(&request)))
 ///     })
 ///     .with_roots(vec![("file:///srv/project".into(), Some("project".into()))]);
 /// assert!(handler.capabilities().get("elicitation").is_some());
@@ -50,6 +58,29 @@ where
     Arc::new(move |params| Box::pin(f(params)))
 }
 
+/// A typed answer as a raw one: params that do not decode are `-32602`
+/// (invalid params), never a guess.
+fn typed<Req, Res, F, Fut>(f: F) -> Answer
+where
+    Req: DeserializeOwned + Send + 'static,
+    Res: Serialize,
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Res, RpcError>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |params| {
+        let decoded = serde_json::from_value::<Req>(params);
+        let f = Arc::clone(&f);
+        Box::pin(async move {
+            let request = decoded
+                .map_err(|_| RpcError::new(codes::INVALID_PARAMS, "invalid params", None))?;
+            let result = f(request).await?;
+            serde_json::to_value(result)
+                .map_err(|_| RpcError::new(codes::INTERNAL_ERROR, "internal error", None))
+        })
+    })
+}
+
 impl ClientHandler {
     /// Answers nothing but `ping`.
     pub fn new() -> Self {
@@ -60,29 +91,28 @@ impl ClientHandler {
     #[must_use]
     pub fn on_sampling<F, Fut>(mut self, f: F) -> Self
     where
-        F: Fn(Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+        F: Fn(CreateMessageRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, RpcError>> + Send + 'static,
     {
-        self.sampling = Some(boxed(f));
+        self.sampling = Some(typed(f));
         self
     }
 
     /// Answers `elicitation/create` (declares `elicitation` with the form
-    /// mode). The result is `{"action": "accept" | "decline" | "cancel",
-    /// "content": {...}}`.
+    /// mode; see [`with_url_elicitation`](Self::with_url_elicitation)).
     #[must_use]
     pub fn on_elicitation<F, Fut>(mut self, f: F) -> Self
     where
-        F: Fn(Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+        F: Fn(ElicitRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, RpcError>> + Send + 'static,
     {
-        self.elicitation = Some(boxed(f));
+        self.elicitation = Some(typed(f));
         self
     }
 
     /// Declares that the elicitation function also handles the URL mode
-    /// (`params.mode == "url"`: the user is sent to a URL, and the answer
-    /// says whether they went).
+    /// ([`ElicitRequest::is_url_mode`]: the user is sent to a URL, and the
+    /// answer says whether they went).
     #[must_use]
     pub fn with_url_elicitation(mut self) -> Self {
         self.url_elicitation = true;
@@ -93,10 +123,28 @@ impl ClientHandler {
     #[must_use]
     pub fn on_roots<F, Fut>(mut self, f: F) -> Self
     where
+        F: Fn(ListRootsRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ListRootsResult, RpcError>> + Send + 'static,
+    {
+        self.roots = Some(typed(f));
+        self
+    }
+
+    /// Answers one kind with a function of the raw `params` to the raw
+    /// `result`, for code that has JSON types of its own (another SDK's,
+    /// say). Declared like its typed equivalent.
+    #[must_use]
+    pub fn on_raw<F, Fut>(mut self, kind: RequestKind, f: F) -> Self
+    where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
     {
-        self.roots = Some(boxed(f));
+        let answer = Some(boxed(f));
+        match kind {
+            RequestKind::Sampling => self.sampling = answer,
+            RequestKind::Elicitation => self.elicitation = answer,
+            RequestKind::Roots => self.roots = answer,
+        }
         self
     }
 
@@ -138,24 +186,17 @@ impl ClientHandler {
                 service.oneshot(params).await
             }
         };
-        match kind {
-            RequestKind::Sampling => self.on_sampling(answer),
-            RequestKind::Elicitation => self.on_elicitation(answer),
-            RequestKind::Roots => self.on_roots(answer),
-        }
+        self.on_raw(kind, answer)
     }
 
     /// Answers `roots/list` with a fixed list of `(uri, name)` roots.
     #[must_use]
     pub fn with_roots(self, roots: Vec<(String, Option<String>)>) -> Self {
-        let listed: Vec<Value> = roots
+        let listed = roots
             .into_iter()
-            .map(|(uri, name)| match name {
-                Some(name) => json!({ "uri": uri, "name": name }),
-                None => json!({ "uri": uri }),
-            })
+            .map(|(uri, name)| Root::new(uri, name))
             .collect();
-        let result = json!({ "roots": listed });
+        let result = ListRootsResult::new(listed);
         self.on_roots(move |_| {
             let result = result.clone();
             async move { Ok(result) }
@@ -239,10 +280,11 @@ pub enum RequestKind {
 /// The content an elicitation form gets when every field takes the default
 /// its `requestedSchema` declares (SEP-1034): a field with no default is left
 /// out.
-pub fn elicitation_defaults(params: &Value) -> Map<String, Value> {
+pub fn elicitation_defaults(request: &ElicitRequest) -> Map<String, Value> {
     let mut content = Map::new();
-    let properties = params
-        .get("requestedSchema")
+    let properties = request
+        .requested_schema
+        .as_ref()
         .and_then(|schema| schema.get("properties"))
         .and_then(Value::as_object);
     for (name, schema) in properties.into_iter().flatten() {
@@ -284,12 +326,14 @@ mod tests {
                 "note": { "type": "string" }
             }}
         });
-        let content = elicitation_defaults(&params);
+        let request: ElicitRequest = serde_json::from_value(params).unwrap();
+        let content = elicitation_defaults(&request);
         assert_eq!(
             Value::Object(content),
             json!({ "name": "John Doe", "age": 30 })
         );
-        assert!(elicitation_defaults(&json!({})).is_empty());
+        let bare: ElicitRequest = serde_json::from_value(json!({ "message": "m" })).unwrap();
+        assert!(elicitation_defaults(&bare).is_empty());
     }
 
     #[tokio::test]
@@ -308,7 +352,7 @@ mod tests {
             json!({ "roots": { "listChanged": false } })
         );
         let url = ClientHandler::new()
-            .on_elicitation(|_| async { Ok(json!({ "action": "cancel" })) })
+            .on_elicitation(|_| async { Ok(ElicitResult::cancel()) })
             .with_url_elicitation();
         assert_eq!(
             url.capabilities(),
@@ -316,5 +360,29 @@ mod tests {
         );
         let listed = roots.answer("roots/list", None).await.unwrap();
         assert_eq!(listed, json!({ "roots": [{ "uri": "file:///a" }] }));
+    }
+
+    #[tokio::test]
+    async fn params_that_do_not_decode_are_invalid_params() {
+        let handler = ClientHandler::new().on_sampling(|request| async move {
+            Ok(CreateMessageResult::text(
+                "m",
+                format!("{}", request.max_tokens),
+            ))
+        });
+        let refused = handler
+            .answer("sampling/createMessage", Some(json!({ "messages": 3 })))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), codes::INVALID_PARAMS);
+        let answered = handler
+            .answer(
+                "sampling/createMessage",
+                Some(json!({ "messages": [], "maxTokens": 7 })),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answered["content"]["text"], "7");
+        assert_eq!(answered["model"], "m");
     }
 }

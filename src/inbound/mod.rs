@@ -28,7 +28,8 @@ use tokio::sync::{Notify, Semaphore};
 pub use error::InputRequiredError;
 pub use handler::{elicitation_defaults, ClientHandler, RequestKind};
 pub use notifications::{
-    notification_channel, NotificationSender, Notifications, ServerNotification,
+    notification_channel, Cancelled, Known, ListKind, LogMessage, NotificationSender,
+    Notifications, ProgressNotification, ResourceUpdated, ServerNotification,
 };
 pub(crate) use subscriptions::{AckWaiter, LiveSubscription};
 
@@ -63,16 +64,23 @@ struct Watch {
 pub(crate) struct Inbound {
     handler: ClientHandler,
     listener: Option<NotificationSender>,
+    /// The server's name, on every notification delivered.
+    server: Arc<str>,
     progress: Mutex<HashMap<String, Watch>>,
     handlers: Arc<Semaphore>,
     acks: subscriptions::Acks,
 }
 
 impl Inbound {
-    pub(crate) fn new(handler: ClientHandler, listener: Option<NotificationSender>) -> Arc<Self> {
+    pub(crate) fn new(
+        handler: ClientHandler,
+        listener: Option<NotificationSender>,
+        server: Arc<str>,
+    ) -> Arc<Self> {
         Arc::new(Inbound {
             handler,
             listener,
+            server,
             progress: Mutex::new(HashMap::new()),
             handlers: Arc::new(Semaphore::new(MAX_CONCURRENT_HANDLERS)),
             acks: subscriptions::Acks::default(),
@@ -83,7 +91,7 @@ impl Inbound {
     /// shared value: a connection without a handler allocates nothing here.
     pub(crate) fn none() -> Arc<Self> {
         static NONE: std::sync::LazyLock<Arc<Inbound>> =
-            std::sync::LazyLock::new(|| Inbound::new(ClientHandler::new(), None));
+            std::sync::LazyLock::new(|| Inbound::new(ClientHandler::new(), None, "".into()));
         Arc::clone(&NONE)
     }
 
@@ -194,7 +202,11 @@ impl Inbound {
             }
         }
         match &self.listener {
-            Some(listener) => listener.deliver(ServerNotification { method, params }),
+            Some(listener) => listener.deliver(ServerNotification {
+                method,
+                params,
+                server: Arc::clone(&self.server),
+            }),
             None => tracing::trace!("server notification dropped"),
         }
     }
@@ -286,7 +298,7 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_handler_is_an_internal_error() {
         let handler = ClientHandler::new().on_sampling(|_| async { panic!("boom") });
-        let inbound = Inbound::new(handler, None);
+        let inbound = Inbound::new(handler, None, "s".into());
         let bytes = inbound
             .answer(&RequestId::Number(7), "sampling/createMessage", None)
             .await;
@@ -301,9 +313,9 @@ mod tests {
         #[allow(unreachable_code)]
         let handler = ClientHandler::new().on_roots(|_| {
             panic!("at once");
-            async { Ok(Value::Null) }
+            async { Ok(crate::protocol::server_requests::ListRootsResult::default()) }
         });
-        let bytes = Inbound::new(handler, None)
+        let bytes = Inbound::new(handler, None, "s".into())
             .answer(&RequestId::Number(1), "roots/list", None)
             .await;
         let answer: Value = serde_json::from_slice(&bytes).unwrap();
@@ -313,7 +325,7 @@ mod tests {
     #[tokio::test]
     async fn progress_reaches_its_request_and_the_listener() {
         let (sender, mut notifications) = notification_channel(8);
-        let inbound = Inbound::new(ClientHandler::new(), Some(sender));
+        let inbound = Inbound::new(ClientHandler::new(), Some(sender), "s".into());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = Arc::clone(&seen);
         let guard = inbound.watch_progress(

@@ -5,13 +5,15 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 /// A notification the server sent: `notifications/progress`,
 /// `notifications/message` (logging), `notifications/*/list_changed`,
 /// `notifications/resources/updated`, `notifications/cancelled`, or any
-/// other method.
+/// other method, with the name of the server that sent it (one channel may
+/// serve many servers). [`known`](Self::known) reads the methods the
+/// specification defines; everything stays available raw.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ServerNotification {
@@ -19,15 +21,146 @@ pub struct ServerNotification {
     pub method: String,
     /// The params, as sent.
     pub params: Option<Value>,
+    /// The server's name: [`ConnectRequest::with_name`](crate::ConnectRequest::with_name),
+    /// or by default the target as printed (no userinfo, query or header).
+    pub server: Arc<str>,
 }
 
-/// The method only: params are the server's words.
+impl ServerNotification {
+    /// The notification typed, when its method is one the specification
+    /// defines and its params have that method's shape;
+    /// [`Known::Other`] otherwise (read `method` and `params`).
+    pub fn known(&self) -> Known {
+        let params = || {
+            self.params
+                .clone()
+                .unwrap_or(Value::Object(Default::default()))
+        };
+        let typed = |make: fn(Value) -> Option<Known>| make(params()).unwrap_or(Known::Other);
+        match self.method.as_str() {
+            "notifications/progress" => {
+                typed(|p| serde_json::from_value(p).ok().map(Known::Progress))
+            }
+            "notifications/message" => typed(|p| serde_json::from_value(p).ok().map(Known::Log)),
+            "notifications/resources/updated" => {
+                typed(|p| serde_json::from_value(p).ok().map(Known::ResourceUpdated))
+            }
+            "notifications/cancelled" => {
+                typed(|p| serde_json::from_value(p).ok().map(Known::Cancelled))
+            }
+            "notifications/tools/list_changed" => Known::ListChanged(ListKind::Tools),
+            "notifications/prompts/list_changed" => Known::ListChanged(ListKind::Prompts),
+            "notifications/resources/list_changed" => Known::ListChanged(ListKind::Resources),
+            _ => Known::Other,
+        }
+    }
+}
+
+/// The method and the server only: params are the server's words.
 impl fmt::Debug for ServerNotification {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerNotification")
             .field("method", &self.method)
+            .field("server", &self.server)
             .finish_non_exhaustive()
     }
+}
+
+/// A notification the specification defines, typed (see
+/// [`ServerNotification::known`]). Each keeps the fields it does not name in
+/// `extra`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Known {
+    /// `notifications/progress`.
+    Progress(ProgressNotification),
+    /// `notifications/message`: a log message.
+    Log(LogMessage),
+    /// `notifications/{tools,prompts,resources}/list_changed`.
+    ListChanged(ListKind),
+    /// `notifications/resources/updated`.
+    ResourceUpdated(ResourceUpdated),
+    /// `notifications/cancelled`: the server abandoned a request of ours,
+    /// or answers our cancellation.
+    Cancelled(Cancelled),
+    /// Another method, or params without the method's required fields.
+    Other,
+}
+
+/// Which listing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list`.
+    Resources,
+}
+
+/// `notifications/progress` params.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ProgressNotification {
+    /// The token the request carried.
+    pub progress_token: Value,
+    /// How far along.
+    pub progress: f64,
+    /// The total, when known.
+    #[serde(default)]
+    pub total: Option<f64>,
+    /// A message for people, when sent.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Every other field.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `notifications/message` params.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[non_exhaustive]
+pub struct LogMessage {
+    /// The level (`debug` .. `emergency`).
+    pub level: String,
+    /// The logger's name, when sent.
+    #[serde(default)]
+    pub logger: Option<String>,
+    /// The message: any JSON.
+    #[serde(default)]
+    pub data: Value,
+    /// Every other field.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `notifications/resources/updated` params.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ResourceUpdated {
+    /// The resource that changed.
+    pub uri: String,
+    /// Every other field.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `notifications/cancelled` params.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Cancelled {
+    /// The request cancelled, when named.
+    #[serde(default)]
+    pub request_id: Option<Value>,
+    /// Why, when said.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Every other field.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// The sending half, given to
@@ -115,11 +248,48 @@ mod tests {
             sender.deliver(ServerNotification {
                 method: "notifications/message".into(),
                 params: None,
+                server: "s".into(),
             });
         }
         assert_eq!(notifications.dropped(), 3);
         assert!(notifications.try_recv().is_some());
         assert!(notifications.try_recv().is_some());
         assert!(notifications.try_recv().is_none());
+    }
+
+    #[test]
+    fn known_methods_are_typed_and_the_rest_stay_raw() {
+        let of = |method: &str, params: Value| ServerNotification {
+            method: method.into(),
+            params: Some(params),
+            server: "files".into(),
+        };
+        let progress = of(
+            "notifications/progress",
+            serde_json::json!({ "progressToken": 7, "progress": 2, "total": 4, "x": 1 }),
+        );
+        match progress.known() {
+            Known::Progress(p) => {
+                assert_eq!((p.progress, p.total), (2.0, Some(4.0)));
+                assert_eq!(p.extra.get("x"), Some(&serde_json::json!(1)));
+            }
+            other => panic!("{other:?}"),
+        }
+        let log = of(
+            "notifications/message",
+            serde_json::json!({ "level": "info", "data": "d" }),
+        );
+        assert!(matches!(log.known(), Known::Log(m) if m.level == "info"));
+        let changed = of("notifications/tools/list_changed", Value::Null);
+        assert_eq!(changed.known(), Known::ListChanged(ListKind::Tools));
+        // A known method without its required fields is not guessed at.
+        let bad = of("notifications/resources/updated", serde_json::json!({}));
+        assert_eq!(bad.known(), Known::Other);
+        assert_eq!(
+            of("notifications/custom", Value::Null).known(),
+            Known::Other
+        );
+        assert!(format!("{progress:?}").contains("files"));
+        assert!(!format!("{progress:?}").contains("progressToken"));
     }
 }

@@ -1,8 +1,8 @@
 //! The `mcp-connect` command: timeline, JSON summary, exit codes, and that
 //! secrets given to it never appear in its output.
 
-use serde_json::Value;
 use crate::support::cli::{json_lines, run};
+use serde_json::Value;
 
 fn closed_port_url(suffix: &str) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

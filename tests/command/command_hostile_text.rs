@@ -2,9 +2,9 @@
 //! names, tool text) reaches the human output with every control character
 //! escaped, so it cannot forge lines or drive the terminal.
 
-use serde_json::json;
 use crate::support::cli::run_async;
 use crate::support::{result, Recorded, Script, ScriptServer};
+use serde_json::json;
 
 const EVIL: &str = "x\u{1b}[2K\r\nestablished: FAKE LINE\u{7}\u{9b}31m\u{202e}";
 

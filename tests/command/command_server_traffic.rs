@@ -1,8 +1,8 @@
 //! Issue 13: the command offers exactly the server-request answers it was
 //! given, and answers with them.
 
-use serde_json::json;
 use crate::support::{legacy, Recorded, Script, ScriptServer};
+use serde_json::json;
 
 fn server(request: &Recorded) -> Script {
     match request.rpc_method() {

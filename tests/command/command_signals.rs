@@ -7,10 +7,10 @@ use std::path::Path;
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use crate::support::cli::{command, finish};
 use crate::support::{alive, spawn_log, LegacyServer, ScriptServer};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 fn send(child: &Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).unwrap();

@@ -7,6 +7,9 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::capture::Capture;
+use crate::support::oauth::{start, As};
+use crate::support::{watchdog, Recorded, ScriptServer};
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::error::ConfigError;
 use mcp_connect::layers::{Classify, FailureKind};
@@ -14,9 +17,6 @@ use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
-use crate::support::capture::Capture;
-use crate::support::oauth::{start, As};
-use crate::support::{watchdog, Recorded, ScriptServer};
 use tracing_subscriber::layer::SubscriberExt;
 
 const LIMIT: Duration = Duration::from_secs(15);

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::sse_server::{SseBehaviour, SseServer};
+use crate::support::{error, legacy, watchdog, Script, ScriptServer};
 use mcp_connect::era_cache::{EraCache, Verdict};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, StdioCommand, TransportKind};
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
-use crate::support::sse_server::{SseBehaviour, SseServer};
-use crate::support::{error, legacy, watchdog, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
 

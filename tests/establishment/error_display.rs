@@ -4,11 +4,11 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
+use crate::support::{legacy, watchdog, Script, ScriptServer};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
-use crate::support::{legacy, watchdog, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -4,6 +4,8 @@
 use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
+use crate::support::sse_server::{SseBehaviour, SseServer};
+use crate::support::{watchdog, ScriptServer};
 use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
@@ -11,8 +13,6 @@ use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::transport::TransportKind;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
-use crate::support::sse_server::{SseBehaviour, SseServer};
-use crate::support::{watchdog, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
 

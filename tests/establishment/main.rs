@@ -6,12 +6,12 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod handshake_ladder;
-mod era_cache;
-mod legacy_sse;
-mod stdio;
+mod authorization;
 mod bad_input;
+mod era_cache;
 mod error_display;
+mod handshake_ladder;
+mod legacy_sse;
 mod param_headers;
 mod session_ids;
-mod authorization;
+mod stdio;

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, Recorded, Script, ScriptServer};
 use base64::Engine as _;
 use mcp_connect::protocol::header_params::HeaderParamError;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, Session};
 use serde_json::{json, Value};
-use crate::support::{watchdog, Recorded, Script, ScriptServer};
 
 fn tools() -> Value {
     json!([
@@ -40,7 +40,10 @@ fn server(strict: bool) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static 
                 json!({ "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } }),
             ),
         ),
-        "tools/list" => Script::Json(200, crate::support::result(request, json!({ "tools": tools() }))),
+        "tools/list" => Script::Json(
+            200,
+            crate::support::result(request, json!({ "tools": tools() })),
+        ),
         "tools/call" if strict && request.header("mcp-param-region").is_none() => {
             Script::Json(400, crate::support::error(request, -32020, None))
         }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::support::watchdog;
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::request::Limits;
@@ -11,7 +12,6 @@ use mcp_connect::session::SessionState;
 use mcp_connect::transport::{StdioCommand, StdioTransport};
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
-use crate::support::watchdog;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, Events, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
-use crate::support::{watchdog, Events, LegacyServer, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
 

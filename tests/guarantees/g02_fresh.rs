@@ -5,13 +5,13 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::request::Limits;
-use mcp_connect::ConnectRequest;
 use crate::support::{
     alive, fixture, recovering, spawn_log, spawned, watchdog, Events, LegacyServer, Script,
     ScriptServer,
 };
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::request::Limits;
+use mcp_connect::ConnectRequest;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

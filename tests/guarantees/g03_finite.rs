@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::{recovering, watchdog, Events, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy, Stop};
 use mcp_connect::layers::{CancelSource, Classify, FailureKind};
 use mcp_connect::request::Limits;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
-use crate::support::{recovering, watchdog, Events, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -6,6 +6,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::support::sse_server::{SseBehaviour, SseServer};
+use crate::support::{
+    error, recovering, recovering_with, watchdog, Events, LegacyServer, Script, ScriptServer,
+};
 use bytes::Bytes;
 use http_body_util::Full;
 use mcp_connect::layers::{CancelSource, Classify, FailureKind};
@@ -13,10 +17,6 @@ use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::request::Limits;
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector};
-use crate::support::sse_server::{SseBehaviour, SseServer};
-use crate::support::{
-    error, recovering, recovering_with, watchdog, Events, LegacyServer, Script, ScriptServer,
-};
 use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(20);

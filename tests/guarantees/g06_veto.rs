@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use bytes::Bytes;
 use http_body_util::Full;
 use mcp_connect::layers::classify::Decision;
@@ -10,7 +11,6 @@ use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{Child, Classify, Closure, FailureKind};
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
-use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
+use crate::support::{recovering, watchdog, Script, ScriptServer};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::request::VersionPolicy;
 use mcp_connect::ConnectRequest;
-use crate::support::{recovering, watchdog, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::support::{recovering, watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::ConnectRequest;
 use serde_json::json;
-use crate::support::{recovering, watchdog, LegacyServer, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -7,12 +7,12 @@
 use mcp_connect::stage;
 use std::time::{Duration, Instant};
 
+use crate::support::sse_server::{SseBehaviour, SseServer};
+use crate::support::{error, watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{CancelSource, Classify, FailureKind, Stage};
 use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
-use crate::support::sse_server::{SseBehaviour, SseServer};
-use crate::support::{error, watchdog, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use mcp_connect::demo::DemoServer;
-use mcp_connect::request::{Limits, TransportMode};
-use mcp_connect::transport::HttpClient;
-use mcp_connect::{ConnectRequest, Connector};
 use crate::support::sse_server::{SseBehaviour, SseServer};
 use crate::support::{
     alive, fixture, recovering_with, spawn_log, spawned, watchdog, LegacyServer, Script,
     ScriptServer,
 };
+use mcp_connect::demo::DemoServer;
+use mcp_connect::request::{Limits, TransportMode};
+use mcp_connect::transport::HttpClient;
+use mcp_connect::{ConnectRequest, Connector};
 
 const LIMIT: Duration = Duration::from_secs(30);
 

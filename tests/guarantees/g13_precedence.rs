@@ -7,12 +7,12 @@ use mcp_connect::stage;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::support::{recovering, watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::error::TransportError;
 use mcp_connect::layers::recovery::Stop;
 use mcp_connect::layers::{CancelSource, Classify, Closure, FailureKind};
 use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::{ConnectRequest, ErrorKind};
-use crate::support::{recovering, watchdog, LegacyServer, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::capture::Capture;
+use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::diagnostics::{LifecycleMetrics, OutcomeRecord, StageRecord};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use serde_json::json;
-use crate::support::capture::Capture;
-use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Layer;
 

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use http::Method;
 use mcp_connect::layers::{Classify, Closure};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::session::SessionState;
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
-use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
 

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{error, result, watchdog, LegacyServer, Recorded, Script, ScriptServer};
 use mcp_connect::client::{ClientError, Reconnect};
 use mcp_connect::layers::{Classify, Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
-use crate::support::{error, result, watchdog, LegacyServer, Recorded, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

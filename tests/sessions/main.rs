@@ -6,11 +6,11 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod session;
-mod session_loss;
+mod multi_round_trip;
 mod replay;
 mod resumable_streams;
 mod server_stream;
 mod server_traffic;
+mod session;
+mod session_loss;
 mod subscriptions_listen;
-mod multi_round_trip;

@@ -6,12 +6,13 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::error::InputRequiredError;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::protocol::server_requests::ElicitResult;
 use mcp_connect::session::MAX_INPUT_ROUNDS;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
-use crate::support::{watchdog, Recorded, Script, ScriptServer};
 
 fn discover(request: &Recorded) -> Script {
     Script::Json(
@@ -53,8 +54,8 @@ fn calls(server: &ScriptServer) -> Vec<Recorded> {
 async fn input_is_answered_and_the_request_sent_again_with_the_state() {
     watchdog(Duration::from_secs(10), async {
         let server = ScriptServer::start(modern(asks_once)).await;
-        let handler = ClientHandler::new().on_elicitation(|params| async move {
-            Ok(json!({ "action": "accept", "content": elicitation_defaults(&params) }))
+        let handler = ClientHandler::new().on_elicitation(|request| async move {
+            Ok(ElicitResult::accept(elicitation_defaults(&request)))
         });
         let request = ConnectRequest::http(&server.url())
             .unwrap()

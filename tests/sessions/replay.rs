@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
@@ -19,7 +20,6 @@ use mcp_connect::replay::{undelivered, Undelivered};
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
-use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

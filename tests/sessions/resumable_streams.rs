@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::watchdog;
 use mcp_connect::error::{ResumeError, TransportError};
 use mcp_connect::inbound::notification_channel;
 use mcp_connect::layers::Classify;
@@ -13,7 +14,6 @@ use mcp_connect::session::RequestOptions;
 use mcp_connect::testkit::{Resumable, ResumableServer};
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, McpClient, Session};
 use serde_json::{json, Value};
-use crate::support::watchdog;
 
 const LIMIT: Duration = Duration::from_secs(15);
 

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use crate::support::{legacy, watchdog, Script, ScriptServer};
 use http::Method;
 use mcp_connect::protocol::{Incoming, ProtocolVersion, RequestId};
 use mcp_connect::{ConnectRequest, Connector, Session};
 use serde_json::json;
-use crate::support::{legacy, watchdog, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
 

@@ -4,13 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{legacy, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::inbound::{notification_channel, ClientHandler};
 use mcp_connect::layers::CancelSource;
+use mcp_connect::protocol::server_requests::CreateMessageResult;
 use mcp_connect::protocol::RpcError;
 use mcp_connect::session::RequestOptions;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
-use crate::support::{legacy, watchdog, Recorded, Script, ScriptServer};
 use tokio_util::sync::CancellationToken;
 
 fn event(message: Value) -> String {
@@ -61,12 +62,9 @@ async fn a_server_request_on_a_post_reply_stream_reaches_the_handler() {
             ])
         }))
         .await;
-        let handler = ClientHandler::new().on_sampling(|params| async move {
-            assert_eq!(params["maxTokens"], 5);
-            Ok(
-                json!({ "role": "assistant", "content": { "type": "text", "text": "hi" },
-                       "model": "canned" }),
-            )
+        let handler = ClientHandler::new().on_sampling(|request| async move {
+            assert_eq!(request.max_tokens, 5);
+            Ok(CreateMessageResult::text("canned", "hi"))
         });
         let request = ConnectRequest::http(&server.url())
             .unwrap()
@@ -162,7 +160,10 @@ async fn a_listener_that_never_reads_never_stalls_the_session() {
                                        "params": { "level": "info", "data": i } }))
                 })
                 .collect();
-            events.push(event(crate::support::result(request, json!({ "content": [] }))));
+            events.push(event(crate::support::result(
+                request,
+                json!({ "content": [] }),
+            )));
             Script::Sse(events)
         }))
         .await;
@@ -188,7 +189,10 @@ async fn cancelling_a_request_tells_the_server_and_the_session_goes_on() {
             if request.body["params"]["name"] == "slow" {
                 Script::Stall
             } else {
-                Script::Json(200, crate::support::result(request, json!({ "content": [] })))
+                Script::Json(
+                    200,
+                    crate::support::result(request, json!({ "content": [] })),
+                )
             }
         }))
         .await;
@@ -500,6 +504,61 @@ async fn a_cancelled_request_leaves_no_task_behind() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(metrics.num_alive_tasks(), before, "no task left behind");
         session.close().await.unwrap();
+    })
+    .await;
+}
+
+/// Issue 25: one channel serves two servers; every notification says which
+/// server sent it (the request's name, or by default the target as printed)
+/// and reads typed when its method is a known one.
+#[tokio::test]
+async fn notifications_name_their_server_and_read_typed() {
+    use mcp_connect::inbound::{Known, ListKind};
+    watchdog(Duration::from_secs(10), async {
+        let start = || {
+            ScriptServer::start(server(|request| {
+                Script::Sse(vec![
+                    event(
+                        json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }),
+                    ),
+                    event(json!({ "jsonrpc": "2.0", "method": "notifications/message",
+                                  "params": { "level": "warning", "data": "d", "extra": 1 } })),
+                    event(crate::support::result(request, json!({ "content": [] }))),
+                ])
+            }))
+        };
+        let (named, unnamed) = (start().await, start().await);
+        let (listener, mut notifications) = notification_channel(16);
+        let first = ConnectRequest::http(&named.url())
+            .unwrap()
+            .with_name("files")
+            .with_notifications(listener.clone());
+        let second = ConnectRequest::http(&format!("{}?token=secret", unnamed.url()))
+            .unwrap()
+            .with_notifications(listener);
+        let default_name = second.name().to_owned();
+        assert!(!default_name.contains("secret"), "{default_name}");
+        for request in [first, second] {
+            let session = Connector::new().connect(request).await.unwrap();
+            session.call_tool("any", &json!({})).await.unwrap();
+            session.close().await.unwrap();
+        }
+        let mut seen = Vec::new();
+        while let Some(notification) = notifications.try_recv() {
+            seen.push((notification.server.to_string(), notification.known()));
+        }
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        for (i, server) in ["files", default_name.as_str()].iter().enumerate() {
+            assert_eq!(seen[2 * i].0, *server);
+            assert_eq!(seen[2 * i].1, Known::ListChanged(ListKind::Tools));
+            match &seen[2 * i + 1].1 {
+                Known::Log(message) => {
+                    assert_eq!(message.level, "warning");
+                    assert_eq!(message.extra.get("extra"), Some(&json!(1)));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     })
     .await;
 }

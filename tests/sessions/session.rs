@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::watchdog;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::error::TransportError;
 use mcp_connect::layers::{Classify, Closure, FailureKind};
@@ -11,7 +12,6 @@ use mcp_connect::session::SessionState;
 use mcp_connect::transport::{MemoryTransport, Transport};
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
-use crate::support::watchdog;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -238,9 +238,9 @@ async fn string_request_ids_are_served_and_duplicate_ids_are_refused() {
 /// its own cancellation source, not the handshake's.
 #[tokio::test]
 async fn a_request_past_its_limit_reports_request_timeout() {
+    use crate::support::{legacy, Script, ScriptServer};
     use mcp_connect::layers::CancelSource;
     use mcp_connect::request::Limits;
-    use crate::support::{legacy, Script, ScriptServer};
 
     let server = ScriptServer::start(|request| match request.rpc_method() {
         "tools/call" => Script::Stall,

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::client::ClientError;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::replay::ReplayPolicy;
@@ -16,7 +17,6 @@ use mcp_connect::session_loss::LossReason;
 use mcp_connect::testkit::UnknownSession;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
-use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

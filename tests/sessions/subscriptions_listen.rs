@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
+use crate::support::{watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::error::SubscriptionError;
 use mcp_connect::inbound::notification_channel;
 use mcp_connect::request::Limits;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
-use crate::support::{watchdog, Recorded, Script, ScriptServer};
 
 fn event(message: Value) -> String {
     format!("data: {message}\n\n")
