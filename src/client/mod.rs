@@ -37,7 +37,6 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,7 +48,7 @@ use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tower::util::rng::HasherRng;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::protocol::{CallToolResult, ListToolsResult};
 use crate::replay::{undelivered, ReplayPolicy};
 use crate::request::ConnectRequest;
@@ -94,13 +93,19 @@ enum State {
 struct Inner {
     stack: Establish,
     request: ConnectRequest,
-    state: Mutex<State>,
-    generation: AtomicU64,
+    /// What the client has now; held for one look or one change, never
+    /// across an establishment, so closing or dropping a dead session never
+    /// waits for a reconnect.
+    state: std::sync::Mutex<State>,
+    /// Held across one establishment: concurrent callers that find no
+    /// session wait here and then use the session the first one built.
+    building: Mutex<()>,
     /// The cool-down and its randomness, drawn per client.
     cool_down: std::sync::Mutex<(Backoff, HasherRng)>,
     /// Resource URIs subscribed through this client, renewed on every new
     /// session. Held for one set operation at a time.
     subscriptions: std::sync::Mutex<BTreeSet<String>>,
+    /// The current generation: the one place its number is kept.
     generations: watch::Sender<Generation>,
     /// The session-loss rule; cloned (an `Arc`) per failed call.
     loss: std::sync::Mutex<SessionLossRule>,
@@ -152,8 +157,8 @@ impl McpClient {
             inner: Arc::new(Inner {
                 stack,
                 request,
-                state: Mutex::new(State::Empty),
-                generation: AtomicU64::new(0),
+                state: std::sync::Mutex::new(State::Empty),
+                building: Mutex::new(()),
                 cool_down: std::sync::Mutex::new((COOL_DOWN, HasherRng::default())),
                 subscriptions: std::sync::Mutex::new(BTreeSet::new()),
                 generations: watch::channel(Generation::default()).0,
@@ -252,47 +257,36 @@ impl McpClient {
 
     /// How many sessions have been built (0 before the first).
     pub fn generation(&self) -> u64 {
-        self.inner.generation.load(Ordering::SeqCst)
+        self.inner.generations.borrow().number
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // Held for one look or one change, which cannot panic.
+        self.inner.state.lock().expect("state lock poisoned")
     }
 
     /// The live session and its generation, building one if there is none.
     /// Concurrent callers wait for the same build.
     pub async fn session(&self) -> Result<(Arc<Session>, u64), ClientError> {
-        let mut state = self.inner.state.lock().await;
-        if let State::Ready(session, generation) = &*state {
-            if let SessionState::Closed(closure) = session.state() {
-                // Known dead before anything is sent: replaced, which is
-                // not a replay.
-                tracing::debug!(
-                    target: "mcp_connect::client",
-                    generation = *generation,
-                    closure = closure.as_str(),
-                    "session found closed before a call; replacing it"
-                );
-                let dead = Arc::clone(session);
-                *state = State::Empty;
-                // Already closed: this releases what is left (reaps a child).
-                let _ = dead.close().await;
-            }
+        if let Some(current) = self.current().await? {
+            return Ok(current);
         }
-        let failures = match &*state {
-            State::Ready(session, generation) => return Ok((Arc::clone(session), *generation)),
-            State::CoolingDown { until, failure, .. } if Instant::now() < *until => {
-                return Err(ClientError::CoolingDown {
-                    failure: *failure,
-                    retry_in: *until - Instant::now(),
-                });
-            }
+        let _building = self.inner.building.lock().await;
+        // Another caller may have built it while this one waited.
+        if let Some(current) = self.current().await? {
+            return Ok(current);
+        }
+        let failures = match &*self.state() {
             State::CoolingDown { failures, .. } => failures.saturating_add(1),
-            State::Empty => 1,
+            _ => 1,
         };
         match self.inner.stack.connect(self.inner.request.clone()).await {
             Ok(session) => {
-                let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                let generation = self.generation() + 1;
                 self.suspicion().on_session(generation);
                 let report = self.resubscribe(&session, generation).await;
                 let session = Arc::new(session);
-                *state = State::Ready(Arc::clone(&session), generation);
+                *self.state() = State::Ready(Arc::clone(&session), generation);
                 self.inner.generations.send_replace(report);
                 Ok((session, generation))
             }
@@ -304,7 +298,7 @@ impl McpClient {
                 };
                 // A caller's cool-down may be `Duration::MAX`: saturate.
                 let now = Instant::now();
-                *state = State::CoolingDown {
+                *self.state() = State::CoolingDown {
                     until: now
                         .checked_add(pause)
                         .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
@@ -314,6 +308,41 @@ impl McpClient {
                 Err(ClientError::Connect(error))
             }
         }
+    }
+
+    /// The live session; the cool-down's refusal; or `None` when one must
+    /// be built. A session already known dead is taken out and disposed
+    /// first: replacing it before anything is sent is not a replay.
+    async fn current(&self) -> Result<Option<(Arc<Session>, u64)>, ClientError> {
+        let dead = {
+            let mut state = self.state();
+            match &*state {
+                State::Ready(session, generation) => match session.state() {
+                    SessionState::Closed(closure) => {
+                        tracing::debug!(
+                            target: "mcp_connect::client",
+                            generation = *generation,
+                            closure = closure.as_str(),
+                            "session found closed before a call; replacing it"
+                        );
+                        let dead = Arc::clone(session);
+                        *state = State::Empty;
+                        dead
+                    }
+                    _ => return Ok(Some((Arc::clone(session), *generation))),
+                },
+                State::CoolingDown { until, failure, .. } if Instant::now() < *until => {
+                    return Err(ClientError::CoolingDown {
+                        failure: *failure,
+                        retry_in: *until - Instant::now(),
+                    });
+                }
+                _ => return Ok(None),
+            }
+        };
+        // Already closed: this releases what is left (reaps a child).
+        let _ = dead.close().await;
+        Ok(None)
     }
 
     /// Renews this client's subscriptions on a new session; what the session
@@ -375,7 +404,7 @@ impl McpClient {
     /// disposes of it.
     async fn lost(&self, generation: u64) {
         let dead = {
-            let mut state = self.inner.state.lock().await;
+            let mut state = self.state();
             match &*state {
                 State::Ready(session, current) if *current == generation => {
                     let dead = Arc::clone(session);
@@ -526,14 +555,7 @@ impl McpClient {
         options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
         self.run("call_tool", |s| async move {
-            let params = serde_json::json!({ "name": name, "arguments": arguments });
-            let raw = s.request_with("tools/call", Some(params), options).await?;
-            serde_json::from_str(raw.get()).map_err(|e| {
-                Error::new(
-                    mcp_connect_layers::Stage::REQUEST,
-                    ErrorKind::Result(e.into()),
-                )
-            })
+            s.call_tool_with(name, arguments, options).await
         })
         .await
     }
@@ -578,9 +600,11 @@ impl McpClient {
         .await
     }
 
-    /// Closes the current session, if any. Later calls build a new one.
+    /// Closes the current session, if any. Later calls build a new one; a
+    /// build already under way (another caller's) is not waited for, and
+    /// the session it makes serves later calls.
     pub async fn close(&self) -> Result<(), Error> {
-        let current = std::mem::replace(&mut *self.inner.state.lock().await, State::Empty);
+        let current = std::mem::replace(&mut *self.state(), State::Empty);
         match current {
             State::Ready(session, _) => session.close().await,
             _ => Ok(()),

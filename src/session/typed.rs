@@ -160,10 +160,26 @@ impl Session {
 
     /// `tools/call`.
     pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, Error> {
+        self.call_tool_with(name, arguments, &super::RequestOptions::default())
+            .await
+    }
+
+    /// `tools/call` with its own [`RequestOptions`](super::RequestOptions)
+    /// (cancellation, timeout, progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: &Value,
+        options: &super::RequestOptions,
+    ) -> Result<CallToolResult, Error> {
         // A `&str` and a `Value` always serialize to a `Value`.
         let params =
             serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        self.request_as("tools/call", Some(params)).await
+        let raw = self
+            .request_with("tools/call", Some(params), options)
+            .await?;
+        serde_json::from_str(raw.get())
+            .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::Result(e.into())))
     }
 
     /// `prompts/get`.

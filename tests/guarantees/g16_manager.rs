@@ -362,3 +362,41 @@ async fn an_unbounded_cool_down_saturates() {
         "{second:?}"
     );
 }
+
+/// Issue 25: the client's state is not locked across an establishment.
+/// While one caller's reconnect waits on a server that never answers,
+/// closing the client and asking its generation return at once, and the
+/// waiting caller still gets its own bounded answer.
+#[tokio::test]
+async fn closing_never_waits_for_a_reconnect_in_progress() {
+    watchdog(LIMIT, async {
+        let server = ScriptServer::start(|_| Script::Stall).await;
+        let deadline = Duration::from_secs(3);
+        let stack = EstablishBuilder::new(Connector::new())
+            .with_deadline(deadline)
+            .build();
+        let client = McpClient::lazy(stack, ConnectRequest::http(&server.url()).unwrap());
+        let building = tokio::spawn({
+            let client = client.clone();
+            async move { client.session().await.map(|_| ()) }
+        });
+        // Let the build start and stall on the server.
+        while server.recorded().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let started = std::time::Instant::now();
+        client.close().await.unwrap();
+        assert_eq!(client.generation(), 0);
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "close waited {:?} for the establishment",
+            started.elapsed()
+        );
+        let outcome = building.await.unwrap();
+        assert!(
+            matches!(outcome, Err(ClientError::Connect(_))),
+            "{outcome:?}"
+        );
+    })
+    .await;
+}
