@@ -42,20 +42,19 @@ use std::time::Duration;
 
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Classify, Failure};
-use serde_json::value::RawValue;
-use serde_json::Value;
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tower::util::rng::HasherRng;
 
 use crate::error::Error;
-use crate::protocol::{CallToolResult, ListToolsResult};
-use crate::replay::{undelivered, ReplayPolicy};
+use crate::replay::ReplayPolicy;
 use crate::request::ConnectRequest;
-use crate::session::{RequestOptions, Session, SessionState};
-use crate::session_loss::{LossReason, LossSignal, SessionLossRule, Suspicion, Verdict};
+use crate::session::{Session, SessionState};
+use crate::session_loss::{LossSignal, SessionLossRule, Suspicion};
 use crate::stack::Establish;
 
+mod attempt;
+mod calls;
 mod error;
 
 pub use error::ClientError;
@@ -378,226 +377,6 @@ impl McpClient {
     /// number 0.
     pub fn generations(&self) -> watch::Receiver<Generation> {
         self.inner.generations.subscribe()
-    }
-
-    /// `resources/subscribe`, kept: every later session of this client
-    /// subscribes again before it serves a call.
-    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
-        self.run("resources/subscribe", |session| async move {
-            session.subscribe(uri).await
-        })
-        .await?;
-        self.subscriptions().insert(uri.to_owned());
-        Ok(())
-    }
-
-    /// `resources/unsubscribe`, and no renewal on later sessions.
-    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
-        self.subscriptions().remove(uri);
-        self.run("resources/unsubscribe", |session| async move {
-            session.unsubscribe(uri).await
-        })
-        .await
-    }
-
-    /// Drops session `generation` if it is still the current one, and
-    /// disposes of it.
-    async fn lost(&self, generation: u64) {
-        let dead = {
-            let mut state = self.state();
-            match &*state {
-                State::Ready(session, current) if *current == generation => {
-                    let dead = Arc::clone(session);
-                    *state = State::Empty;
-                    Some(dead)
-                }
-                _ => None,
-            }
-        };
-        if let Some(dead) = dead {
-            // A dead transport closes at once; the error is the call's, not this.
-            let _ = dead.close().await;
-            if self.reconnect == Reconnect::InBackground {
-                let client = self.clone();
-                tokio::spawn(async move {
-                    let _ = client.session().await;
-                });
-            }
-        }
-    }
-
-    async fn run<T, F, Fut>(&self, operation: &'static str, call: F) -> Result<T, ClientError>
-    where
-        F: Fn(Arc<Session>) -> Fut,
-        Fut: std::future::Future<Output = Result<T, Error>>,
-    {
-        let (session, generation) = self.session().await?;
-        let error = match self.attempt(operation, &call, session, generation).await {
-            Ok(value) => return Ok(value),
-            Err(error) => error,
-        };
-        // Only after a loss: a kept session would get the call twice.
-        let evidence = match (&error, self.replay) {
-            (
-                ClientError::Call {
-                    error,
-                    session_lost: true,
-                    ..
-                },
-                ReplayPolicy::Undelivered,
-            ) => undelivered(error),
-            _ => None,
-        };
-        let Some(evidence) = evidence else {
-            return Err(error);
-        };
-        // The old session is already dropped; a new one, or the first
-        // error when none can be had (the next call will say why).
-        let Ok((session, generation)) = self.session().await else {
-            return Err(error);
-        };
-        tracing::debug!(
-            target: "mcp_connect::client",
-            operation,
-            evidence = evidence.as_str(),
-            generation,
-            "call never reached the server; sent once on the new session"
-        );
-        self.attempt(operation, &call, session, generation).await
-    }
-
-    /// One call on one session; a session found dead is dropped.
-    async fn attempt<T, F, Fut>(
-        &self,
-        operation: &'static str,
-        call: &F,
-        session: Arc<Session>,
-        generation: u64,
-    ) -> Result<T, ClientError>
-    where
-        F: Fn(Arc<Session>) -> Fut,
-        Fut: std::future::Future<Output = Result<T, Error>>,
-    {
-        let has_session_id = session.has_session_id();
-        match call(session).await {
-            Ok(value) => {
-                self.suspicion().on_success();
-                Ok(value)
-            }
-            Err(error) => {
-                let rule = self
-                    .inner
-                    .loss
-                    .lock()
-                    .expect("loss rule lock poisoned")
-                    .clone();
-                let reason = rule.judge(&error, has_session_id);
-                let verdict = self.suspicion().on_failure(generation, reason);
-                let failure = error.failure();
-                tracing::warn!(
-                    target: "mcp_connect::client",
-                    operation,
-                    http_status = failure.http_status,
-                    jsonrpc_code = failure.jsonrpc_code,
-                    kind = failure.kind.as_str(),
-                    closure = failure.closure.map(|c| c.as_str()),
-                    generation,
-                    session_lost = matches!(verdict, Verdict::Lost(_)),
-                    loss_reason = reason.map(LossReason::as_str),
-                    refused_again = matches!(verdict, Verdict::RefusedAgain(_)),
-                    "call failed"
-                );
-                match verdict {
-                    Verdict::Lost(_) => {
-                        self.lost(generation).await;
-                        Err(ClientError::Call {
-                            operation,
-                            generation,
-                            session_lost: true,
-                            error,
-                        })
-                    }
-                    Verdict::Kept => Err(ClientError::Call {
-                        operation,
-                        generation,
-                        session_lost: false,
-                        error,
-                    }),
-                    Verdict::RefusedAgain(reason) => Err(ClientError::RefusedAgain {
-                        operation,
-                        generation,
-                        reason,
-                        error,
-                    }),
-                }
-            }
-        }
-    }
-
-    /// `tools/call`.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: &Value,
-    ) -> Result<CallToolResult, ClientError> {
-        self.run("call_tool", |s| async move {
-            s.call_tool(name, arguments).await
-        })
-        .await
-    }
-
-    /// `tools/call` with its own [`RequestOptions`] (cancellation, timeout,
-    /// progress).
-    pub async fn call_tool_with(
-        &self,
-        name: &str,
-        arguments: &Value,
-        options: &RequestOptions,
-    ) -> Result<CallToolResult, ClientError> {
-        self.run("call_tool", |s| async move {
-            s.call_tool_with(name, arguments, options).await
-        })
-        .await
-    }
-
-    /// `tools/list`, every page.
-    pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
-        self.run("list_tools", |s| async move { s.list_tools().await })
-            .await
-    }
-
-    /// `prompts/get`.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<&Value>,
-    ) -> Result<Value, ClientError> {
-        self.run("get_prompt", |s| async move {
-            s.get_prompt(name, arguments).await
-        })
-        .await
-    }
-
-    /// `resources/read`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
-        self.run(
-            "read_resource",
-            |s| async move { s.read_resource(uri).await },
-        )
-        .await
-    }
-
-    /// Any request, raw result.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Box<RawValue>, ClientError> {
-        self.run("request", |s| {
-            let params = params.clone();
-            async move { s.request(method, params).await }
-        })
-        .await
     }
 
     /// Closes the current session, if any. Later calls build a new one; a

@@ -300,7 +300,11 @@ mod tests {
         let handler = ClientHandler::new().on_sampling(|_| async { panic!("boom") });
         let inbound = Inbound::new(handler, None, "s".into());
         let bytes = inbound
-            .answer(&RequestId::Number(7), "sampling/createMessage", None)
+            .answer(
+                &RequestId::Number(7),
+                "sampling/createMessage",
+                Some(json!({ "messages": [], "maxTokens": 1 })),
+            )
             .await;
         let answer: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(answer["id"], 7);

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+mod rpc_error;
+
+pub use rpc_error::RpcError;
+
 /// A JSON-RPC request id: a number or a string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -192,117 +196,6 @@ pub(crate) fn error_bytes(id: &RequestId, code: i64, message: &str) -> Vec<u8> {
     .expect("a JSON value always serializes")
 }
 
-/// A JSON-RPC error object sent by the server.
-///
-/// Its `Debug` and `Display` show the code and HTTP status only: the message
-/// and data are the server's words and may carry anything, so they are
-/// reachable through [`message`](Self::message) and [`data`](Self::data) but
-/// never printed by this crate.
-#[derive(Clone, PartialEq, Deserialize)]
-pub struct RpcError {
-    code: i64,
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    data: Option<Value>,
-    #[serde(skip)]
-    http_status: Option<u16>,
-    /// Whether the error object's `id` was `null` or missing.
-    #[serde(skip)]
-    id_null: bool,
-    /// Whether the request this error answered carried a session id.
-    #[serde(skip)]
-    carried_session: bool,
-}
-
-impl RpcError {
-    /// A new error object (for servers and tests).
-    pub fn new(code: i64, message: impl Into<String>, data: Option<Value>) -> Self {
-        RpcError {
-            code,
-            message: message.into(),
-            data,
-            http_status: None,
-            id_null: false,
-            carried_session: false,
-        }
-    }
-
-    /// The error code.
-    pub fn code(&self) -> i64 {
-        self.code
-    }
-
-    /// The server's message. Never printed by this crate.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The server's `data`, if any. Never printed by this crate.
-    pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
-    }
-
-    /// The HTTP status of the response that carried this error, if any.
-    pub fn http_status(&self) -> Option<u16> {
-        self.http_status
-    }
-
-    /// Whether the error's `id` was `null` or missing: the server did not
-    /// tie it to the request. A handler's error names its request's id; an error
-    /// without one comes from before any handler (a parse error, or a
-    /// transport that refused the request, as servers built on the
-    /// TypeScript SDK v1 examples do for a session they do not know).
-    pub fn id_is_null(&self) -> bool {
-        self.id_null
-    }
-
-    /// Whether the HTTP request this error answered carried the session
-    /// id (`false` when it came on no HTTP response).
-    pub fn answered_session_request(&self) -> bool {
-        self.carried_session
-    }
-
-    pub(crate) fn with_http_status(mut self, status: u16) -> Self {
-        self.http_status = Some(status);
-        self
-    }
-
-    /// Records that the HTTP request this error answered carried the
-    /// session id.
-    pub(crate) fn with_session_request(mut self, carried: bool) -> Self {
-        self.carried_session = carried;
-        self
-    }
-}
-
-impl fmt::Debug for RpcError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RpcError")
-            .field("code", &self.code)
-            .field("http_status", &self.http_status)
-            .field("id_null", &self.id_null)
-            .finish_non_exhaustive()
-    }
-}
-
-impl fmt::Display for RpcError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "JSON-RPC error {} ({}",
-            self.code,
-            super::codes::category(self.code)
-        )?;
-        if let Some(status) = self.http_status {
-            write!(f, ", HTTP {status}")?;
-        }
-        f.write_str(")")
-    }
-}
-
-impl std::error::Error for RpcError {}
-
 /// One message received from the server.
 #[derive(Debug)]
 pub enum Incoming {
@@ -472,117 +365,7 @@ impl Incoming {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_each_message_shape() {
-        let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#).unwrap();
-        assert!(
-            matches!(m, Incoming::Response { id: RequestId::Number(1), ref result } if result.get() == r#"{"a":1}"#)
-        );
-        let m = Incoming::parse(
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
-        )
-        .unwrap();
-        assert!(
-            matches!(m, Incoming::Error { id: None, ref error } if error.code() == -32700 && error.id_is_null())
-        );
-        // No `id` member at all (server-everything's unknown-session answer).
-        let m =
-            Incoming::parse(br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"x"}}"#).unwrap();
-        assert!(matches!(m, Incoming::Error { id: None, ref error } if error.id_is_null()));
-        let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}"#)
-            .unwrap();
-        assert!(matches!(m, Incoming::Error { id: Some(_), ref error } if !error.id_is_null()));
-        let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
-        assert!(matches!(
-            m,
-            Incoming::Request {
-                id: RequestId::String(_),
-                ..
-            }
-        ));
-        let m =
-            Incoming::parse(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#)
-                .unwrap();
-        assert!(matches!(m, Incoming::Notification { .. }));
-    }
-
-    #[test]
-    fn rejects_what_is_not_json_rpc() {
-        assert!(matches!(
-            Incoming::parse(b"<html>"),
-            Err(MessageError::Json(_))
-        ));
-        assert!(matches!(
-            Incoming::parse(br#"{"error":"bad"}"#),
-            Err(MessageError::NotJsonRpc)
-        ));
-        assert!(matches!(
-            Incoming::parse(br#"{"jsonrpc":"2.0","id":1}"#),
-            Err(MessageError::NotJsonRpc)
-        ));
-        assert!(matches!(
-            Incoming::parse(b"[1,2]"),
-            Err(MessageError::NotJsonRpc)
-        ));
-    }
-
-    #[test]
-    fn rpc_error_never_prints_the_server_message() {
-        let e = RpcError::new(-32000, "secret-canary", Some(Value::from("data-canary")))
-            .with_http_status(400);
-        let shown = format!("{e} {e:?}");
-        assert!(!shown.contains("canary"), "{shown}");
-        assert!(shown.contains("-32000") && shown.contains("400"));
-    }
-
-    #[test]
-    fn serializes_requests_and_notifications() {
-        let r = Request::new(RequestId::Number(7), "ping", None);
-        assert_eq!(r.to_bytes(), br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
-        let n = Notification {
-            method: "notifications/initialized".into(),
-            params: None,
-        };
-        assert_eq!(
-            n.to_bytes(),
-            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
-        );
-    }
-}
+mod tests;
 
 #[cfg(test)]
-mod properties {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
-
-        /// Any bytes are a message, a batch, or a typed error; never a
-        /// panic.
-        #[test]
-        fn any_bytes_are_a_message_or_an_error(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let _ = Incoming::parse(&bytes);
-            let _ = Incoming::parse_many(&bytes);
-            let _ = Incoming::error_in(&bytes);
-        }
-
-        /// Requests this client writes are read back as the same request.
-        #[test]
-        fn written_requests_read_back(id in any::<i64>(), method in "[a-z/_]{1,20}", n in any::<i64>()) {
-            let request = Request::new(RequestId::Number(id), method.clone(), Some(serde_json::json!({ "n": n })));
-            match Incoming::parse(&request.to_bytes()).unwrap() {
-                Incoming::Request { id: got, method: m, params } => {
-                    prop_assert_eq!(got, RequestId::Number(id));
-                    prop_assert_eq!(m, method);
-                    prop_assert_eq!(params.unwrap()["n"].as_i64(), Some(n));
-                }
-                other => prop_assert!(false, "{other:?}"),
-            }
-        }
-    }
-}
+mod properties;

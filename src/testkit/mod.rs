@@ -38,6 +38,7 @@ mod auth;
 mod http;
 mod legacy;
 mod resumable;
+mod script;
 mod sse;
 
 pub use auth::{AutoApprove, NoRedirect};

@@ -6,19 +6,20 @@
 //! limits, the absolute deadline and the caller's cancellation token. Its
 //! `Debug` never shows header values, URL queries or userinfo.
 
+mod endpoint;
+mod establishment;
+mod options;
+
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
-use http::Uri;
+use http::header::{HeaderName, HeaderValue};
 use mcp_connect_layers::Establishment;
 use mcp_connect_layers::StageObserver;
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
 use crate::era_cache::EraCache;
 use crate::error::{ConfigError, Error};
 use crate::inbound::{ClientHandler, Inbound, NotificationSender};
@@ -27,105 +28,8 @@ use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::session::ClientIdentity;
 pub use crate::target::Target;
 use crate::transport::StdioCommand;
-
-/// Which transport to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum TransportMode {
-    /// Pick from the target: for URLs Streamable HTTP, falling back to
-    /// HTTP+SSE when `initialize` is refused with 400, 404 or 405; stdio for
-    /// commands.
-    #[default]
-    Auto,
-    /// Streamable HTTP only (no HTTP+SSE fallback).
-    StreamableHttp,
-    /// Legacy HTTP+SSE only (the 2024-11-05 transport): GET the URL, wait for
-    /// its `endpoint` event, POST there.
-    Sse,
-    /// A child process over stdio.
-    Stdio,
-}
-
-/// What an attempt does differently from the one before it. Chosen by
-/// the ladder's plan (`handshake::plan`) when recovery asks for another
-/// attempt; never changes the caller's version policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Strategy {
-    /// As the request is configured.
-    #[default]
-    AsConfigured,
-    /// `initialize` first, skipping the modern probe (when the policy allows
-    /// a legacy version at all).
-    InitializeFirst,
-    /// Legacy HTTP+SSE (for HTTP targets in auto mode).
-    Sse,
-}
-
-/// The limits of one establishment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Limits {
-    /// How long the modern probe may take.
-    pub probe_timeout: Duration,
-    /// How long each handshake request (`initialize`, `initialized`) may take.
-    pub handshake_timeout: Duration,
-    /// How long each request on the established session may take.
-    pub request_timeout: Duration,
-    /// How long closing a transport may take per step (stdio: after closing
-    /// stdin, and again after SIGTERM).
-    pub close_grace: Duration,
-    /// The largest message (body, SSE event, stdio line) accepted, in bytes.
-    pub max_message_bytes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            probe_timeout: Duration::from_secs(10),
-            handshake_timeout: Duration::from_secs(30),
-            request_timeout: Duration::from_secs(60),
-            close_grace: crate::transport::DEFAULT_CLOSE_GRACE,
-            max_message_bytes: 16 * 1024 * 1024,
-        }
-    }
-}
-
-impl Limits {
-    /// Sets the probe limit.
-    #[must_use]
-    pub fn with_probe_timeout(mut self, limit: Duration) -> Self {
-        self.probe_timeout = limit;
-        self
-    }
-
-    /// Sets the per-handshake-request limit.
-    #[must_use]
-    pub fn with_handshake_timeout(mut self, limit: Duration) -> Self {
-        self.handshake_timeout = limit;
-        self
-    }
-
-    /// Sets the per-request limit of the established session.
-    #[must_use]
-    pub fn with_request_timeout(mut self, limit: Duration) -> Self {
-        self.request_timeout = limit;
-        self
-    }
-
-    /// Sets the per-step close grace.
-    #[must_use]
-    pub fn with_close_grace(mut self, grace: Duration) -> Self {
-        self.close_grace = grace;
-        self
-    }
-
-    /// Sets the largest accepted message in bytes.
-    #[must_use]
-    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = bytes;
-        self
-    }
-}
+pub(crate) use options::Strategy;
+pub use options::{Limits, TransportMode};
 
 /// One establishment request.
 ///
@@ -187,35 +91,7 @@ impl ConnectRequest {
     /// The user and the password are percent-decoded first (RFC 3986), as
     /// curl does: `p%40ss` is the password `p@ss`.
     pub fn http(url: &str) -> Result<Self, Error> {
-        let url: Uri = url.parse().map_err(|_| Error::config(ConfigError::Url))?;
-        match (url.scheme_str(), url.host()) {
-            (Some("http" | "https"), Some(host)) if !host.is_empty() => {}
-            _ => return Err(Error::config(ConfigError::Url)),
-        }
-        if !crate::uri::port_is_valid(&url) {
-            return Err(Error::config(ConfigError::Port));
-        }
-        let mut headers = HeaderMap::new();
-        let split = url
-            .authority()
-            .and_then(|a| a.as_str().rsplit_once('@'))
-            .map(|(userinfo, host)| (userinfo.to_owned(), host.to_owned()));
-        let url = match split {
-            None => url,
-            Some((userinfo, host)) => {
-                use base64::Engine as _;
-                let encoded =
-                    base64::engine::general_purpose::STANDARD.encode(basic_credentials(&userinfo));
-                let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
-                    .map_err(|_| Error::config(ConfigError::Header))?;
-                value.set_sensitive(true);
-                headers.insert(http::header::AUTHORIZATION, value);
-                let mut parts = url.into_parts();
-                parts.authority = Some(host.parse().map_err(|_| Error::config(ConfigError::Url))?);
-                Uri::from_parts(parts).map_err(|_| Error::config(ConfigError::Url))?
-            }
-        };
-        Ok(Self::new(Target::Http { url, headers }))
+        Ok(Self::new(endpoint::http(url)?))
     }
 
     /// A request for a stdio server.
@@ -282,7 +158,7 @@ impl ConnectRequest {
     pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, Error> {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| Error::config(ConfigError::Header))?;
-        if is_reserved(&name) {
+        if endpoint::is_reserved(&name) {
             return Err(Error::config(ConfigError::ReservedHeader));
         }
         let mut value =
@@ -509,144 +385,6 @@ impl ConnectRequest {
     }
 }
 
-/// What the rest of the crate reads of a request; its fields stay private
-/// so that every reader goes through one meaning per name.
-impl ConnectRequest {
-    /// This attempt's strategy (chosen by the ladder's plan).
-    pub(crate) fn strategy(&self) -> Strategy {
-        self.strategy
-    }
-
-    /// A copy for attempt number `attempt`, run with `strategy`.
-    pub(crate) fn for_attempt(&self, attempt: u32, strategy: Strategy) -> Self {
-        let mut next = self.clone();
-        next.attempt = attempt;
-        next.strategy = strategy;
-        next
-    }
-
-    /// The clock of one establishment of this request: its start (the
-    /// deadline layer's, or now), deadline, pause, cancellation and
-    /// observers.
-    pub(crate) fn clock(&self) -> Clock {
-        Clock::new(
-            self.started.unwrap_or_else(Instant::now),
-            self.deadline,
-            self.cancel.clone(),
-            self.attempt,
-            self.observers.clone(),
-            self.pause.clone(),
-        )
-    }
-
-    pub(crate) fn client(&self) -> &Arc<ClientIdentity> {
-        &self.client
-    }
-
-    pub(crate) fn inbound(&self) -> &Arc<Inbound> {
-        &self.inbound
-    }
-
-    pub(crate) fn auth(&self) -> Option<&crate::auth::Authorization> {
-        self.auth.as_ref()
-    }
-
-    pub(crate) fn era_cache(&self) -> Option<&EraCache> {
-        self.era_cache.as_ref()
-    }
-
-    pub(crate) fn probe_timeout_is_legacy(&self) -> bool {
-        self.probe_timeout_is_legacy
-    }
-}
-
-/// Headers the caller may not set (see [`ConnectRequest::with_header`]).
-fn is_reserved(name: &HeaderName) -> bool {
-    const RESERVED: &[&str] = &[
-        "host",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "upgrade",
-        "content-type",
-        "accept",
-        "mcp-session-id",
-        "mcp-protocol-version",
-        "last-event-id",
-    ];
-    RESERVED.contains(&name.as_str())
-}
-
-impl Establishment for ConnectRequest {
-    /// The deadline, moved later by any time spent waiting for a person.
-    fn deadline(&self) -> Option<Instant> {
-        ConnectRequest::deadline(self)
-    }
-
-    fn deadline_pause(&self) -> Option<&mcp_connect_layers::deadline::DeadlinePause> {
-        Some(&self.pause)
-    }
-
-    fn set_deadline_pause(&mut self, pause: mcp_connect_layers::deadline::DeadlinePause) {
-        self.pause = pause;
-    }
-
-    fn set_deadline(&mut self, started: Instant, deadline: Instant) {
-        self.started = Some(started);
-        self.deadline = Some(deadline);
-    }
-
-    fn started(&self) -> Option<Instant> {
-        self.started
-    }
-
-    fn cancellation(&self) -> Option<&CancellationToken> {
-        self.cancel.as_ref()
-    }
-
-    fn add_observer(&mut self, observer: Arc<dyn StageObserver>) {
-        self.observers.push(observer);
-    }
-
-    fn observers(&self) -> &[Arc<dyn StageObserver>] {
-        &self.observers
-    }
-
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-
-    fn label(&self) -> &'static str {
-        match (self.mode, &self.target) {
-            (TransportMode::Auto, Target::Http { .. }) => "auto",
-            (TransportMode::Auto, Target::Stdio(_)) | (TransportMode::Stdio, _) => "stdio",
-            (TransportMode::StreamableHttp, _) => "streamable-http",
-            (TransportMode::Sse, _) => "sse",
-        }
-    }
-
-    /// Every attempt opens a new transport and session: nothing of an
-    /// earlier attempt is reused, so sending it again is always safe.
-    fn is_replay_safe(&self) -> bool {
-        true
-    }
-
-    /// The handshake reports its stages (probe, initialize, ...) itself.
-    fn reports_stages(&self) -> bool {
-        true
-    }
-
-    /// The stdio close ladder: stdin EOF, SIGTERM, SIGKILL, each given the
-    /// close grace; an HTTP session's DELETE fits well inside.
-    fn cleanup_bound(&self) -> Duration {
-        self.limits.close_grace.saturating_mul(3)
-    }
-}
-
 impl fmt::Debug for ConnectRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConnectRequest")
@@ -658,21 +396,4 @@ impl fmt::Debug for ConnectRequest {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
-}
-
-/// The `user:password` bytes of HTTP Basic credentials from URL userinfo:
-/// split at the first `:` (a user cannot hold one unencoded), each part
-/// percent-decoded (RFC 3986 section 3.2.1).
-fn basic_credentials(userinfo: &str) -> Vec<u8> {
-    use percent_encoding::percent_decode_str;
-    let (user, password) = match userinfo.split_once(':') {
-        Some((user, password)) => (user, Some(password)),
-        None => (userinfo, None),
-    };
-    let mut credentials: Vec<u8> = percent_decode_str(user).collect();
-    credentials.push(b':');
-    if let Some(password) = password {
-        credentials.extend(percent_decode_str(password));
-    }
-    credentials
 }

@@ -1,0 +1,155 @@
+//! One call on the current session, and what its failure means: the
+//! session-loss rule decides whether the session is gone (then it is
+//! dropped and disposed, and the next call builds a new one), the
+//! suspicion bounds refusals that replace sessions, and the opt-in replay
+//! sends a provably undelivered call once more on the new session.
+
+use std::sync::Arc;
+
+use mcp_connect_layers::Classify;
+
+use super::{ClientError, McpClient, Reconnect, State};
+use crate::error::Error;
+use crate::replay::{undelivered, ReplayPolicy};
+use crate::session::Session;
+use crate::session_loss::{LossReason, Verdict};
+
+impl McpClient {
+    /// Drops session `generation` if it is still the current one, and
+    /// disposes of it.
+    pub(super) async fn lost(&self, generation: u64) {
+        let dead = {
+            let mut state = self.state();
+            match &*state {
+                State::Ready(session, current) if *current == generation => {
+                    let dead = Arc::clone(session);
+                    *state = State::Empty;
+                    Some(dead)
+                }
+                _ => None,
+            }
+        };
+        if let Some(dead) = dead {
+            // A dead transport closes at once; the error is the call's, not this.
+            let _ = dead.close().await;
+            if self.reconnect == Reconnect::InBackground {
+                let client = self.clone();
+                tokio::spawn(async move {
+                    let _ = client.session().await;
+                });
+            }
+        }
+    }
+
+    pub(super) async fn run<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        call: F,
+    ) -> Result<T, ClientError>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let (session, generation) = self.session().await?;
+        let error = match self.attempt(operation, &call, session, generation).await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        // Only after a loss: a kept session would get the call twice.
+        let evidence = match (&error, self.replay) {
+            (
+                ClientError::Call {
+                    error,
+                    session_lost: true,
+                    ..
+                },
+                ReplayPolicy::Undelivered,
+            ) => undelivered(error),
+            _ => None,
+        };
+        let Some(evidence) = evidence else {
+            return Err(error);
+        };
+        // The old session is already dropped; a new one, or the first
+        // error when none can be had (the next call will say why).
+        let Ok((session, generation)) = self.session().await else {
+            return Err(error);
+        };
+        tracing::debug!(
+            target: "mcp_connect::client",
+            operation,
+            evidence = evidence.as_str(),
+            generation,
+            "call never reached the server; sent once on the new session"
+        );
+        self.attempt(operation, &call, session, generation).await
+    }
+
+    /// One call on one session; a session found dead is dropped.
+    pub(super) async fn attempt<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        call: &F,
+        session: Arc<Session>,
+        generation: u64,
+    ) -> Result<T, ClientError>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let has_session_id = session.has_session_id();
+        match call(session).await {
+            Ok(value) => {
+                self.suspicion().on_success();
+                Ok(value)
+            }
+            Err(error) => {
+                let rule = self
+                    .inner
+                    .loss
+                    .lock()
+                    .expect("loss rule lock poisoned")
+                    .clone();
+                let reason = rule.judge(&error, has_session_id);
+                let verdict = self.suspicion().on_failure(generation, reason);
+                let failure = error.failure();
+                tracing::warn!(
+                    target: "mcp_connect::client",
+                    operation,
+                    http_status = failure.http_status,
+                    jsonrpc_code = failure.jsonrpc_code,
+                    kind = failure.kind.as_str(),
+                    closure = failure.closure.map(|c| c.as_str()),
+                    generation,
+                    session_lost = matches!(verdict, Verdict::Lost(_)),
+                    loss_reason = reason.map(LossReason::as_str),
+                    refused_again = matches!(verdict, Verdict::RefusedAgain(_)),
+                    "call failed"
+                );
+                match verdict {
+                    Verdict::Lost(_) => {
+                        self.lost(generation).await;
+                        Err(ClientError::Call {
+                            operation,
+                            generation,
+                            session_lost: true,
+                            error,
+                        })
+                    }
+                    Verdict::Kept => Err(ClientError::Call {
+                        operation,
+                        generation,
+                        session_lost: false,
+                        error,
+                    }),
+                    Verdict::RefusedAgain(reason) => Err(ClientError::RefusedAgain {
+                        operation,
+                        generation,
+                        reason,
+                        error,
+                    }),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! The calls an application makes through the client: each runs on the
+//! current session through [`McpClient::run`](super::McpClient), which
+//! applies the session-loss rule and the opt-in replay; none rebuilds a
+//! request the session already knows how to make.
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{ClientError, McpClient};
+use crate::protocol::{CallToolResult, ListToolsResult};
+use crate::session::RequestOptions;
+
+impl McpClient {
+    /// `resources/subscribe`, kept: every later session of this client
+    /// subscribes again before it serves a call.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.run("resources/subscribe", |session| async move {
+            session.subscribe(uri).await
+        })
+        .await?;
+        self.subscriptions().insert(uri.to_owned());
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`, and no renewal on later sessions.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.subscriptions().remove(uri);
+        self.run("resources/unsubscribe", |session| async move {
+            session.unsubscribe(uri).await
+        })
+        .await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<CallToolResult, ClientError> {
+        self.run("call_tool", |s| async move {
+            s.call_tool(name, arguments).await
+        })
+        .await
+    }
+
+    /// `tools/call` with its own [`RequestOptions`] (cancellation, timeout,
+    /// progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: &Value,
+        options: &RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        self.run("call_tool", |s| async move {
+            s.call_tool_with(name, arguments, options).await
+        })
+        .await
+    }
+
+    /// `tools/list`, every page.
+    pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
+        self.run("list_tools", |s| async move { s.list_tools().await })
+            .await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+    ) -> Result<Value, ClientError> {
+        self.run("get_prompt", |s| async move {
+            s.get_prompt(name, arguments).await
+        })
+        .await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
+        self.run(
+            "read_resource",
+            |s| async move { s.read_resource(uri).await },
+        )
+        .await
+    }
+
+    /// Any request, raw result.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        self.run("request", |s| {
+            let params = params.clone();
+            async move { s.request(method, params).await }
+        })
+        .await
+    }
+}

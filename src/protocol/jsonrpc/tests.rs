@@ -1,0 +1,75 @@
+use super::*;
+
+#[test]
+fn parses_each_message_shape() {
+    let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#).unwrap();
+    assert!(
+        matches!(m, Incoming::Response { id: RequestId::Number(1), ref result } if result.get() == r#"{"a":1}"#)
+    );
+    let m =
+        Incoming::parse(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)
+            .unwrap();
+    assert!(
+        matches!(m, Incoming::Error { id: None, ref error } if error.code() == -32700 && error.id_is_null())
+    );
+    // No `id` member at all (server-everything's unknown-session answer).
+    let m = Incoming::parse(br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"x"}}"#).unwrap();
+    assert!(matches!(m, Incoming::Error { id: None, ref error } if error.id_is_null()));
+    let m =
+        Incoming::parse(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}"#).unwrap();
+    assert!(matches!(m, Incoming::Error { id: Some(_), ref error } if !error.id_is_null()));
+    let m = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
+    assert!(matches!(
+        m,
+        Incoming::Request {
+            id: RequestId::String(_),
+            ..
+        }
+    ));
+    let m = Incoming::parse(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#)
+        .unwrap();
+    assert!(matches!(m, Incoming::Notification { .. }));
+}
+
+#[test]
+fn rejects_what_is_not_json_rpc() {
+    assert!(matches!(
+        Incoming::parse(b"<html>"),
+        Err(MessageError::Json(_))
+    ));
+    assert!(matches!(
+        Incoming::parse(br#"{"error":"bad"}"#),
+        Err(MessageError::NotJsonRpc)
+    ));
+    assert!(matches!(
+        Incoming::parse(br#"{"jsonrpc":"2.0","id":1}"#),
+        Err(MessageError::NotJsonRpc)
+    ));
+    assert!(matches!(
+        Incoming::parse(b"[1,2]"),
+        Err(MessageError::NotJsonRpc)
+    ));
+}
+
+#[test]
+fn rpc_error_never_prints_the_server_message() {
+    let e = RpcError::new(-32000, "secret-canary", Some(Value::from("data-canary")))
+        .with_http_status(400);
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains("canary"), "{shown}");
+    assert!(shown.contains("-32000") && shown.contains("400"));
+}
+
+#[test]
+fn serializes_requests_and_notifications() {
+    let r = Request::new(RequestId::Number(7), "ping", None);
+    assert_eq!(r.to_bytes(), br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    let n = Notification {
+        method: "notifications/initialized".into(),
+        params: None,
+    };
+    assert_eq!(
+        n.to_bytes(),
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+    );
+}
