@@ -144,6 +144,10 @@ def main():
     failed = False
     for src in sys.argv[1:]:
         edges = analyse(src)
+        if not edges:
+            print(f"{src}: no module dependencies found: wrong directory?")
+            failed = True
+            continue
         found = cycles(edges)
         count = sum(len(v) for v in edges.values())
         for comp in found:

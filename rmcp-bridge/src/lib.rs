@@ -39,6 +39,15 @@
 //! rmcp's `initialize`-time options (its own client lifecycle, its
 //! transports' settings) are not used. Requests are renumbered on the way
 //! through (rmcp never sees the session's ids, nor the server the bridge's).
+#![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+// A builder whose result is dropped configures nothing: say so.
+#![warn(clippy::return_self_not_must_use)]
 
 mod transport;
 

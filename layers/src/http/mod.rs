@@ -62,7 +62,7 @@
 //! # Extensions
 //!
 //! The caller may set any of these before sending; the layers set the
-//! missing ones: [`Deadline`] (an earlier caller deadline wins), [`Started`],
+//! missing ones: [`DeadlineAt`] (an earlier caller deadline wins), [`Started`],
 //! a [`CancellationToken`] (the caller's cancellation), [`Observers`],
 //! [`Attempt`], [`ReplaySafe`], [`ReplayBody`].
 
@@ -83,9 +83,11 @@ pub use replay::ReplayBody;
 use crate::failure::Stop;
 use crate::{Establishment, Reattempt, StageObserver};
 
-/// The absolute deadline of the whole exchange, every attempt included.
+/// The absolute deadline of the whole exchange, every attempt included (a
+/// request extension; the service that enforces it is
+/// [`deadline::Deadline`](crate::deadline::Deadline)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline(pub Instant);
+pub struct DeadlineAt(pub Instant);
 
 /// When the exchange started (the first `poll_ready` of the deadline layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +115,7 @@ impl fmt::Debug for Observers {
 impl<B> Establishment for http::Request<B> {
     /// The deadline, moved later by any time spent waiting for a person.
     fn deadline(&self) -> Option<Instant> {
-        let deadline = self.extensions().get::<Deadline>().map(|d| d.0)?;
+        let deadline = self.extensions().get::<DeadlineAt>().map(|d| d.0)?;
         Some(match self.deadline_pause() {
             Some(pause) => pause.extend(deadline),
             None => deadline,
@@ -130,7 +132,7 @@ impl<B> Establishment for http::Request<B> {
 
     fn set_deadline(&mut self, started: Instant, deadline: Instant) {
         self.extensions_mut().insert(Started(started));
-        self.extensions_mut().insert(Deadline(deadline));
+        self.extensions_mut().insert(DeadlineAt(deadline));
     }
 
     fn started(&self) -> Option<Instant> {
