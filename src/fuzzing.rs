@@ -181,6 +181,44 @@ pub fn era_cache(data: &[u8]) {
     );
 }
 
+/// The value of the one variable the config target's environment has: it
+/// must never be printed.
+const CONFIG_SECRET: &str = "fz-secret-value";
+
+/// The servers config reader: any text is a config or a typed file error;
+/// in a config, every entry is read or refused on its own (one per key,
+/// each refusal naming its entry), and the environment's value reaches no
+/// `Debug` and no error's chain, even when the file references it in a
+/// header, an argument or an environment value.
+pub fn servers_config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let env = |name: &str| (name == "FUZZ_SECRET").then(|| CONFIG_SECRET.to_owned());
+    let Ok(config) = crate::config::ServersConfig::parse_with(text, &env) else {
+        return;
+    };
+    let shown = format!("{config:?}");
+    assert!(!shown.contains(CONFIG_SECRET), "a secret in Debug");
+    let mut names = std::collections::HashSet::new();
+    for entry in config.entries() {
+        let name = match entry {
+            Ok(server) => server.name(),
+            Err(error) => {
+                let mut chain = error.to_string();
+                let mut source = std::error::Error::source(error);
+                while let Some(cause) = source {
+                    chain.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                assert!(!chain.contains(CONFIG_SECRET), "a secret in an error");
+                error.name()
+            }
+        };
+        assert!(names.insert(name.to_owned()), "an entry read twice");
+    }
+}
+
 /// The fuzz targets' invariants as property tests, so `cargo test` checks
 /// a few thousand inputs of each on every run (the fuzzer explores far more
 /// of them, guided by coverage, in `fuzz/`).
@@ -249,6 +287,49 @@ mod tests {
         proptest::collection::vec(entry, 0..4).prop_map(|e| format!("{{{}}}", e.join(",")))
     }
 
+    /// `mcpServers` files whose entries mix known and unknown fields, good
+    /// and bad values, and references to the secret variable.
+    fn servers_config_text() -> impl Strategy<Value = String> {
+        let value = prop_oneof![
+            Just("\"${FUZZ_SECRET}\"".to_owned()),
+            Just("\"Bearer ${env:FUZZ_SECRET}\"".to_owned()),
+            Just("\"${MISSING}\"".to_owned()),
+            Just("\"http://127.0.0.1:1/${FUZZ_SECRET}\"".to_owned()),
+            Just("[\"${FUZZ_SECRET}\", 1]".to_owned()),
+            Just(
+                "{\"Authorization\": \"${FUZZ_SECRET}\", \"Host\": \"${FUZZ_SECRET}\"}".to_owned()
+            ),
+            Just("{\"KEY\": \"${FUZZ_SECRET}\"}".to_owned()),
+            "\"[ -~&&[^\"\\\\]]{0,12}\"",
+            Just("7".to_owned()),
+        ];
+        let field = prop_oneof![
+            "type",
+            "command",
+            "args",
+            "env",
+            "cwd",
+            "url",
+            "headers",
+            "[a-z]{1,6}"
+        ];
+        let entry = proptest::collection::vec((field, value), 0..5).prop_map(|fields| {
+            let body: Vec<String> = fields
+                .into_iter()
+                .map(|(name, value)| format!("\"{name}\": {value}"))
+                .collect();
+            format!("{{{}}}", body.join(", "))
+        });
+        let top = prop_oneof!["mcpServers", "servers"];
+        (top, proptest::collection::vec(("[a-z]{1,4}", entry), 0..4)).prop_map(|(top, entries)| {
+            let body: Vec<String> = entries
+                .into_iter()
+                .map(|(name, entry)| format!("\"{name}\": {entry}"))
+                .collect();
+            format!("{{\"{top}\": {{{}}}}}", body.join(", "))
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -260,6 +341,7 @@ mod tests {
             super::retry_after(&input);
             super::connect_request(&input);
             super::era_cache(&input);
+            super::servers_config(&input);
         }
 
         #[test]
@@ -282,6 +364,11 @@ mod tests {
         #[test]
         fn era_caches_round_trip(text in era_cache_text()) {
             super::era_cache(text.as_bytes());
+        }
+
+        #[test]
+        fn servers_configs_keep_secrets_out(text in servers_config_text()) {
+            super::servers_config(text.as_bytes());
         }
     }
 }

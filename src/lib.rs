@@ -40,6 +40,7 @@
 //! | [`request`] | the request's parts: [`Target`](request::Target), [`Limits`](request::Limits), [`TransportMode`](request::TransportMode), [`VersionPolicy`](request::VersionPolicy) |
 //! | [`session`] | per-request options, session state, paging limits |
 //! | [`client`] | the long-lived client's errors, generations, reconnect policy |
+//! | [`config`] | the `mcpServers` file hosts share, read into requests |
 //! | [`session_loss`] | when a failure means the session is gone |
 //! | [`replay`] | the opt-in replay of undelivered calls |
 //! | [`error`] | the error kinds' own types |
@@ -63,6 +64,7 @@
 pub mod auth;
 pub mod client;
 mod clock;
+pub mod config;
 mod connector;
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]

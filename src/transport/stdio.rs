@@ -62,6 +62,7 @@ pub struct StdioCommand {
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+    current_dir: Option<std::path::PathBuf>,
 }
 
 impl StdioCommand {
@@ -71,6 +72,7 @@ impl StdioCommand {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
+            current_dir: None,
         }
     }
 
@@ -89,6 +91,13 @@ impl StdioCommand {
     #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Runs the child in `dir` (by default this process's directory).
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
         self
     }
 
@@ -144,7 +153,11 @@ impl StdioTransport {
         grace: Duration,
         inbound: Arc<Inbound>,
     ) -> Result<Self, TransportError> {
-        let mut child = Command::new(&command.program)
+        let mut spawn = Command::new(&command.program);
+        if let Some(dir) = &command.current_dir {
+            spawn.current_dir(dir);
+        }
+        let mut child = spawn
             .args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
@@ -327,6 +340,26 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(transport.stderr_tail(), ["started-on-stderr"]);
+        transport.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_child_runs_in_its_working_directory() {
+        let dir = std::env::temp_dir().canonicalize().unwrap();
+        let command = StdioCommand::new("sh")
+            .args(["-c", "pwd >&2; sleep 5"])
+            .current_dir(&dir);
+        let transport =
+            StdioTransport::spawn_with(&command, 1024, Duration::from_millis(100), Inbound::none())
+                .unwrap();
+        tokio::time::timeout(Duration::from_secs(15), async {
+            while transport.stderr_tail().is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(transport.stderr_tail(), [dir.to_string_lossy()]);
         transport.close().await.unwrap();
     }
 }

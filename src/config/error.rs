@@ -1,0 +1,104 @@
+//! What can be wrong with a config file, and with one entry of it. No
+//! variant carries a header value, an environment value, an argument or
+//! the text of the file: only names the person wrote as names (the
+//! server's, a field's, a variable's) and positions.
+
+/// The file as a whole cannot be read as a servers config. One bad entry
+/// is never this: it is an [`EntryError`] beside the good entries.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigFileError {
+    /// The file could not be read.
+    #[error("the config file could not be read")]
+    Io(#[source] std::io::Error),
+    /// The file is not JSON.
+    #[error("the config file is not JSON (line {line}, column {column})")]
+    Json {
+        /// The line of the first error, from 1.
+        line: usize,
+        /// The column of the first error, from 1.
+        column: usize,
+    },
+    /// The top level is not a JSON object.
+    #[error("the config file is not a JSON object")]
+    NotAnObject,
+    /// Neither `mcpServers`, `servers` nor `mcp.servers` is an object.
+    #[error("the config file has no `mcpServers` or `servers` object")]
+    NoServers,
+    /// Both `mcpServers` and `servers`: which one is meant is not clear.
+    #[error("the config file has both `mcpServers` and `servers`")]
+    BothForms,
+}
+
+/// One entry of the file cannot be used; the others are unaffected.
+#[derive(Debug, thiserror::Error)]
+#[error("server {name:?} in the config file cannot be used")]
+pub struct EntryError {
+    pub(super) name: String,
+    #[source]
+    pub(super) problem: EntryProblem,
+}
+
+impl EntryError {
+    /// The entry's name (its key in the file).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What is wrong with it.
+    pub fn problem(&self) -> &EntryProblem {
+        &self.problem
+    }
+}
+
+/// What is wrong with one entry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryProblem {
+    /// The entry is not a JSON object.
+    #[error("the entry is not an object")]
+    NotAnObject,
+    /// Neither `command` (stdio) nor `url` (remote).
+    #[error("the entry has neither `command` nor `url`")]
+    NoCommandOrUrl,
+    /// Both `command` and `url`.
+    #[error("the entry has both `command` and `url`")]
+    CommandAndUrl,
+    /// A known field has the wrong JSON type (`args` not a list of
+    /// strings, `env` or `headers` not an object of strings, ...).
+    #[error("`{field}` has the wrong type")]
+    WrongType {
+        /// The field.
+        field: &'static str,
+    },
+    /// `type` is none of `stdio`, `http`, `streamable-http`, `sse`.
+    #[error("`type` is not one of stdio, http, streamable-http, sse")]
+    UnknownType,
+    /// `type` says stdio but the entry has a `url`, or a remote type but
+    /// a `command`.
+    #[error("`type` does not fit the entry's `command` or `url`")]
+    TypeMismatch,
+    /// `${NAME}` names a variable the environment does not have.
+    #[error("the environment has no variable {variable}")]
+    MissingVariable {
+        /// The variable's name.
+        variable: String,
+    },
+    /// `${input:...}` asks a person (VS Code), which a service cannot.
+    #[error("`${{input:...}}` variables are not supported")]
+    InputVariable,
+    /// `${kind:...}` of a kind other than `env`.
+    #[error("only `${{NAME}}` and `${{env:NAME}}` variables are supported")]
+    UnknownVariableKind,
+    /// `${...}` whose name is not a variable name.
+    #[error("a `${{...}}` reference does not name a variable")]
+    BadVariableName,
+    /// `${` without its `}`.
+    #[error("a `${{` reference is not closed")]
+    UnterminatedVariable,
+    /// The URL, a header, or the command is refused by
+    /// [`ConnectRequest`](crate::ConnectRequest) (a bad URL or port, a
+    /// header the transport owns, an empty command).
+    #[error("the entry does not make a valid connection request")]
+    Invalid(#[source] Box<crate::Error>),
+}

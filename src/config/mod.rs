@@ -1,0 +1,306 @@
+//! The servers config file that hosts share: Claude Desktop's and Cursor's
+//! `mcpServers`, VS Code's `servers` (in `.vscode/mcp.json`, or under `mcp`
+//! in its settings), read into one [`ConnectRequest`] per server.
+//!
+//! ```
+//! use mcp_connect::config::ServersConfig;
+//!
+//! let file = r#"{ "mcpServers": {
+//!     "files":  { "command": "mcp-server-files", "args": ["/srv"], "env": { "LOG": "warn" } },
+//!     "github": { "url": "https://mcp.example.com/mcp",
+//!                 "headers": { "Authorization": "Bearer ${GITHUB_TOKEN}" } },
+//!     "broken": { "args": [] }
+//! } }"#;
+//! let env = |name: &str| (name == "GITHUB_TOKEN").then(|| "t0ken".to_owned());
+//! let config = ServersConfig::parse_with(file, &env)?;
+//! assert_eq!(config.servers().count(), 2);
+//! let broken = config.errors().next().unwrap();
+//! assert_eq!(broken.name(), "broken");
+//! let github = config.get("github").unwrap().request();
+//! assert_eq!(github.name(), "github");
+//! // Nothing printable shows the token.
+//! assert!(!format!("{config:?}").contains("t0ken"));
+//! # Ok::<(), mcp_connect::config::ConfigFileError>(())
+//! ```
+//!
+//! An entry with `command` is a stdio server (`args`, `env`, `cwd`); one
+//! with `url` is remote (`headers`), and its optional `type` chooses the
+//! transport: `http` is Streamable HTTP with the HTTP+SSE fallback (what
+//! VS Code does with it), `streamable-http` Streamable HTTP only, `sse`
+//! HTTP+SSE only; `stdio` may be said too. `${NAME}` and `${env:NAME}` in
+//! the command, the arguments, the environment's and headers' values, `cwd`
+//! and the URL are taken from the environment; a missing variable is an
+//! error, never an empty string. Every other field (`disabled`,
+//! `autoApprove`, `timeout`, ...) is kept in
+//! [`ServerConfig::unknown`] for the application, and named by
+//! [`ServerConfig::unknown_fields`]. One bad entry is an [`EntryError`]
+//! naming it; the others are read all the same.
+//!
+//! Where this differs from hosts: nothing is started or connected here,
+//! and nothing here asks a person (`${input:...}` is an error).
+
+mod error;
+mod expand;
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+pub use error::{ConfigFileError, EntryError, EntryProblem};
+
+use crate::request::TransportMode;
+use crate::transport::StdioCommand;
+use crate::ConnectRequest;
+use expand::expand;
+
+/// The fields this reader understands; every other one is kept as unknown.
+const KNOWN: &[&str] = &["type", "command", "args", "env", "cwd", "url", "headers"];
+
+/// Every server of one config file, each read on its own, in name order.
+#[derive(Debug)]
+pub struct ServersConfig {
+    entries: Vec<Result<ServerConfig, EntryError>>,
+}
+
+/// One server of a config file: its name, the request that reaches it and
+/// the fields this reader does not know.
+#[derive(Clone)]
+pub struct ServerConfig {
+    name: String,
+    request: ConnectRequest,
+    unknown: Map<String, Value>,
+}
+
+impl ServersConfig {
+    /// Reads `path`, with variables from this process's environment.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
+        let text = std::fs::read_to_string(path).map_err(ConfigFileError::Io)?;
+        Self::parse(&text)
+    }
+
+    /// Reads a config from its text, with variables from this process's
+    /// environment.
+    pub fn parse(text: &str) -> Result<Self, ConfigFileError> {
+        Self::parse_with(text, &|name| std::env::var(name).ok())
+    }
+
+    /// Reads a config from its text, with variables from `env`.
+    pub fn parse_with(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigFileError> {
+        let file: Value = serde_json::from_str(text).map_err(|e| ConfigFileError::Json {
+            line: e.line(),
+            column: e.column(),
+        })?;
+        let Value::Object(file) = file else {
+            return Err(ConfigFileError::NotAnObject);
+        };
+        let servers = servers_of(&file)?;
+        let entries = servers
+            .iter()
+            .map(|(name, entry)| {
+                ServerConfig::read(name, entry, env).map_err(|problem| EntryError {
+                    name: name.clone(),
+                    problem,
+                })
+            })
+            .collect();
+        Ok(ServersConfig { entries })
+    }
+
+    /// Every entry, read or refused, in name order.
+    pub fn entries(&self) -> &[Result<ServerConfig, EntryError>] {
+        &self.entries
+    }
+
+    /// The entries that were read.
+    pub fn servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.entries.iter().filter_map(|entry| entry.as_ref().ok())
+    }
+
+    /// The entries that were refused, each naming its server.
+    pub fn errors(&self) -> impl Iterator<Item = &EntryError> {
+        self.entries.iter().filter_map(|entry| entry.as_ref().err())
+    }
+
+    /// The server called `name`, when it was read.
+    pub fn get(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers().find(|server| server.name == name)
+    }
+}
+
+/// The servers object of a file: `mcpServers`, `servers`, or `mcp.servers`.
+fn servers_of(file: &Map<String, Value>) -> Result<&Map<String, Value>, ConfigFileError> {
+    fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
+        value.and_then(Value::as_object)
+    }
+    let nested = object(file.get("mcp")).and_then(|mcp| object(mcp.get("servers")));
+    match (object(file.get("mcpServers")), object(file.get("servers"))) {
+        (Some(_), Some(_)) => Err(ConfigFileError::BothForms),
+        (Some(servers), None) | (None, Some(servers)) => Ok(servers),
+        (None, None) => nested.ok_or(ConfigFileError::NoServers),
+    }
+}
+
+impl ServerConfig {
+    fn read(
+        name: &str,
+        entry: &Value,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, EntryProblem> {
+        let Value::Object(entry) = entry else {
+            return Err(EntryProblem::NotAnObject);
+        };
+        let text = |field| text(entry, field);
+        let mode = match text("type")? {
+            None => None,
+            Some("stdio") => Some(TransportMode::Stdio),
+            Some("http") => Some(TransportMode::Auto),
+            Some("streamable-http") => Some(TransportMode::StreamableHttp),
+            Some("sse") => Some(TransportMode::Sse),
+            Some(_) => return Err(EntryProblem::UnknownType),
+        };
+        let request = match (text("command")?, text("url")?, mode) {
+            (Some(_), Some(_), _) => return Err(EntryProblem::CommandAndUrl),
+            (None, None, _) => return Err(EntryProblem::NoCommandOrUrl),
+            (Some(command), None, None | Some(TransportMode::Stdio)) => stdio(command, entry, env)?,
+            (None, Some(url), mode) if mode != Some(TransportMode::Stdio) => {
+                remote(url, mode.unwrap_or_default(), entry, env)?
+            }
+            _ => return Err(EntryProblem::TypeMismatch),
+        };
+        let request = request.with_name(name);
+        request.validate().map_err(invalid)?;
+        let unknown = entry
+            .iter()
+            .filter(|(field, _)| !KNOWN.contains(&field.as_str()))
+            .map(|(field, value)| (field.clone(), value.clone()))
+            .collect();
+        Ok(ServerConfig {
+            name: name.to_owned(),
+            request,
+            unknown,
+        })
+    }
+
+    /// The server's name (its key in the file).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A request for the server, named after it: add a handler, limits,
+    /// authorization or a deadline, then connect it.
+    pub fn request(&self) -> ConnectRequest {
+        self.request.clone()
+    }
+
+    /// The fields this reader does not know, as written.
+    pub fn unknown(&self) -> &Map<String, Value> {
+        &self.unknown
+    }
+
+    /// The names of the fields this reader does not know.
+    pub fn unknown_fields(&self) -> impl Iterator<Item = &str> {
+        self.unknown.keys().map(String::as_str)
+    }
+}
+
+/// A field that, when present, must be a string.
+fn text<'a>(
+    entry: &'a Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<&'a str>, EntryProblem> {
+    match entry.get(field) {
+        None => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.as_str())),
+        Some(_) => Err(EntryProblem::WrongType { field }),
+    }
+}
+
+fn stdio(
+    command: &str,
+    entry: &Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ConnectRequest, EntryProblem> {
+    let mut stdio = StdioCommand::new(expand(command, env)?);
+    match entry.get("args") {
+        None => {}
+        Some(Value::Array(args)) => {
+            for arg in args {
+                let Value::String(arg) = arg else {
+                    return Err(EntryProblem::WrongType { field: "args" });
+                };
+                stdio = stdio.args([expand(arg, env)?]);
+            }
+        }
+        Some(_) => return Err(EntryProblem::WrongType { field: "args" }),
+    }
+    for (key, value) in strings(entry, "env")? {
+        stdio = stdio.env(key, expand(value, env)?);
+    }
+    if let Some(cwd) = text(entry, "cwd")? {
+        stdio = stdio.current_dir(expand(cwd, env)?);
+    }
+    Ok(ConnectRequest::stdio(stdio))
+}
+
+fn remote(
+    url: &str,
+    mode: TransportMode,
+    entry: &Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ConnectRequest, EntryProblem> {
+    let mut request = ConnectRequest::http(&expand(url, env)?).map_err(invalid)?;
+    for (name, value) in strings(entry, "headers")? {
+        request = request
+            .with_header(name, &expand(value, env)?)
+            .map_err(invalid)?;
+    }
+    Ok(request.with_mode(mode))
+}
+
+fn invalid(error: crate::Error) -> EntryProblem {
+    EntryProblem::Invalid(Box::new(error))
+}
+
+/// The `(key, value)` pairs of an object of strings (`env`, `headers`).
+fn strings<'a>(
+    entry: &'a Map<String, Value>,
+    field: &'static str,
+) -> Result<Vec<(&'a str, &'a str)>, EntryProblem> {
+    match entry.get(field) {
+        None => Ok(Vec::new()),
+        Some(Value::Object(pairs)) => pairs
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(value) => Ok((key.as_str(), value.as_str())),
+                _ => Err(EntryProblem::WrongType { field }),
+            })
+            .collect(),
+        Some(_) => Err(EntryProblem::WrongType { field }),
+    }
+}
+
+/// The name, whether it is a command or a URL, the transport and the
+/// unknown fields' names: never the URL (a variable may put a key in its
+/// path), a header or environment value, an argument, or an unknown
+/// field's value.
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = match self.request.target() {
+            crate::request::Target::Http { .. } => "url",
+            crate::request::Target::Stdio(_) => "command",
+        };
+        f.debug_struct("ServerConfig")
+            .field("name", &self.name)
+            .field("target", &target)
+            .field("mode", &self.request.mode())
+            .field("unknown", &self.unknown.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

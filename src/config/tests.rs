@@ -1,0 +1,141 @@
+use super::*;
+use crate::request::Target;
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "TOKEN" => Some("s3cret-token".into()),
+        "HOME" => Some("/home/ada".into()),
+        _ => None,
+    }
+}
+
+fn parse(text: &str) -> ServersConfig {
+    ServersConfig::parse_with(text, &env).unwrap()
+}
+
+#[test]
+fn claude_desktop_form_reads_stdio_and_remote_entries() {
+    let config = parse(
+        r#"{ "mcpServers": {
+            "files": { "command": "npx", "args": ["-y", "server-files", "${HOME}/src"],
+                       "env": { "API_KEY": "${env:TOKEN}" }, "cwd": "/tmp",
+                       "disabled": false, "autoApprove": ["read"] },
+            "remote": { "url": "https://mcp.example.com/mcp?tenant=7",
+                        "headers": { "Authorization": "Bearer ${TOKEN}" } },
+            "legacy": { "type": "sse", "url": "http://127.0.0.1:9/sse" },
+            "strict": { "type": "streamable-http", "url": "http://127.0.0.1:9/mcp" },
+            "vscode": { "type": "http", "url": "http://127.0.0.1:9/mcp" }
+        } }"#,
+    );
+    assert_eq!(config.errors().count(), 0);
+    let names: Vec<_> = config.servers().map(ServerConfig::name).collect();
+    assert_eq!(names, ["files", "legacy", "remote", "strict", "vscode"]);
+
+    let files = config.get("files").unwrap();
+    assert!(matches!(files.request().target(), Target::Stdio(_)));
+    assert_eq!(files.request().name(), "files");
+    let unknown: Vec<_> = files.unknown_fields().collect();
+    assert_eq!(unknown, ["autoApprove", "disabled"]);
+    assert_eq!(files.unknown()["autoApprove"], serde_json::json!(["read"]));
+
+    let remote = config.get("remote").unwrap().request();
+    let Target::Http { headers, .. } = remote.target() else {
+        panic!("remote is HTTP")
+    };
+    assert_eq!(headers["authorization"], "Bearer s3cret-token");
+    assert_eq!(remote.mode(), TransportMode::Auto);
+    let mode = |name| config.get(name).unwrap().request().mode();
+    assert_eq!(mode("legacy"), TransportMode::Sse);
+    assert_eq!(mode("strict"), TransportMode::StreamableHttp);
+    assert_eq!(mode("vscode"), TransportMode::Auto);
+
+    // Nothing printable shows a secret, an argument or a query.
+    let shown = format!("{config:?}");
+    for secret in ["s3cret-token", "/home/ada", "tenant=7", "read"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+}
+
+#[test]
+fn vscode_forms_are_read() {
+    let standalone = parse(
+        r#"{ "servers": { "a": { "type": "stdio", "command": "srv" } },
+                                "inputs": [] }"#,
+    );
+    assert!(standalone.get("a").is_some());
+    let settings = parse(r#"{ "mcp": { "servers": { "b": { "url": "http://127.0.0.1:1/" } } } }"#);
+    assert!(settings.get("b").is_some());
+}
+
+#[test]
+fn one_bad_entry_names_itself_and_the_others_are_read() {
+    let config = parse(
+        r#"{ "mcpServers": {
+            "good": { "command": "srv" },
+            "both": { "command": "srv", "url": "http://127.0.0.1:1/" },
+            "neither": { "args": [] },
+            "args": { "command": "srv", "args": "one string" },
+            "env": { "command": "srv", "env": { "K": 1 } },
+            "kind": { "type": "websocket", "url": "ws://x" },
+            "mismatch": { "type": "sse", "command": "srv" },
+            "missing": { "url": "http://127.0.0.1:1/", "headers": { "X-Key": "${NOPE}" } },
+            "input": { "command": "${input:path}" },
+            "reserved": { "url": "http://127.0.0.1:1/", "headers": { "Mcp-Session-Id": "s3cret-token" } },
+            "url": { "url": "ftp://127.0.0.1/" },
+            "empty": { "command": "" },
+            "scalar": 7
+        } }"#,
+    );
+    assert_eq!(config.servers().count(), 1);
+    let problem = |name: &str| {
+        config
+            .errors()
+            .find(|e| e.name() == name)
+            .map(EntryError::problem)
+            .unwrap_or_else(|| panic!("{name} was not refused"))
+    };
+    use EntryProblem as P;
+    assert!(matches!(problem("both"), P::CommandAndUrl));
+    assert!(matches!(problem("neither"), P::NoCommandOrUrl));
+    assert!(matches!(problem("args"), P::WrongType { field: "args" }));
+    assert!(matches!(problem("env"), P::WrongType { field: "env" }));
+    assert!(matches!(problem("kind"), P::UnknownType));
+    assert!(matches!(problem("mismatch"), P::TypeMismatch));
+    assert!(matches!(problem("missing"), P::MissingVariable { variable } if variable == "NOPE"));
+    assert!(matches!(problem("input"), P::InputVariable));
+    assert!(matches!(problem("reserved"), P::Invalid(_)));
+    assert!(matches!(problem("url"), P::Invalid(_)));
+    assert!(matches!(problem("empty"), P::Invalid(_)));
+    assert!(matches!(problem("scalar"), P::NotAnObject));
+    // Errors name the entry and never show a value.
+    for error in config.errors() {
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        assert!(text.contains(error.name()), "{text}");
+        assert!(!text.contains("s3cret-token"), "{text}");
+    }
+}
+
+#[test]
+fn whole_file_failures_are_typed() {
+    let refused = |text: &str| ServersConfig::parse_with(text, &env).unwrap_err();
+    assert!(matches!(
+        refused("{ \"mcpServers\": "),
+        ConfigFileError::Json { line: 1, .. }
+    ));
+    assert!(matches!(refused("[]"), ConfigFileError::NotAnObject));
+    assert!(matches!(refused("{}"), ConfigFileError::NoServers));
+    assert!(matches!(
+        refused(r#"{ "mcpServers": {}, "servers": {} }"#),
+        ConfigFileError::BothForms
+    ));
+    assert!(matches!(
+        ServersConfig::read("/nonexistent/mcp.json"),
+        Err(ConfigFileError::Io(_))
+    ));
+    assert_eq!(parse(r#"{ "mcpServers": {} }"#).entries().len(), 0);
+}
