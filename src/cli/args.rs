@@ -16,6 +16,20 @@ pub(crate) struct Args {
     /// The server URL (http:// or https://).
     pub(crate) url: Option<String>,
 
+    /// Establish every server of an `mcpServers` config file (Claude
+    /// Desktop, Cursor, VS Code) at once, each under its own deadline, and
+    /// print a line for each as it finishes. Exit 0 when all are
+    /// established, 1 when any is not, 2 for a file that cannot be read.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "url", "command", "headers", "auth", "client_credentials", "call_tool",
+        "list_tools", "list_resources", "list_prompts", "era_cache", "repeat",
+    ])]
+    pub(crate) config: Option<std::path::PathBuf>,
+
+    /// With --config: only the server of this name.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) server: Option<String>,
+
     /// A stdio server command and its arguments, after `--`.
     #[arg(last = true, num_args = 1..)]
     pub(crate) command: Option<Vec<String>>,

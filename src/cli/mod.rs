@@ -2,6 +2,7 @@
 
 mod args;
 mod authorize;
+mod config;
 mod output;
 mod request;
 mod run;

@@ -104,25 +104,15 @@ pub(super) fn request_from(
         }
         (None, None, None) => return Err("no target".into()),
     };
-    let mut request = request
-        .with_mode(match args.transport {
+    let mut request = with_limits_and_versions(
+        request.with_mode(match args.transport {
             Mode::Auto => TransportMode::Auto,
             Mode::StreamableHttp => TransportMode::StreamableHttp,
             Mode::Sse => TransportMode::Sse,
             Mode::Stdio => TransportMode::Stdio,
-        })
-        .with_limits(
-            Limits::default()
-                .with_probe_timeout(args.probe_timeout)
-                .with_handshake_timeout(args.handshake_timeout)
-                .with_request_timeout(args.request_timeout),
-        );
-    if let Some(pin) = &args.pin {
-        request = request.with_versions(VersionPolicy::Pin(pin.clone()));
-    }
-    if let Some(ceiling) = &args.ceiling {
-        request = request.with_versions(VersionPolicy::Ceiling(ceiling.clone()));
-    }
+        }),
+        args,
+    );
     if let Some(auth) = authorization(args)? {
         request = request.with_authorization(auth);
     }
@@ -172,6 +162,24 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
         auth = auth.with_token_store(Reported(FileTokenStore::new(path)));
     }
     Ok(Some(auth))
+}
+
+/// `request` with the limits and the version policy the arguments give
+/// (shared by a single target and every server of `--config`).
+pub(super) fn with_limits_and_versions(request: ConnectRequest, args: &Args) -> ConnectRequest {
+    let mut request = request.with_limits(
+        Limits::default()
+            .with_probe_timeout(args.probe_timeout)
+            .with_handshake_timeout(args.handshake_timeout)
+            .with_request_timeout(args.request_timeout),
+    );
+    if let Some(pin) = &args.pin {
+        request = request.with_versions(VersionPolicy::Pin(pin.clone()));
+    }
+    if let Some(ceiling) = &args.ceiling {
+        request = request.with_versions(VersionPolicy::Ceiling(ceiling.clone()));
+    }
+    request
 }
 
 /// The server-request handler the arguments ask for: only what was asked

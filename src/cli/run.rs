@@ -80,6 +80,9 @@ async fn run(args: Args) -> ExitCode {
         }
     };
     let printer = Arc::new(Printer::new(args.json));
+    if let Some(path) = &args.config {
+        return super::config::run(&args, path, &printer, &cancel).await;
+    }
     let started = Instant::now();
 
     let mut demo = None;

@@ -12,4 +12,5 @@ mod command_config;
 mod command_hostile_text;
 mod command_logging;
 mod command_server_traffic;
+mod command_servers_file;
 mod command_signals;

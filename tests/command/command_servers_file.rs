@@ -1,0 +1,144 @@
+//! Issue 26, item 5 (in part): `mcp-connect --config FILE` establishes every
+//! server of an `mcpServers` file at once, a line for each as it finishes,
+//! each under its own deadline; a bad entry is reported by name and the
+//! others go on; the exit status says whether all were established.
+
+use std::time::{Duration, Instant};
+
+use crate::support::cli::{json_lines, run_async};
+use crate::support::{legacy, result, Recorded, Script, ScriptServer};
+
+/// A legacy server that lists one tool.
+fn one_tool(request: &Recorded) -> Script {
+    match request.rpc_method() {
+        "tools/list" => Script::Json(
+            200,
+            result(
+                request,
+                serde_json::json!({ "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }] }),
+            ),
+        ),
+        _ => legacy(request),
+    }
+}
+
+const SECRET: &str = "hdr-secret-0451";
+
+fn write_config(text: &str) -> tempfile_path::Path {
+    tempfile_path::Path::new(text)
+}
+
+/// A file under the system's temporary directory, removed on drop.
+mod tempfile_path {
+    pub struct Path(std::path::PathBuf);
+    impl Path {
+        pub fn new(text: &str) -> Self {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "mcp-connect-config-{}-{}.json",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::write(&path, text).unwrap();
+            Path(path)
+        }
+        pub fn as_str(&self) -> &str {
+            self.0.to_str().unwrap()
+        }
+    }
+    impl Drop for Path {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_server_is_established_at_once_and_reported_by_name() {
+    let healthy = ScriptServer::start(one_tool).await;
+    let slow = ScriptServer::start(|request| {
+        Script::Delayed(Duration::from_millis(300), Box::new(legacy(request)))
+    })
+    .await;
+    let stalled = ScriptServer::start(|_| Script::Stall).await;
+    let refused = ScriptServer::start(|_| Script::Status(401)).await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{
+            "healthy": {{ "url": "{}", "headers": {{ "X-Key": "{SECRET}" }}, "disabled": false }},
+            "slow": {{ "url": "{}" }},
+            "stalled": {{ "url": "{}" }},
+            "refused": {{ "url": "{}" }},
+            "exits": {{ "command": "false" }},
+            "broken": {{ "command": "srv", "url": "http://127.0.0.1:1/" }}
+        }} }}"#,
+        healthy.url(),
+        slow.url(),
+        stalled.url(),
+        refused.url()
+    ));
+    let started = Instant::now();
+    let output = run_async(&["--config", config.as_str(), "--deadline", "2s", "--json"]).await;
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+    let lines = json_lines(&output);
+    let of = |name: &str| {
+        lines
+            .iter()
+            .find(|line| line["name"] == name)
+            .unwrap_or_else(|| panic!("no line for {name}: {text}"))
+    };
+    assert_eq!(of("healthy")["outcome"], "established");
+    assert_eq!(of("healthy")["tools"], 1);
+    assert_eq!(of("slow")["outcome"], "established");
+    assert_eq!(of("broken")["outcome"], "invalid");
+    assert_eq!(of("stalled")["outcome"], "failed");
+    assert_eq!(of("stalled")["failure"]["kind"], "timeout");
+    assert_eq!(of("refused")["failure"]["kind"], "auth");
+    assert_eq!(of("refused")["failure"]["http_status"], 401);
+    assert_eq!(of("exits")["outcome"], "failed");
+    // The healthy servers did not wait for the stalled one.
+    assert!(
+        of("healthy")["elapsed_ms"].as_f64().unwrap() < 1500.0,
+        "{text}"
+    );
+    // All at once: about one deadline in all, not one per server.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!(
+        (
+            summary["servers"].as_u64(),
+            summary["established"].as_u64(),
+            summary["failed"].as_u64()
+        ),
+        (Some(6), Some(2), Some(4))
+    );
+    // A 401 is not something a fresh session can fix: one attempt only.
+    assert_eq!(refused.recorded().len(), 1, "{text}");
+}
+
+#[tokio::test]
+async fn one_server_can_be_chosen_and_a_bad_file_is_a_usage_error() {
+    let healthy = ScriptServer::start(legacy).await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{ "healthy": {{ "url": "{}" }}, "other": {{ "command": "false" }} }} }}"#,
+        healthy.url()
+    ));
+    let output = run_async(&["--config", config.as_str(), "--server", "healthy"]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("healthy: established"), "{text}");
+    assert!(!text.contains("other"), "{text}");
+
+    let unknown = run_async(&["--config", config.as_str(), "--server", "nope"]).await;
+    assert_eq!(unknown.status.code(), Some(2));
+    let not_json = write_config("{ not json");
+    let bad = run_async(&["--config", not_json.as_str()]).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not JSON"));
+    let both = run_async(&["--config", config.as_str(), "http://127.0.0.1:1/mcp"]).await;
+    assert_eq!(both.status.code(), Some(2));
+}
