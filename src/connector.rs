@@ -14,6 +14,7 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::classify::ClassifyOutcome;
 use tower_service::Service;
 
+use crate::auth::Authorizer;
 use crate::error::{ConfigError, Error};
 use crate::handshake;
 use crate::request::ConnectRequest;
@@ -52,22 +53,28 @@ impl Connector {
     /// ([`ConfigError::TlsUnavailable`] otherwise), and that authorization
     /// can read the URL of an HTTP target it protects ([`ConfigError::Url`]).
     pub fn validate(&self, request: &ConnectRequest) -> Result<(), Error> {
+        self.checked(request).map(drop)
+    }
+
+    /// Establishes one session (the same as calling the service).
+    pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
+        let authorizer = self.checked(&request)?;
+        handshake::establish(&request, &self.http, authorizer).await
+    }
+
+    /// [`validate`](Self::validate), keeping the authorizer it builds so
+    /// the establishment converts the server URL only once.
+    fn checked(&self, request: &ConnectRequest) -> Result<Option<Authorizer>, Error> {
         request.validate()?;
-        handshake::authorizer(request, &self.http)?;
+        let authorizer = handshake::authorizer(request, &self.http)?;
         match request.target() {
             Target::Http { url, .. }
                 if url.scheme() == Some(&http::uri::Scheme::HTTPS) && !self.http.speaks_tls() =>
             {
                 Err(Error::config(ConfigError::TlsUnavailable))
             }
-            _ => Ok(()),
+            _ => Ok(authorizer),
         }
-    }
-
-    /// Establishes one session (the same as calling the service).
-    pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
-        self.validate(&request)?;
-        handshake::establish(&request, &self.http).await
     }
 }
 

@@ -10,19 +10,16 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use mcp_connect::config::{ServerConfig, ServersConfig};
-use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::layers::Classify;
 use mcp_connect::{Connector, Error, Establish, EstablishBuilder, EstablishError, Session};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Args, Recovery};
-use super::output::{chain, shown, Printer};
-use super::request::{handler_from, with_limits_and_versions};
-
-/// How long closing every session may take when the command ends.
-const CLOSE_BOUND: Duration = Duration::from_secs(10);
+use super::args::Args;
+use super::output::{chain, failure_json, shown, Printer};
+use super::request::{handler_from, recovery_from, with_limits_and_versions};
+use super::{usage, CLOSE_BOUND};
 
 /// Runs `--config`; the exit code as the option's help says.
 pub(super) async fn run(
@@ -51,14 +48,10 @@ pub(super) async fn run(
         Ok(handler) => handler,
         Err(message) => return usage(&message),
     };
-    let recovery = match args.recovery {
-        Recovery::Off => RecoveryPolicy::disabled(),
-        Recovery::Default => RecoveryPolicy::new().with_max_attempts(args.max_attempts),
-    };
     // One connector (one pooled HTTP client) for all; the stack's deadline
     // starts anew for every server it establishes.
     let stack = EstablishBuilder::new(Connector::new())
-        .with_recovery(recovery)
+        .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();
     let started = Instant::now();
@@ -173,7 +166,6 @@ fn established(
 
 fn not_established(printer: &Printer, name: &str, error: &EstablishError, elapsed: Duration) {
     let ms = elapsed.as_secs_f64() * 1000.0;
-    let failure = error.failure();
     printer.line(
         &format!(
             "{}: failed: {}, {ms:.3} ms",
@@ -182,18 +174,7 @@ fn not_established(printer: &Printer, name: &str, error: &EstablishError, elapse
         ),
         json!({
             "event": "server", "name": name, "outcome": "failed", "elapsed_ms": ms,
-            "failure": {
-                "stage": failure.stage.as_str(),
-                "kind": failure.kind.as_str(),
-                "http_status": failure.http_status,
-                "jsonrpc_code": failure.jsonrpc_code,
-                "cancel_source": failure.cancel_source.map(|c| c.as_str()),
-            },
+            "failure": failure_json(&error.failure()),
         }),
     );
-}
-
-fn usage(message: &str) -> ExitCode {
-    eprintln!("mcp-connect: {message}");
-    ExitCode::from(2)
 }

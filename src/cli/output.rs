@@ -61,7 +61,8 @@ fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
-fn failure_json(f: &Failure) -> Value {
+/// A failure's payload-free fields, as every JSON line writes them.
+pub(super) fn failure_json(f: &Failure) -> Value {
     json!({
         "stage": f.stage.as_str(),
         "kind": f.kind.as_str(),

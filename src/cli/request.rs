@@ -5,12 +5,13 @@
 
 use mcp_connect::auth::{Authorization, FileTokenStore, StoreError, TokenStore, Tokens};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
 use mcp_connect::request::{Limits, TransportMode, VersionPolicy};
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::ConnectRequest;
 
-use super::args::{Args, Elicit, Mode};
+use super::args::{Args, Elicit, Mode, Recovery};
 use super::authorize::LoopbackRedirect;
 use super::output::chain;
 
@@ -180,6 +181,14 @@ pub(super) fn with_limits_and_versions(request: ConnectRequest, args: &Args) -> 
         request = request.with_versions(VersionPolicy::Ceiling(ceiling.clone()));
     }
     request
+}
+
+/// The recovery policy `--recovery` and `--max-attempts` ask for.
+pub(super) fn recovery_from(args: &Args) -> RecoveryPolicy {
+    match args.recovery {
+        Recovery::Off => RecoveryPolicy::disabled(),
+        Recovery::Default => RecoveryPolicy::new().with_max_attempts(args.max_attempts),
+    }
 }
 
 /// The server-request handler the arguments ask for: only what was asked

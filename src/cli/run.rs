@@ -9,7 +9,6 @@ use mcp_connect::client::ClientError;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::era_cache::EraCache;
 use mcp_connect::inbound::notification_channel;
-use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::layers::Classify;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::RequestOptions;
@@ -18,10 +17,11 @@ use mcp_connect::{Connector, Error, EstablishBuilder, McpClient, Session};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Args, Recovery, Replay};
+use super::args::{Args, Replay};
 use super::output::{chain, Printer};
-use super::request::{handler_from, request_from};
+use super::request::{handler_from, recovery_from, request_from};
 use super::signals::{Received, Signals};
+use super::{usage, CLOSE_BOUND};
 
 pub(crate) fn main() -> ExitCode {
     let args = Args::parse();
@@ -54,11 +54,6 @@ fn install_tracing() {
             .init(),
         Err(_) => eprintln!("mcp-connect: RUST_LOG is not a valid filter; logging stays off"),
     }
-}
-
-fn usage(message: &str) -> ExitCode {
-    eprintln!("mcp-connect: {message}");
-    ExitCode::from(2)
 }
 
 async fn run(args: Args) -> ExitCode {
@@ -148,12 +143,8 @@ async fn run(args: Args) -> ExitCode {
         return usage(&chain(&error));
     }
     printer.target(&request.target().to_string(), demo.is_some());
-    let recovery = match args.recovery {
-        Recovery::Off => RecoveryPolicy::disabled(),
-        Recovery::Default => RecoveryPolicy::new().with_max_attempts(args.max_attempts),
-    };
     let stack = EstablishBuilder::new(connector)
-        .with_recovery(recovery)
+        .with_recovery(recovery_from(&args))
         .with_deadline(args.deadline)
         .with_metrics(printer.clone())
         .build();
@@ -247,10 +238,6 @@ async fn run(args: Args) -> ExitCode {
         None => ExitCode::FAILURE,
     }
 }
-
-/// How long closing the session may take when the command ends (the stdio
-/// close ladder needs up to two grace periods).
-const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn listing(printer: &Printer, what: &str, listed: Result<Vec<String>, Error>) -> bool {
     match listed {

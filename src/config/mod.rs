@@ -153,8 +153,7 @@ impl ServerConfig {
         let Value::Object(entry) = entry else {
             return Err(EntryProblem::NotAnObject);
         };
-        let text = |field| text(entry, field);
-        let mode = match text("type")? {
+        let mode = match text(entry, "type")? {
             None => None,
             Some("stdio") => Some(TransportMode::Stdio),
             Some("http") => Some(TransportMode::Auto),
@@ -162,7 +161,7 @@ impl ServerConfig {
             Some("sse") => Some(TransportMode::Sse),
             Some(_) => return Err(EntryProblem::UnknownType),
         };
-        let request = match (text("command")?, text("url")?, mode) {
+        let request = match (text(entry, "command")?, text(entry, "url")?, mode) {
             (Some(_), Some(_), _) => return Err(EntryProblem::CommandAndUrl),
             (None, None, _) => return Err(EntryProblem::NoCommandOrUrl),
             (Some(command), None, None | Some(TransportMode::Stdio)) => stdio(command, entry, env)?,

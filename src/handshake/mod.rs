@@ -33,7 +33,7 @@
 //! The path, top to bottom (each step in one place):
 //!
 //! ```text
-//! Connector::connect ── validate, then establish(request, http)
+//! Connector::connect ── validate (building the authorizer), then establish
 //!   establish ──────── builds the Attempt (clock, opener, authorizer);
 //!   │                  loops while authorizing again can cure a refusal
 //!   │                  (auth::Reauthorization, the rule requests share)
@@ -85,12 +85,14 @@ pub(crate) struct Attempt<'a> {
 }
 
 /// Establishes one session for a validated `request` over `http` (the
-/// connector's client, shared and never shut down here).
+/// connector's client, shared and never shut down here), authorizing with
+/// the [`authorizer`] validation built for it.
 pub(crate) async fn establish(
     request: &ConnectRequest,
     http: &HttpClient,
+    authorizer: Option<Authorizer>,
 ) -> Result<Session, Error> {
-    let attempt = Attempt::new(request, http)?;
+    let attempt = Attempt::new(request, http, authorizer);
     let mut reauthorization = Reauthorization::default();
     loop {
         let outcome = attempt.run().await;
@@ -129,18 +131,17 @@ pub(crate) fn authorizer(
 }
 
 impl<'a> Attempt<'a> {
-    fn new(request: &'a ConnectRequest, http: &HttpClient) -> Result<Self, Error> {
-        let authorizer = authorizer(request, http)?;
+    fn new(request: &'a ConnectRequest, http: &HttpClient, authorizer: Option<Authorizer>) -> Self {
         let transports = match &authorizer {
             Some(authorizer) => authorizer.bearer(http.clone()),
             None => http.clone(),
         };
-        Ok(Attempt {
+        Attempt {
             request,
             clock: request.clock(),
             opener: Opener::new(transports),
             authorizer,
-        })
+        }
     }
 
     /// The authorization stage, under the establishment's clock: each of

@@ -31,28 +31,26 @@ impl ServerNotification {
     /// defines and its params have that method's shape;
     /// [`Known::Other`] otherwise (read `method` and `params`).
     pub fn known(&self) -> Known {
-        let params = || {
-            self.params
-                .clone()
-                .unwrap_or(Value::Object(Default::default()))
+        let known = match self.method.as_str() {
+            "notifications/progress" => self.params_as().map(Known::Progress),
+            "notifications/message" => self.params_as().map(Known::Log),
+            "notifications/resources/updated" => self.params_as().map(Known::ResourceUpdated),
+            "notifications/cancelled" => self.params_as().map(Known::Cancelled),
+            "notifications/tools/list_changed" => Some(Known::ListChanged(ListKind::Tools)),
+            "notifications/prompts/list_changed" => Some(Known::ListChanged(ListKind::Prompts)),
+            "notifications/resources/list_changed" => Some(Known::ListChanged(ListKind::Resources)),
+            _ => None,
         };
-        let typed = |make: fn(Value) -> Option<Known>| make(params()).unwrap_or(Known::Other);
-        match self.method.as_str() {
-            "notifications/progress" => {
-                typed(|p| serde_json::from_value(p).ok().map(Known::Progress))
-            }
-            "notifications/message" => typed(|p| serde_json::from_value(p).ok().map(Known::Log)),
-            "notifications/resources/updated" => {
-                typed(|p| serde_json::from_value(p).ok().map(Known::ResourceUpdated))
-            }
-            "notifications/cancelled" => {
-                typed(|p| serde_json::from_value(p).ok().map(Known::Cancelled))
-            }
-            "notifications/tools/list_changed" => Known::ListChanged(ListKind::Tools),
-            "notifications/prompts/list_changed" => Known::ListChanged(ListKind::Prompts),
-            "notifications/resources/list_changed" => Known::ListChanged(ListKind::Resources),
-            _ => Known::Other,
-        }
+        known.unwrap_or(Known::Other)
+    }
+
+    /// The params read as `T` (absent params read as `{}`), when they fit.
+    fn params_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        let params = self
+            .params
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        serde_json::from_value(params).ok()
     }
 }
 

@@ -295,7 +295,18 @@ impl Session {
         method: &str,
         params: Option<Value>,
     ) -> Result<T, Error> {
-        let raw = self.request(method, params).await?;
+        self.request_as_with(method, params, &RequestOptions::default())
+            .await
+    }
+
+    /// [`request_as`](Self::request_as) with its own [`RequestOptions`].
+    pub async fn request_as_with<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &RequestOptions,
+    ) -> Result<T, Error> {
+        let raw = self.request_with(method, params, options).await?;
         serde_json::from_str(raw.get())
             .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::Result(e.into())))
     }

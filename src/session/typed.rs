@@ -175,11 +175,8 @@ impl Session {
         // A `&str` and a `Value` always serialize to a `Value`.
         let params =
             serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        let raw = self
-            .request_with("tools/call", Some(params), options)
-            .await?;
-        serde_json::from_str(raw.get())
-            .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::Result(e.into())))
+        self.request_as_with("tools/call", Some(params), options)
+            .await
     }
 
     /// `prompts/get`.
