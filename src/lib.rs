@@ -41,6 +41,7 @@
 //! | [`session`] | per-request options, session state, paging limits |
 //! | [`client`] | the long-lived client's errors, generations, reconnect policy |
 //! | [`config`] | the `mcpServers` file hosts share, read into requests |
+//! | [`group`] | many servers as one: a catalogue, health, routed calls |
 //! | [`session_loss`] | when a failure means the session is gone |
 //! | [`replay`] | the opt-in replay of undelivered calls |
 //! | [`error`] | the error kinds' own types |
@@ -74,6 +75,7 @@ pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod group;
 mod handshake;
 pub mod inbound;
 mod policy;

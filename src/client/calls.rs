@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{ClientError, McpClient};
-use crate::protocol::{CallToolResult, ListToolsResult};
+use crate::protocol::{CallToolResult, ListToolsResult, Prompt, Resource, ResourceTemplate};
 use crate::session::RequestOptions;
 
 impl McpClient {
@@ -61,6 +61,26 @@ impl McpClient {
     pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
         self.run("list_tools", |s| async move { s.list_tools().await })
             .await
+    }
+
+    /// `prompts/list`, every page.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.run("list_prompts", |s| async move { s.list_prompts().await })
+            .await
+    }
+
+    /// `resources/list`, every page.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.run("list_resources", |s| async move { s.list_resources().await })
+            .await
+    }
+
+    /// `resources/templates/list`, every page.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.run("list_resource_templates", |s| async move {
+            s.list_resource_templates().await
+        })
+        .await
     }
 
     /// `prompts/get`.

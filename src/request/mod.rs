@@ -243,6 +243,11 @@ impl ConnectRequest {
         self
     }
 
+    /// The listener given to [`with_notifications`](Self::with_notifications).
+    pub(crate) fn listener(&self) -> Option<&NotificationSender> {
+        self.listener.as_ref()
+    }
+
     /// The server's name (see [`with_name`](Self::with_name)).
     pub fn name(&self) -> &str {
         &self.name

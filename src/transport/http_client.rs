@@ -217,8 +217,23 @@ pub(crate) fn chain_has<T: std::error::Error + 'static>(
     false
 }
 
+/// How long a pooled connection may sit idle before the kernel starts
+/// probing it. A NAT or load balancer that forgets an idle connection
+/// drops it silently; without probes the next request would find out, by
+/// waiting. With them the kernel sees the loss first (Linux: the probes'
+/// own interval and count decide how soon) and the pool discards the
+/// connection.
+pub(crate) const TCP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+/// Between unanswered keepalive probes (Linux's own default is 75 s).
+const TCP_KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+/// Unanswered probes before the connection counts as lost (Linux: 9): a
+/// dropped idle connection is noticed about 60 s after its last traffic.
+const TCP_KEEPALIVE_PROBES: u32 = 3;
+
 /// The system-resolver TCP connector every default client starts from, its
-/// resolver errors tagged as [`DnsError`].
+/// resolver errors tagged as [`DnsError`]: no Nagle delay, TCP keepalive
+/// after [`TCP_KEEPALIVE`] idle, probing every
+/// [`TCP_KEEPALIVE_INTERVAL`] up to [`TCP_KEEPALIVE_PROBES`] times.
 fn tcp_connector<R>(
     resolver: R,
 ) -> HttpConnector<impl Service<Name, Response = R::Response, Error = DnsError, Future: Send> + Clone>
@@ -233,6 +248,9 @@ where
         .service(resolver);
     let mut http = HttpConnector::new_with_resolver(resolver);
     http.set_nodelay(true);
+    http.set_keepalive(Some(TCP_KEEPALIVE));
+    http.set_keepalive_interval(Some(TCP_KEEPALIVE_INTERVAL));
+    http.set_keepalive_retries(Some(TCP_KEEPALIVE_PROBES));
     http
 }
 
@@ -319,4 +337,34 @@ fn tls_builder() -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::buildersta
     .with_root_certificates(roots)
     .with_no_client_auth();
     hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 26: every socket of the default client probes an idle
+    /// connection, so a NAT that dropped it is noticed before a call waits.
+    #[tokio::test]
+    async fn default_sockets_have_tcp_keepalive() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let uri: http::Uri = format!("http://{}/", listener.local_addr().expect("addr"))
+            .parse()
+            .expect("uri");
+        let mut connector = tcp_connector(GaiResolver::new());
+        let stream = connector.call(uri).await.expect("connect");
+        let socket = socket2::SockRef::from(stream.inner());
+        assert!(socket.keepalive().expect("SO_KEEPALIVE"));
+        assert_eq!(socket.tcp_keepalive_time().expect("idle"), TCP_KEEPALIVE);
+        assert_eq!(
+            socket.tcp_keepalive_interval().expect("interval"),
+            TCP_KEEPALIVE_INTERVAL
+        );
+        assert_eq!(
+            socket.tcp_keepalive_retries().expect("probes"),
+            TCP_KEEPALIVE_PROBES
+        );
+    }
 }

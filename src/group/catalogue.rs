@@ -1,0 +1,389 @@
+//! One catalogue of every usable server's tools, prompts, resources and
+//! resource templates, rebuilt whenever a server's listing changes and
+//! read as an immutable snapshot.
+//!
+//! A snapshot is an `Arc<Catalogue>`: a caller that holds one routes by it
+//! while the group builds the next. Its [`version`](Catalogue::version)
+//! grows by one each time the content changes, and only then: a server
+//! that announces `list_changed` and lists the same tools again, or
+//! reconnects and lists what it listed before, leaves the version as it
+//! was, so a version is a cheap way to ask "must I tell the model?".
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::naming::{is_valid_tool_name, NameRequest, Naming};
+use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
+
+/// What one server lists, as last fetched (its tools already filtered).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Listing {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) prompts: Vec<Prompt>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+}
+
+/// A tool or prompt under its catalogue name.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Named<T> {
+    /// The name a caller uses (see [`Naming`]).
+    pub name: String,
+    /// The server that offers it.
+    pub server: Arc<str>,
+    /// The item as the server listed it; its own `name` is the one the
+    /// server is called with.
+    pub item: T,
+}
+
+/// A resource or resource template, with the server that offers it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Listed<T> {
+    /// The server that offers it.
+    pub server: Arc<str>,
+    /// The item as the server listed it.
+    pub item: T,
+}
+
+/// Which kind of named item was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ItemKind {
+    /// A tool.
+    Tool,
+    /// A prompt.
+    Prompt,
+}
+
+/// Why an item is not in the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeftOutReason {
+    /// The naming rule gave a name that breaks the tool-name rules (too
+    /// long, or characters outside `A-Z a-z 0-9 _ - .`); the name it gave
+    /// is kept here.
+    InvalidName(String),
+    /// The naming rule gave this name to more than one item: none of them
+    /// is routed by it.
+    Collision(String),
+}
+
+/// An item left out of the catalogue; it stays reachable through the
+/// server's own client ([`ServerGroup::client`](super::ServerGroup::client)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeftOut {
+    /// The server that offers it.
+    pub server: Arc<str>,
+    /// The name the server gave it.
+    pub name: String,
+    /// A tool or a prompt.
+    pub kind: ItemKind,
+    /// Why it was left out.
+    pub reason: LeftOutReason,
+}
+
+/// A snapshot of the group's catalogue. Tools and prompts are sorted by
+/// catalogue name; resources and templates by server, in the server's
+/// order.
+#[derive(Debug, Clone, Default)]
+pub struct Catalogue {
+    version: u64,
+    content: Content,
+    /// Catalogue name to index in `content.tools`.
+    tool_index: HashMap<String, usize>,
+    prompt_index: HashMap<String, usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Content {
+    tools: Vec<Named<Tool>>,
+    prompts: Vec<Named<Prompt>>,
+    resources: Vec<Listed<Resource>>,
+    templates: Vec<Listed<ResourceTemplate>>,
+    left_out: Vec<LeftOut>,
+}
+
+impl Catalogue {
+    /// Grows by one with every change of content; 0 for the empty
+    /// catalogue a group starts with.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Every tool, by catalogue name.
+    pub fn tools(&self) -> &[Named<Tool>] {
+        &self.content.tools
+    }
+
+    /// Every prompt, by catalogue name.
+    pub fn prompts(&self) -> &[Named<Prompt>] {
+        &self.content.prompts
+    }
+
+    /// Every resource.
+    pub fn resources(&self) -> &[Listed<Resource>] {
+        &self.content.resources
+    }
+
+    /// Every resource template.
+    pub fn resource_templates(&self) -> &[Listed<ResourceTemplate>] {
+        &self.content.templates
+    }
+
+    /// The tools and prompts that have no catalogue name, and why.
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.content.left_out
+    }
+
+    /// The tool a caller names `name`.
+    pub fn tool(&self, name: &str) -> Option<&Named<Tool>> {
+        self.tool_index.get(name).map(|&i| &self.content.tools[i])
+    }
+
+    /// The prompt a caller names `name`.
+    pub fn prompt(&self, name: &str) -> Option<&Named<Prompt>> {
+        self.prompt_index.get(name).map(|&i| &self.content.prompts[i])
+    }
+
+    /// The servers whose listing has a resource at exactly `uri`.
+    pub fn resource_servers(&self, uri: &str) -> Vec<Arc<str>> {
+        let mut servers: Vec<Arc<str>> = self
+            .content
+            .resources
+            .iter()
+            .filter(|listed| listed.item.uri == uri)
+            .map(|listed| Arc::clone(&listed.server))
+            .collect();
+        servers.dedup();
+        servers
+    }
+
+    /// The catalogue of `listings` (server name to listing), one version
+    /// after `previous`; `None` when its content is `previous`'s.
+    pub(crate) fn next(
+        previous: &Catalogue,
+        listings: &BTreeMap<Arc<str>, Arc<Listing>>,
+        naming: &Naming,
+    ) -> Option<Catalogue> {
+        let mut left_out = Vec::new();
+        let tools = named(
+            listings,
+            |listing| &listing.tools,
+            |tool| &tool.name,
+            naming,
+            ItemKind::Tool,
+            &mut left_out,
+        );
+        let prompts = named(
+            listings,
+            |listing| &listing.prompts,
+            |prompt| &prompt.name,
+            naming,
+            ItemKind::Prompt,
+            &mut left_out,
+        );
+        let mut resources = Vec::new();
+        let mut templates = Vec::new();
+        for (server, listing) in listings {
+            resources.extend(listing.resources.iter().map(|item| Listed {
+                server: Arc::clone(server),
+                item: item.clone(),
+            }));
+            templates.extend(listing.templates.iter().map(|item| Listed {
+                server: Arc::clone(server),
+                item: item.clone(),
+            }));
+        }
+        let content = Content {
+            tools,
+            prompts,
+            resources,
+            templates,
+            left_out,
+        };
+        if content == previous.content {
+            return None;
+        }
+        let index = |names: Vec<&String>| {
+            names
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| (name.clone(), i))
+                .collect()
+        };
+        Some(Catalogue {
+            version: previous.version + 1,
+            tool_index: index(content.tools.iter().map(|t| &t.name).collect()),
+            prompt_index: index(content.prompts.iter().map(|p| &p.name).collect()),
+            content,
+        })
+    }
+}
+
+/// Names every item of one kind across servers: the naming rule, then the
+/// checks (valid, unique), sorted by catalogue name.
+fn named<T: Clone>(
+    listings: &BTreeMap<Arc<str>, Arc<Listing>>,
+    items: impl Fn(&Listing) -> &Vec<T>,
+    name_of: impl Fn(&T) -> &String,
+    naming: &Naming,
+    kind: ItemKind,
+    left_out: &mut Vec<LeftOut>,
+) -> Vec<Named<T>> {
+    // How many servers offer each name, as made to fit.
+    let mut offered: HashMap<String, usize> = HashMap::new();
+    for listing in listings.values() {
+        let mut names: Vec<String> = items(listing)
+            .iter()
+            .map(|item| super::naming::fit(name_of(item)))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            *offered.entry(name).or_default() += 1;
+        }
+    }
+    let mut by_name: BTreeMap<String, Vec<Named<T>>> = BTreeMap::new();
+    for (server, listing) in listings {
+        for item in items(listing) {
+            let original = name_of(item);
+            let request = NameRequest {
+                server,
+                name: original,
+                collides: offered
+                    .get(&super::naming::fit(original))
+                    .is_some_and(|&servers| servers > 1),
+            };
+            let name = naming.name(&request);
+            if !is_valid_tool_name(&name) {
+                left_out.push(LeftOut {
+                    server: Arc::clone(server),
+                    name: original.clone(),
+                    kind,
+                    reason: LeftOutReason::InvalidName(name),
+                });
+                continue;
+            }
+            by_name.entry(name.clone()).or_default().push(Named {
+                name,
+                server: Arc::clone(server),
+                item: item.clone(),
+            });
+        }
+    }
+    let mut named = Vec::with_capacity(by_name.len());
+    for (name, mut entries) in by_name {
+        if entries.len() == 1 {
+            named.append(&mut entries);
+            continue;
+        }
+        left_out.extend(entries.into_iter().map(|entry| LeftOut {
+            name: name_of(&entry.item).clone(),
+            server: entry.server,
+            kind,
+            reason: LeftOutReason::Collision(name.clone()),
+        }));
+    }
+    named
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str) -> Tool {
+        serde_json::from_value(json!({ "name": name, "inputSchema": { "type": "object" } }))
+            .expect("tool")
+    }
+
+    fn listings(servers: &[(&str, &[&str])]) -> BTreeMap<Arc<str>, Arc<Listing>> {
+        servers
+            .iter()
+            .map(|(server, tools)| {
+                let listing = Listing {
+                    tools: tools.iter().map(|name| tool(name)).collect(),
+                    ..Listing::default()
+                };
+                (Arc::from(*server), Arc::new(listing))
+            })
+            .collect()
+    }
+
+    /// The next catalogue, or `previous` again when nothing changed.
+    fn next(
+        previous: &Catalogue,
+        listings: &BTreeMap<Arc<str>, Arc<Listing>>,
+        naming: &Naming,
+    ) -> Catalogue {
+        Catalogue::next(previous, listings, naming).unwrap_or_else(|| previous.clone())
+    }
+
+    fn names(catalogue: &Catalogue) -> Vec<(&str, &str, &str)> {
+        catalogue
+            .tools()
+            .iter()
+            .map(|t| (t.name.as_str(), &*t.server, t.item.name.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn collisions_are_prefixed_on_every_side_and_routed_to_the_original() {
+        let start = Catalogue::default();
+        let servers = listings(&[("files", &["read", "list"]), ("git", &["read", "log"])]);
+        let catalogue = next(&start, &servers, &Naming::OnCollision);
+        assert_eq!(
+            names(&catalogue),
+            vec![
+                ("files__read", "files", "read"),
+                ("git__read", "git", "read"),
+                ("list", "files", "list"),
+                ("log", "git", "log"),
+            ]
+        );
+        let routed = catalogue.tool("git__read").expect("routed");
+        assert_eq!((&*routed.server, routed.item.name.as_str()), ("git", "read"));
+        assert!(catalogue.tool("read").is_none());
+        assert_eq!(catalogue.version(), 1);
+    }
+
+    #[test]
+    fn the_version_moves_only_with_the_content() {
+        let servers = listings(&[("a", &["x"])]);
+        let first = next(&Catalogue::default(), &servers, &Naming::OnCollision);
+        let same = next(&first, &listings(&[("a", &["x"])]), &Naming::OnCollision);
+        assert_eq!(same.version(), 1);
+        let changed = next(&same, &listings(&[("a", &["x", "y"])]), &Naming::Always);
+        assert_eq!(changed.version(), 2);
+        assert_eq!(changed.tools()[0].name, "a__x");
+    }
+
+    #[test]
+    fn names_that_break_the_rules_or_still_collide_are_left_out() {
+        let long = "t".repeat(127);
+        let servers = listings(&[
+            ("a b", &["user/update", long.as_str()]),
+            ("c", &[long.as_str()]),
+        ]);
+        let catalogue = next(&Catalogue::default(), &servers, &Naming::OnCollision);
+        // "user/update" fits as "user_update"; the long name collides, and
+        // prefixed it is longer than 128 characters.
+        assert_eq!(names(&catalogue), vec![("user_update", "a b", "user/update")]);
+        assert_eq!(catalogue.left_out().len(), 2);
+        assert!(catalogue
+            .left_out()
+            .iter()
+            .all(|l| matches!(l.reason, LeftOutReason::InvalidName(_))));
+        // A custom rule that names two tools alike routes neither.
+        let same = Naming::custom(|_| "same".to_owned());
+        let catalogue = next(&Catalogue::default(), &listings(&[("a", &["x", "y"])]), &same);
+        assert!(catalogue.tools().is_empty());
+        assert_eq!(
+            catalogue.left_out()[0].reason,
+            LeftOutReason::Collision("same".into())
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! Catalogue names: the tool-name rules of the 2026-07-28 specification,
+//! and what a group does when two servers offer the same name.
+//!
+//! The rules (a `SHOULD` in the specification, enforced by several model
+//! APIs): 1 to 128 characters, only ASCII letters, digits, `_`, `-` and `.`.
+//! Many servers break them (a `/` in a name, a space); a catalogue is
+//! usually handed to a model, so every name it shows is made to fit: a
+//! character outside the set becomes `_`. The catalogue remembers which
+//! server and which original name each catalogue name stands for, so a
+//! changed name still reaches the right tool.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The longest tool name the rules allow.
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// Between the server's name and the tool's in a prefixed name.
+pub const SEPARATOR: &str = "__";
+
+/// Whether `name` follows the 2026-07-28 tool-name rules: 1 to 128
+/// characters from `A-Z a-z 0-9 _ - .`.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_TOOL_NAME && name.bytes().all(allowed)
+}
+
+fn allowed(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.')
+}
+
+/// `name` with every character the rules do not allow replaced by `_`
+/// (an empty name becomes `_`). Not shortened: a name that is still too
+/// long is left out of the catalogue rather than cut into one that may
+/// mean another tool.
+pub fn fit(name: &str) -> String {
+    if name.is_empty() {
+        return "_".to_owned();
+    }
+    name.chars()
+        .map(|c| match u8::try_from(c) {
+            Ok(byte) if allowed(byte) => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+/// The common prefixed form, `server__tool`, both parts made to fit.
+pub fn prefixed(server: &str, name: &str) -> String {
+    format!("{}{SEPARATOR}{}", fit(server), fit(name))
+}
+
+/// What a naming rule is asked for one tool or prompt.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct NameRequest<'a> {
+    /// The server's name in the group.
+    pub server: &'a str,
+    /// The name the server gave it.
+    pub name: &'a str,
+    /// Whether another server in the catalogue offers the same name (after
+    /// [`fit`]), for the same kind of item.
+    pub collides: bool,
+}
+
+type Custom = Arc<dyn Fn(&NameRequest<'_>) -> String + Send + Sync>;
+
+/// How the catalogue names tools and prompts.
+///
+/// Whatever the rule, every resulting name is checked: one that breaks the
+/// rules ([`is_valid_tool_name`]) or that two items share is left out of
+/// the catalogue and listed in
+/// [`Catalogue::left_out`](super::Catalogue::left_out), never guessed at.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum Naming {
+    /// The default: a name only one server offers is kept (made to fit);
+    /// a name several servers offer becomes `server__name` on every one of
+    /// them, so no server wins by starting first and the name a caller
+    /// used keeps meaning the same tool while the set of servers holds.
+    #[default]
+    OnCollision,
+    /// Every name becomes `server__name`: stable whatever other servers
+    /// join, at the price of longer names.
+    Always,
+    /// The application's own rule.
+    Custom(Custom),
+}
+
+impl Naming {
+    /// A rule of the application's own: `rule` gets the server, the
+    /// original name and whether it collides, and returns the catalogue
+    /// name.
+    pub fn custom(rule: impl Fn(&NameRequest<'_>) -> String + Send + Sync + 'static) -> Self {
+        Naming::Custom(Arc::new(rule))
+    }
+
+    /// The catalogue name for one item.
+    pub(crate) fn name(&self, request: &NameRequest<'_>) -> String {
+        match self {
+            Naming::OnCollision if !request.collides => fit(request.name),
+            Naming::OnCollision | Naming::Always => prefixed(request.server, request.name),
+            Naming::Custom(rule) => rule(request),
+        }
+    }
+}
+
+impl fmt::Debug for Naming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Naming::OnCollision => "OnCollision",
+            Naming::Always => "Always",
+            Naming::Custom(_) => "Custom",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_are_the_2026_ones() {
+        assert!(is_valid_tool_name("getUser"));
+        assert!(is_valid_tool_name("DATA_EXPORT_v2"));
+        assert!(is_valid_tool_name("admin.tools.list"));
+        assert!(is_valid_tool_name(&"a".repeat(128)));
+        assert!(!is_valid_tool_name(&"a".repeat(129)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("user/update"));
+        assert!(!is_valid_tool_name("two words"));
+        assert!(!is_valid_tool_name("caf\u{e9}"));
+    }
+
+    #[test]
+    fn names_are_made_to_fit_and_prefixed_on_collision() {
+        assert_eq!(fit("user/update"), "user_update");
+        assert_eq!(fit("caf\u{e9}"), "caf_");
+        assert_eq!(prefixed("my files", "read"), "my_files__read");
+        let request = |collides| NameRequest {
+            server: "files",
+            name: "read",
+            collides,
+        };
+        assert_eq!(Naming::OnCollision.name(&request(false)), "read");
+        assert_eq!(Naming::OnCollision.name(&request(true)), "files__read");
+        assert_eq!(Naming::Always.name(&request(false)), "files__read");
+        let dotted = Naming::custom(|r| format!("{}.{}", r.server, r.name));
+        assert_eq!(dotted.name(&request(false)), "files.read");
+    }
+}
