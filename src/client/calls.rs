@@ -71,8 +71,11 @@ impl McpClient {
 
     /// `resources/list`, every page.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.run("list_resources", |s| async move { s.list_resources().await })
-            .await
+        self.run(
+            "list_resources",
+            |s| async move { s.list_resources().await },
+        )
+        .await
     }
 
     /// `resources/templates/list`, every page.

@@ -145,7 +145,9 @@ impl Catalogue {
 
     /// The prompt a caller names `name`.
     pub fn prompt(&self, name: &str) -> Option<&Named<Prompt>> {
-        self.prompt_index.get(name).map(|&i| &self.content.prompts[i])
+        self.prompt_index
+            .get(name)
+            .map(|&i| &self.content.prompts[i])
     }
 
     /// The servers whose listing has a resource at exactly `uri`.
@@ -345,7 +347,10 @@ mod tests {
             ]
         );
         let routed = catalogue.tool("git__read").expect("routed");
-        assert_eq!((&*routed.server, routed.item.name.as_str()), ("git", "read"));
+        assert_eq!(
+            (&*routed.server, routed.item.name.as_str()),
+            ("git", "read")
+        );
         assert!(catalogue.tool("read").is_none());
         assert_eq!(catalogue.version(), 1);
     }
@@ -371,7 +376,10 @@ mod tests {
         let catalogue = next(&Catalogue::default(), &servers, &Naming::OnCollision);
         // "user/update" fits as "user_update"; the long name collides, and
         // prefixed it is longer than 128 characters.
-        assert_eq!(names(&catalogue), vec![("user_update", "a b", "user/update")]);
+        assert_eq!(
+            names(&catalogue),
+            vec![("user_update", "a b", "user/update")]
+        );
         assert_eq!(catalogue.left_out().len(), 2);
         assert!(catalogue
             .left_out()
@@ -379,7 +387,11 @@ mod tests {
             .all(|l| matches!(l.reason, LeftOutReason::InvalidName(_))));
         // A custom rule that names two tools alike routes neither.
         let same = Naming::custom(|_| "same".to_owned());
-        let catalogue = next(&Catalogue::default(), &listings(&[("a", &["x", "y"])]), &same);
+        let catalogue = next(
+            &Catalogue::default(),
+            &listings(&[("a", &["x", "y"])]),
+            &same,
+        );
         assert!(catalogue.tools().is_empty());
         assert_eq!(
             catalogue.left_out()[0].reason,

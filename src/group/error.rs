@@ -63,9 +63,10 @@ pub enum GroupError {
     Call {
         /// The server.
         server: Arc<str>,
-        /// What its client said.
+        /// What its client said (boxed: it is large, and most group
+        /// errors are not calls).
         #[source]
-        error: ClientError,
+        error: Box<ClientError>,
     },
 }
 

@@ -322,10 +322,7 @@ impl Supervisor {
         match tokio::time::timeout(bound, self.member.client.request("ping", None)).await {
             Ok(Ok(_)) => Ping::Answered,
             Ok(Err(error)) => Ping::Failed(error.failure(), error.session_lost()),
-            Err(_) => Ping::Failed(
-                Failure::new(Stage::REQUEST, FailureKind::Timeout),
-                false,
-            ),
+            Err(_) => Ping::Failed(Failure::new(Stage::REQUEST, FailureKind::Timeout), false),
         }
     }
 

@@ -86,7 +86,9 @@ pub use filter::ToolFilter;
 pub use health::{HealthChange, HealthChanges, HealthState, ServerHealth};
 pub use member::{Keepalive, Server};
 use member::{Member, Supervisor};
-pub use naming::{fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR};
+pub use naming::{
+    fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR,
+};
 
 /// Unread notifications kept per server before newer ones are dropped.
 const NOTIFICATION_CAPACITY: usize = 64;
@@ -238,10 +240,7 @@ impl ServerGroup {
     pub fn add_config(&self, config: &ServersConfig, stack: &Establish) -> Vec<GroupError> {
         config
             .servers()
-            .filter_map(|server| {
-                self.add(Server::new(stack.clone(), server.request()))
-                    .err()
-            })
+            .filter_map(|server| self.add(Server::new(stack.clone(), server.request())).err())
             .collect()
     }
 
@@ -326,8 +325,11 @@ impl ServerGroup {
         let mut changes = self.shared.changes.subscribe();
         loop {
             changes.borrow_and_update();
-            let healths: Vec<ServerHealth> =
-                self.members().values().map(|member| member.health()).collect();
+            let healths: Vec<ServerHealth> = self
+                .members()
+                .values()
+                .map(|member| member.health())
+                .collect();
             if let Some(outcome) = done(&healths) {
                 return outcome;
             }
@@ -354,8 +356,13 @@ impl ServerGroup {
 
     /// `tools/call` on the server the catalogue routes `name` to, with the
     /// name that server gave the tool.
-    pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, GroupError> {
-        self.call_tool_with(name, arguments, &RequestOptions::new()).await
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<CallToolResult, GroupError> {
+        self.call_tool_with(name, arguments, &RequestOptions::new())
+            .await
     }
 
     /// [`call_tool`](Self::call_tool) with per-request options.
@@ -366,9 +373,11 @@ impl ServerGroup {
         options: &RequestOptions,
     ) -> Result<CallToolResult, GroupError> {
         let catalogue = self.catalogue();
-        let tool = catalogue.tool(name).ok_or_else(|| GroupError::UnknownTool {
-            name: name.to_owned(),
-        })?;
+        let tool = catalogue
+            .tool(name)
+            .ok_or_else(|| GroupError::UnknownTool {
+                name: name.to_owned(),
+            })?;
         let member = self.usable(&tool.server)?;
         let outcome = member
             .client
@@ -378,11 +387,17 @@ impl ServerGroup {
     }
 
     /// `prompts/get` on the server the catalogue routes `name` to.
-    pub async fn get_prompt(&self, name: &str, arguments: Option<&Value>) -> Result<Value, GroupError> {
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+    ) -> Result<Value, GroupError> {
         let catalogue = self.catalogue();
-        let prompt = catalogue.prompt(name).ok_or_else(|| GroupError::UnknownPrompt {
-            name: name.to_owned(),
-        })?;
+        let prompt = catalogue
+            .prompt(name)
+            .ok_or_else(|| GroupError::UnknownPrompt {
+                name: name.to_owned(),
+            })?;
         let member = self.usable(&prompt.server)?;
         let outcome = member.client.get_prompt(&prompt.item.name, arguments).await;
         self.observed(&member, outcome)
@@ -449,11 +464,12 @@ impl ServerGroup {
     ) -> Result<T, GroupError> {
         outcome.map_err(|error| {
             if let Some(failure) = member.call_failed(&error) {
-                self.shared.set_health(member, HealthState::Degraded(failure));
+                self.shared
+                    .set_health(member, HealthState::Degraded(failure));
             }
             GroupError::Call {
                 server: Arc::clone(&member.name),
-                error,
+                error: Box::new(error),
             }
         })
     }
@@ -505,7 +521,11 @@ impl Shared {
             .members()
             .iter()
             .filter_map(|(name, member)| {
-                let listing = member.listing.lock().expect("listing lock poisoned").clone();
+                let listing = member
+                    .listing
+                    .lock()
+                    .expect("listing lock poisoned")
+                    .clone();
                 listing.map(|listing| (Arc::clone(name), listing))
             })
             .collect();
@@ -524,7 +544,12 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        for member in self.members.get_mut().expect("members lock poisoned").values() {
+        for member in self
+            .members
+            .get_mut()
+            .expect("members lock poisoned")
+            .values()
+        {
             if let Some(task) = member.task.lock().expect("task lock poisoned").take() {
                 task.abort();
             }

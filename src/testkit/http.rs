@@ -326,6 +326,18 @@ async fn respond(script: Script, reset: &AtomicBool) -> Result<Response<Body>, i
             chunks(events, Some(Ok(()))),
             vec![],
         ),
+        Script::SseLive(receiver) => {
+            let live = futures_util::stream::unfold(receiver, |mut receiver| async move {
+                let chunk = receiver.recv().await?;
+                Some((Ok(Frame::data(Bytes::from(chunk))), receiver))
+            });
+            build(
+                200,
+                Some("text/event-stream"),
+                BodyExt::boxed(StreamBody::new(live)),
+                vec![],
+            )
+        }
         Script::SsePaced(events) => {
             let paced = futures_util::stream::iter(events).then(|(delay, chunk)| async move {
                 tokio::time::sleep(delay).await;

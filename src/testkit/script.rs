@@ -114,6 +114,10 @@ pub enum Script {
     SseThenBreak(Vec<String>),
     /// This answer after a delay before the headers (a slow handler).
     Delayed(Duration, Box<Script>),
+    /// A `text/event-stream` whose raw chunks the test sends, as it
+    /// pleases, through the channel's sender; it ends when the sender is
+    /// dropped.
+    SseLive(tokio::sync::mpsc::UnboundedReceiver<String>),
 }
 
 /// A JSON-RPC result answering `request`.

@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod group;
 mod multi_round_trip;
 mod replay;
 mod resumable_streams;

@@ -1,0 +1,385 @@
+//! Issue 26: a group of twenty servers, four of them bad, used as one.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_connect::group::{GroupError, HealthState, Server, ServerGroup, ToolFilter};
+use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
+use mcp_connect::layers::FailureKind;
+use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::support::{
+    error, fixture, result, spawn_log, spawned, watchdog, Recorded, Script, ScriptServer,
+};
+
+/// A legacy Streamable HTTP server whose tools the test can change and
+/// whose standalone stream the test can write to.
+#[derive(Clone)]
+struct Scripted {
+    name: &'static str,
+    tools: Arc<Mutex<Vec<String>>>,
+    /// The sender of the current GET stream, once the client opened one.
+    stream: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
+    delay: Duration,
+}
+
+impl Scripted {
+    fn new(name: &'static str, tools: &[&str], delay: Duration) -> Self {
+        Scripted {
+            name,
+            tools: Arc::new(Mutex::new(tools.iter().map(|t| t.to_string()).collect())),
+            stream: Arc::new(Mutex::new(None)),
+            delay,
+        }
+    }
+
+    fn respond(&self, request: &Recorded) -> Script {
+        match request.rpc_method() {
+            "server/discover" => Script::Json(400, error(request, -32000, None)),
+            "initialize" => Script::Delayed(
+                self.delay,
+                Box::new(Script::JsonWith(
+                    200,
+                    result(
+                        request,
+                        json!({
+                            "protocolVersion": request.body["params"]["protocolVersion"],
+                            "capabilities": { "tools": { "listChanged": true } },
+                            "serverInfo": { "name": self.name, "version": "1" }
+                        }),
+                    ),
+                    vec![("mcp-session-id", format!("session-{}", self.name))],
+                )),
+            ),
+            "notifications/initialized" => Script::Status(202),
+            "tools/list" => {
+                let tools: Vec<Value> = self
+                    .tools
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|name| json!({ "name": name, "inputSchema": { "type": "object" } }))
+                    .collect();
+                Script::Json(200, result(request, json!({ "tools": tools })))
+            }
+            "tools/call" => Script::Json(
+                200,
+                result(
+                    request,
+                    json!({ "content": [{ "type": "text",
+                        "text": format!("{} ran {}", self.name, request.body["params"]["name"].as_str().unwrap_or("")) }] }),
+                ),
+            ),
+            "ping" => Script::Json(200, result(request, json!({}))),
+            "" if request.method == http::Method::GET => {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                *self.stream.lock().unwrap() = Some(sender);
+                Script::SseLive(receiver)
+            }
+            "" if request.method == http::Method::DELETE => Script::Status(200),
+            _ => Script::Json(200, error(request, -32601, None)),
+        }
+    }
+
+    /// Tells the client, on its standalone stream, that the tools changed.
+    fn announce_tools_changed(&self) {
+        let sender = self
+            .stream
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a standalone stream");
+        sender
+            .send(
+                "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+                    .into(),
+            )
+            .expect("stream open");
+    }
+
+    async fn start(&self) -> ScriptServer {
+        let this = self.clone();
+        ScriptServer::start(move |request| this.respond(request)).await
+    }
+
+    async fn start_on(&self, addr: SocketAddr) -> ScriptServer {
+        let this = self.clone();
+        ScriptServer::start_on(addr, move |request| this.respond(request))
+            .await
+            .expect("the port is free again")
+    }
+}
+
+/// Recovery on for every server (three attempts): the classifier, not
+/// luck, decides what is retried.
+fn stack(deadline: Duration) -> Establish {
+    EstablishBuilder::new(Connector::new())
+        .with_deadline(deadline)
+        .with_recovery(
+            RecoveryPolicy::new()
+                .with_max_attempts(3)
+                .with_backoff(Backoff::NONE),
+        )
+        .build()
+}
+
+fn named(url: &str, name: &str) -> ConnectRequest {
+    ConnectRequest::http(url).expect("valid").with_name(name)
+}
+
+fn text(result: &mcp_connect::protocol::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_servers_four_bad_one_group() {
+    watchdog(Duration::from_secs(60), async {
+        let group = ServerGroup::new();
+        let mut changes = group.health_changes();
+        let healthy_stack = stack(Duration::from_secs(10));
+
+        // Sixteen healthy servers; server i answers `initialize` after i*20 ms
+        // (the slowest healthy one after 300 ms; the sum would be 2.4 s).
+        let names: Vec<&'static str> = (0..16)
+            .map(|i| &*Box::leak(format!("s{i:02}").into_boxed_str()))
+            .collect();
+        let mut scripted = Vec::new();
+        let mut servers = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let tools: Vec<String> = match i {
+                // Two servers offer `search`: the collision.
+                1 | 2 => vec!["search".into(), format!("only_{name}")],
+                // The filter's server.
+                3 => vec!["read".into(), "write".into(), "delete_all".into()],
+                _ => vec![format!("tool_{name}")],
+            };
+            let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
+            let script = Scripted::new(name, &tools, Duration::from_millis(20 * i as u64));
+            servers.push(script.start().await);
+            scripted.push(script);
+        }
+        let started = Instant::now();
+        for (i, (name, server)) in names.iter().zip(&servers).enumerate() {
+            let mut member = Server::new(healthy_stack.clone(), named(&server.url(), name));
+            if i == 3 {
+                member = member.with_filter(ToolFilter::new().exclude(["delete_*"]));
+            }
+            group.add(member).expect("new name");
+        }
+
+        // The four bad ones: stalls forever (its deadline 1.5 s), 401,
+        // exits on start, and one slow but healthy one with a 10 s
+        // deadline that answers after 2.5 s.
+        let stalled = ScriptServer::start(|_| Script::Stall).await;
+        group
+            .add(Server::new(
+                stack(Duration::from_millis(1500)),
+                named(&stalled.url(), "stalled"),
+            ))
+            .unwrap();
+        let refusing = ScriptServer::start(|_| Script::Status(401)).await;
+        group
+            .add(Server::new(
+                healthy_stack.clone(),
+                named(&refusing.url(), "refusing"),
+            ))
+            .unwrap();
+        let log = spawn_log("group-exits");
+        let exits = fixture(&[
+            "--spawn-log",
+            log.to_str().unwrap(),
+            "--exit-on",
+            "initialize",
+            "--exit-on",
+            "server/discover",
+        ]);
+        group
+            .add(Server::new(
+                healthy_stack.clone(),
+                ConnectRequest::stdio(exits).with_name("exits"),
+            ))
+            .unwrap();
+        let slow_script = Scripted::new("slow", &["slow_tool"], Duration::from_millis(2500));
+        let slow = slow_script.start().await;
+        group
+            .add(Server::new(
+                healthy_stack.clone(),
+                named(&slow.url(), "slow"),
+            ))
+            .unwrap();
+        assert_eq!(group.names().len(), 20);
+        assert!(matches!(
+            group.add(Server::new(
+                healthy_stack.clone(),
+                named(&slow.url(), "slow")
+            )),
+            Err(GroupError::Duplicate { .. })
+        ));
+
+        // Usable with the first server, long before the slowest.
+        group.first_usable().await.expect("one is usable");
+        let first = started.elapsed();
+
+        // All sixteen healthy ones ready within about the slowest one's time.
+        let mut ready = std::collections::BTreeSet::new();
+        while ready.len() < 16 {
+            let change = changes.recv().await.expect("group alive");
+            if change.health.state == HealthState::Ready
+                && change.server.starts_with('s')
+                && &*change.server != "slow"
+                && &*change.server != "stalled"
+            {
+                ready.insert(change.server.clone());
+            }
+        }
+        let sixteen = started.elapsed();
+        assert!(first <= sixteen);
+        assert!(
+            sixteen < Duration::from_millis(1300),
+            "16 healthy servers ready after {sixteen:?}: the slowest takes 300 ms, the sum 2.4 s"
+        );
+        assert_eq!(group.health("slow").unwrap().state, HealthState::Connecting);
+
+        // The bad ones, each at its own pace, each its own failure.
+        group.settled().await;
+        let settled = started.elapsed();
+        let health = |name: &str| group.health(name).unwrap().state;
+        match health("stalled") {
+            HealthState::Failed(failure) => assert_eq!(failure.kind, FailureKind::Timeout),
+            other => panic!("stalled: {other:?}"),
+        }
+        assert!(
+            settled >= Duration::from_millis(2500),
+            "the slow one settles last, after {settled:?}"
+        );
+        match health("refusing") {
+            HealthState::NeedsAuthorization(failure) => assert_eq!(failure.http_status, Some(401)),
+            other => panic!("refusing: {other:?}"),
+        }
+        assert!(
+            matches!(health("exits"), HealthState::Failed(_)),
+            "{:?}",
+            health("exits")
+        );
+        assert_eq!(health("slow"), HealthState::Ready);
+        // Nothing retried that the classifier forbids: one request to the
+        // 401 server, whatever the recovery policy and however long we wait;
+        // the exiting one was retried by recovery (a closed transport is
+        // eligible), within its establishment, and never again.
+        let spawns = spawned(&log).len();
+        assert!(spawns >= 3, "recovery made fresh attempts: {spawns} spawns");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(refusing.recorded().len(), 1, "the 401 is never retried");
+        assert_eq!(
+            spawned(&log).len(),
+            spawns,
+            "failed for good: no more spawns"
+        );
+
+        // The catalogue: the collision prefixed on both sides, the filter
+        // applied, nothing from servers that are not usable.
+        let catalogue = group.catalogue();
+        let tool_names: Vec<&str> = catalogue.tools().iter().map(|t| t.name.as_str()).collect();
+        assert!(tool_names.contains(&"s01__search") && tool_names.contains(&"s02__search"));
+        assert!(!tool_names.contains(&"search"));
+        assert!(tool_names.contains(&"only_s01"));
+        assert!(tool_names.contains(&"read") && tool_names.contains(&"write"));
+        assert!(
+            !tool_names.iter().any(|n| n.contains("delete")),
+            "{tool_names:?}"
+        );
+        assert!(tool_names.contains(&"slow_tool"));
+        // 13 single tools, 2 × 2 from the colliding pair, 2 of 3 filtered, 1 slow.
+        assert_eq!(tool_names.len(), 13 + 4 + 2 + 1, "{tool_names:?}");
+        assert!(catalogue.left_out().is_empty());
+        let routed = group
+            .call_tool("s02__search", &json!({}))
+            .await
+            .expect("routed");
+        assert!(
+            text(&routed).contains("s02 ran search"),
+            "{}",
+            text(&routed)
+        );
+        let unknown = group.call_tool("search", &json!({})).await.unwrap_err();
+        assert!(matches!(unknown, GroupError::UnknownTool { .. }));
+
+        // One list_changed: the catalogue version moves once.
+        let before = group.catalogue().version();
+        let mut catalogues = group.catalogue_changes();
+        catalogues.borrow_and_update();
+        scripted[0].tools.lock().unwrap().push("added".into());
+        scripted[0].announce_tools_changed();
+        catalogues.changed().await.expect("a new catalogue");
+        assert_eq!(catalogues.borrow().version(), before + 1);
+        assert!(catalogues.borrow().tool("added").is_some());
+        // The same list announced again changes nothing.
+        scripted[0].announce_tools_changed();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(group.catalogue().version(), before + 1);
+
+        // Kill one, keep calling another; restart it: degraded, then ready
+        // on a new generation, while the other's calls never fail.
+        let victim = servers.remove(5);
+        let addr = victim.addr();
+        assert_eq!(group.health("s05").unwrap().generation, 1);
+        victim.stop().await;
+        let caller = {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let mut calls = 0;
+                let until = Instant::now() + Duration::from_millis(2500);
+                while Instant::now() < until {
+                    group
+                        .call_tool("tool_s06", &json!({}))
+                        .await
+                        .expect("calls to another server never fail");
+                    calls += 1;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                calls
+            })
+        };
+        let failed = group.call_tool("tool_s05", &json!({})).await.unwrap_err();
+        assert!(matches!(failed, GroupError::Call { .. }));
+        assert!(
+            matches!(group.health("s05").unwrap().state, HealthState::Degraded(_)),
+            "{:?}",
+            group.health("s05")
+        );
+        let _restarted = scripted[5].start_on(addr).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let health = group.health("s05").unwrap();
+            if health.state == HealthState::Ready {
+                assert_eq!(health.generation, 2);
+                break;
+            }
+            assert!(Instant::now() < deadline, "s05 never came back: {health:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let back = group.call_tool("tool_s05", &json!({})).await.expect("back");
+        assert!(text(&back).contains("s05 ran tool_s05"));
+        assert!(caller.await.unwrap() > 10);
+
+        // Remove one and restart a failed one: nothing else moves.
+        group.remove("s07").await.unwrap();
+        assert!(group.catalogue().tool("tool_s07").is_none());
+        assert!(group.health("s07").is_none());
+        group.restart("refusing").unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(refusing.recorded().len(), 2, "a restart is one new attempt");
+        assert!(matches!(
+            group.health("refusing").unwrap().state,
+            HealthState::NeedsAuthorization(_)
+        ));
+        assert_eq!(group.health("s08").unwrap().generation, 1);
+        group.shutdown().await;
+        assert!(group.names().is_empty());
+    })
+    .await;
+}
