@@ -18,11 +18,12 @@ pub(crate) struct Args {
 
     /// Establish every server of an `mcpServers` config file (Claude
     /// Desktop, Cursor, VS Code) at once, each under its own deadline, and
-    /// print a line for each as it finishes. Exit 0 when all are
+    /// print a line for each as it finishes; with --list-tools, then the
+    /// merged catalogue under the names a caller uses. Exit 0 when all are
     /// established, 1 when any is not, 2 for a file that cannot be read.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "command", "headers", "auth", "client_credentials", "call_tool",
-        "list_tools", "list_resources", "list_prompts", "era_cache", "repeat",
+        "list_resources", "list_prompts", "era_cache", "repeat",
     ])]
     pub(crate) config: Option<std::path::PathBuf>,
 

@@ -1,17 +1,19 @@
-//! `--config FILE`: every server of an `mcpServers` file established at
-//! once, each through its own copy of the stack (its own deadline, its own
-//! classified failure, its own recovery), a line for each as it finishes,
-//! then a summary. A slow or stalled server delays no other line, only the
+//! `--config FILE`: every server of an `mcpServers` file in one
+//! [`ServerGroup`], each through its own copy of the stack (its own
+//! deadline, its own classified failure, its own recovery), a line for each
+//! as it settles, then, with `--list-tools`, the merged catalogue, then a
+//! summary. A slow or stalled server delays no other line, only the
 //! summary, and never past its own deadline.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::Arc;
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
-use mcp_connect::config::{ServerConfig, ServersConfig};
-use mcp_connect::layers::Classify;
-use mcp_connect::{Connector, Error, Establish, EstablishBuilder, EstablishError, Session};
+use mcp_connect::config::ServersConfig;
+use mcp_connect::group::{Catalogue, HealthState, ItemKind, LeftOutReason, Server, ServerGroup};
+use mcp_connect::layers::Failure;
+use mcp_connect::{Connector, EstablishBuilder};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -33,78 +35,77 @@ pub(super) async fn run(
         Err(error) => return usage(&format!("--config: {}", chain(&error))),
     };
     let chosen = |name: &str| args.server.as_deref().is_none_or(|wanted| wanted == name);
-    let entries: Vec<_> = config
-        .entries()
-        .iter()
-        .filter(|entry| match entry {
-            Ok(server) => chosen(server.name()),
-            Err(error) => chosen(error.name()),
-        })
-        .collect();
-    if args.server.is_some() && entries.is_empty() {
+    let invalid: Vec<_> = config.errors().filter(|e| chosen(e.name())).collect();
+    let servers: Vec<_> = config.servers().filter(|s| chosen(s.name())).collect();
+    if args.server.is_some() && invalid.is_empty() && servers.is_empty() {
         return usage("--server: the config file has no server of that name");
     }
     let handler = match handler_from(args) {
         Ok(handler) => handler,
         Err(message) => return usage(&message),
     };
+    for error in &invalid {
+        let problem = chain(error.problem());
+        printer.line(
+            &format!("{}: not usable: {}", shown(error.name()), shown(&problem)),
+            json!({ "event": "server", "name": error.name(), "outcome": "invalid",
+                    "error": problem }),
+        );
+    }
     // One connector (one pooled HTTP client) for all; the stack's deadline
     // starts anew for every server it establishes.
     let stack = EstablishBuilder::new(Connector::new())
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();
+    let group = ServerGroup::new();
+    let mut changes = group.health_changes();
     let started = Instant::now();
-    let mut failed = 0;
-    let mut pending = FuturesUnordered::new();
-    for entry in entries {
-        match entry {
-            Err(error) => {
-                failed += 1;
-                let problem = chain(error.problem());
-                printer.line(
-                    &format!("{}: not usable: {}", shown(error.name()), shown(&problem)),
-                    json!({ "event": "server", "name": error.name(), "outcome": "invalid",
-                            "error": problem }),
-                );
-            }
-            Ok(server) => {
-                let request = with_limits_and_versions(server.request(), args)
-                    .with_handler(handler.clone())
-                    .with_cancellation(cancel.clone());
-                pending.push(establish(&stack, server, request));
-            }
+    for server in &servers {
+        let request = with_limits_and_versions(server.request(), args)
+            .with_handler(handler.clone())
+            .with_cancellation(cancel.clone());
+        // Names in a config file are unique: this cannot be a duplicate.
+        let _ = group.add(Server::new(stack.clone(), request));
+    }
+    // Each server's first settled state, printed as it comes.
+    let mut settled: BTreeMap<Arc<str>, bool> = BTreeMap::new();
+    while settled.len() < servers.len() {
+        let Some(change) = changes.recv().await else {
+            break;
+        };
+        if settled.contains_key(&change.server) {
+            continue;
         }
-    }
-    let mut sessions = Vec::new();
-    while let Some((name, outcome, elapsed)) = pending.next().await {
-        match outcome {
-            Ok((session, tools)) => {
-                established(printer, name, &session, tools, elapsed);
-                sessions.push(session);
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let ready = match change.health.state {
+            HealthState::Ready => {
+                established(printer, &group, &change.server, elapsed_ms).await;
+                true
             }
-            Err(error) => {
-                failed += 1;
-                not_established(printer, name, &error, elapsed);
+            // Degraded before it was ever ready: its session broke while
+            // listing; the group keeps trying, the command reports it.
+            HealthState::Failed(failure)
+            | HealthState::NeedsAuthorization(failure)
+            | HealthState::Degraded(failure) => {
+                not_established(printer, &group, &change.server, &failure, elapsed_ms);
+                false
             }
-        }
+            _ => continue,
+        };
+        settled.insert(change.server, ready);
     }
-    let count = sessions.len() + failed;
-    let closing = sessions.iter().map(|session| session.close());
-    let closed = tokio::time::timeout(CLOSE_BOUND, futures_util::future::join_all(closing)).await;
-    if closed.is_err() {
-        printer.line(
-            "closing did not finish in time",
-            json!({ "event": "error", "operation": "close", "kind": "timeout" }),
-        );
+    if args.list_tools {
+        list_tools(printer, &group.catalogue());
     }
+    let established = settled.values().filter(|ready| **ready).count();
+    let failed = invalid.len() + servers.len() - established;
+    group.shutdown_within(CLOSE_BOUND).await;
+    let count = invalid.len() + servers.len();
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     printer.line(
-        &format!(
-            "{} of {count} servers established, {failed} not, {elapsed_ms:.3} ms",
-            sessions.len()
-        ),
-        json!({ "event": "summary", "servers": count, "established": sessions.len(),
+        &format!("{established} of {count} servers established, {failed} not, {elapsed_ms:.3} ms"),
+        json!({ "event": "summary", "servers": count, "established": established,
                 "failed": failed, "elapsed_ms": elapsed_ms }),
     );
     if failed == 0 {
@@ -114,40 +115,30 @@ pub(super) async fn run(
     }
 }
 
-type Established = Result<(Session, Result<usize, Error>), EstablishError>;
-
-/// One server: its establishment, then its tool count.
-async fn establish<'a>(
-    stack: &Establish,
-    server: &'a ServerConfig,
-    request: mcp_connect::ConnectRequest,
-) -> (&'a str, Established, Duration) {
-    let started = Instant::now();
-    let outcome = match stack.connect(request).await {
-        Ok(session) => {
-            let tools = session.list_tools().await.map(|listed| listed.tools.len());
-            Ok((session, tools))
-        }
-        Err(error) => Err(error),
+/// A server's line once it is ready: its era, version and transport, the
+/// time since the group started, and how many tools it listed.
+async fn established(printer: &Printer, group: &ServerGroup, name: &str, elapsed_ms: f64) {
+    let Some(client) = group.client(name) else {
+        return;
     };
-    (server.name(), outcome, started.elapsed())
-}
-
-fn established(
-    printer: &Printer,
-    name: &str,
-    session: &Session,
-    tools: Result<usize, Error>,
-    elapsed: Duration,
-) {
-    let ms = elapsed.as_secs_f64() * 1000.0;
-    let tools_shown = match &tools {
-        Ok(count) => format!("{count} tools"),
-        Err(error) => format!("tools not listed: {}", error.failure().kind.as_str()),
+    // Ready: the session exists, so this does not establish.
+    let Ok((session, _)) = client.session().await else {
+        return;
     };
+    let catalogue = group.catalogue();
+    let tools = catalogue
+        .tools()
+        .iter()
+        .filter(|t| &*t.server == name)
+        .count()
+        + catalogue
+            .left_out()
+            .iter()
+            .filter(|l| l.kind == ItemKind::Tool && &*l.server == name)
+            .count();
     printer.line(
         &format!(
-            "{}: established: {} era, protocol {}, over {}, {ms:.3} ms, {tools_shown}",
+            "{}: established: {} era, protocol {}, over {}, {elapsed_ms:.3} ms, {tools} tools",
             shown(name),
             session.era(),
             session.protocol_version(),
@@ -158,23 +149,76 @@ fn established(
             "era": session.era().to_string(),
             "protocol_version": session.protocol_version().to_string(),
             "transport": session.transport_kind().as_str(),
-            "elapsed_ms": ms,
-            "tools": tools.as_ref().ok(),
+            "elapsed_ms": elapsed_ms,
+            "tools": tools,
         }),
     );
 }
 
-fn not_established(printer: &Printer, name: &str, error: &EstablishError, elapsed: Duration) {
-    let ms = elapsed.as_secs_f64() * 1000.0;
+fn not_established(
+    printer: &Printer,
+    group: &ServerGroup,
+    name: &str,
+    failure: &Failure,
+    elapsed_ms: f64,
+) {
+    let why = match group.last_error(name) {
+        Some(error) => chain(&*error),
+        None => failure.kind.as_str().to_owned(),
+    };
     printer.line(
         &format!(
-            "{}: failed: {}, {ms:.3} ms",
+            "{}: failed: {}, {elapsed_ms:.3} ms",
             shown(name),
-            shown(&chain(error))
+            shown(&why)
         ),
         json!({
-            "event": "server", "name": name, "outcome": "failed", "elapsed_ms": ms,
-            "failure": failure_json(&error.failure()),
+            "event": "server", "name": name, "outcome": "failed", "elapsed_ms": elapsed_ms,
+            "failure": failure_json(failure),
         }),
     );
+}
+
+/// The merged catalogue: one line per tool under the name a caller uses,
+/// then what was left out and why.
+fn list_tools(printer: &Printer, catalogue: &Catalogue) {
+    for tool in catalogue.tools() {
+        let original = &tool.item.name;
+        let human = if &tool.name == original {
+            format!("tool {} ({})", shown(&tool.name), shown(&tool.server))
+        } else {
+            format!(
+                "tool {} ({}: {})",
+                shown(&tool.name),
+                shown(&tool.server),
+                shown(original)
+            )
+        };
+        printer.line(
+            &human,
+            json!({ "event": "tool", "name": tool.name, "server": &*tool.server,
+                    "server_name": original }),
+        );
+    }
+    for left in catalogue
+        .left_out()
+        .iter()
+        .filter(|l| l.kind == ItemKind::Tool)
+    {
+        let (reason, tried) = match &left.reason {
+            LeftOutReason::InvalidName(name) => ("invalid-name", name),
+            LeftOutReason::Collision(name) => ("collision", name),
+            _ => ("other", &left.name),
+        };
+        printer.line(
+            &format!(
+                "left out: {} ({}): {reason} as {}",
+                shown(&left.name),
+                shown(&left.server),
+                shown(tried)
+            ),
+            json!({ "event": "left_out", "server": &*left.server, "server_name": left.name,
+                    "reason": reason, "name": tried }),
+        );
+    }
 }

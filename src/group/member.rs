@@ -115,6 +115,8 @@ pub(super) struct Member {
     pub(super) health: Mutex<ServerHealth>,
     /// What the catalogue shows of it; `None` while it is not usable.
     pub(super) listing: Mutex<Option<Arc<Listing>>>,
+    /// Why its last establishment failed; cleared when it is ready.
+    pub(super) last_error: Mutex<Option<Arc<ClientError>>>,
     intent: Mutex<Intent>,
     wake: Notify,
     pub(super) task: Mutex<Option<JoinHandle<()>>>,
@@ -132,6 +134,7 @@ impl Member {
             filter: server.filter,
             health: Mutex::new(ServerHealth::new(HealthState::Connecting, 0)),
             listing: Mutex::new(None),
+            last_error: Mutex::new(None),
             intent: Mutex::new(Intent::Nothing),
             wake: Notify::new(),
             task: Mutex::new(None),
@@ -228,7 +231,7 @@ impl Supervisor {
                         Err(failure) => Step::Reconnect(failure),
                     }
                 }
-                Err(error) => Step::Failed(error.failure()),
+                Err(error) => Step::Failed(self.keep(error)),
             };
             loop {
                 step = match step {
@@ -353,7 +356,7 @@ impl Supervisor {
                     }
                 }
                 Err(error) => {
-                    let failure = error.failure();
+                    let failure = self.keep(error);
                     if !Conservative::allows(&failure) {
                         return Step::Failed(failure);
                     }
@@ -409,22 +412,27 @@ impl Supervisor {
         Ok(())
     }
 
-    /// One listing, into `listing`, when the server's capabilities offer
-    /// it. A failure on transport is the caller's to handle; any other (a
-    /// server that advertises a listing it cannot serve) leaves that kind
-    /// empty.
+    /// One listing, into `listing`. Tools are always asked for (servers
+    /// that forget to declare the capability are common, and a server
+    /// without tools answers with an error, which leaves the list empty);
+    /// prompts and resources only when the server's capabilities offer
+    /// them, which saves two requests per server that has neither. A
+    /// failure on transport is the caller's to handle; any other (a server
+    /// that cannot serve the listing) leaves that kind empty.
     async fn list(&self, kind: ListKind, listing: &mut Listing) -> Result<(), Failure> {
         let client = &self.member.client;
-        let offered = match client.session().await {
-            Ok((session, _)) => {
-                let key = match kind {
-                    ListKind::Tools => "tools",
-                    ListKind::Prompts => "prompts",
-                    _ => "resources",
-                };
-                session.capabilities().get(key).is_some()
-            }
-            Err(error) => return Err(error.failure()),
+        let offered = match kind {
+            ListKind::Tools => true,
+            _ => match client.session().await {
+                Ok((session, _)) => {
+                    let key = match kind {
+                        ListKind::Prompts => "prompts",
+                        _ => "resources",
+                    };
+                    session.capabilities().get(key).is_some()
+                }
+                Err(error) => return Err(error.failure()),
+            },
         };
         if !offered {
             return Ok(());
@@ -457,7 +465,18 @@ impl Supervisor {
         }
     }
 
+    /// Keeps a failed establishment's error for the application to read;
+    /// its failure.
+    fn keep(&self, error: ClientError) -> Failure {
+        let failure = error.failure();
+        *self.member.last_error.lock().expect("error lock poisoned") = Some(Arc::new(error));
+        failure
+    }
+
     fn set(&self, state: HealthState) {
+        if state == HealthState::Ready {
+            *self.member.last_error.lock().expect("error lock poisoned") = None;
+        }
         if let Some(group) = self.group.upgrade() {
             group.set_health(&self.member, state);
         }

@@ -279,6 +279,18 @@ impl ServerGroup {
         self.members().get(name).map(|member| member.health())
     }
 
+    /// Why the server's last establishment failed, while it is not ready:
+    /// the whole typed error, its source chain kept.
+    pub fn last_error(&self, name: &str) -> Option<Arc<crate::client::ClientError>> {
+        let member = self.members().get(name).cloned()?;
+        let error = member
+            .last_error
+            .lock()
+            .expect("error lock poisoned")
+            .clone();
+        error
+    }
+
     /// Every server's health, by name.
     pub fn healths(&self) -> Vec<(Arc<str>, ServerHealth)> {
         self.members()

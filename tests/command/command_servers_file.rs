@@ -142,3 +142,63 @@ async fn one_server_can_be_chosen_and_a_bad_file_is_a_usage_error() {
     let both = run_async(&["--config", config.as_str(), "http://127.0.0.1:1/mcp"]).await;
     assert_eq!(both.status.code(), Some(2));
 }
+
+/// A legacy server that lists `echo` and one tool of its own.
+fn two_tools(own: &'static str) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
+    move |request| match request.rpc_method() {
+        "tools/list" => Script::Json(
+            200,
+            result(
+                request,
+                serde_json::json!({ "tools": [
+                    { "name": "echo", "inputSchema": { "type": "object" } },
+                    { "name": own, "inputSchema": { "type": "object" } },
+                ] }),
+            ),
+        ),
+        _ => legacy(request),
+    }
+}
+
+/// Item 5: `--list-tools` prints the merged catalogue with the names a
+/// caller would use: a name two servers share prefixed on both, a name
+/// that breaks the tool-name rules made to fit.
+#[tokio::test]
+async fn list_tools_prints_the_merged_catalogue_by_catalogue_name() {
+    let files = ScriptServer::start(two_tools("read/file")).await;
+    let git = ScriptServer::start(two_tools("log")).await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{ "files": {{ "url": "{}" }}, "git": {{ "url": "{}" }} }} }}"#,
+        files.url(),
+        git.url()
+    ));
+    let output = run_async(&["--config", config.as_str(), "--list-tools", "--json"]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let tools: Vec<(String, String, String)> = json_lines(&output)
+        .iter()
+        .filter(|line| line["event"] == "tool")
+        .map(|line| {
+            (
+                line["name"].as_str().unwrap().to_owned(),
+                line["server"].as_str().unwrap().to_owned(),
+                line["server_name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String, String)> = [
+        ("files__echo", "files", "echo"),
+        ("git__echo", "git", "echo"),
+        ("log", "git", "log"),
+        ("read_file", "files", "read/file"),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(tools, expected, "{text}");
+
+    let human = run_async(&["--config", config.as_str(), "--list-tools"]).await;
+    let human = String::from_utf8_lossy(&human.stdout).into_owned();
+    assert!(human.contains("tool files__echo (files: echo)"), "{human}");
+    assert!(human.contains("tool log (git)"), "{human}");
+}
