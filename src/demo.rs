@@ -22,15 +22,18 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{codes, meta_keys};
 
-/// A running demo server. Dropping it stops accepting connections.
+/// A running demo server. Dropping it stops it as a killed server stops:
+/// no new connection is accepted and every open one is closed.
 #[derive(Debug)]
 pub struct DemoServer {
     addr: SocketAddr,
     state: Arc<State>,
     accept: JoinHandle<()>,
+    stopped: CancellationToken,
 }
 
 #[derive(Debug, Default)]
@@ -44,15 +47,28 @@ struct State {
 impl DemoServer {
     /// Starts the server on `127.0.0.1` with an ephemeral port.
     pub async fn start() -> std::io::Result<DemoServer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts the server on `addr` (a restarted server on its old port,
+    /// say), with no sessions.
+    pub async fn start_on(addr: SocketAddr) -> std::io::Result<DemoServer> {
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
-        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
+        let stopped = CancellationToken::new();
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&state), stopped.clone()));
         Ok(DemoServer {
             addr,
             state,
             accept,
+            stopped,
         })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
@@ -85,24 +101,30 @@ impl DemoServer {
 impl Drop for DemoServer {
     fn drop(&mut self) {
         self.accept.abort();
+        self.stopped.cancel();
     }
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+async fn accept_loop(listener: TcpListener, state: Arc<State>, stopped: CancellationToken) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
+        let stopped = stopped.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let state = Arc::clone(&state);
                 async move { Ok::<_, Infallible>(handle(&state, request).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let connection =
+                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            // Stopped: the connection is dropped, closing its socket.
+            tokio::select! {
+                _ = connection => {}
+                () = stopped.cancelled() => {}
+            }
         });
     }
 }
