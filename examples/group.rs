@@ -58,7 +58,11 @@ async fn start(config: &ServersConfig) -> Result<ServerGroup, Failure> {
     group.first_usable().await?;
     group.settled().await;
     for (name, health) in group.healths() {
-        println!("{name}: {} (session {})", health.state.as_str(), health.generation);
+        println!(
+            "{name}: {} (session {})",
+            health.state.as_str(),
+            health.generation
+        );
     }
     for tool in group.catalogue().tools() {
         println!("  {} -> {} on {}", tool.name, tool.item.name, tool.server);
@@ -75,7 +79,12 @@ async fn demo() -> Result<(), Failure> {
     let entries: serde_json::Map<String, Value> = names
         .iter()
         .zip(&servers)
-        .map(|(name, server)| (name.to_string(), json!({ "type": "http", "url": server.url() })))
+        .map(|(name, server)| {
+            (
+                name.to_string(),
+                json!({ "type": "http", "url": server.url() }),
+            )
+        })
         .collect();
     let path = std::env::temp_dir().join(format!("mcp-connect-group-{}.json", std::process::id()));
     std::fs::write(&path, json!({ "mcpServers": entries }).to_string())?;
@@ -99,20 +108,35 @@ async fn demo() -> Result<(), Failure> {
         let result = group
             .call_tool(&format!("{name}__add"), &json!({ "a": 2, "b": 3 }))
             .await?;
-        println!("{name}__add(2, 3) = {}", serde_json::to_string(&result.content)?);
+        println!(
+            "{name}__add(2, 3) = {}",
+            serde_json::to_string(&result.content)?
+        );
     }
 
     println!("killing beta");
     let addr = servers[1].addr();
     drop(servers.remove(1));
-    let failed = group.call_tool("beta__echo", &json!({ "message": "hi" })).await;
-    println!("beta__echo: {}", if failed.is_err() { "failed, as it must" } else { "answered?" });
+    let failed = group
+        .call_tool("beta__echo", &json!({ "message": "hi" }))
+        .await;
+    println!(
+        "beta__echo: {}",
+        if failed.is_err() {
+            "failed, as it must"
+        } else {
+            "answered?"
+        }
+    );
     if failed.is_ok() {
         return Err("a call to a killed server succeeded".into());
     }
     for name in ["alpha", "gamma"] {
         group
-            .call_tool(&format!("{name}__echo"), &json!({ "message": "still here" }))
+            .call_tool(
+                &format!("{name}__echo"),
+                &json!({ "message": "still here" }),
+            )
             .await?;
         println!("{name}__echo: answered while beta is down");
     }
@@ -131,7 +155,9 @@ async fn demo() -> Result<(), Failure> {
     })
     .await
     .map_err(|_| "beta did not come back within 30 s")?;
-    let result = group.call_tool("beta__echo", &json!({ "message": "back" })).await?;
+    let result = group
+        .call_tool("beta__echo", &json!({ "message": "back" }))
+        .await?;
     println!(
         "beta__echo on session {back}: {}",
         serde_json::to_string(&result.content)?

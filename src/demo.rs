@@ -118,8 +118,8 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, stopped: Cancella
                 let state = Arc::clone(&state);
                 async move { Ok::<_, Infallible>(handle(&state, request).await) }
             });
-            let connection =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
             // Stopped: the connection is dropped, closing its socket.
             tokio::select! {
                 _ = connection => {}

@@ -776,3 +776,72 @@ async fn mcp_client_replaces_a_killed_stdio_server_before_the_next_call() {
     assert_eq!(client.generation(), 2);
     client.close().await.unwrap();
 }
+
+/// Issue 26: one `mcpServers` config with server-everything over
+/// Streamable HTTP and over stdio and the Python SDK on the 2026 era, in
+/// one group: all three established, one tool called on each through its
+/// catalogue name (the names the two server-everything entries share are
+/// prefixed; the Python SDK's `add` is its own).
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn a_config_of_three_real_servers_is_one_catalogue() {
+    use mcp_connect::config::ServersConfig;
+    use mcp_connect::group::{HealthState, ServerGroup};
+    use mcp_connect::EstablishBuilder;
+
+    let everything = everything_http().await;
+    let python = python_http().await;
+    let text = json!({ "mcpServers": {
+        "everything-http": { "type": "http", "url": everything.url("/mcp") },
+        "everything-stdio": { "command": "node", "args": ["${env:PEERS}/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"] },
+        "python": { "url": python.url("/mcp") },
+    }})
+    .to_string();
+    let peers = peers().display().to_string();
+    let config = ServersConfig::parse_with(&text, &|name| (name == "PEERS").then(|| peers.clone()))
+        .expect("a valid config");
+    assert_eq!(config.errors().count(), 0);
+    let group = ServerGroup::new();
+    let stack = EstablishBuilder::new(Connector::new()).build();
+    assert!(group.add_config(&config, &stack).is_empty());
+    watchdog(LIMIT, group.settled()).await;
+    for (name, health) in group.healths() {
+        assert_eq!(health.state, HealthState::Ready, "{name}: {health:?}");
+    }
+    let catalogue = group.catalogue();
+    let names: Vec<&str> = catalogue.tools().iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"everything-http__get-sum"), "{names:?}");
+    assert!(names.contains(&"everything-stdio__get-sum"), "{names:?}");
+    assert!(names.contains(&"add"), "{names:?}");
+    assert!(!names.contains(&"get-sum"), "{names:?}");
+    for tool in [
+        "everything-http__get-sum",
+        "everything-stdio__get-sum",
+        "add",
+    ] {
+        let result = watchdog(LIMIT, group.call_tool(tool, &json!({ "a": 2, "b": 3 })))
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
+        assert!(!result.is_error, "{tool}");
+        assert!(result.text().contains('5'), "{tool}: {}", result.text());
+    }
+    let eras: Vec<(String, Era)> = {
+        let mut eras = Vec::new();
+        for name in group.names() {
+            let (session, _) = group.client(&name).unwrap().session().await.unwrap();
+            eras.push((name.to_string(), session.era()));
+        }
+        eras
+    };
+    assert_eq!(
+        eras,
+        vec![
+            ("everything-http".to_owned(), Era::Legacy),
+            ("everything-stdio".to_owned(), Era::Legacy),
+            ("python".to_owned(), Era::Modern),
+        ]
+    );
+    group.shutdown().await;
+    everything.stop().await;
+    python.stop().await;
+}
