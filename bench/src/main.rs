@@ -30,6 +30,7 @@
 mod cheap;
 mod clients;
 mod floor;
+mod group;
 mod report;
 mod server;
 mod stats;
@@ -101,6 +102,12 @@ fn main() {
         .build()
         .expect("runtime");
     match args.get(1).map(String::as_str) {
+        Some("group") => runtime.block_on(group::run(&args[2..])),
+        Some("group-servers") => runtime.block_on(group::serve(
+            args[2].parse().unwrap(),
+            args[3].parse().unwrap(),
+        )),
+        Some("group-memory") => runtime.block_on(group::memory(&args[2], &args[3])),
         Some("serve") => runtime.block_on(serve(args.get(2).is_some_and(|a| a == "legacy-only"))),
         Some("serve-canned") => runtime.block_on(serve_canned(&args[2])),
         Some("split") => runtime.block_on(split()),

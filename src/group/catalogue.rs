@@ -9,19 +9,22 @@
 //! reconnects and lists what it listed before, leaves the version as it
 //! was, so a version is a cheap way to ask "must I tell the model?".
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::naming::{is_valid_tool_name, NameRequest, Naming};
+use super::naming::{fit, is_valid_tool_name, NameRequest, Naming};
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
 
 /// What one server lists, as last fetched (its tools already filtered).
+/// Items are shared with every catalogue that shows them: a rebuild
+/// copies pointers, and comparing an unchanged item is a pointer compare.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Listing {
-    pub(crate) tools: Vec<Tool>,
-    pub(crate) prompts: Vec<Prompt>,
-    pub(crate) resources: Vec<Resource>,
-    pub(crate) templates: Vec<ResourceTemplate>,
+    pub(crate) tools: Vec<Arc<Tool>>,
+    pub(crate) prompts: Vec<Arc<Prompt>>,
+    pub(crate) resources: Vec<Arc<Resource>>,
+    pub(crate) templates: Vec<Arc<ResourceTemplate>>,
 }
 
 /// A tool or prompt under its catalogue name.
@@ -34,7 +37,7 @@ pub struct Named<T> {
     pub server: Arc<str>,
     /// The item as the server listed it; its own `name` is the one the
     /// server is called with.
-    pub item: T,
+    pub item: Arc<T>,
 }
 
 /// A resource or resource template, with the server that offers it.
@@ -44,7 +47,7 @@ pub struct Listed<T> {
     /// The server that offers it.
     pub server: Arc<str>,
     /// The item as the server listed it.
-    pub item: T,
+    pub item: Arc<T>,
 }
 
 /// Which kind of named item was left out.
@@ -92,9 +95,6 @@ pub struct LeftOut {
 pub struct Catalogue {
     version: u64,
     content: Content,
-    /// Catalogue name to index in `content.tools`.
-    tool_index: HashMap<String, usize>,
-    prompt_index: HashMap<String, usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -140,14 +140,12 @@ impl Catalogue {
 
     /// The tool a caller names `name`.
     pub fn tool(&self, name: &str) -> Option<&Named<Tool>> {
-        self.tool_index.get(name).map(|&i| &self.content.tools[i])
+        find(&self.content.tools, name)
     }
 
     /// The prompt a caller names `name`.
     pub fn prompt(&self, name: &str) -> Option<&Named<Prompt>> {
-        self.prompt_index
-            .get(name)
-            .map(|&i| &self.content.prompts[i])
+        find(&self.content.prompts, name)
     }
 
     /// The servers whose listing has a resource at exactly `uri`.
@@ -192,11 +190,11 @@ impl Catalogue {
         for (server, listing) in listings {
             resources.extend(listing.resources.iter().map(|item| Listed {
                 server: Arc::clone(server),
-                item: item.clone(),
+                item: Arc::clone(item),
             }));
             templates.extend(listing.templates.iter().map(|item| Listed {
                 server: Arc::clone(server),
-                item: item.clone(),
+                item: Arc::clone(item),
             }));
         }
         let content = Content {
@@ -209,38 +207,37 @@ impl Catalogue {
         if content == previous.content {
             return None;
         }
-        let index = |names: Vec<&String>| {
-            names
-                .into_iter()
-                .enumerate()
-                .map(|(i, name)| (name.clone(), i))
-                .collect()
-        };
         Some(Catalogue {
             version: previous.version + 1,
-            tool_index: index(content.tools.iter().map(|t| &t.name).collect()),
-            prompt_index: index(content.prompts.iter().map(|p| &p.name).collect()),
             content,
         })
     }
 }
 
+/// The entry named `name` in a list sorted by name.
+fn find<'a, T>(named: &'a [Named<T>], name: &str) -> Option<&'a Named<T>> {
+    named
+        .binary_search_by(|entry| entry.name.as_str().cmp(name))
+        .ok()
+        .map(|i| &named[i])
+}
+
 /// Names every item of one kind across servers: the naming rule, then the
 /// checks (valid, unique), sorted by catalogue name.
-fn named<T: Clone>(
+fn named<T>(
     listings: &BTreeMap<Arc<str>, Arc<Listing>>,
-    items: impl Fn(&Listing) -> &Vec<T>,
+    items: impl Fn(&Listing) -> &Vec<Arc<T>>,
     name_of: impl Fn(&T) -> &String,
     naming: &Naming,
     kind: ItemKind,
     left_out: &mut Vec<LeftOut>,
 ) -> Vec<Named<T>> {
     // How many servers offer each name, as made to fit.
-    let mut offered: HashMap<String, usize> = HashMap::new();
+    let mut offered: HashMap<Cow<'_, str>, usize> = HashMap::new();
     for listing in listings.values() {
-        let mut names: Vec<String> = items(listing)
+        let mut names: Vec<Cow<'_, str>> = items(listing)
             .iter()
-            .map(|item| super::naming::fit(name_of(item)))
+            .map(|item| fit(name_of(item)))
             .collect();
         names.sort_unstable();
         names.dedup();
@@ -248,7 +245,7 @@ fn named<T: Clone>(
             *offered.entry(name).or_default() += 1;
         }
     }
-    let mut by_name: BTreeMap<String, Vec<Named<T>>> = BTreeMap::new();
+    let mut named = Vec::new();
     for (server, listing) in listings {
         for item in items(listing) {
             let original = name_of(item);
@@ -256,7 +253,7 @@ fn named<T: Clone>(
                 server,
                 name: original,
                 collides: offered
-                    .get(&super::naming::fit(original))
+                    .get(&fit(original))
                     .is_some_and(|&servers| servers > 1),
             };
             let name = naming.name(&request);
@@ -269,27 +266,35 @@ fn named<T: Clone>(
                 });
                 continue;
             }
-            by_name.entry(name.clone()).or_default().push(Named {
+            named.push(Named {
                 name,
                 server: Arc::clone(server),
-                item: item.clone(),
+                item: Arc::clone(item),
             });
         }
     }
-    let mut named = Vec::with_capacity(by_name.len());
-    for (name, mut entries) in by_name {
-        if entries.len() == 1 {
-            named.append(&mut entries);
+    // Stable: servers in name order, each in its own order.
+    named.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut unique = Vec::with_capacity(named.len());
+    let mut entries = named.into_iter().peekable();
+    while let Some(entry) = entries.next() {
+        let mut same = Vec::new();
+        while let Some(next) = entries.next_if(|next| next.name == entry.name) {
+            same.push(next);
+        }
+        if same.is_empty() {
+            unique.push(entry);
             continue;
         }
-        left_out.extend(entries.into_iter().map(|entry| LeftOut {
+        let name = entry.name.clone();
+        left_out.extend(std::iter::once(entry).chain(same).map(|entry| LeftOut {
             name: name_of(&entry.item).clone(),
             server: entry.server,
             kind,
             reason: LeftOutReason::Collision(name.clone()),
         }));
     }
-    named
+    unique
 }
 
 #[cfg(test)]
@@ -307,7 +312,7 @@ mod tests {
             .iter()
             .map(|(server, tools)| {
                 let listing = Listing {
-                    tools: tools.iter().map(|name| tool(name)).collect(),
+                    tools: tools.iter().map(|name| Arc::new(tool(name))).collect(),
                     ..Listing::default()
                 };
                 (Arc::from(*server), Arc::new(listing))

@@ -449,17 +449,18 @@ impl Supervisor {
                     .tools
                     .into_iter()
                     .filter(|tool| self.member.filter.allows(&tool.name))
+                    .map(Arc::new)
                     .collect();
             })),
             ListKind::Prompts => kept(client.list_prompts().await.map(|prompts| {
-                listing.prompts = prompts;
+                listing.prompts = prompts.into_iter().map(Arc::new).collect();
             })),
             _ => {
                 kept(client.list_resources().await.map(|resources| {
-                    listing.resources = resources;
+                    listing.resources = resources.into_iter().map(Arc::new).collect();
                 }))?;
                 kept(client.list_resource_templates().await.map(|templates| {
-                    listing.templates = templates;
+                    listing.templates = templates.into_iter().map(Arc::new).collect();
                 }))
             }
         }

@@ -59,7 +59,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -142,7 +143,7 @@ impl ServerGroupBuilder {
     /// The group, empty.
     pub fn build(self) -> ServerGroup {
         ServerGroup {
-            shared: Arc::new(Shared {
+            shared: Arc::new_cyclic(|this| Shared {
                 naming: self.naming,
                 permits: self.max_establishing.map(|n| Arc::new(Semaphore::new(n))),
                 keepalive: self.keepalive,
@@ -151,6 +152,10 @@ impl ServerGroupBuilder {
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,
                 health: broadcast::channel(HEALTH_CAPACITY).0,
                 changes: watch::channel(0).0,
+                dirty: AtomicBool::new(false),
+                rebuild_scheduled: AtomicBool::new(false),
+                rebuilding: Mutex::new(()),
+                this: this.clone(),
             }),
         }
     }
@@ -178,6 +183,14 @@ struct Shared {
     health: broadcast::Sender<HealthChange>,
     /// Bumped on every health change: what the waits watch.
     changes: watch::Sender<u64>,
+    /// A listing changed since the catalogue was last built.
+    dirty: AtomicBool,
+    /// A rebuild task is scheduled.
+    rebuild_scheduled: AtomicBool,
+    /// Held for one rebuild, which never awaits.
+    rebuilding: Mutex<()>,
+    /// This, for the rebuild task.
+    this: Weak<Shared>,
 }
 
 impl Default for ServerGroup {
@@ -352,6 +365,7 @@ impl ServerGroup {
 
     /// The catalogue as it is now.
     pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.shared.rebuild();
         self.shared.catalogue.borrow().clone()
     }
 
@@ -525,10 +539,37 @@ impl Shared {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// Sets what the catalogue shows of a member and publishes the
-    /// catalogue when its content changed.
+    /// Sets what the catalogue shows of a member. The catalogue is rebuilt
+    /// once per burst of changes, not once per change: a rebuild is O(all
+    /// items), and a hundred servers becoming ready together would
+    /// otherwise cost a hundred of them. A reader never sees a stale
+    /// catalogue: [`ServerGroup::catalogue`] rebuilds first when a change
+    /// is pending; watchers get the new one from a task scheduled here.
     fn set_listing(&self, member: &Member, listing: Option<Listing>) {
         *member.listing.lock().expect("listing lock poisoned") = listing.map(Arc::new);
+        self.dirty.store(true, Ordering::Release);
+        if self.rebuild_scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = self.this.clone();
+        tokio::spawn(async move {
+            // Let the rest of the burst land first.
+            tokio::task::yield_now().await;
+            if let Some(shared) = this.upgrade() {
+                shared.rebuild_scheduled.store(false, Ordering::Release);
+                shared.rebuild();
+            }
+        });
+    }
+
+    /// Rebuilds the catalogue if a listing changed since the last rebuild,
+    /// and publishes it if its content changed.
+    fn rebuild(&self) {
+        // One rebuild at a time, so versions follow each other.
+        let _rebuilding = self.rebuilding.lock().expect("rebuild lock poisoned");
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
         let listings: BTreeMap<Arc<str>, Arc<Listing>> = self
             .members()
             .iter()
@@ -541,7 +582,6 @@ impl Shared {
                 listing.map(|listing| (Arc::clone(name), listing))
             })
             .collect();
-        // One rebuild at a time, so versions follow each other.
         self.catalogue.send_if_modified(|current| {
             match Catalogue::next(current, &listings, &self.naming) {
                 Some(next) => {

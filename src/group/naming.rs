@@ -9,6 +9,7 @@
 //! server and which original name each catalogue name stands for, so a
 //! changed name still reaches the right tool.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -32,9 +33,12 @@ fn allowed(byte: u8) -> bool {
 /// (an empty name becomes `_`). Not shortened: a name that is still too
 /// long is left out of the catalogue rather than cut into one that may
 /// mean another tool.
-pub fn fit(name: &str) -> String {
+pub fn fit(name: &str) -> Cow<'_, str> {
     if name.is_empty() {
-        return "_".to_owned();
+        return Cow::Borrowed("_");
+    }
+    if name.bytes().all(allowed) {
+        return Cow::Borrowed(name);
     }
     name.chars()
         .map(|c| match u8::try_from(c) {
@@ -97,7 +101,7 @@ impl Naming {
     /// The catalogue name for one item.
     pub(crate) fn name(&self, request: &NameRequest<'_>) -> String {
         match self {
-            Naming::OnCollision if !request.collides => fit(request.name),
+            Naming::OnCollision if !request.collides => fit(request.name).into_owned(),
             Naming::OnCollision | Naming::Always => prefixed(request.server, request.name),
             Naming::Custom(rule) => rule(request),
         }

@@ -170,7 +170,7 @@ pub struct ReadResourceParams<'a> {
 }
 
 /// One tool from `tools/list`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Tool {
@@ -224,7 +224,7 @@ pub struct ListToolsResult {
 }
 
 /// One prompt from `prompts/list`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Prompt {
@@ -245,7 +245,7 @@ pub struct Prompt {
 }
 
 /// One resource from `resources/list`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Resource {
@@ -266,7 +266,7 @@ pub struct Resource {
 }
 
 /// One template from `resources/templates/list`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ResourceTemplate {

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_connect::group::{GroupError, HealthState, Server, ServerGroup, ToolFilter};
+use mcp_connect::group::{GroupError, HealthState, Keepalive, Server, ServerGroup, ToolFilter};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::FailureKind;
 use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
@@ -380,6 +380,226 @@ async fn twenty_servers_four_bad_one_group() {
         assert_eq!(group.health("s08").unwrap().generation, 1);
         group.shutdown().await;
         assert!(group.names().is_empty());
+    })
+    .await;
+}
+
+/// A scripted server whose `ping` answers can be turned off.
+fn pinged(
+    script: Scripted,
+    answer_pings: Arc<std::sync::atomic::AtomicBool>,
+) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
+    move |request| {
+        if request.rpc_method() == "ping" && !answer_pings.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Script::Stall;
+        }
+        script.respond(request)
+    }
+}
+
+/// Item 3: a legacy session whose server stopped answering is noticed by
+/// the keepalive, before any call: degraded, then ready on a new session
+/// once the server answers again. Without a keepalive nothing is pinged.
+#[tokio::test]
+async fn the_keepalive_notices_a_silent_legacy_server_before_a_call() {
+    watchdog(Duration::from_secs(30), async {
+        let answering = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let script = Scripted::new("kept", &["t"], Duration::ZERO);
+        let server = ScriptServer::start(pinged(script, Arc::clone(&answering))).await;
+        let group = ServerGroup::builder()
+            .with_keepalive(Keepalive::every(Duration::from_millis(100)).failing_after(2))
+            .build();
+        let quiet = ServerGroup::new();
+        let quiet_server = ScriptServer::start(pinged(
+            Scripted::new("quiet", &["q"], Duration::ZERO),
+            Arc::new(true.into()),
+        ))
+        .await;
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&server.url(), "kept"),
+            ))
+            .unwrap();
+        quiet
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&quiet_server.url(), "quiet"),
+            ))
+            .unwrap();
+        group.settled().await;
+        quiet.settled().await;
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        assert!(
+            server.count("ping") >= 2,
+            "pinged every 100 ms: {}",
+            server.count("ping")
+        );
+        assert_eq!(
+            quiet_server.count("ping"),
+            0,
+            "no keepalive unless asked for"
+        );
+
+        answering.store(false, std::sync::atomic::Ordering::SeqCst);
+        let mut changes = group.health_changes();
+        let degraded = changes.recv().await.unwrap();
+        assert!(
+            matches!(degraded.health.state, HealthState::Degraded(_)),
+            "{degraded:?}"
+        );
+        assert_eq!(server.count("tools/call"), 0, "noticed without any call");
+        answering.store(true, std::sync::atomic::Ordering::SeqCst);
+        loop {
+            let change = changes.recv().await.unwrap();
+            if change.health.state == HealthState::Ready {
+                assert_eq!(change.health.generation, 2);
+                break;
+            }
+        }
+        assert_eq!(server.count("initialize"), 2);
+    })
+    .await;
+}
+
+/// Item 3: the 2026-07-28 era has no `ping`: a keepalive never sends one.
+#[tokio::test]
+async fn the_keepalive_never_pings_the_2026_era() {
+    watchdog(Duration::from_secs(30), async {
+        let demo = mcp_connect::demo::DemoServer::start().await.unwrap();
+        let group = ServerGroup::builder()
+            .with_keepalive(Keepalive::every(Duration::from_millis(50)))
+            .build();
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&demo.url(), "modern"),
+            ))
+            .unwrap();
+        group.settled().await;
+        let (session, _) = group.client("modern").unwrap().session().await.unwrap();
+        assert_eq!(session.era(), mcp_connect::protocol::Era::Modern);
+        let requests = demo.requests();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(demo.requests(), requests, "nothing sent while idle");
+        assert_eq!(group.health("modern").unwrap().state, HealthState::Ready);
+    })
+    .await;
+}
+
+/// Item 1: with a limit, servers establish a few at a time: six servers
+/// whose `initialize` takes 200 ms, two at a time, take three rounds.
+#[tokio::test]
+async fn a_limit_on_concurrent_establishments_is_kept() {
+    watchdog(Duration::from_secs(30), async {
+        let mut servers = Vec::new();
+        for i in 0..6 {
+            let name = &*Box::leak(format!("w{i}").into_boxed_str());
+            servers.push((
+                name,
+                Scripted::new(name, &[name], Duration::from_millis(200))
+                    .start()
+                    .await,
+            ));
+        }
+        let timed = |group: ServerGroup| {
+            let servers = &servers;
+            async move {
+                let started = Instant::now();
+                for (name, server) in servers {
+                    group
+                        .add(Server::new(
+                            stack(Duration::from_secs(5)),
+                            named(&server.url(), name),
+                        ))
+                        .unwrap();
+                }
+                group.settled().await;
+                assert!(group
+                    .healths()
+                    .iter()
+                    .all(|(_, h)| h.state == HealthState::Ready));
+                group.shutdown().await;
+                started.elapsed()
+            }
+        };
+        let limited = timed(ServerGroup::builder().with_max_establishing(2).build()).await;
+        let free = timed(ServerGroup::new()).await;
+        assert!(
+            limited >= Duration::from_millis(600),
+            "three rounds of two: {limited:?}"
+        );
+        assert!(free < Duration::from_millis(550), "all at once: {free:?}");
+    })
+    .await;
+}
+
+/// Item 2: prompts and resources join the catalogue from servers that
+/// offer them; prompts route by catalogue name, resources by URI (one that
+/// two servers list is refused as ambiguous); notifications reach the
+/// group's listener with their server's name.
+#[tokio::test]
+async fn prompts_and_resources_are_routed_and_notifications_forwarded() {
+    watchdog(Duration::from_secs(30), async {
+        fn documents(name: &'static str, stream: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
+            let base = Scripted::new(name, &[], Duration::ZERO);
+            *base.stream.lock().unwrap() = None;
+            let base = Scripted { stream, ..base };
+            move |request| match request.rpc_method() {
+                "initialize" => Script::JsonWith(
+                    200,
+                    result(request, json!({
+                        "protocolVersion": request.body["params"]["protocolVersion"],
+                        "capabilities": { "prompts": {}, "resources": {} },
+                        "serverInfo": { "name": name, "version": "1" }
+                    })),
+                    vec![("mcp-session-id", "s".to_owned())],
+                ),
+                "prompts/list" => Script::Json(200, result(request, json!({ "prompts": [{ "name": "summarize" }] }))),
+                "prompts/get" => Script::Json(200, result(request, json!({ "messages": [], "from": name }))),
+                "resources/list" => Script::Json(200, result(request, json!({ "resources": [
+                    { "uri": format!("file:///{name}.txt"), "name": name },
+                    { "uri": "file:///shared.txt", "name": "shared" },
+                ] }))),
+                "resources/templates/list" => Script::Json(200, result(request, json!({ "resourceTemplates": [
+                    { "uriTemplate": format!("file:///{name}/{{path}}"), "name": name },
+                ] }))),
+                "resources/read" => Script::Json(200, result(request, json!({ "contents": [], "from": name }))),
+                _ => base.respond(request),
+            }
+        }
+        let (sender, mut notifications) = mcp_connect::inbound::notification_channel(8);
+        let group = ServerGroup::builder().with_notifications(sender).build();
+        let docs_stream = Arc::new(Mutex::new(None));
+        let docs = ScriptServer::start(documents("docs", Arc::clone(&docs_stream))).await;
+        let wiki = ScriptServer::start(documents("wiki", Arc::new(Mutex::new(None)))).await;
+        group.add(Server::new(stack(Duration::from_secs(5)), named(&docs.url(), "docs"))).unwrap();
+        group.add(Server::new(stack(Duration::from_secs(5)), named(&wiki.url(), "wiki"))).unwrap();
+        group.settled().await;
+        let catalogue = group.catalogue();
+        let prompts: Vec<&str> = catalogue.prompts().iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(prompts, vec!["docs__summarize", "wiki__summarize"]);
+        assert_eq!(catalogue.resources().len(), 4);
+        assert_eq!(catalogue.resource_templates().len(), 2);
+        assert!(catalogue.tools().is_empty());
+        let prompt = group.get_prompt("wiki__summarize", None).await.unwrap();
+        assert_eq!(prompt["from"], "wiki");
+        let read = group.read_resource("file:///docs.txt").await.unwrap();
+        assert_eq!(read["from"], "docs");
+        match group.read_resource("file:///shared.txt").await {
+            Err(GroupError::AmbiguousResource { servers }) => assert_eq!(servers.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(group.read_resource("file:///nowhere").await, Err(GroupError::UnknownResource)));
+
+        let sender = docs_stream.lock().unwrap().clone().expect("docs opened its stream");
+        sender
+            .send("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n".into())
+            .unwrap();
+        let forwarded = notifications.recv().await.unwrap();
+        assert_eq!(forwarded.method, "notifications/message");
+        assert_eq!(&*forwarded.server, "docs");
     })
     .await;
 }
