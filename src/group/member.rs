@@ -237,7 +237,7 @@ impl Supervisor {
                 step = match step {
                     Step::Serve => self.serve(&mut generations).await,
                     Step::Reconnect(failure) => self.reconnect(failure, &mut generations).await,
-                    Step::Failed(failure) => self.failed(failure).await,
+                    Step::Failed(failure) => self.failed(failure, &mut generations).await,
                     Step::Again => break,
                     Step::GroupGone => return,
                 };
@@ -366,14 +366,33 @@ impl Supervisor {
         }
     }
 
-    /// Not usable: out of the catalogue, until the application restarts it.
-    async fn failed(&mut self, failure: Failure) -> Step {
+    /// Not usable: out of the catalogue, until the application restarts
+    /// it, or until a call through its own client (`ServerGroup::client`)
+    /// builds a session.
+    async fn failed(
+        &mut self,
+        failure: Failure,
+        generations: &mut watch::Receiver<Generation>,
+    ) -> Step {
         self.publish(None);
         self.set(HealthState::after_failed_establishment(failure));
         loop {
-            self.member.wake.notified().await;
-            if self.member.take_intent() == Intent::Restart {
-                return self.restart().await;
+            tokio::select! {
+                () = self.member.wake.notified() => {
+                    if self.member.take_intent() == Intent::Restart {
+                        return self.restart().await;
+                    }
+                }
+                changed = generations.changed() => {
+                    if changed.is_err() {
+                        return Step::GroupGone;
+                    }
+                    generations.borrow_and_update();
+                    return match self.refresh().await {
+                        Ok(()) => Step::Serve,
+                        Err(failure) => Step::Reconnect(failure),
+                    };
+                }
             }
         }
     }

@@ -276,7 +276,8 @@ impl ServerGroup {
 
     /// Closes the server's session and establishes it again (a new
     /// generation), whatever its state; a failed server gets a new
-    /// chance. Other servers are not touched.
+    /// chance. Its items leave the catalogue until it is ready again.
+    /// Other servers are not touched.
     pub fn restart(&self, name: &str) -> Result<(), GroupError> {
         self.member(name)?.request_restart();
         Ok(())

@@ -351,6 +351,9 @@ async fn twenty_servers_four_bad_one_group() {
             "{:?}",
             group.health("s05")
         );
+        // It comes back with one more tool: the new session's listing is
+        // the catalogue's.
+        scripted[5].tools.lock().unwrap().push("tool_s05_v2".into());
         let _restarted = scripted[5].start_on(addr).await;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -362,6 +365,7 @@ async fn twenty_servers_four_bad_one_group() {
             assert!(Instant::now() < deadline, "s05 never came back: {health:?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        assert!(group.catalogue().tool("tool_s05_v2").is_some());
         let back = group.call_tool("tool_s05", &json!({})).await.expect("back");
         assert!(text(&back).contains("s05 ran tool_s05"));
         assert!(caller.await.unwrap() > 10);
