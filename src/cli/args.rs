@@ -64,6 +64,11 @@ pub(crate) struct Args {
     #[arg(long, value_parser = parse_limit, default_value = "60s")]
     pub(crate) request_timeout: Duration,
 
+    /// Follow at most N redirects (307 and 308 on the same origin only;
+    /// 0 follows none). Any other redirect is a failure naming its status.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) max_redirects: usize,
+
     /// An HTTP header for every request, as 'Name: value' (repeatable). The
     /// value is never printed.
     #[arg(long = "header", value_name = "NAME: VALUE")]

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::output::{chain, failure_json, shown, Printer};
-use super::request::{handler_from, recovery_from, with_limits_and_versions};
+use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
 use super::{usage, CLOSE_BOUND};
 
 /// Runs `--config`; the exit code as the option's help says.
@@ -54,7 +54,7 @@ pub(super) async fn run(
     }
     // One connector (one pooled HTTP client) for all; the stack's deadline
     // starts anew for every server it establishes.
-    let stack = EstablishBuilder::new(Connector::new())
+    let stack = EstablishBuilder::new(Connector::with_client(http_client(args)))
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();

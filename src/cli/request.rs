@@ -277,3 +277,11 @@ impl TokenStore for Reported {
         forgotten
     }
 }
+
+/// The default HTTP client with the command's redirect limit.
+pub(super) fn http_client(args: &Args) -> mcp_connect::transport::HttpClient {
+    use mcp_connect::transport::{HttpClient, RedirectPolicy};
+    HttpClient::builder()
+        .redirects(RedirectPolicy::new().with_max_hops(args.max_redirects))
+        .build()
+}

@@ -12,14 +12,13 @@ use mcp_connect::inbound::notification_channel;
 use mcp_connect::layers::Classify;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::RequestOptions;
-use mcp_connect::transport::HttpClient;
 use mcp_connect::{Connector, Error, EstablishBuilder, McpClient, Session};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{Args, Replay};
 use super::output::{chain, Printer};
-use super::request::{handler_from, recovery_from, request_from};
+use super::request::{handler_from, http_client, recovery_from, request_from};
 use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
 
@@ -137,8 +136,7 @@ async fn run(args: Args) -> ExitCode {
 
     // Counted below the transports, so every request the command sends is seen.
     let sent = Arc::new(AtomicU64::new(0));
-    let connector =
-        Connector::with_client(HttpClient::default_client().counting(Arc::clone(&sent)));
+    let connector = Connector::with_client(http_client(&args).counting(Arc::clone(&sent)));
     if let Err(error) = connector.validate(&request) {
         return usage(&chain(&error));
     }

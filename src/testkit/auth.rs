@@ -24,7 +24,10 @@ impl AutoApprove {
     /// Over the default HTTP client.
     pub fn new() -> Self {
         AutoApprove {
-            client: HttpClient::default_client(),
+            // It reads the redirect itself.
+            client: HttpClient::builder()
+                .redirects(crate::transport::RedirectPolicy::none())
+                .build(),
         }
     }
 }

@@ -32,6 +32,10 @@ pub enum TransportError {
     /// application's own error type, kept as the source).
     #[error("HTTP client failed")]
     Http(#[source] BoxError),
+    /// The server redirected and the client's policy did not follow
+    /// ([`RedirectPolicy`](super::RedirectPolicy)).
+    #[error("the server redirected")]
+    Redirect(#[source] RedirectRefused),
     /// The connection broke before or while the response arrived.
     #[error("connection interrupted")]
     Interrupted(#[source] BoxError),
@@ -161,6 +165,9 @@ impl TransportError {
             T::Dns(_) => Failure::new(stage, FailureKind::Dns),
             T::Tls(_) => Failure::new(stage, FailureKind::Tls),
             T::Http(_) => Failure::new(stage, FailureKind::Other),
+            T::Redirect(refused) => {
+                Failure::new(stage, FailureKind::HttpStatus).with_http_status(refused.status)
+            }
             T::Interrupted(_) => {
                 Failure::new(stage, FailureKind::Closed).with_closure(Closure::Reset)
             }
@@ -225,4 +232,46 @@ pub(crate) fn status_failure(stage: Stage, status: u16) -> Failure {
         _ => FailureKind::HttpStatus,
     };
     Failure::new(stage, kind).with_http_status(status)
+}
+
+/// Why a redirect was not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedirectReason {
+    /// To another origin that was not allowed.
+    OtherOrigin,
+    /// 301, 302 or 303, which would turn a POST into a GET.
+    ChangesMethod,
+    /// More hops than the policy allows.
+    TooMany,
+}
+
+impl RedirectReason {
+    fn describe(self) -> &'static str {
+        match self {
+            RedirectReason::OtherOrigin => "to another origin",
+            RedirectReason::ChangesMethod => "it would change the method",
+            RedirectReason::TooMany => "too many hops",
+        }
+    }
+
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RedirectReason::OtherOrigin => "other-origin",
+            RedirectReason::ChangesMethod => "changes-method",
+            RedirectReason::TooMany => "too-many-hops",
+        }
+    }
+}
+
+/// A redirect the policy did not follow. Names the status, never the
+/// `Location`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP {status}, not followed: {}", reason.describe())]
+pub struct RedirectRefused {
+    /// The redirect's status.
+    pub status: u16,
+    /// Why it was not followed.
+    pub reason: RedirectReason,
 }

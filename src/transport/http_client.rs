@@ -18,6 +18,8 @@ use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 use super::error::BoxError;
+use super::redirect::RedirectPolicy;
+use tower_http::follow_redirect::FollowRedirect;
 
 /// The response body type every client is erased to.
 pub type HttpBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -77,11 +79,13 @@ impl HttpClient {
     }
 
     /// The default client: hyper-util's pooled client over HTTP/1.1 and
-    /// HTTP/2, with rustls (ring) and the Mozilla roots for `https://`, and
-    /// the system resolver. Built without the `rustls` feature it is
-    /// [`http_only`](Self::http_only).
+    /// HTTP/2, with rustls (ring) and the Mozilla roots for `https://`, the
+    /// system resolver, and the default [`RedirectPolicy`] (307 and 308 on
+    /// the same origin, at most 3 hops). Built without the `rustls` feature
+    /// it is [`http_only`](Self::http_only). [`builder`](Self::builder)
+    /// changes any of it.
     pub fn default_client() -> Self {
-        Self::with_resolver(GaiResolver::new())
+        Self::builder().build()
     }
 
     /// The default client without TLS: plain `http://` only. An `https://`
@@ -91,7 +95,12 @@ impl HttpClient {
     /// non-`http` URI too, so nothing meant for TLS ever travels in the
     /// clear.
     pub fn http_only() -> Self {
-        Self::http_only_with_resolver(GaiResolver::new())
+        Self::builder().http_only().build()
+    }
+
+    /// Configures a default client.
+    pub fn builder() -> HttpClientBuilder {
+        HttpClientBuilder::default()
     }
 
     /// Whether this client can reach `https://` targets. True for every
@@ -115,6 +124,18 @@ impl HttpClient {
         R::Error: Into<BoxError>,
         R::Future: Send,
     {
+        Self::builder().build_with_resolver(resolver)
+    }
+
+    /// The default client over `resolver`, with TLS when built with it,
+    /// without redirects (the builder adds them).
+    fn tls_with_resolver<R>(resolver: R) -> Self
+    where
+        R: Service<Name> + Clone + Send + Sync + 'static,
+        R::Response: Iterator<Item = SocketAddr>,
+        R::Error: Into<BoxError>,
+        R::Future: Send,
+    {
         #[cfg(feature = "rustls")]
         {
             let mut http = tcp_connector(resolver);
@@ -131,12 +152,23 @@ impl HttpClient {
         }
         #[cfg(not(feature = "rustls"))]
         {
-            Self::http_only_with_resolver(resolver)
+            Self::plain_with_resolver(resolver)
         }
     }
 
     /// [`http_only`](Self::http_only) with another resolver.
     pub fn http_only_with_resolver<R>(resolver: R) -> Self
+    where
+        R: Service<Name> + Clone + Send + Sync + 'static,
+        R::Response: Iterator<Item = SocketAddr>,
+        R::Error: Into<BoxError>,
+        R::Future: Send,
+    {
+        Self::builder().http_only().build_with_resolver(resolver)
+    }
+
+    /// The plain-`http://` client over `resolver`, without redirects.
+    fn plain_with_resolver<R>(resolver: R) -> Self
     where
         R: Service<Name> + Clone + Send + Sync + 'static,
         R::Response: Iterator<Item = SocketAddr>,
@@ -188,6 +220,63 @@ impl HttpClient {
     }
 }
 
+/// Configures a default client: its redirect policy, whether it speaks
+/// TLS, its resolver. A caller's own client ([`HttpClient::new`]) keeps its
+/// own behaviour.
+#[derive(Debug, Clone, Default)]
+pub struct HttpClientBuilder {
+    redirects: RedirectPolicy,
+    http_only: bool,
+}
+
+impl HttpClientBuilder {
+    /// Which redirects are followed (default: [`RedirectPolicy::new`]).
+    #[must_use]
+    pub fn redirects(mut self, policy: RedirectPolicy) -> Self {
+        self.redirects = policy;
+        self
+    }
+
+    /// Plain `http://` only (see [`HttpClient::http_only`]).
+    #[must_use]
+    pub fn http_only(mut self) -> Self {
+        self.http_only = true;
+        self
+    }
+
+    /// The client, over the system resolver.
+    pub fn build(self) -> HttpClient {
+        self.build_with_resolver(GaiResolver::new())
+    }
+
+    /// The client over `resolver` (any `tower::Service<Name>` returning
+    /// socket addresses).
+    pub fn build_with_resolver<R>(self, resolver: R) -> HttpClient
+    where
+        R: Service<Name> + Clone + Send + Sync + 'static,
+        R::Response: Iterator<Item = SocketAddr>,
+        R::Error: Into<BoxError>,
+        R::Future: Send,
+    {
+        let client = if self.http_only {
+            HttpClient::plain_with_resolver(resolver)
+        } else {
+            HttpClient::tls_with_resolver(resolver)
+        };
+        // Following off: no layer at all, and a redirect reaches the
+        // transport as the status it is.
+        if self.redirects.max_hops() == 0 {
+            return client;
+        }
+        let tls = client.tls;
+        let follow = FollowRedirect::with_policy(client, self.redirects.for_request());
+        HttpClient {
+            tls,
+            ..HttpClient::new(follow)
+        }
+    }
+}
+
 /// The resolver of the default client failed.
 #[derive(Debug, thiserror::Error)]
 #[error("DNS resolution failed")]
@@ -207,14 +296,21 @@ pub struct TlsError(#[source] pub BoxError);
 pub(crate) fn chain_has<T: std::error::Error + 'static>(
     error: &(dyn std::error::Error + 'static),
 ) -> bool {
+    chain_find::<T>(error).is_some()
+}
+
+/// The first `T` in `error`'s source chain.
+pub(crate) fn chain_find<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
     let mut current = Some(error);
     while let Some(e) = current {
-        if e.is::<T>() {
-            return true;
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
         }
         current = e.source();
     }
-    false
+    None
 }
 
 /// How long a pooled connection may sit idle before the kernel starts

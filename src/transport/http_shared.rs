@@ -9,7 +9,7 @@ use http::header::{HeaderMap, CONTENT_TYPE};
 use http_body_util::BodyExt;
 
 use super::error::{BoxError, TransportError};
-use super::http_client::{chain_has, DnsError, TlsError};
+use super::http_client::{chain_find, chain_has, DnsError, TlsError};
 use super::HttpBody;
 
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -89,6 +89,9 @@ pub(crate) fn client_error(error: BoxError) -> TransportError {
     }
     if chain_has::<TlsError>(error.as_ref()) {
         return TransportError::Tls(error);
+    }
+    if let Some(refused) = chain_find::<super::error::RedirectRefused>(error.as_ref()) {
+        return TransportError::Redirect(refused.clone());
     }
     let mut connect = false;
     let mut interrupted = false;

@@ -37,6 +37,7 @@ mod lines;
 mod mcp_headers;
 #[cfg(any(test, feature = "testkit"))]
 mod memory;
+mod redirect;
 pub mod resume;
 mod server_stream;
 mod sse;
@@ -50,11 +51,15 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::Closure;
 use serde_json::value::RawValue;
 
-pub use http_client::{DnsError, HttpBody, HttpClient, TcpConnectError, TlsError};
+pub use error::{RedirectReason, RedirectRefused};
+pub use http_client::{
+    DnsError, HttpBody, HttpClient, HttpClientBuilder, TcpConnectError, TlsError,
+};
 pub use legacy_sse::LegacySse;
 #[cfg(any(test, feature = "testkit"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub use memory::MemoryTransport;
+pub use redirect::RedirectPolicy;
 pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;
 pub use stdio::{kill_server_groups, StdioCommand, StdioTransport};

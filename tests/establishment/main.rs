@@ -13,5 +13,6 @@ mod error_display;
 mod handshake_ladder;
 mod legacy_sse;
 mod param_headers;
+mod redirects;
 mod session_ids;
 mod stdio;
