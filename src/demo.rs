@@ -111,22 +111,75 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, stopped: Cancella
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let state = Arc::clone(&state);
-        let stopped = stopped.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let state = Arc::clone(&state);
-                async move { Ok::<_, Infallible>(handle(&state, request).await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            // Stopped: the connection is dropped, closing its socket.
-            tokio::select! {
-                _ = connection => {}
-                () = stopped.cancelled() => {}
-            }
-        });
+        tokio::spawn(serve(stream, Arc::clone(&state), stopped.clone()));
     }
+}
+
+/// Serves one accepted connection, HTTP/1.1 or HTTP/2 (by its preface),
+/// until it ends or the server is stopped (then the connection is dropped,
+/// closing its socket).
+async fn serve<I>(io: I, state: Arc<State>, stopped: CancellationToken)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(handle(&state, request).await) }
+    });
+    let builder =
+        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    tokio::select! {
+        _ = connection => {}
+        () = stopped.cancelled() => {}
+    }
+}
+
+/// Told the ALPN protocol of each completed TLS handshake.
+#[cfg(all(feature = "testkit", feature = "rustls"))]
+pub(crate) type OnHandshake = Arc<dyn Fn(Option<&[u8]>) + Send + Sync>;
+
+/// The demo server over TLS on `addr`: each connection's handshake
+/// through `acceptor`, then `on_handshake` with the negotiated ALPN
+/// protocol (for the testkit's TLS fixture).
+#[cfg(all(feature = "testkit", feature = "rustls"))]
+pub(crate) async fn start_tls(
+    addr: SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
+    on_handshake: OnHandshake,
+) -> std::io::Result<DemoServer> {
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let state = Arc::new(State::default());
+    let stopped = CancellationToken::new();
+    let accept = {
+        let (state, stopped) = (Arc::clone(&state), stopped.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let (acceptor, state, stopped) =
+                    (acceptor.clone(), Arc::clone(&state), stopped.clone());
+                let on_handshake = Arc::clone(&on_handshake);
+                tokio::spawn(async move {
+                    // A failed handshake (a client that distrusts us, or
+                    // sends no certificate when one is required) ends here.
+                    if let Ok(tls) = acceptor.accept(stream).await {
+                        on_handshake(tls.get_ref().1.alpn_protocol());
+                        serve(tls, state, stopped).await;
+                    }
+                });
+            }
+        })
+    };
+    Ok(DemoServer {
+        addr,
+        state,
+        accept,
+        stopped,
+    })
 }
 
 type Reply = Response<Full<Bytes>>;

@@ -69,6 +69,20 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub(crate) max_redirects: usize,
 
+    /// Also trust the CA certificates in this PEM file (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cacert: Option<std::path::PathBuf>,
+
+    /// Present this client certificate (PEM, leaf first) for mutual TLS;
+    /// needs --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub(crate) cert: Option<std::path::PathBuf>,
+
+    /// The client certificate's private key (PEM); needs --cert. Its
+    /// contents are never printed.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub(crate) key: Option<std::path::PathBuf>,
+
     /// An HTTP header for every request, as 'Name: value' (repeatable). The
     /// value is never printed.
     #[arg(long = "header", value_name = "NAME: VALUE")]

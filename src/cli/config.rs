@@ -54,7 +54,11 @@ pub(super) async fn run(
     }
     // One connector (one pooled HTTP client) for all; the stack's deadline
     // starts anew for every server it establishes.
-    let stack = EstablishBuilder::new(Connector::with_client(http_client(args)))
+    let client = match http_client(args) {
+        Ok(client) => client,
+        Err(message) => return usage(&message),
+    };
+    let stack = EstablishBuilder::new(Connector::with_client(client))
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();

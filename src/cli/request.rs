@@ -278,10 +278,34 @@ impl TokenStore for Reported {
     }
 }
 
-/// The default HTTP client with the command's redirect limit.
-pub(super) fn http_client(args: &Args) -> mcp_connect::transport::HttpClient {
+/// The default HTTP client with the command's redirect limit, extra CA
+/// and client certificate; a file that cannot be read or used is a usage
+/// error naming the option, never the file's contents.
+pub(super) fn http_client(args: &Args) -> Result<mcp_connect::transport::HttpClient, String> {
     use mcp_connect::transport::{HttpClient, RedirectPolicy};
-    HttpClient::builder()
-        .redirects(RedirectPolicy::new().with_max_hops(args.max_redirects))
-        .build()
+    let builder =
+        HttpClient::builder().redirects(RedirectPolicy::new().with_max_hops(args.max_redirects));
+    #[cfg(feature = "rustls")]
+    let builder = {
+        let read = |option: &str, path: &std::path::Path| {
+            std::fs::read(path).map_err(|error| format!("{option}: cannot read the file: {error}"))
+        };
+        let mut builder = builder;
+        if let Some(path) = &args.cacert {
+            builder = builder
+                .add_root_certificates_pem(&read("--cacert", path)?)
+                .map_err(|error| format!("--cacert: {error}"))?;
+        }
+        if let (Some(cert), Some(key)) = (&args.cert, &args.key) {
+            builder = builder
+                .client_certificate_pem(&read("--cert", cert)?, &read("--key", key)?)
+                .map_err(|error| format!("--cert/--key: {error}"))?;
+        }
+        builder
+    };
+    #[cfg(not(feature = "rustls"))]
+    if args.cacert.is_some() || args.cert.is_some() {
+        return Err("--cacert and --cert need the rustls feature".to_owned());
+    }
+    Ok(builder.build())
 }

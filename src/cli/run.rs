@@ -136,7 +136,11 @@ async fn run(args: Args) -> ExitCode {
 
     // Counted below the transports, so every request the command sends is seen.
     let sent = Arc::new(AtomicU64::new(0));
-    let connector = Connector::with_client(http_client(&args).counting(Arc::clone(&sent)));
+    let client = match http_client(&args) {
+        Ok(client) => client,
+        Err(message) => return usage(&message),
+    };
+    let connector = Connector::with_client(client.counting(Arc::clone(&sent)));
     if let Err(error) = connector.validate(&request) {
         return usage(&chain(&error));
     }

@@ -40,9 +40,13 @@ mod legacy;
 mod resumable;
 mod script;
 mod sse;
+#[cfg(feature = "rustls")]
+mod tls;
 
 pub use auth::{AutoApprove, NoRedirect};
 pub use http::{error, result, Recorded, Script, ScriptServer};
 pub use legacy::{LegacyServer, UnknownSession};
 pub use resumable::{Resumable, ResumableServer};
 pub use sse::{SseBehaviour, SseServer};
+#[cfg(feature = "rustls")]
+pub use tls::{TlsFixture, TlsServe, TlsServer};

@@ -19,6 +19,8 @@ use tower::{Service, ServiceBuilder, ServiceExt};
 
 use super::error::BoxError;
 use super::redirect::RedirectPolicy;
+#[cfg(feature = "rustls")]
+use super::tls_config::TlsConfigError;
 use tower_http::follow_redirect::FollowRedirect;
 
 /// The response body type every client is erased to.
@@ -129,7 +131,10 @@ impl HttpClient {
 
     /// The default client over `resolver`, with TLS when built with it,
     /// without redirects (the builder adds them).
-    fn tls_with_resolver<R>(resolver: R) -> Self
+    fn tls_with_resolver<R>(
+        resolver: R,
+        #[cfg(feature = "rustls")] tls: &super::tls_config::TlsSettings,
+    ) -> Self
     where
         R: Service<Name> + Clone + Send + Sync + 'static,
         R::Response: Iterator<Item = SocketAddr>,
@@ -142,7 +147,8 @@ impl HttpClient {
             // The HTTPS connector below decides per scheme.
             http.enforce_http(false);
             let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
-            let https = tls_builder()
+            let https = tls
+                .connector()
                 .https_or_http()
                 .enable_http1()
                 .enable_http2()
@@ -227,6 +233,8 @@ impl HttpClient {
 pub struct HttpClientBuilder {
     redirects: RedirectPolicy,
     http_only: bool,
+    #[cfg(feature = "rustls")]
+    tls: super::tls_config::TlsSettings,
 }
 
 impl HttpClientBuilder {
@@ -235,6 +243,35 @@ impl HttpClientBuilder {
     pub fn redirects(mut self, policy: RedirectPolicy) -> Self {
         self.redirects = policy;
         self
+    }
+
+    /// Also trusts the certificates in `pem` (a private CA), beside the
+    /// default roots.
+    #[cfg(feature = "rustls")]
+    pub fn add_root_certificates_pem(mut self, pem: &[u8]) -> Result<Self, TlsConfigError> {
+        self.tls.add_roots(pem, false)?;
+        Ok(self)
+    }
+
+    /// Trusts only the certificates in `pem` (and any added after), not
+    /// the default roots.
+    #[cfg(feature = "rustls")]
+    pub fn only_root_certificates_pem(mut self, pem: &[u8]) -> Result<Self, TlsConfigError> {
+        self.tls.add_roots(pem, true)?;
+        Ok(self)
+    }
+
+    /// Presents this client certificate (a PEM chain, leaf first) with its
+    /// private key (PEM: PKCS #8, PKCS #1 or SEC1) to servers that ask:
+    /// mutual TLS.
+    #[cfg(feature = "rustls")]
+    pub fn client_certificate_pem(
+        mut self,
+        chain: &[u8],
+        key: &[u8],
+    ) -> Result<Self, TlsConfigError> {
+        self.tls.set_identity(chain, key)?;
+        Ok(self)
     }
 
     /// Plain `http://` only (see [`HttpClient::http_only`]).
@@ -261,7 +298,11 @@ impl HttpClientBuilder {
         let client = if self.http_only {
             HttpClient::plain_with_resolver(resolver)
         } else {
-            HttpClient::tls_with_resolver(resolver)
+            HttpClient::tls_with_resolver(
+                resolver,
+                #[cfg(feature = "rustls")]
+                &self.tls,
+            )
         };
         // Following off: no layer at all, and a redirect reaches the
         // transport as the status it is.
@@ -291,6 +332,83 @@ pub struct TcpConnectError(#[source] pub BoxError);
 #[derive(Debug, thiserror::Error)]
 #[error("TLS handshake failed")]
 pub struct TlsError(#[source] pub BoxError);
+
+/// What TLS failed on, as rustls said it (see [`tls_problem`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsProblem {
+    /// The server's certificate chains to no trusted root (a private CA
+    /// that was not added, an interception proxy).
+    UnknownIssuer,
+    /// The certificate is not for the host that was asked for.
+    NameMismatch,
+    /// The certificate has expired (or is not valid yet).
+    Expired,
+    /// The server requires a client certificate and got none it accepts.
+    ClientCertificateRequired,
+    /// Anything else TLS refused.
+    Other,
+}
+
+impl TlsProblem {
+    /// A stable, lower-case name for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsProblem::UnknownIssuer => "unknown-issuer",
+            TlsProblem::NameMismatch => "name-mismatch",
+            TlsProblem::Expired => "expired",
+            TlsProblem::ClientCertificateRequired => "client-certificate-required",
+            TlsProblem::Other => "other",
+        }
+    }
+}
+
+/// What TLS failed on, when `error`'s chain holds a rustls error (a
+/// handshake failure, or, with TLS 1.3, the server's refusal of a client
+/// certificate, which arrives with the first response).
+#[cfg(feature = "rustls")]
+pub fn tls_problem(error: &(dyn std::error::Error + 'static)) -> Option<TlsProblem> {
+    use rustls::{AlertDescription, CertificateError, Error as Tls};
+    Some(match rustls_error(error)? {
+        Tls::InvalidCertificate(CertificateError::UnknownIssuer) => TlsProblem::UnknownIssuer,
+        Tls::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => TlsProblem::NameMismatch,
+        Tls::InvalidCertificate(
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. },
+        ) => TlsProblem::Expired,
+        Tls::AlertReceived(
+            AlertDescription::CertificateRequired | AlertDescription::BadCertificate,
+        )
+        | Tls::NoCertificatesPresented => TlsProblem::ClientCertificateRequired,
+        _ => TlsProblem::Other,
+    })
+}
+
+/// The first rustls error in `error`'s chain. An `io::Error` hides the
+/// error it wraps from `source()` (it returns that error's own source),
+/// so it is looked into.
+#[cfg(feature = "rustls")]
+pub(crate) fn rustls_error<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a rustls::Error> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<rustls::Error>() {
+            return Some(found);
+        }
+        current = match e.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    None
+}
 
 /// Whether `error` or anything in its source chain is a `T`.
 pub(crate) fn chain_has<T: std::error::Error + 'static>(
@@ -400,39 +518,6 @@ impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpClient").finish_non_exhaustive()
     }
-}
-
-/// The TLS half of the default client: ring, and Mozilla's roots
-/// (webpki-roots).
-#[cfg(all(feature = "rustls", not(feature = "native-roots")))]
-fn tls_builder() -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes> {
-    // ring is named explicitly so that another crate enabling a second
-    // rustls provider cannot make the builder ambiguous.
-    hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_webpki_roots(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .expect("ring supports the default TLS versions")
-}
-
-/// With `native-roots`: Mozilla's roots *and* the platform's store (where a
-/// corporate CA lives). Certificates the platform store holds but rustls
-/// cannot parse are skipped; loading happens once, when the client is built.
-#[cfg(feature = "native-roots")]
-fn tls_builder() -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let native = rustls_native_certs::load_native_certs();
-    let (added, _unparsable) = roots.add_parsable_certificates(native.certs);
-    tracing::debug!(added, "platform root certificates loaded");
-    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config)
 }
 
 #[cfg(test)]

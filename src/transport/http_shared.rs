@@ -90,6 +90,12 @@ pub(crate) fn client_error(error: BoxError) -> TransportError {
     if chain_has::<TlsError>(error.as_ref()) {
         return TransportError::Tls(error);
     }
+    // TLS 1.3: a server's refusal of the client certificate comes after
+    // the handshake, with the first response.
+    #[cfg(feature = "rustls")]
+    if super::http_client::rustls_error(error.as_ref()).is_some() {
+        return TransportError::Tls(error);
+    }
     if let Some(refused) = chain_find::<super::error::RedirectRefused>(error.as_ref()) {
         return TransportError::Redirect(refused.clone());
     }

@@ -43,6 +43,8 @@ mod server_stream;
 mod sse;
 mod stdio;
 mod streamable_http;
+#[cfg(feature = "rustls")]
+mod tls_config;
 mod waiters;
 
 use std::fmt;
@@ -52,8 +54,10 @@ use mcp_connect_layers::Closure;
 use serde_json::value::RawValue;
 
 pub use error::{RedirectReason, RedirectRefused};
+#[cfg(feature = "rustls")]
+pub use http_client::tls_problem;
 pub use http_client::{
-    DnsError, HttpBody, HttpClient, HttpClientBuilder, TcpConnectError, TlsError,
+    DnsError, HttpBody, HttpClient, HttpClientBuilder, TcpConnectError, TlsError, TlsProblem,
 };
 pub use legacy_sse::LegacySse;
 #[cfg(any(test, feature = "testkit"))]
@@ -64,6 +68,8 @@ pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;
 pub use stdio::{kill_server_groups, StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
+#[cfg(feature = "rustls")]
+pub use tls_config::TlsConfigError;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use http_shared::retry_after;

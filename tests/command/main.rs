@@ -15,3 +15,4 @@ mod command_redirects;
 mod command_server_traffic;
 mod command_servers_file;
 mod command_signals;
+mod command_tls;

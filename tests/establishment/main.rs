@@ -16,3 +16,5 @@ mod param_headers;
 mod redirects;
 mod session_ids;
 mod stdio;
+#[cfg(feature = "rustls")]
+mod tls;
