@@ -72,32 +72,38 @@ pub(super) async fn run(
         // Names in a config file are unique: this cannot be a duplicate.
         let _ = group.add(Server::new(stack.clone(), request));
     }
-    // Each server's first settled state, printed as it comes.
+    // Each server's first settled state, printed as it comes. The stream
+    // only wakes this loop; the states are read from the group, so a
+    // reader that fell behind the stream (thousands of servers) misses
+    // nobody.
     let mut settled: BTreeMap<Arc<str>, bool> = BTreeMap::new();
-    while settled.len() < servers.len() {
-        let Some(change) = changes.recv().await else {
-            break;
-        };
-        if settled.contains_key(&change.server) {
-            continue;
+    loop {
+        for (name, health) in group.healths() {
+            if settled.contains_key(&name) {
+                continue;
+            }
+            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let ready = match health.state {
+                HealthState::Ready => {
+                    established(printer, &group, &name, elapsed_ms).await;
+                    true
+                }
+                // Degraded before it was ever ready: its session broke
+                // while listing; the group keeps trying, the command
+                // reports it.
+                HealthState::Failed(failure)
+                | HealthState::NeedsAuthorization(failure)
+                | HealthState::Degraded(failure) => {
+                    not_established(printer, &group, &name, &failure, elapsed_ms);
+                    false
+                }
+                _ => continue,
+            };
+            settled.insert(name, ready);
         }
-        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let ready = match change.health.state {
-            HealthState::Ready => {
-                established(printer, &group, &change.server, elapsed_ms).await;
-                true
-            }
-            // Degraded before it was ever ready: its session broke while
-            // listing; the group keeps trying, the command reports it.
-            HealthState::Failed(failure)
-            | HealthState::NeedsAuthorization(failure)
-            | HealthState::Degraded(failure) => {
-                not_established(printer, &group, &change.server, &failure, elapsed_ms);
-                false
-            }
-            _ => continue,
-        };
-        settled.insert(change.server, ready);
+        if settled.len() >= servers.len() || changes.recv().await.is_none() {
+            break;
+        }
     }
     if args.list_tools {
         list_tools(printer, &group.catalogue());
