@@ -156,3 +156,80 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
         );
     }
 }
+
+/// G14, issue 27: a client certificate's private key reaches no tracing
+/// event, no error and no `Debug` of the client or its builder, whether
+/// the key is refused, the server is distrusted or the session works.
+#[cfg(feature = "rustls")]
+#[test]
+fn no_client_key_reaches_diagnostics_or_errors() {
+    use mcp_connect::testkit::{TlsFixture, TlsServe};
+    use mcp_connect::transport::HttpClient;
+
+    let fixture = TlsFixture::new();
+    let other = TlsFixture::new();
+    // The key's body: what a leak would show.
+    let key_body: String = fixture
+        .client_key_pem()
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(
+        capture
+            .clone()
+            .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
+    );
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut printed = String::new();
+    runtime.block_on(async {
+        let server = fixture
+            .serve(TlsServe::default().requiring_client_certificate())
+            .await
+            .unwrap();
+        let (cert, key) = (
+            fixture.client_certificate_pem().as_bytes(),
+            fixture.client_key_pem().as_bytes(),
+        );
+        // Refused: the key of another certificate.
+        if let Err(error) = HttpClient::builder()
+            .client_certificate_pem(other.client_certificate_pem().as_bytes(), key)
+        {
+            printed.push_str(&chain(&error));
+        }
+        for trusted in [false, true] {
+            let mut builder = HttpClient::builder()
+                .client_certificate_pem(cert, key)
+                .unwrap();
+            if trusted {
+                builder = builder
+                    .add_root_certificates_pem(fixture.ca_pem().as_bytes())
+                    .unwrap();
+            }
+            let _ = write!(printed, "{builder:?}");
+            let connector = Connector::with_client(builder.build());
+            let _ = write!(printed, "{connector:?}");
+            let request = ConnectRequest::http(&server.url()).unwrap();
+            match watchdog(Duration::from_secs(10), connector.connect(request)).await {
+                Ok(session) => {
+                    let _ = write!(printed, "{session:?}");
+                    session.close().await.unwrap();
+                }
+                Err(error) => printed.push_str(&chain(&error)),
+            }
+        }
+    });
+    let traced = capture.text();
+    assert!(
+        !printed.is_empty() && traced.contains("connected to"),
+        "tracing was captured: {traced}"
+    );
+    for text in [&printed, &traced] {
+        assert!(!text.contains(&key_body[..48]), "the client key leaked");
+        assert!(!text.contains("PRIVATE KEY"), "the client key leaked");
+    }
+}
