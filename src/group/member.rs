@@ -155,10 +155,10 @@ impl Member {
     /// A routed call failed: when on transport, asks the supervisor for a
     /// new session and returns the failure to show as degraded.
     pub(super) fn call_failed(&self, error: &ClientError) -> Option<Failure> {
-        let failure = error.failure();
-        if !(error.session_lost() || on_transport(&failure)) {
+        if !on_transport(error) {
             return None;
         }
+        let failure = error.failure();
         let mut intent = self.intent.lock().expect("intent lock poisoned");
         if *intent == Intent::Nothing {
             *intent = Intent::Reconnect;
@@ -176,12 +176,14 @@ impl Member {
     }
 }
 
-/// Whether a failure is the connection's rather than the server's answer.
-fn on_transport(failure: &Failure) -> bool {
-    matches!(
-        failure.kind,
-        FailureKind::Connect | FailureKind::Io | FailureKind::Closed
-    )
+/// Whether a call failed on the connection (refused, broken, closed, the
+/// session gone) rather than on the server's answer.
+fn on_transport(error: &ClientError) -> bool {
+    error.session_lost()
+        || matches!(
+            error.failure().kind,
+            FailureKind::Connect | FailureKind::Io | FailureKind::Closed
+        )
 }
 
 /// What a supervisor does next.
@@ -457,9 +459,7 @@ impl Supervisor {
             return Ok(());
         }
         let kept = |result: Result<(), ClientError>| match result {
-            Err(error) if error.session_lost() || on_transport(&error.failure()) => {
-                Err(error.failure())
-            }
+            Err(error) if on_transport(&error) => Err(error.failure()),
             _ => Ok(()),
         };
         match kind {

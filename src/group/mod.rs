@@ -566,6 +566,10 @@ impl Shared {
     /// Rebuilds the catalogue if a listing changed since the last rebuild,
     /// and publishes it if its content changed.
     fn rebuild(&self) {
+        // Most reads find nothing pending: no lock for them.
+        if !self.dirty.load(Ordering::Acquire) {
+            return;
+        }
         // One rebuild at a time, so versions follow each other.
         let _rebuilding = self.rebuilding.lock().expect("rebuild lock poisoned");
         if !self.dirty.swap(false, Ordering::AcqRel) {

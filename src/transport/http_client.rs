@@ -369,7 +369,7 @@ impl TlsProblem {
 #[cfg(feature = "rustls")]
 pub fn tls_problem(error: &(dyn std::error::Error + 'static)) -> Option<TlsProblem> {
     use rustls::{AlertDescription, CertificateError, Error as Tls};
-    Some(match rustls_error(error)? {
+    Some(match chain_find::<rustls::Error>(error)? {
         Tls::InvalidCertificate(CertificateError::UnknownIssuer) => TlsProblem::UnknownIssuer,
         Tls::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
@@ -388,28 +388,6 @@ pub fn tls_problem(error: &(dyn std::error::Error + 'static)) -> Option<TlsProbl
     })
 }
 
-/// The first rustls error in `error`'s chain. An `io::Error` hides the
-/// error it wraps from `source()` (it returns that error's own source),
-/// so it is looked into.
-#[cfg(feature = "rustls")]
-pub(crate) fn rustls_error<'a>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a rustls::Error> {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if let Some(found) = e.downcast_ref::<rustls::Error>() {
-            return Some(found);
-        }
-        current = match e.downcast_ref::<std::io::Error>() {
-            Some(io) => io
-                .get_ref()
-                .map(|inner| inner as &(dyn std::error::Error + 'static)),
-            None => e.source(),
-        };
-    }
-    None
-}
-
 /// Whether `error` or anything in its source chain is a `T`.
 pub(crate) fn chain_has<T: std::error::Error + 'static>(
     error: &(dyn std::error::Error + 'static),
@@ -417,7 +395,10 @@ pub(crate) fn chain_has<T: std::error::Error + 'static>(
     chain_find::<T>(error).is_some()
 }
 
-/// The first `T` in `error`'s source chain.
+/// The first `T` in `error`'s source chain. An `io::Error` hides the
+/// error it wraps from `source()` (it returns that error's own source),
+/// so the walk steps into it instead: a rustls error inside the I/O error
+/// of a TLS stream is found.
 pub(crate) fn chain_find<'a, T: std::error::Error + 'static>(
     error: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a T> {
@@ -426,7 +407,12 @@ pub(crate) fn chain_find<'a, T: std::error::Error + 'static>(
         if let Some(found) = e.downcast_ref::<T>() {
             return Some(found);
         }
-        current = e.source();
+        current = match e.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
     }
     None
 }

@@ -93,7 +93,7 @@ pub(crate) fn client_error(error: BoxError) -> TransportError {
     // TLS 1.3: a server's refusal of the client certificate comes after
     // the handshake, with the first response.
     #[cfg(feature = "rustls")]
-    if super::http_client::rustls_error(error.as_ref()).is_some() {
+    if chain_has::<rustls::Error>(error.as_ref()) {
         return TransportError::Tls(error);
     }
     if let Some(refused) = chain_find::<super::error::RedirectRefused>(error.as_ref()) {

@@ -38,6 +38,19 @@ fn chain(hops: usize) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
 
 type Failed = dyn std::error::Error + 'static;
 
+/// A request for `url` that goes straight to `initialize`.
+fn pinned(url: &str) -> ConnectRequest {
+    ConnectRequest::http(url)
+        .unwrap()
+        .with_pin(ProtocolVersion::LATEST_LEGACY)
+}
+
+/// A server that answers everything with `status` to `location`.
+async fn redirecting(status: u16, location: String) -> ScriptServer {
+    ScriptServer::start(move |_| Script::StatusWith(status, vec![("location", location.clone())]))
+        .await
+}
+
 fn transport_error(error: &Failed) -> Option<&TransportError> {
     let mut source: Option<&Failed> = Some(error);
     while let Some(e) = source {
@@ -98,14 +111,7 @@ async fn a_fourth_hop_stops_at_three_and_is_not_retried() {
                     .with_backoff(Backoff::NONE),
             )
             .build();
-        let error = stack
-            .connect(
-                ConnectRequest::http(&server.url())
-                    .unwrap()
-                    .with_pin(ProtocolVersion::LATEST_LEGACY),
-            )
-            .await
-            .unwrap_err();
+        let error = stack.connect(pinned(&server.url())).await.unwrap_err();
         assert_eq!(
             refused(error.error().expect("an MCP error")),
             (308, RedirectReason::TooMany)
@@ -131,17 +137,9 @@ async fn a_fourth_hop_stops_at_three_and_is_not_retried() {
 async fn another_origin_is_refused_and_receives_nothing() {
     watchdog(Duration::from_secs(20), async {
         let elsewhere = ScriptServer::start(legacy).await;
-        let target = elsewhere.url();
-        let server = ScriptServer::start(move |_| {
-            Script::StatusWith(307, vec![("location", target.clone())])
-        })
-        .await;
+        let server = redirecting(307, elsewhere.url()).await;
         let error = Connector::new()
-            .connect(
-                ConnectRequest::http(&server.url())
-                    .unwrap()
-                    .with_pin(ProtocolVersion::LATEST_LEGACY),
-            )
+            .connect(pinned(&server.url()))
             .await
             .unwrap_err();
         assert_eq!(refused(&error), (307, RedirectReason::OtherOrigin));
@@ -149,16 +147,9 @@ async fn another_origin_is_refused_and_receives_nothing() {
 
         // 301, 302 and 303 would turn the POST into a GET: refused.
         for status in [301u16, 302, 303] {
-            let server = ScriptServer::start(move |_| {
-                Script::StatusWith(status, vec![("location", "/mcp2".to_owned())])
-            })
-            .await;
+            let server = redirecting(status, "/mcp2".to_owned()).await;
             let error = Connector::new()
-                .connect(
-                    ConnectRequest::http(&server.url())
-                        .unwrap()
-                        .with_pin(ProtocolVersion::LATEST_LEGACY),
-                )
+                .connect(pinned(&server.url()))
                 .await
                 .unwrap_err();
             assert_eq!(refused(&error), (status, RedirectReason::ChangesMethod));
@@ -174,18 +165,12 @@ async fn another_origin_is_refused_and_receives_nothing() {
 async fn an_allowed_origin_is_followed_without_credentials() {
     watchdog(Duration::from_secs(20), async {
         let elsewhere = ScriptServer::start(legacy).await;
-        let target = elsewhere.url();
-        let server = ScriptServer::start(move |_| {
-            Script::StatusWith(308, vec![("location", target.clone())])
-        })
-        .await;
+        let server = redirecting(308, elsewhere.url()).await;
         let client = HttpClient::builder()
             .redirects(RedirectPolicy::new().allowing(&elsewhere.url().parse().unwrap()))
             .build();
         // Every header a caller gives is marked sensitive.
-        let request = ConnectRequest::http(&server.url())
-            .unwrap()
-            .with_pin(ProtocolVersion::LATEST_LEGACY)
+        let request = pinned(&server.url())
             .with_header("authorization", "Bearer tok-canary-5519")
             .unwrap()
             .with_header("x-api-key", "key-canary-7731")
@@ -216,11 +201,7 @@ async fn an_allowed_origin_is_followed_without_credentials() {
             .redirects(RedirectPolicy::none())
             .build();
         let error = Connector::with_client(client)
-            .connect(
-                ConnectRequest::http(&server.url())
-                    .unwrap()
-                    .with_pin(ProtocolVersion::LATEST_LEGACY),
-            )
+            .connect(pinned(&server.url()))
             .await
             .unwrap_err();
         assert!(

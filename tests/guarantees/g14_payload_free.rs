@@ -38,6 +38,24 @@ impl LifecycleMetrics for Metrics {
     }
 }
 
+/// Runs `body` on a current-thread runtime with every tracing event, at
+/// every level, captured; the events as text.
+fn traced(body: impl std::future::Future<Output = ()>) -> String {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(
+        capture
+            .clone()
+            .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
+    );
+    let _guard = tracing::subscriber::set_default(subscriber);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(body);
+    capture.text()
+}
+
 fn chain(error: &dyn std::error::Error) -> String {
     let mut text = format!("{error} | {error:?}");
     let mut source = error.source();
@@ -52,20 +70,9 @@ fn chain(error: &dyn std::error::Error) -> String {
 /// tracing event, no metrics value and no error `Debug` or `Display`.
 #[test]
 fn no_canary_reaches_diagnostics_metrics_or_errors() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(
-        capture
-            .clone()
-            .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
-    );
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let metrics = Arc::new(Metrics::default());
     let mut printed = String::new();
-    runtime.block_on(async {
+    let traced = traced(async {
         let legacy = LegacyServer::new();
         let server = ScriptServer::start(move |r| match r.rpc_method() {
             "initialize" => Script::JsonWith(
@@ -101,7 +108,9 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
             .with_header("authorization", "Bearer canary-authorization")
             .unwrap();
         let _ = write!(printed, "{request:?}");
-        let session = watchdog(Duration::from_secs(10), stack.connect(request)).await.unwrap();
+        let session = watchdog(Duration::from_secs(10), stack.connect(request))
+            .await
+            .unwrap();
         let _ = write!(printed, "{session:?}");
         let args = json!({ "secret": "canary-tool-argument" });
         for error in [
@@ -127,10 +136,11 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
             .unwrap()
             .with_header("authorization", "Bearer canary-authorization")
             .unwrap();
-        let error = watchdog(Duration::from_secs(10), stack.connect(request)).await.unwrap_err();
+        let error = watchdog(Duration::from_secs(10), stack.connect(request))
+            .await
+            .unwrap_err();
         printed.push_str(&chain(&error));
     });
-    let traced = capture.text();
     let measured = metrics.0.lock().unwrap().clone();
     assert!(
         traced.contains("stage"),
@@ -174,19 +184,8 @@ fn no_client_key_reaches_diagnostics_or_errors() {
         .lines()
         .filter(|line| !line.starts_with("-----"))
         .collect();
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(
-        capture
-            .clone()
-            .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
-    );
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let mut printed = String::new();
-    runtime.block_on(async {
+    let traced = traced(async {
         let server = fixture
             .serve(TlsServe::default().requiring_client_certificate())
             .await
@@ -223,7 +222,6 @@ fn no_client_key_reaches_diagnostics_or_errors() {
             }
         }
     });
-    let traced = capture.text();
     assert!(
         !printed.is_empty() && traced.contains("connected to"),
         "tracing was captured: {traced}"
