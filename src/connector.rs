@@ -42,7 +42,9 @@ impl Connector {
         Connector { http }
     }
 
-    /// The HTTP client.
+    /// The HTTP client (a request's own, set with
+    /// [`ConnectRequest::with_http_client`], takes its place for that
+    /// request).
     pub fn http_client(&self) -> &HttpClient {
         &self.http
     }
@@ -59,17 +61,23 @@ impl Connector {
     /// Establishes one session (the same as calling the service).
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
         let authorizer = self.checked(&request)?;
-        handshake::establish(&request, &self.http, authorizer).await
+        handshake::establish(&request, self.client_for(&request), authorizer).await
+    }
+
+    /// The request's own client, or this connector's.
+    fn client_for<'a>(&'a self, request: &'a ConnectRequest) -> &'a HttpClient {
+        request.http_client().unwrap_or(&self.http)
     }
 
     /// [`validate`](Self::validate), keeping the authorizer it builds so
     /// the establishment converts the server URL only once.
     fn checked(&self, request: &ConnectRequest) -> Result<Option<Authorizer>, Error> {
         request.validate()?;
-        let authorizer = handshake::authorizer(request, &self.http)?;
+        let http = self.client_for(request);
+        let authorizer = handshake::authorizer(request, http)?;
         match request.target() {
             Target::Http { url, .. }
-                if url.scheme() == Some(&http::uri::Scheme::HTTPS) && !self.http.speaks_tls() =>
+                if url.scheme() == Some(&http::uri::Scheme::HTTPS) && !http.speaks_tls() =>
             {
                 Err(Error::config(ConfigError::TlsUnavailable))
             }

@@ -41,6 +41,8 @@ struct State {
     sessions: Mutex<HashSet<String>>,
     requests: AtomicU64,
     sessions_created: AtomicU64,
+    /// The name of every request header seen (never a value).
+    header_names: Mutex<HashSet<http::HeaderName>>,
     seed: RandomState,
 }
 
@@ -79,6 +81,19 @@ impl DemoServer {
     /// HTTP requests received so far.
     pub fn requests(&self) -> u64 {
         self.state.requests.load(Ordering::Relaxed)
+    }
+
+    /// Whether any request so far carried the header `name` (only names
+    /// are kept, never values): a test's check that, say,
+    /// `Proxy-Authorization` never reached the origin.
+    pub fn saw_header(&self, name: &str) -> bool {
+        http::HeaderName::try_from(name).is_ok_and(|name| {
+            self.state
+                .header_names
+                .lock()
+                .expect("lock poisoned")
+                .contains(&name)
+        })
     }
 
     /// Legacy sessions created so far.
@@ -217,6 +232,11 @@ const MODERN: &str = "2026-07-28";
 
 async fn handle(state: &State, request: http::Request<IncomingBody>) -> Reply {
     state.requests.fetch_add(1, Ordering::Relaxed);
+    state
+        .header_names
+        .lock()
+        .expect("lock poisoned")
+        .extend(request.headers().keys().cloned());
     if request.uri().path() != "/mcp" {
         return status(StatusCode::NOT_FOUND);
     }

@@ -23,7 +23,8 @@
 //!   and the many servers built from the TypeScript SDK v1 examples answer
 //!   a session id they do not know, for example after a restart.
 //!
-//! Never a loss: 401, 403, 429, 5xx, any other status, a 400 whose error
+//! Never a loss: 401, 403, 429, 5xx, any other status, a proxy's failure
+//! (the session lives on the server, not in the proxy), a 400 whose error
 //! names the request's id, and every JSON-RPC error answered with 200.
 //!
 //! An application that knows a server better may widen or narrow the rule

@@ -124,6 +124,11 @@ pub enum FailureKind {
     /// The peer showed that it speaks only an older version of the protocol:
     /// an attempt planned for that version may succeed.
     Outdated,
+    /// An HTTP proxy between the client and the server failed or refused:
+    /// it asked for credentials (HTTP 407), refused the `CONNECT` tunnel,
+    /// or could not be reached. A fresh session through the same proxy
+    /// would meet the same proxy, so it is never retried by default.
+    Proxy,
     /// Anything else, including an application's own error type.
     Other,
 }
@@ -149,6 +154,7 @@ impl FailureKind {
             FailureKind::Protocol => "protocol",
             FailureKind::Unavailable => "unavailable",
             FailureKind::Outdated => "outdated",
+            FailureKind::Proxy => "proxy",
             FailureKind::Other => "other",
         }
     }

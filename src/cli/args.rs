@@ -69,6 +69,17 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub(crate) max_redirects: usize,
 
+    /// Send every request through this HTTP proxy (`http://[user:password@]host:port`),
+    /// whatever HTTP_PROXY, HTTPS_PROXY and ALL_PROXY say; NO_PROXY still
+    /// applies. Without it those variables are used. Its credentials are
+    /// never printed.
+    #[arg(long, value_name = "URL", conflicts_with = "no_proxy")]
+    pub(crate) proxy: Option<String>,
+
+    /// Use no proxy, whatever the environment says.
+    #[arg(long)]
+    pub(crate) no_proxy: bool,
+
     /// Also trust the CA certificates in this PEM file (a private CA).
     #[arg(long, value_name = "FILE")]
     pub(crate) cacert: Option<std::path::PathBuf>,

@@ -54,7 +54,7 @@ pub(super) async fn run(
     }
     // One connector (one pooled HTTP client) for all; the stack's deadline
     // starts anew for every server it establishes.
-    let client = match http_client(args) {
+    let client = match http_client(args, false) {
         Ok(client) => client,
         Err(message) => return usage(&message),
     };

@@ -95,11 +95,13 @@ impl Printer {
         };
     }
 
-    pub(crate) fn target(&self, shown: &str, demo: bool) {
+    /// The target, and the proxy's address when one is used.
+    pub(crate) fn target(&self, shown: &str, demo: bool, proxy: Option<&str>) {
         let note = if demo { " (built-in demo server)" } else { "" };
+        let via = proxy.map(|p| format!(" via proxy {p}")).unwrap_or_default();
         self.line(
-            &format!("connecting to {}{note}", self::shown(shown)),
-            json!({ "event": "target", "target": shown, "demo": demo }),
+            &format!("connecting to {}{note}{via}", self::shown(shown)),
+            json!({ "event": "target", "target": shown, "demo": demo, "proxy": proxy }),
         );
     }
 
@@ -197,6 +199,7 @@ impl Printer {
         elapsed: Duration,
         http_requests: u64,
         attempts: u32,
+        proxy: Option<&str>,
         signal: Option<&'static str>,
     ) {
         let mut summary = Map::new();
@@ -205,6 +208,10 @@ impl Printer {
         summary.insert("attempts".into(), attempts.into());
         summary.insert("elapsed_ms".into(), millis(elapsed).into());
         summary.insert("http_requests".into(), http_requests.into());
+        summary.insert("proxy".into(), proxy.into());
+        let via = proxy
+            .map(|p| format!(", via proxy {p}"))
+            .unwrap_or_default();
         let human = match outcome {
             Ok(session) => {
                 summary.insert("outcome".into(), "established".into());
@@ -220,7 +227,7 @@ impl Printer {
                     json!({ "name": info.name, "version": info.version }),
                 );
                 format!(
-                    "established: {} era, protocol {}, over {}, server {} {}, {} HTTP requests, {:.3} ms",
+                    "established: {} era, protocol {}, over {}{via}, server {} {}, {} HTTP requests, {:.3} ms",
                     session.era(),
                     session.protocol_version(),
                     session.transport_kind(),
@@ -240,7 +247,7 @@ impl Printer {
                     source = cause.source();
                 }
                 text.push_str(&format!(
-                    "\n{http_requests} HTTP requests, {:.3} ms",
+                    "\n{http_requests} HTTP requests{via}, {:.3} ms",
                     millis(elapsed)
                 ));
                 text

@@ -278,13 +278,34 @@ impl TokenStore for Reported {
     }
 }
 
-/// The default HTTP client with the command's redirect limit, extra CA
-/// and client certificate; a file that cannot be read or used is a usage
-/// error naming the option, never the file's contents.
-pub(super) fn http_client(args: &Args) -> Result<mcp_connect::transport::HttpClient, String> {
-    use mcp_connect::transport::{HttpClient, RedirectPolicy};
-    let builder =
-        HttpClient::builder().redirects(RedirectPolicy::new().with_max_hops(args.max_redirects));
+/// The default HTTP client with the command's redirect limit, proxy, extra
+/// CA and client certificate; a file that cannot be read or used is a usage
+/// error naming the option, never the file's contents, and a proxy URL
+/// that cannot be used one that never shows it. `direct` (the built-in
+/// demo server) ignores every proxy.
+pub(super) fn http_client(
+    args: &Args,
+    direct: bool,
+) -> Result<mcp_connect::transport::HttpClient, String> {
+    use mcp_connect::transport::{HttpClient, Proxy, RedirectPolicy};
+    let proxy = match &args.proxy {
+        _ if direct || args.no_proxy => Proxy::none(),
+        Some(url) => {
+            let proxy = Proxy::url(url).map_err(|error| format!("--proxy: {error}"))?;
+            // NO_PROXY keeps its say over an explicit proxy, as with curl.
+            let exceptions = ["NO_PROXY", "no_proxy"]
+                .iter()
+                .find_map(|name| std::env::var(name).ok());
+            match exceptions {
+                Some(rules) => proxy.with_no_proxy(&rules),
+                None => proxy,
+            }
+        }
+        None => Proxy::from_env(),
+    };
+    let builder = HttpClient::builder()
+        .redirects(RedirectPolicy::new().with_max_hops(args.max_redirects))
+        .proxy(proxy);
     #[cfg(feature = "rustls")]
     let builder = {
         let read = |option: &str, path: &std::path::Path| {

@@ -136,15 +136,26 @@ async fn run(args: Args) -> ExitCode {
 
     // Counted below the transports, so every request the command sends is seen.
     let sent = Arc::new(AtomicU64::new(0));
-    let client = match http_client(&args) {
+    let client = match http_client(&args, demo.is_some()) {
         Ok(client) => client,
         Err(message) => return usage(&message),
+    };
+    // Where the proxy is, never its credentials.
+    let proxy = match request.target() {
+        mcp_connect::request::Target::Http { url, .. } => {
+            client.proxy_for(url).map(|p| p.to_string())
+        }
+        _ => None,
     };
     let connector = Connector::with_client(client.counting(Arc::clone(&sent)));
     if let Err(error) = connector.validate(&request) {
         return usage(&chain(&error));
     }
-    printer.target(&request.target().to_string(), demo.is_some());
+    printer.target(
+        &request.target().to_string(),
+        demo.is_some(),
+        proxy.as_deref(),
+    );
     let stack = EstablishBuilder::new(connector)
         .with_recovery(recovery_from(&args))
         .with_deadline(args.deadline)
@@ -222,6 +233,7 @@ async fn run(args: Args) -> ExitCode {
         established_in,
         sent.load(Ordering::Relaxed),
         attempts,
+        proxy.as_deref(),
         signals.received().map(Received::name),
     );
     if let (Some(cache), Some(path)) = (&era_cache, &args.era_cache) {

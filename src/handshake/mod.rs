@@ -306,7 +306,7 @@ impl<'a> Attempt<'a> {
 
 /// Whether a failure under a cached verdict may mean the verdict is stale.
 /// Failures that say nothing about the era (auth, throttling, DNS, TLS,
-/// connection, cancellation, the overall deadline) do not.
+/// a proxy, connection, cancellation, the overall deadline) do not.
 fn assumption_failed(error: &Error) -> bool {
     let failure = error.failure();
     match failure.kind {
@@ -316,6 +316,7 @@ fn assumption_failed(error: &Error) -> bool {
         | FailureKind::Configuration
         | FailureKind::Dns
         | FailureKind::Tls
+        | FailureKind::Proxy
         | FailureKind::Connect => false,
         FailureKind::Timeout => failure.cancel_source != Some(CancelSource::Deadline),
         _ => true,

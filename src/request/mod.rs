@@ -73,6 +73,8 @@ pub struct ConnectRequest {
     inbound: Arc<Inbound>,
     /// How to authorize when the server asks (HTTP targets).
     auth: Option<crate::auth::Authorization>,
+    /// This request's own HTTP client, instead of the connector's.
+    http: Option<crate::transport::HttpClient>,
     /// Time spent waiting for a person (the authorization page), which
     /// does not count against the deadline.
     pause: mcp_connect_layers::deadline::DeadlinePause,
@@ -123,6 +125,7 @@ impl ConnectRequest {
             listener: None,
             inbound: Inbound::none(),
             auth: None,
+            http: None,
             pause: Default::default(),
         }
     }
@@ -298,6 +301,22 @@ impl ConnectRequest {
     pub fn with_observer(mut self, observer: Arc<dyn StageObserver>) -> Self {
         self.observers.push(observer);
         self
+    }
+
+    /// Sends this request's HTTP (every transport and the authorization
+    /// stage) through `client` instead of the connector's: one server with
+    /// its own TLS settings (a private CA, a client certificate), proxy or
+    /// redirect policy among many that share the connector's client.
+    #[must_use]
+    pub fn with_http_client(mut self, client: crate::transport::HttpClient) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// The request's own HTTP client, when it has one
+    /// ([`with_http_client`](Self::with_http_client)).
+    pub fn http_client(&self) -> Option<&crate::transport::HttpClient> {
+        self.http.as_ref()
     }
 
     /// Consults and updates this era cache (unpinned, uncapped, auto-mode

@@ -49,4 +49,4 @@ pub use legacy::{LegacyServer, UnknownSession};
 pub use resumable::{Resumable, ResumableServer};
 pub use sse::{SseBehaviour, SseServer};
 #[cfg(feature = "rustls")]
-pub use tls::{TlsFixture, TlsServe, TlsServer};
+pub use tls::{TlsFixture, TlsFront, TlsServe, TlsServer};

@@ -34,6 +34,7 @@ pub struct TlsServe {
     require_client_certificate: bool,
     http1_only: bool,
     tls12_only: bool,
+    expired: bool,
 }
 
 impl TlsServe {
@@ -49,6 +50,14 @@ impl TlsServe {
     #[must_use]
     pub fn tls12_only(mut self) -> Self {
         self.tls12_only = true;
+        self
+    }
+
+    /// Presents a server certificate from the fixture's CA that expired in
+    /// 2001 (names and key usage as the good one).
+    #[must_use]
+    pub fn with_expired_certificate(mut self) -> Self {
+        self.expired = true;
         self
     }
 
@@ -79,13 +88,8 @@ impl TlsFixture {
         let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key"))
             .expect("a CA certificate");
 
-        let mut server = CertificateParams::new(vec!["localhost".to_owned()]).expect("a name");
-        server
-            .subject_alt_names
-            .push(SanType::IpAddress([127, 0, 0, 1].into()));
-        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let server_key = KeyPair::generate().expect("a key");
-        let server_cert = server
+        let server_cert = server_params()
             .signed_by(&server_key, &ca)
             .expect("a server certificate");
 
@@ -123,8 +127,8 @@ impl TlsFixture {
         &self.client_key_pem
     }
 
-    /// Starts the demo server over TLS on `127.0.0.1`, an ephemeral port.
-    pub async fn serve(&self, options: TlsServe) -> std::io::Result<TlsServer> {
+    /// The server side's TLS settings for `options`.
+    fn server_config(&self, options: &TlsServe) -> rustls::ServerConfig {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions: &[&rustls::SupportedProtocolVersion] = if options.tls12_only {
             &[&rustls::version::TLS12]
@@ -144,15 +148,34 @@ impl TlsFixture {
         } else {
             builder.with_no_client_auth()
         };
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.server_key.clone()));
+        let (chain, key) = if options.expired {
+            let mut params = server_params();
+            params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+            let key = KeyPair::generate().expect("a key");
+            let cert = params.signed_by(&key, &self.ca).expect("a certificate");
+            (
+                vec![cert.der().clone(), self.ca.der().clone()],
+                key.serialize_der(),
+            )
+        } else {
+            (self.server_chain.clone(), self.server_key.clone())
+        };
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
         let mut config = builder
-            .with_single_cert(self.server_chain.clone(), key)
+            .with_single_cert(chain, key)
             .expect("the server certificate and key match");
         config.alpn_protocols = if options.http1_only {
             vec![b"http/1.1".to_vec()]
         } else {
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]
         };
+        config
+    }
+
+    /// Starts the demo server over TLS on `127.0.0.1`, an ephemeral port.
+    pub async fn serve(&self, options: TlsServe) -> std::io::Result<TlsServer> {
+        let config = self.server_config(&options);
         let handshakes = Arc::new(AtomicU64::new(0));
         let alpn = Arc::new(Mutex::new(Vec::new()));
         let on_handshake = {
@@ -176,6 +199,99 @@ impl TlsFixture {
             alpn,
         })
     }
+}
+
+impl TlsFixture {
+    /// TLS in front of another loopback server: each connection's
+    /// handshake here, then its bytes relayed to `upstream` as they are
+    /// (HTTP/1.1 only, since the upstream's protocol is not known). Puts
+    /// any testkit server, the legacy SSE one say, behind HTTPS.
+    pub async fn front(
+        &self,
+        upstream: SocketAddr,
+        options: TlsServe,
+    ) -> std::io::Result<TlsFront> {
+        let acceptor =
+            tokio_rustls::TlsAcceptor::from(Arc::new(self.server_config(&options.http1_only())));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let handshakes = Arc::new(AtomicU64::new(0));
+        let stopped = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn({
+            let (handshakes, stopped) = (Arc::clone(&handshakes), stopped.clone());
+            async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let (acceptor, handshakes, stopped) =
+                        (acceptor.clone(), Arc::clone(&handshakes), stopped.clone());
+                    tokio::spawn(async move {
+                        let Ok(mut tls) = acceptor.accept(stream).await else {
+                            return;
+                        };
+                        handshakes.fetch_add(1, Ordering::Relaxed);
+                        let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await else {
+                            return;
+                        };
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut tls, &mut plain) => {}
+                            () = stopped.cancelled() => {}
+                        }
+                    });
+                }
+            }
+        });
+        Ok(TlsFront {
+            addr,
+            handshakes,
+            task,
+            stopped,
+        })
+    }
+}
+
+/// TLS in front of another server ([`TlsFixture::front`]). Dropping it
+/// closes its port and every connection through it.
+pub struct TlsFront {
+    addr: SocketAddr,
+    handshakes: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+    stopped: tokio_util::sync::CancellationToken,
+}
+
+impl TlsFront {
+    /// `https://127.0.0.1:PORT{path}`.
+    pub fn url_for(&self, path: &str) -> String {
+        format!("https://{}{path}", self.addr)
+    }
+
+    /// Handshakes that completed.
+    pub fn handshakes(&self) -> u64 {
+        self.handshakes.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.stopped.cancel();
+    }
+}
+
+impl fmt::Debug for TlsFront {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsFront")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The server certificate's names (`localhost`, 127.0.0.1) and usage.
+fn server_params() -> CertificateParams {
+    let mut server = CertificateParams::new(vec!["localhost".to_owned()]).expect("a name");
+    server
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    server
 }
 
 impl Default for TlsFixture {
@@ -208,6 +324,12 @@ impl TlsServer {
     /// MCP requests served.
     pub fn requests(&self) -> u64 {
         self.server.requests()
+    }
+
+    /// Whether any request carried the header `name`
+    /// ([`DemoServer::saw_header`]).
+    pub fn saw_header(&self, name: &str) -> bool {
+        self.server.saw_header(name)
     }
 }
 

@@ -36,6 +36,10 @@ pub enum TransportError {
     /// ([`RedirectPolicy`](super::RedirectPolicy)).
     #[error("the server redirected")]
     Redirect(#[source] RedirectRefused),
+    /// The HTTP proxy failed or refused; a [`ProxyError`](super::ProxyError)
+    /// in the source chain says how ([`TransportError::proxy_error`]).
+    #[error("the proxy failed")]
+    Proxy(#[source] BoxError),
     /// The connection broke before or while the response arrived.
     #[error("connection interrupted")]
     Interrupted(#[source] BoxError),
@@ -157,6 +161,14 @@ impl ResumeError {
 }
 
 impl TransportError {
+    /// What the proxy did, for [`TransportError::Proxy`].
+    pub fn proxy_error(&self) -> Option<&super::ProxyError> {
+        match self {
+            TransportError::Proxy(error) => super::chain::chain_find(error.as_ref()),
+            _ => None,
+        }
+    }
+
     /// This error as a payload-free failure at `stage`.
     pub fn failure(&self, stage: Stage) -> Failure {
         use TransportError as T;
@@ -165,6 +177,21 @@ impl TransportError {
             T::Dns(_) => Failure::new(stage, FailureKind::Dns),
             T::Tls(_) => Failure::new(stage, FailureKind::Tls),
             T::Http(_) => Failure::new(stage, FailureKind::Other),
+            T::Proxy(error) => {
+                match super::chain::chain_find::<super::ProxyError>(error.as_ref()) {
+                    Some(super::ProxyError::Setting(_)) => {
+                        Failure::new(stage, FailureKind::Configuration)
+                    }
+                    Some(proxy) => {
+                        let failure = Failure::new(stage, FailureKind::Proxy);
+                        match proxy.http_status() {
+                            Some(status) => failure.with_http_status(status),
+                            None => failure,
+                        }
+                    }
+                    None => Failure::new(stage, FailureKind::Proxy),
+                }
+            }
             T::Redirect(refused) => {
                 Failure::new(stage, FailureKind::HttpStatus).with_http_status(refused.status)
             }
@@ -228,6 +255,8 @@ impl TransportError {
 pub(crate) fn status_failure(stage: Stage, status: u16) -> Failure {
     let kind = match status {
         401 | 403 => FailureKind::Auth,
+        // Only a proxy asks for proxy credentials.
+        407 => FailureKind::Proxy,
         429 => FailureKind::Throttled,
         _ => FailureKind::HttpStatus,
     };

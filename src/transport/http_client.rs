@@ -1,9 +1,11 @@
 //! The HTTP client seam: any tower HTTP service, erased once.
 //!
 //! The transports never build a client per session: they share one
-//! [`HttpClient`] (a pooled, keep-alive hyper-util client by default), or the
-//! caller's own stack with its TLS, proxy and tower-http layers. A
-//! caller-owned client is only ever cloned, never shut down by this crate.
+//! [`HttpClient`] (a pooled, keep-alive hyper-util client by default, with
+//! the redirect policy, TLS settings and proxies of its
+//! [`HttpClientBuilder`]), or the caller's own stack with its TLS, proxy
+//! and tower-http layers. A caller-owned client is only ever cloned, never
+//! shut down by this crate.
 
 use std::fmt;
 
@@ -17,7 +19,12 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
+#[cfg(feature = "rustls")]
+use super::chain::{chain_find, chain_has};
 use super::error::BoxError;
+#[cfg(feature = "rustls")]
+use super::proxy::ProxyError;
+use super::proxy::{Proxy, ProxyAuthLayer, ProxyConnector, SharedRoutes};
 use super::redirect::RedirectPolicy;
 #[cfg(feature = "rustls")]
 use super::tls_config::TlsConfigError;
@@ -48,6 +55,8 @@ pub struct HttpClient {
     /// False only for [`HttpClient::http_only`]: `https://` targets are then
     /// refused before any I/O instead of being sent as cleartext.
     tls: bool,
+    /// The default client's proxy routes (none for a caller's own client).
+    routes: Option<SharedRoutes>,
 }
 
 impl HttpClient {
@@ -77,15 +86,26 @@ impl HttpClient {
         HttpClient {
             inner: BoxCloneSyncService::new(service),
             tls: true,
+            routes: None,
+        }
+    }
+
+    /// `self` (a layer over `under`) with `under`'s TLS and proxy facts.
+    fn keeping(self, under: &HttpClient) -> Self {
+        HttpClient {
+            tls: under.tls,
+            routes: under.routes.clone(),
+            ..self
         }
     }
 
     /// The default client: hyper-util's pooled client over HTTP/1.1 and
     /// HTTP/2, with rustls (ring) and the Mozilla roots for `https://`, the
-    /// system resolver, and the default [`RedirectPolicy`] (307 and 308 on
-    /// the same origin, at most 3 hops). Built without the `rustls` feature
-    /// it is [`http_only`](Self::http_only). [`builder`](Self::builder)
-    /// changes any of it.
+    /// system resolver, the environment's proxies ([`Proxy::from_env`]),
+    /// and the default [`RedirectPolicy`] (307 and 308 on the same origin,
+    /// at most 3 hops). Built without the `rustls` feature it is
+    /// [`http_only`](Self::http_only). [`builder`](Self::builder) changes
+    /// any of it.
     pub fn default_client() -> Self {
         Self::builder().build()
     }
@@ -112,6 +132,16 @@ impl HttpClient {
         self.tls
     }
 
+    /// The proxy a request to `url` goes through: its scheme, host and
+    /// port, never its credentials. `None` for a direct connection, an
+    /// unusable proxy setting (the request fails with
+    /// [`ProxyError::Setting`]), and a caller's own client (whose proxies
+    /// are its own business).
+    pub fn proxy_for(&self, url: &http::Uri) -> Option<http::Uri> {
+        let route = self.routes.as_ref()?.route(url).ok()??;
+        Some(route.uri().clone())
+    }
+
     /// The default client with another resolver (any
     /// `tower::Service<Name>` returning socket addresses).
     ///
@@ -130,9 +160,11 @@ impl HttpClient {
     }
 
     /// The default client over `resolver`, with TLS when built with it,
-    /// without redirects (the builder adds them).
+    /// through `routes`' proxies, without redirects (the builder adds
+    /// them).
     fn tls_with_resolver<R>(
         resolver: R,
+        routes: SharedRoutes,
         #[cfg(feature = "rustls")] tls: &super::tls_config::TlsSettings,
     ) -> Self
     where
@@ -147,18 +179,19 @@ impl HttpClient {
             // The HTTPS connector below decides per scheme.
             http.enforce_http(false);
             let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
+            let routed = ProxyConnector::new(routes.clone(), tcp, true);
             let https = tls
                 .connector()
                 .https_or_http()
                 .enable_http1()
                 .enable_http2()
-                .wrap_connector(tcp);
+                .wrap_connector(routed);
             let tagged = ServiceBuilder::new().map_err(tag_tls).service(https);
-            HttpClient::new(pooled().build(tagged))
+            Self::proxied(HttpClient::new(pooled().build(tagged)), routes, true)
         }
         #[cfg(not(feature = "rustls"))]
         {
-            Self::plain_with_resolver(resolver)
+            Self::plain_with_resolver(resolver, routes)
         }
     }
 
@@ -173,8 +206,9 @@ impl HttpClient {
         Self::builder().http_only().build_with_resolver(resolver)
     }
 
-    /// The plain-`http://` client over `resolver`, without redirects.
-    fn plain_with_resolver<R>(resolver: R) -> Self
+    /// The plain-`http://` client over `resolver`, through `routes`'
+    /// proxies, without redirects.
+    fn plain_with_resolver<R>(resolver: R, routes: SharedRoutes) -> Self
     where
         R: Service<Name> + Clone + Send + Sync + 'static,
         R::Response: Iterator<Item = SocketAddr>,
@@ -186,9 +220,26 @@ impl HttpClient {
         let tcp = ServiceBuilder::new()
             .map_err(tag_tcp)
             .service(tcp_connector(resolver));
+        let routed = ProxyConnector::new(routes.clone(), tcp, false);
+        Self::proxied(HttpClient::new(pooled().build(routed)), routes, false)
+    }
+
+    /// `client` with the proxy request layer when some `http://` target
+    /// goes through a proxy (only then: it costs a boxed future per
+    /// request).
+    fn proxied(client: HttpClient, routes: SharedRoutes, tls: bool) -> Self {
+        let client = if routes.proxies_http() {
+            HttpClient::new(tower::Layer::layer(
+                &ProxyAuthLayer::new(routes.clone()),
+                client,
+            ))
+        } else {
+            client
+        };
         HttpClient {
-            tls: false,
-            ..HttpClient::new(pooled().build(tcp))
+            tls,
+            routes: Some(routes),
+            ..client
         }
     }
 
@@ -196,18 +247,15 @@ impl HttpClient {
     /// reports such as the command's `http_requests`).
     #[must_use]
     pub fn counting(self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
-        let tls = self.tls;
-        HttpClient {
-            tls,
-            ..HttpClient::new(
-                ServiceBuilder::new()
-                    .map_request(move |request: http::Request<Full<Bytes>>| {
-                        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        request
-                    })
-                    .service(self),
-            )
-        }
+        HttpClient::new(
+            ServiceBuilder::new()
+                .map_request(move |request: http::Request<Full<Bytes>>| {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    request
+                })
+                .service(self.clone()),
+        )
+        .keeping(&self)
     }
 
     /// This client marked as unable to reach `https://` targets (a layered
@@ -232,6 +280,7 @@ impl HttpClient {
 #[derive(Debug, Clone, Default)]
 pub struct HttpClientBuilder {
     redirects: RedirectPolicy,
+    proxy: Proxy,
     http_only: bool,
     #[cfg(feature = "rustls")]
     tls: super::tls_config::TlsSettings,
@@ -242,6 +291,14 @@ impl HttpClientBuilder {
     #[must_use]
     pub fn redirects(mut self, policy: RedirectPolicy) -> Self {
         self.redirects = policy;
+        self
+    }
+
+    /// Which proxy requests go through (default: [`Proxy::from_env`], read
+    /// when the client is built).
+    #[must_use]
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
         self
     }
 
@@ -295,11 +352,13 @@ impl HttpClientBuilder {
         R::Error: Into<BoxError>,
         R::Future: Send,
     {
+        let routes = std::sync::Arc::new(self.proxy.routes());
         let client = if self.http_only {
-            HttpClient::plain_with_resolver(resolver)
+            HttpClient::plain_with_resolver(resolver, routes)
         } else {
             HttpClient::tls_with_resolver(
                 resolver,
+                routes,
                 #[cfg(feature = "rustls")]
                 &self.tls,
             )
@@ -309,12 +368,11 @@ impl HttpClientBuilder {
         if self.redirects.max_hops() == 0 {
             return client;
         }
-        let tls = client.tls;
-        let follow = FollowRedirect::with_policy(client, self.redirects.for_request());
-        HttpClient {
-            tls,
-            ..HttpClient::new(follow)
-        }
+        HttpClient::new(FollowRedirect::with_policy(
+            client.clone(),
+            self.redirects.for_request(),
+        ))
+        .keeping(&client)
     }
 }
 
@@ -388,35 +446,6 @@ pub fn tls_problem(error: &(dyn std::error::Error + 'static)) -> Option<TlsProbl
     })
 }
 
-/// Whether `error` or anything in its source chain is a `T`.
-pub(crate) fn chain_has<T: std::error::Error + 'static>(
-    error: &(dyn std::error::Error + 'static),
-) -> bool {
-    chain_find::<T>(error).is_some()
-}
-
-/// The first `T` in `error`'s source chain. An `io::Error` hides the
-/// error it wraps from `source()` (it returns that error's own source),
-/// so the walk steps into it instead: a rustls error inside the I/O error
-/// of a TLS stream is found.
-pub(crate) fn chain_find<'a, T: std::error::Error + 'static>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a T> {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if let Some(found) = e.downcast_ref::<T>() {
-            return Some(found);
-        }
-        current = match e.downcast_ref::<std::io::Error>() {
-            Some(io) => io
-                .get_ref()
-                .map(|inner| inner as &(dyn std::error::Error + 'static)),
-            None => e.source(),
-        };
-    }
-    None
-}
-
 /// How long a pooled connection may sit idle before the kernel starts
 /// probing it. A NAT or load balancer that forgets an idle connection
 /// drops it silently; without probes the next request would find out, by
@@ -472,11 +501,14 @@ fn tag_tcp<E: Into<BoxError>>(error: E) -> TcpConnectError {
     TcpConnectError(error.into())
 }
 
-/// Everything the HTTPS connector fails with that the resolver and the TCP
-/// connector did not tag is the TLS layer's.
+/// Everything the HTTPS connector fails with that the resolver, the TCP
+/// connector and the proxy connector did not tag is the TLS layer's.
 #[cfg(feature = "rustls")]
 fn tag_tls(error: BoxError) -> BoxError {
-    if chain_has::<DnsError>(error.as_ref()) || chain_has::<TcpConnectError>(error.as_ref()) {
+    if chain_has::<DnsError>(error.as_ref())
+        || chain_has::<TcpConnectError>(error.as_ref())
+        || chain_has::<ProxyError>(error.as_ref())
+    {
         error
     } else {
         Box::new(TlsError(error))

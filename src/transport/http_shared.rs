@@ -8,8 +8,9 @@ use bytes::Bytes;
 use http::header::{HeaderMap, CONTENT_TYPE};
 use http_body_util::BodyExt;
 
+use super::chain::{chain_find, chain_has};
 use super::error::{BoxError, TransportError};
-use super::http_client::{chain_find, chain_has, DnsError, TlsError};
+use super::http_client::{DnsError, TlsError};
 use super::HttpBody;
 
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -84,6 +85,10 @@ pub(crate) async fn collect(mut body: HttpBody, limit: usize) -> Result<Bytes, T
 
 /// Sorts an HTTP client failure by the types in its source chain.
 pub(crate) fn client_error(error: BoxError) -> TransportError {
+    // First: a proxy's failure holds the TCP or DNS error of reaching it.
+    if chain_has::<super::ProxyError>(error.as_ref()) {
+        return TransportError::Proxy(error);
+    }
     if chain_has::<DnsError>(error.as_ref()) {
         return TransportError::Dns(error);
     }

@@ -29,6 +29,7 @@
 //! answers requests (`ping` always, `-32601` for what it does not take) and
 //! its listener gets notifications.
 
+mod chain;
 pub(crate) mod error;
 mod http_client;
 mod http_shared;
@@ -37,6 +38,7 @@ mod lines;
 mod mcp_headers;
 #[cfg(any(test, feature = "testkit"))]
 mod memory;
+mod proxy;
 mod redirect;
 pub mod resume;
 mod server_stream;
@@ -63,6 +65,7 @@ pub use legacy_sse::LegacySse;
 #[cfg(any(test, feature = "testkit"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub use memory::MemoryTransport;
+pub use proxy::{Proxy, ProxyConfigError, ProxyError, ProxyUrlProblem};
 pub use redirect::RedirectPolicy;
 pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;

@@ -13,6 +13,8 @@ mod error_display;
 mod handshake_ladder;
 mod legacy_sse;
 mod param_headers;
+#[cfg(feature = "rustls")]
+mod proxy;
 mod redirects;
 mod session_ids;
 mod stdio;

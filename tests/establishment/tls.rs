@@ -106,6 +106,25 @@ async fn an_unknown_issuer_is_a_tls_failure_never_retried() {
 }
 
 #[tokio::test]
+async fn an_expired_certificate_is_a_tls_failure_never_retried() {
+    watchdog(Duration::from_secs(20), async {
+        let fixture = TlsFixture::new();
+        let server = fixture
+            .serve(TlsServe::default().with_expired_certificate())
+            .await
+            .unwrap();
+        let error = establish_with_recovery(trusting(&fixture).build(), &server.url())
+            .await
+            .unwrap_err();
+        assert_eq!(error.failure().kind, FailureKind::Tls);
+        assert_eq!(problem(&error), Some(TlsProblem::Expired));
+        assert!(error.later().is_empty(), "one attempt: {error}");
+        assert_eq!(server.handshakes(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_certificate_for_another_name_is_a_name_mismatch() {
     watchdog(Duration::from_secs(20), async {
         let fixture = TlsFixture::new();
@@ -209,4 +228,41 @@ fn bad_pem_is_a_typed_error_that_shows_nothing() {
     assert!(!shown.contains("BEGIN"), "{shown}");
     let builder = trusting(&fixture);
     assert!(!format!("{builder:?}").contains("BEGIN"));
+}
+
+/// Issue 27, item 2: TLS settings per request. One connector whose own
+/// client trusts only the public roots; a request that carries a client
+/// with the private CA and the client certificate reaches a server that
+/// requires both, and the same request without it does not.
+#[tokio::test]
+async fn a_request_can_carry_its_own_tls_settings() {
+    watchdog(Duration::from_secs(20), async {
+        let fixture = TlsFixture::new();
+        let server = fixture
+            .serve(TlsServe::default().requiring_client_certificate())
+            .await
+            .unwrap();
+        let connector = Connector::new();
+        let own = trusting(&fixture)
+            .client_certificate_pem(
+                fixture.client_certificate_pem().as_bytes(),
+                fixture.client_key_pem().as_bytes(),
+            )
+            .unwrap()
+            .build();
+        let request = ConnectRequest::http(&server.url()).unwrap();
+        let session = connector
+            .connect(request.clone().with_http_client(own))
+            .await
+            .expect("the request's own client");
+        session.close().await.unwrap();
+        let error = connector.connect(request).await.unwrap_err();
+        assert_eq!(error.failure().kind, FailureKind::Tls);
+        assert_eq!(
+            tls_problem(&error),
+            Some(TlsProblem::UnknownIssuer),
+            "the connector's own client knows no private CA"
+        );
+    })
+    .await;
 }

@@ -231,3 +231,73 @@ fn no_client_key_reaches_diagnostics_or_errors() {
         assert!(!text.contains("PRIVATE KEY"), "the client key leaked");
     }
 }
+
+/// G14, issue 27: a proxy's password (as given and as its Basic encoding)
+/// reaches no tracing event, no error and no `Debug` of the proxy setting,
+/// the client, its builder or a session, whether the proxy refuses the
+/// credentials (an `http://` target and a `CONNECT`), refuses the tunnel,
+/// or is bypassed and the session works.
+#[cfg(feature = "rustls")]
+#[test]
+fn no_proxy_password_reaches_diagnostics_or_errors() {
+    use base64::Engine as _;
+    use mcp_connect::demo::DemoServer;
+    use mcp_connect::testkit::{TlsFixture, TlsServe};
+    use mcp_connect::transport::{HttpClient, Proxy};
+
+    use crate::support::proxy::AnsweringProxy;
+
+    const PASSWORD: &str = "canary-proxy-password";
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("u:{PASSWORD}"));
+    let mut printed = String::new();
+    let traced = traced(async {
+        let fixture = TlsFixture::new();
+        let tls = fixture.serve(TlsServe::default()).await.unwrap();
+        let plain = DemoServer::start().await.unwrap();
+        for (status, no_proxy) in [(407, None), (403, None), (403, Some("127.0.0.1"))] {
+            let proxy = AnsweringProxy::start(status).await;
+            let mut setting = Proxy::url(
+                &proxy
+                    .url()
+                    .replace("http://", &format!("http://u:{PASSWORD}@")),
+            )
+            .unwrap();
+            if let Some(rules) = no_proxy {
+                setting = setting.with_no_proxy(rules);
+            }
+            let _ = write!(printed, "{setting:?}");
+            let builder = HttpClient::builder()
+                .proxy(setting)
+                .add_root_certificates_pem(fixture.ca_pem().as_bytes())
+                .unwrap();
+            let _ = write!(printed, "{builder:?}");
+            let client = builder.build();
+            let _ = write!(printed, "{client:?}");
+            for url in [plain.url(), tls.url()] {
+                let connector = Connector::with_client(client.clone());
+                let request = ConnectRequest::http(&url).unwrap();
+                match watchdog(Duration::from_secs(10), connector.connect(request)).await {
+                    Ok(session) => {
+                        let _ = write!(printed, "{session:?}");
+                        session.close().await.unwrap();
+                    }
+                    Err(error) => printed.push_str(&chain(&error)),
+                }
+            }
+        }
+    });
+    assert!(
+        printed.contains("proxy") && traced.contains("connected to"),
+        "errors and tracing were captured: {printed} {traced}"
+    );
+    for text in [&printed, &traced] {
+        assert!(
+            !text.contains(PASSWORD),
+            "the proxy password leaked: {text}"
+        );
+        assert!(
+            !text.contains(&encoded),
+            "the proxy credentials leaked: {text}"
+        );
+    }
+}

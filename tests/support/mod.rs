@@ -4,6 +4,7 @@
 pub mod capture;
 pub mod cli;
 pub mod oauth;
+pub mod proxy;
 
 use std::future::Future;
 use std::time::Duration;

@@ -44,6 +44,7 @@ impl Conservative {
             | FailureKind::Rejected
             | FailureKind::Version
             | FailureKind::Protocol
+            | FailureKind::Proxy
             | FailureKind::Other => false,
         }
     }
@@ -133,6 +134,7 @@ mod tests {
             f(Stage::REQUEST, FailureKind::HttpStatus).with_http_status(500),
             f(Stage::HANDSHAKE, FailureKind::Rpc),
             f(Stage::REQUEST, FailureKind::Other),
+            f(Stage::CONNECT, FailureKind::Proxy).with_http_status(407),
         ];
         for failure in no {
             assert!(!Conservative::allows(&failure), "{failure}");

@@ -123,6 +123,8 @@ where
 fn status_failure(status: StatusCode, headers: &HeaderMap) -> Failure {
     let kind = match status.as_u16() {
         401 | 403 => FailureKind::Auth,
+        // Only a proxy asks for proxy credentials.
+        407 => FailureKind::Proxy,
         429 => FailureKind::Throttled,
         502..=504 => FailureKind::Unavailable,
         _ => FailureKind::HttpStatus,
@@ -259,6 +261,7 @@ mod tests {
         );
         assert_eq!(busy.retry_after, Some(Duration::from_secs(2)));
         assert_eq!(classify(500, None).kind, FailureKind::HttpStatus);
+        assert_eq!(classify(407, None).kind, FailureKind::Proxy);
         assert_eq!(classify(404, Some("2")).retry_after, None);
     }
 
