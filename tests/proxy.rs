@@ -108,6 +108,14 @@ async fn http_targets_go_through_the_proxy_as_absolute_form_requests() {
     );
     both_eras(&client, &origin.url()).await;
     legacy_sse(&client, &sse.url()).await;
+    // tinyproxy closes a client connection after each response without
+    // saying so: a request written onto a reused one would fail. None is
+    // reused, so a long run of calls never does.
+    let session = connect(&client, ConnectRequest::http(&origin.url()).unwrap()).await;
+    for _ in 0..100 {
+        add(&session).await;
+    }
+    session.close().await.unwrap();
 
     let requests = proxy.requests();
     assert!(
@@ -252,13 +260,33 @@ async fn a_wrong_password_is_a_typed_failure_after_one_attempt() {
 async fn the_authorization_stage_goes_through_the_same_proxy() {
     let proxy = Tinyproxy::start();
     let server = support::oauth::start(support::oauth::As::default()).await;
+    let relay = Relay::start(
+        proxy
+            .address()
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .unwrap(),
+    )
+    .await;
     let client = HttpClient::builder()
-        .proxy(Proxy::url(&proxy.url()).unwrap())
+        .proxy(Proxy::url(&format!("http://proxy-user:{PASSWORD}@{}", relay.addr())).unwrap())
         .build();
     let request = ConnectRequest::http(&server.url())
         .unwrap()
         .with_authorization(Authorization::client_credentials("svc", "canary-secret"));
-    let session = connect(&client, request).await;
+    let session = match watchdog(
+        LIMIT,
+        Connector::with_client(client.clone()).connect(request),
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            panic!("{e:?}\n{}", proxy.log())
+        }
+    };
     session.call_tool("x", &json!({})).await.unwrap();
     session.close().await.unwrap();
     let requests = proxy.requests();
@@ -305,8 +333,9 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     command
 }
 
-/// Runs it off the runtime; the summary line and all output.
-async fn summary(command: Command) -> (Value, String) {
+/// Runs it off the runtime: its summary line, its `call` lines, and all
+/// it printed.
+async fn run(command: Command) -> (Value, Vec<Value>, String) {
     let output = tokio::task::spawn_blocking(move || support::cli::run_command(command))
         .await
         .unwrap();
@@ -315,12 +344,115 @@ async fn summary(command: Command) -> (Value, String) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let last = String::from_utf8_lossy(&output.stdout)
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
-        .last()
-        .map(str::to_owned)
-        .unwrap_or_default();
-    (serde_json::from_str(&last).unwrap_or(Value::Null), printed)
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let summary = lines
+        .iter()
+        .find(|line| line["event"] == "summary")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let calls = lines
+        .into_iter()
+        .filter(|line| line["event"] == "call")
+        .collect();
+    (summary, calls, printed)
+}
+
+async fn summary(command: Command) -> (Value, String) {
+    let (summary, _, printed) = run(command).await;
+    (summary, printed)
+}
+
+#[tokio::test]
+#[ignore = "needs tinyproxy (apt-get install tinyproxy); CI runs it"]
+async fn the_command_reaches_both_eras_and_legacy_sse_through_the_proxy_variables() {
+    let proxy = Tinyproxy::start();
+    let fixture = TlsFixture::new();
+    let plain = DemoServer::start().await.unwrap();
+    let tls = fixture.serve(TlsServe::default()).await.unwrap();
+    let sse = SseServer::start(SseBehaviour::default()).await;
+    let sse_front = fixture
+        .front(
+            sse.url()
+                .trim_start_matches("http://")
+                .trim_end_matches("/sse")
+                .parse()
+                .unwrap(),
+            TlsServe::default(),
+        )
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-eras-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, fixture.ca_pem()).unwrap();
+    let ca = ca.to_str().unwrap();
+    let url = proxy.url();
+    let add = ["--call-tool", "add", "--args", r#"{"a":1,"b":2}"#];
+    let x = ["--call-tool", "x", "--args", "{}"];
+    let sse_tls = sse_front.url_for("/sse");
+    for (variable, demo, sse_url) in [
+        ("HTTP_PROXY", plain.url(), sse.url()),
+        ("HTTPS_PROXY", tls.url(), sse_tls),
+    ] {
+        let runs: [(Vec<&str>, &str, &str, &str); 3] = [
+            (
+                [&add[..], &[demo.as_str()]].concat(),
+                "modern",
+                "streamable-http",
+                "3",
+            ),
+            (
+                [&add[..], &["--pin", "2025-11-25", demo.as_str()]].concat(),
+                "legacy",
+                "streamable-http",
+                "3",
+            ),
+            (
+                [&x[..], &["--transport", "sse", sse_url.as_str()]].concat(),
+                "legacy",
+                "sse",
+                "over sse",
+            ),
+        ];
+        for (args, era, transport, text) in runs {
+            let args = [&["--json", "--cacert", ca][..], &args].concat();
+            let (summary, calls, printed) = run(command(&args, &[(variable, &url)])).await;
+            assert_eq!(
+                summary["outcome"], "established",
+                "{variable} {args:?}: {printed}"
+            );
+            assert_eq!(summary["era"], era, "{summary}");
+            assert_eq!(summary["transport"], transport, "{summary}");
+            assert_eq!(summary["proxy"], proxy.address().as_str());
+            assert_eq!(calls.len(), 1, "{printed}");
+            assert_eq!(calls[0]["ok"], true, "{printed}");
+            assert_eq!(calls[0]["text"], text);
+            assert!(!printed.contains(PASSWORD), "{printed}");
+        }
+    }
+    let requests = proxy.requests();
+    for expected in [
+        format!("POST {} HTTP/1.1", plain.url()),
+        format!("GET {} HTTP/1.1", sse.url()),
+        format!(
+            "CONNECT {} HTTP/1.1",
+            tls.url()
+                .trim_start_matches("https://")
+                .trim_end_matches("/mcp")
+        ),
+        format!(
+            "CONNECT {} HTTP/1.1",
+            sse_front.url_for("").trim_start_matches("https://")
+        ),
+    ] {
+        assert!(requests.contains(&expected), "{expected} in {requests:?}");
+    }
+    assert!(!plain.saw_header("proxy-authorization"));
+    assert!(!tls.saw_header("proxy-authorization"));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

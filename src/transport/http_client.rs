@@ -24,7 +24,7 @@ use super::chain::{chain_find, chain_has};
 use super::error::BoxError;
 #[cfg(feature = "rustls")]
 use super::proxy::ProxyError;
-use super::proxy::{Proxy, ProxyAuthLayer, ProxyConnector, SharedRoutes};
+use super::proxy::{ForwardLayer, Proxy, ProxyConnector, SharedRoutes};
 use super::redirect::RedirectPolicy;
 #[cfg(feature = "rustls")]
 use super::tls_config::TlsConfigError;
@@ -230,7 +230,7 @@ impl HttpClient {
     fn proxied(client: HttpClient, routes: SharedRoutes, tls: bool) -> Self {
         let client = if routes.proxies_http() {
             HttpClient::new(tower::Layer::layer(
-                &ProxyAuthLayer::new(routes.clone()),
+                &ForwardLayer::new(routes.clone()),
                 client,
             ))
         } else {

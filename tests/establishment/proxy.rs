@@ -147,9 +147,12 @@ async fn a_407_to_an_http_target_is_typed_and_the_request_was_absolute_form() {
         head.starts_with(&format!("POST {} HTTP/1.1\r\n", origin.url())),
         "{head}"
     );
-    assert!(head
-        .to_ascii_lowercase()
-        .contains("proxy-authorization: basic ywxpy2u6d3jvbmc="));
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.contains("proxy-authorization: basic ywxpy2u6d3jvbmc="));
+    assert!(
+        lower.contains("connection: close"),
+        "a forward proxy's connection is never reused: {head}"
+    );
     assert_eq!(origin.requests(), 0, "nothing reached the origin");
 }
 

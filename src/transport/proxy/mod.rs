@@ -19,18 +19,18 @@
 //! names with a blocking call on the runtime's thread and its errors carry
 //! no source, so a refused proxy could not be told from an unreachable one.
 
-mod auth;
 mod connector;
 mod error;
+mod forward;
 
 use std::fmt;
 use std::sync::Arc;
 
 use hyper_util::client::proxy::matcher::{Intercept, Matcher};
 
-pub(crate) use auth::ProxyAuthLayer;
 pub(crate) use connector::ProxyConnector;
 pub use error::{ProxyConfigError, ProxyError, ProxyUrlProblem};
+pub(crate) use forward::ForwardLayer;
 
 /// Which proxy the default client goes through
 /// ([`HttpClientBuilder::proxy`](super::HttpClientBuilder::proxy)).

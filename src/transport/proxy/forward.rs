@@ -1,36 +1,44 @@
-//! The request layer for `http://` targets through a proxy: the proxy's
-//! credentials on each request, and its 407 as a typed failure.
+//! The request layer for `http://` targets through a forwarding proxy: the
+//! proxy's credentials on each request, `Connection: close`, and its 407 as
+//! a typed failure.
 //!
-//! An `https://` target needs neither: its credentials ride on the
-//! `CONNECT` (see `connector.rs`) and nothing of them enters the tunnel.
+//! `Connection: close`, because a forward proxy's connection is not reused:
+//! proxies commonly close a client connection after each response without
+//! saying so (tinyproxy 1.11 forwards the origin's HTTP/1.1 response and
+//! then closes), and the next request written onto that connection fails
+//! with no way to know whether it was delivered, so it could not be sent
+//! again. The price is one TCP handshake to the proxy per request of an
+//! `http://` target. An `https://` target needs none of this: its
+//! credentials ride on the `CONNECT` (see `connector.rs`), nothing of them
+//! enters the tunnel, and the tunnel is reused as any connection is.
 
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
-use http::header::PROXY_AUTHORIZATION;
+use http::header::{HeaderValue, CONNECTION, PROXY_AUTHORIZATION};
 use http::StatusCode;
 use tower::{Layer, Service};
 
 use super::super::error::BoxError;
 use super::{ProxyError, SharedRoutes};
 
-/// Adds [`ProxyAuth`] under a client.
+/// Adds [`Forward`] under a client.
 #[derive(Clone)]
-pub(crate) struct ProxyAuthLayer {
+pub(crate) struct ForwardLayer {
     routes: SharedRoutes,
 }
 
-impl ProxyAuthLayer {
+impl ForwardLayer {
     pub(crate) fn new(routes: SharedRoutes) -> Self {
-        ProxyAuthLayer { routes }
+        ForwardLayer { routes }
     }
 }
 
-impl<S> Layer<S> for ProxyAuthLayer {
-    type Service = ProxyAuth<S>;
+impl<S> Layer<S> for ForwardLayer {
+    type Service = Forward<S>;
 
-    fn layer(&self, inner: S) -> ProxyAuth<S> {
-        ProxyAuth {
+    fn layer(&self, inner: S) -> Forward<S> {
+        Forward {
             routes: self.routes.clone(),
             inner,
         }
@@ -39,12 +47,12 @@ impl<S> Layer<S> for ProxyAuthLayer {
 
 /// See the module docs.
 #[derive(Clone)]
-pub(crate) struct ProxyAuth<S> {
+pub(crate) struct Forward<S> {
     routes: SharedRoutes,
     inner: S,
 }
 
-impl<S, B, R> Service<http::Request<B>> for ProxyAuth<S>
+impl<S, B, R> Service<http::Request<B>> for Forward<S>
 where
     S: Service<http::Request<B>, Response = http::Response<R>>,
     S::Error: Into<BoxError>,
@@ -65,10 +73,12 @@ where
             _ => None,
         };
         let proxied = proxy.is_some();
-        if let Some(auth) = proxy.as_ref().and_then(|p| p.basic_auth()) {
-            request
-                .headers_mut()
-                .insert(PROXY_AUTHORIZATION, auth.clone());
+        if let Some(proxy) = &proxy {
+            let headers = request.headers_mut();
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            if let Some(auth) = proxy.basic_auth() {
+                headers.insert(PROXY_AUTHORIZATION, auth.clone());
+            }
         }
         let sent = self.inner.call(request);
         Box::pin(async move {
