@@ -22,8 +22,9 @@ if [ ! -f "$peers/node-next/node_modules/@modelcontextprotocol/conformance/packa
     @modelcontextprotocol/conformance@0.2.0-alpha.12 node@22.23.3)
 fi
 
-if [ ! -x "$peers/venv/bin/python" ] || ! "$peers/venv/bin/python" -c 'import mcp.server.mcpserver' 2>/dev/null; then
+if [ ! -x "$peers/venv/bin/python" ] || ! "$peers/venv/bin/python" -c 'import mcp.server.mcpserver, opentelemetry.sdk' 2>/dev/null; then
   python3 -m venv "$peers/venv"
-  "$peers/venv/bin/pip" install --quiet --disable-pip-version-check mcp==2.3.0
+  # The OpenTelemetry SDK: the peer records its own spans (issue 28).
+  "$peers/venv/bin/pip" install --quiet --disable-pip-version-check mcp==2.3.0 opentelemetry-sdk==1.45.2
 fi
 echo "peers installed in $peers"

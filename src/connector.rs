@@ -60,6 +60,21 @@ impl Connector {
 
     /// Establishes one session (the same as calling the service).
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = request.telemetry().cloned() {
+            let (attempt, stages) =
+                crate::telemetry::establish::Attempt::start(&telemetry, request.attempt());
+            let made = self.connect_plain(request.with_observer(stages)).await;
+            attempt.finish(made.as_ref().err().map(|e| {
+                use mcp_connect_layers::Classify as _;
+                e.failure()
+            }));
+            return made;
+        }
+        self.connect_plain(request).await
+    }
+
+    async fn connect_plain(&self, request: ConnectRequest) -> Result<Session, Error> {
         let authorizer = self.checked(&request)?;
         handshake::establish(&request, self.client_for(&request), authorizer).await
     }

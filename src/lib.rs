@@ -88,6 +88,9 @@ pub mod session_loss;
 pub mod stack;
 pub mod stage;
 mod target;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod telemetry;
 #[cfg(feature = "testkit")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;

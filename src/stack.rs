@@ -156,7 +156,7 @@ pub struct Establish {
 impl Establish {
     /// Establishes one session through the stack.
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, EstablishError> {
-        self.service.clone().oneshot(request).await
+        self.clone().oneshot(request).await
     }
 }
 
@@ -169,16 +169,42 @@ impl fmt::Debug for Establish {
 impl Service<ConnectRequest> for Establish {
     type Response = Session;
     type Error = EstablishError;
-    type Future = <BoxCloneSyncService<ConnectRequest, Session, EstablishError> as Service<
-        ConnectRequest,
-    >>::Future;
+    type Future = futures_util::future::BoxFuture<'static, Result<Session, EstablishError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), EstablishError>> {
         self.service.poll_ready(cx)
     }
 
     fn call(&mut self, request: ConnectRequest) -> Self::Future {
-        self.service.call(request)
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = request.telemetry().cloned() {
+            use crate::telemetry::establish::{Established, Establishment};
+            use opentelemetry::trace::FutureExt as _;
+            let (establishment, counter) =
+                Establishment::start(&telemetry, request.target().http_url());
+            let made = self
+                .service
+                .call(request.with_observer(counter))
+                .with_context(establishment.context().clone());
+            return Box::pin(async move {
+                let made = made.await;
+                match &made {
+                    Ok(session) => establishment.finish(
+                        Ok(Established {
+                            era: session.era().as_str(),
+                            transport: session.transport_kind().as_str(),
+                            version: session.protocol_version().as_str(),
+                        }),
+                        None,
+                    ),
+                    Err(error) => {
+                        establishment.finish(Err(Some(error.failure())), Some(error.attempts()))
+                    }
+                }
+                made
+            });
+        }
+        Box::pin(self.service.call(request))
     }
 }
 

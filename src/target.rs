@@ -46,3 +46,14 @@ impl fmt::Display for Target {
         }
     }
 }
+
+impl Target {
+    /// The URL of an HTTP target.
+    #[cfg(feature = "otel")]
+    pub(crate) fn http_url(&self) -> Option<&http::Uri> {
+        match self {
+            Target::Http { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+}

@@ -187,7 +187,7 @@ async fn python_modern_features(request: ConnectRequest) {
     let tools = session.list_tools().await.unwrap();
     let mut names: Vec<_> = tools.tools.iter().map(|t| t.name.as_str()).collect();
     names.sort();
-    assert_eq!(names, ["add", "echo", "greet", "touch"]);
+    assert_eq!(names, ["add", "echo", "greet", "touch", "traced_spans"]);
     assert!(tools.excluded.is_empty());
 
     let greeted = session.call_tool("greet", &json!({})).await.unwrap();
@@ -844,4 +844,59 @@ async fn a_config_of_three_real_servers_is_one_catalogue() {
     group.shutdown().await;
     everything.stop().await;
     python.stop().await;
+}
+
+/// Issue 28: the Python SDK (with its OpenTelemetry SDK recording) reads
+/// the trace context this client puts in `params._meta`: its span for the
+/// call is a child of ours, in our trace, on both eras.
+#[cfg(feature = "otel")]
+mod trace_context {
+    use opentelemetry_sdk::propagation::TraceContextPropagator;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    use super::*;
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn the_python_sdks_span_is_a_child_of_ours() {
+        let peer = python_http().await;
+        let spans = InMemorySpanExporter::default();
+        let tracers = SdkTracerProvider::builder()
+            .with_simple_exporter(spans.clone())
+            .build();
+        let meters = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+        let telemetry = mcp_connect::telemetry::Telemetry::new(&tracers, &meters)
+            .with_propagator(TraceContextPropagator::new());
+        for pin in [None, Some(ProtocolVersion::V2025_11_25)] {
+            let mut request = ConnectRequest::http(&peer.url("/mcp"))
+                .unwrap()
+                .with_telemetry(telemetry.clone());
+            if let Some(version) = pin.clone() {
+                request = request.with_pin(version);
+            }
+            let session = connect(request).await;
+            let sum = session
+                .call_tool("add", &json!({ "a": 2, "b": 3 }))
+                .await
+                .unwrap();
+            assert_eq!(sum.text(), "5");
+            let ours = spans
+                .get_finished_spans()
+                .unwrap()
+                .into_iter()
+                .rev()
+                .find(|s| s.name == "tools/call add")
+                .expect("our span");
+            let theirs = session.call_tool("traced_spans", &json!({})).await.unwrap();
+            let theirs: Vec<serde_json::Value> = serde_json::from_str(&theirs.text()).unwrap();
+            let trace_id = ours.span_context.trace_id().to_string();
+            let span_id = ours.span_context.span_id().to_string();
+            let child = theirs
+                .iter()
+                .find(|s| s["parent_span_id"] == span_id.as_str())
+                .unwrap_or_else(|| panic!("a child of {span_id} in {theirs:?} ({pin:?})"));
+            assert_eq!(child["trace_id"], trace_id.as_str());
+            session.close().await.unwrap();
+        }
+    }
 }

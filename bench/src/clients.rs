@@ -103,6 +103,9 @@ pub enum Client {
     /// mcp-connect with a server-request handler and a notification
     /// listener attached (on the 2025 era that holds the GET stream).
     OursListening(Connector),
+    /// Ours with OpenTelemetry on: the SDK, every span sampled, kept by an
+    /// in-memory exporter, metrics aggregated.
+    OursTraced(Connector, mcp_connect::telemetry::Telemetry),
     /// rmcp 3.11 in one of its configurations.
     Rmcp(RmcpVariant),
     /// rmcp 3.11's client over mcp-connect's session (the `mcp-connect-rmcp`
@@ -133,6 +136,20 @@ impl Client {
         Client::OursListening(Connector::new())
     }
 
+    pub fn traced() -> Client {
+        use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
+        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+        let tracers = SdkTracerProvider::builder()
+            .with_simple_exporter(InMemorySpanExporter::default())
+            .build();
+        let meters = SdkMeterProvider::builder()
+            .with_periodic_exporter(InMemoryMetricExporter::default())
+            .build();
+        let telemetry = mcp_connect::telemetry::Telemetry::new(&tracers, &meters)
+            .with_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+        Client::OursTraced(Connector::new(), telemetry)
+    }
+
     pub fn cached() -> Client {
         Client::OursCached(Connector::new(), EraCache::new())
     }
@@ -143,6 +160,7 @@ impl Client {
             Client::OursStack(_) => "ours, full stack",
             Client::OursCached(..) => "ours, warm era cache",
             Client::OursListening(_) => "ours, handler and listener",
+            Client::OursTraced(..) => "ours, OpenTelemetry on",
             Client::Rmcp(variant) => variant.name(),
             Client::Bridged(_) => "rmcp over the bridge",
             Client::Floor(_) => "raw hyper floor",
@@ -211,6 +229,14 @@ impl Client {
                 let request = ours(ConnectRequest::http(url).unwrap())
                     .with_handler(handler)
                     .with_notifications(listener);
+                Held::Ours(
+                    connector.connect(request).await.expect("ours establishes"),
+                    None,
+                )
+            }
+            Client::OursTraced(connector, telemetry) => {
+                let request =
+                    ours(ConnectRequest::http(url).unwrap()).with_telemetry(telemetry.clone());
                 Held::Ours(
                     connector.connect(request).await.expect("ours establishes"),
                     None,

@@ -927,6 +927,23 @@ async fn run(config: Config) {
         eprintln!("done: handler cost {e}");
     }
 
+    // 4b'. The cost of OpenTelemetry (issue 28's goal: within 5%): the SDK
+    // with every span sampled into an in-memory exporter, vs off.
+    for era in [Era::Legacy, Era::Modern] {
+        let pair = [Client::traced(), Client::ours()];
+        let (p50, _) = rotated_calls(&pair, &url, era, &config).await;
+        let e = era.name();
+        rows.push(Row::best_of(
+            format!("OpenTelemetry on vs off, tools/call {e} p50"),
+            "ms",
+            "lower",
+            &p50[0],
+            vec![("off", p50[1].clone())],
+            "none",
+        ));
+        eprintln!("done: otel cost {e}");
+    }
+
     // 4c. The bridge's cost: rmcp's client over mcp-connect's session vs rmcp
     // alone at its best, establishment and tools/call, interleaved.
     for era in [Era::Legacy, Era::Modern] {

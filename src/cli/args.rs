@@ -76,6 +76,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "URL", conflicts_with = "no_proxy")]
     pub(crate) proxy: Option<String>,
 
+    /// Export the run's OpenTelemetry spans and metrics over OTLP/HTTP
+    /// (protobuf) to URL/v1/traces and URL/v1/metrics, through the same
+    /// proxy and TLS settings as the server. Off by default.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp: Option<String>,
+
     /// Use no proxy, whatever the environment says.
     #[arg(long)]
     pub(crate) no_proxy: bool,

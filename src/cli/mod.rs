@@ -3,6 +3,7 @@
 mod args;
 mod authorize;
 mod config;
+mod otlp;
 mod output;
 mod request;
 mod run;

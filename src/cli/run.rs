@@ -147,6 +147,19 @@ async fn run(args: Args) -> ExitCode {
         }
         _ => None,
     };
+    // The exporter shares the client, but not its request count.
+    let otlp = match args
+        .otlp
+        .as_deref()
+        .map(|url| super::otlp::Otlp::start(url, &client))
+    {
+        Some(Ok(otlp)) => {
+            request = request.with_telemetry(otlp.telemetry());
+            Some(otlp)
+        }
+        Some(Err(message)) => return usage(&message),
+        None => None,
+    };
     let connector = Connector::with_client(client.counting(Arc::clone(&sent)));
     if let Err(error) = connector.validate(&request) {
         return usage(&chain(&error));
@@ -242,9 +255,13 @@ async fn run(args: Args) -> ExitCode {
             ok = false;
         }
     }
+    drop(client);
     drop(demo);
     if let Some(notices) = notices {
         notices.abort();
+    }
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
     }
     match signals.received() {
         Some(signal) => ExitCode::from(signal.exit_code()),

@@ -239,6 +239,8 @@ impl<'a> Attempt<'a> {
             Arc::clone(request.inbound()),
             server_stream,
         );
+        #[cfg(feature = "otel")]
+        let session = session.with_telemetry(request.telemetry(), request.target());
         self.subscribe_from_start(&session).await;
         Ok(session.with_auth(self.authorizer.clone()))
     }

@@ -69,6 +69,9 @@ pub(crate) struct Inbound {
     progress: Mutex<HashMap<String, Watch>>,
     handlers: Arc<Semaphore>,
     acks: subscriptions::Acks,
+    /// Spans for server requests (feature `otel`).
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl Inbound {
@@ -84,11 +87,27 @@ impl Inbound {
             progress: Mutex::new(HashMap::new()),
             handlers: Arc::new(Semaphore::new(MAX_CONCURRENT_HANDLERS)),
             acks: subscriptions::Acks::default(),
+            #[cfg(feature = "otel")]
+            telemetry: None,
         })
     }
 
     /// Answers `ping`, refuses everything else, drops notifications. One
     /// shared value: a connection without a handler allocates nothing here.
+    /// [`new`](Self::new), each server request in a span of `telemetry`.
+    #[cfg(feature = "otel")]
+    pub(crate) fn instrumented(
+        handler: ClientHandler,
+        listener: Option<NotificationSender>,
+        server: Arc<str>,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> Arc<Self> {
+        let mut inbound = Arc::into_inner(Self::new(handler, listener, server))
+            .expect("a new inbound is not shared");
+        inbound.telemetry = Some(telemetry);
+        Arc::new(inbound)
+    }
+
     pub(crate) fn none() -> Arc<Self> {
         static NONE: std::sync::LazyLock<Arc<Inbound>> =
             std::sync::LazyLock::new(|| Inbound::new(ClientHandler::new(), None, "".into()));
@@ -137,7 +156,23 @@ impl Inbound {
         let Ok(_permit) = Arc::clone(&self.handlers).try_acquire_owned() else {
             return error_bytes(id, codes::INTERNAL_ERROR, "too many concurrent requests");
         };
-        match self.run_handler(method, params).await {
+        #[cfg(feature = "otel")]
+        let answered = match &self.telemetry {
+            Some(telemetry) => {
+                let meta = params.clone();
+                crate::telemetry::inbound::traced(
+                    telemetry,
+                    method,
+                    meta.as_ref(),
+                    self.run_handler(method, params),
+                )
+                .await
+            }
+            None => self.run_handler(method, params).await,
+        };
+        #[cfg(not(feature = "otel"))]
+        let answered = self.run_handler(method, params).await;
+        match answered {
             Ok(result) => result_bytes(id, &result),
             Err(error) => error_bytes(id, error.code(), error.message()),
         }

@@ -75,6 +75,9 @@ pub struct ConnectRequest {
     auth: Option<crate::auth::Authorization>,
     /// This request's own HTTP client, instead of the connector's.
     http: Option<crate::transport::HttpClient>,
+    /// Spans and metrics for what this request makes (feature `otel`).
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::telemetry::Telemetry>,
     /// Time spent waiting for a person (the authorization page), which
     /// does not count against the deadline.
     pause: mcp_connect_layers::deadline::DeadlinePause,
@@ -126,6 +129,8 @@ impl ConnectRequest {
             inbound: Inbound::none(),
             auth: None,
             http: None,
+            #[cfg(feature = "otel")]
+            telemetry: None,
             pause: Default::default(),
         }
     }
@@ -139,6 +144,15 @@ impl ConnectRequest {
             self.listener.clone(),
             Arc::clone(&self.name),
         );
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = &self.telemetry {
+            self.inbound = Inbound::instrumented(
+                self.handler.clone(),
+                self.listener.clone(),
+                Arc::clone(&self.name),
+                telemetry.clone(),
+            );
+        }
         let mut capabilities = self.declared.clone();
         if let (Value::Object(all), Value::Object(handled)) =
             (&mut capabilities, self.handler.capabilities())
@@ -311,6 +325,25 @@ impl ConnectRequest {
     pub fn with_http_client(mut self, client: crate::transport::HttpClient) -> Self {
         self.http = Some(client);
         self
+    }
+
+    /// Instruments what this request makes with OpenTelemetry spans and
+    /// metrics (feature `otel`; see [`telemetry`](crate::telemetry)): its
+    /// establishments through the stack, each attempt, every request of
+    /// its sessions (trace context in `params._meta`), and the server's
+    /// requests to its handler.
+    #[cfg(feature = "otel")]
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self.refresh_inbound();
+        self
+    }
+
+    /// The request's telemetry, when it has one.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(&self) -> Option<&crate::telemetry::Telemetry> {
+        self.telemetry.as_ref()
     }
 
     /// The request's own HTTP client, when it has one

@@ -136,6 +136,42 @@ pub struct Session {
     subscriptions: subscriptions::Subscriptions,
     /// How to authorize again when a request is refused.
     auth: Option<crate::auth::Authorizer>,
+    /// Spans and metrics for this session's requests (feature `otel`).
+    #[cfg(feature = "otel")]
+    telemetry: Option<SessionTelemetry>,
+}
+
+/// A session's telemetry: the instruments, what every span carries, and
+/// when the session began.
+#[cfg(feature = "otel")]
+pub(crate) struct SessionTelemetry {
+    pub(crate) telemetry: crate::telemetry::Telemetry,
+    pub(crate) facts: crate::telemetry::call::SessionFacts,
+    started: std::time::Instant,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "otel")]
+impl SessionTelemetry {
+    /// Records the session's duration, once: at `close` or when dropped.
+    fn end(&self) {
+        if !self.ended.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            crate::telemetry::call::session_ended(
+                &self.telemetry,
+                &self.facts,
+                self.started.elapsed(),
+            );
+        }
+    }
+}
+
+#[cfg(feature = "otel")]
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.end();
+        }
+    }
 }
 
 impl Session {
@@ -177,7 +213,39 @@ impl Session {
             tool_headers: Default::default(),
             subscriptions: Default::default(),
             auth: None,
+            #[cfg(feature = "otel")]
+            telemetry: None,
         }
+    }
+
+    /// Instruments this session's requests with `telemetry`.
+    #[cfg(feature = "otel")]
+    pub(crate) fn with_telemetry(
+        mut self,
+        telemetry: Option<&crate::telemetry::Telemetry>,
+        target: &crate::target::Target,
+    ) -> Self {
+        if let Some(telemetry) = telemetry {
+            let mut attributes = crate::telemetry::establish::target_attributes(target.http_url());
+            attributes.push(opentelemetry::KeyValue::new(
+                crate::telemetry::names::PROTOCOL_VERSION,
+                self.protocol_version().as_str().to_owned(),
+            ));
+            let facts = crate::telemetry::call::SessionFacts {
+                attributes,
+                session_id: telemetry
+                    .records_session_id()
+                    .then(|| self.transport.session_id_text())
+                    .flatten(),
+            };
+            self.telemetry = Some(SessionTelemetry {
+                telemetry: telemetry.clone(),
+                facts,
+                started: std::time::Instant::now(),
+                ended: std::sync::atomic::AtomicBool::new(false),
+            });
+        }
+        self
     }
 
     /// Lets the session authorize again when a request is refused.
@@ -382,6 +450,10 @@ impl Session {
     /// process. Idempotent; a close that fails still leaves the session
     /// closed.
     pub async fn close(&self) -> Result<(), Error> {
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.end();
+        }
         if let Some(listener) = &self.listener {
             listener.stop();
         }

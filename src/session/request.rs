@@ -166,6 +166,21 @@ impl Session {
         };
         let param_headers = self.param_headers(method, params.as_ref())?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "otel")]
+        let span = self.telemetry.as_ref().map(|t| {
+            crate::telemetry::call::CallSpan::start(
+                &t.telemetry,
+                &t.facts,
+                method,
+                id,
+                params.as_ref(),
+            )
+        });
+        #[cfg(feature = "otel")]
+        let params = match &span {
+            Some(span) => span.inject(params),
+            None => params,
+        };
         let mut request = self.outgoing(id, method, params);
         request.param_headers = param_headers;
         let watch = token
@@ -221,14 +236,27 @@ impl Session {
                 }
             }
         };
-        match outcome {
+        let result = match outcome {
             Ok(outcome) => {
                 guard.armed = false;
                 outcome
             }
             // The guard, still armed, tells the server as it drops.
             Err(error) => Err(error),
+        };
+        #[cfg(feature = "otel")]
+        if let Some(span) = span {
+            use crate::telemetry::call::CallOutcome;
+            use mcp_connect_layers::Classify as _;
+            span.finish(match &result {
+                Ok(raw) => CallOutcome::Result(raw),
+                Err(error) => match error.jsonrpc_code() {
+                    Some(code) => CallOutcome::Rpc(code),
+                    None => CallOutcome::Failed(error.failure().kind.as_str()),
+                },
+            });
         }
+        result
     }
 
     /// A request with the session's envelope (on the modern era).

@@ -229,6 +229,13 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
         false
     }
 
+    /// The session id the server assigned, as text, for telemetry that
+    /// was asked to record it (never logged). `None` by default.
+    #[doc(hidden)]
+    fn session_id_text(&self) -> Option<String> {
+        None
+    }
+
     /// Incoming lines, events and messages skipped so far: not a JSON-RPC
     /// message, or a reply to an id no request was waiting for (see the
     /// module docs). 0 for transports that count none.

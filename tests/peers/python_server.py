@@ -12,6 +12,20 @@ from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 
 mcp = MCPServer("python-peer", version="2.3.0-peer")
 
+# The SDK's own spans (it reads SEP-414 trace context from `params._meta`),
+# kept in memory for the `traced_spans` tool.
+from opentelemetry import trace as _trace
+from opentelemetry.sdk.trace import TracerProvider as _Provider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor as _Simple
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter as _Memory,
+)
+
+_spans = _Memory()
+_provider = _Provider()
+_provider.add_span_processor(_Simple(_spans))
+_trace.set_tracer_provider(_provider)
+
 
 @mcp.tool()
 def add(a: int, b: int) -> int:
@@ -51,6 +65,21 @@ async def touch(uri: str, ctx: Context) -> str:
     await ctx.notify_tools_changed()
     await ctx.notify_resource_updated(uri)
     return "touched"
+
+
+@mcp.tool()
+def traced_spans() -> str:
+    """The server's finished spans as JSON: name, trace id, parent span id."""
+    import json
+
+    return json.dumps([
+        {
+            "name": span.name,
+            "trace_id": format(span.context.trace_id, "032x"),
+            "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
+        }
+        for span in _spans.get_finished_spans()
+    ])
 
 
 if __name__ == "__main__":

@@ -15,3 +15,5 @@ mod server_traffic;
 mod session;
 mod session_loss;
 mod subscriptions_listen;
+#[cfg(feature = "otel")]
+mod telemetry;

@@ -451,6 +451,13 @@ impl Transport for StreamableHttp {
         self.has_session()
     }
 
+    fn session_id_text(&self) -> Option<String> {
+        let id = self.session_id.lock().expect("session id lock poisoned");
+        id.as_ref()
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    }
+
     fn skipped(&self) -> u64 {
         self.skipped.count()
     }

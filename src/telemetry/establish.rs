@@ -1,0 +1,267 @@
+//! Establishment in the trace: one `establish` span per establishment
+//! through the stack, one `establish attempt` child per attempt, each
+//! stage an event of its attempt, and the establishment metrics.
+//!
+//! The events are the stage events every observer gets (stage, outcome,
+//! elapsed since the establishment began, failure kind, cancellation
+//! source, HTTP status), so a trace shows why a connection took 3 s: a
+//! probe that stalled until its limit, then a fresh attempt.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_connect_layers::{Failure, StageEvent, StageObserver, StageOutcome};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
+
+use super::{names, Telemetry};
+
+/// The target's attributes: `network.transport`, and for an HTTP target
+/// (its URL; `None` is a stdio child) `server.address` and `server.port`.
+pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
+    match http {
+        Some(url) => {
+            let mut attributes = vec![KeyValue::new(names::NETWORK_TRANSPORT, "tcp")];
+            if let Some(host) = url.host() {
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                attributes.push(KeyValue::new(names::SERVER_ADDRESS, host.to_owned()));
+            }
+            let port = url.port_u16().unwrap_or(match url.scheme_str() {
+                Some("https") => 443,
+                _ => 80,
+            });
+            attributes.push(KeyValue::new(names::SERVER_PORT, i64::from(port)));
+            attributes
+        }
+        None => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
+    }
+}
+
+fn failure_attributes(failure: &Failure, into: &mut Vec<KeyValue>) {
+    into.push(KeyValue::new(names::FAILURE_KIND, failure.kind.as_str()));
+    if let Some(source) = failure.cancel_source {
+        into.push(KeyValue::new(names::CANCEL_SOURCE, source.as_str()));
+    }
+    if let Some(status) = failure.http_status {
+        into.push(KeyValue::new(names::HTTP_STATUS, i64::from(status)));
+    }
+    if let Some(code) = failure.jsonrpc_code {
+        into.push(KeyValue::new(names::RPC_STATUS, code.to_string()));
+    }
+}
+
+/// What an established session negotiated, for the establishment span.
+pub(crate) struct Established<'a> {
+    pub(crate) era: &'static str,
+    pub(crate) transport: &'static str,
+    pub(crate) version: &'a str,
+}
+
+/// One establishment through the stack: its span, and what the attempts
+/// under it report.
+pub(crate) struct Establishment {
+    telemetry: Telemetry,
+    cx: Context,
+    started: Instant,
+    attempts: Arc<AtomicU32>,
+}
+
+impl Establishment {
+    /// Starts the span of establishing the target at `http` (`None`: stdio); the observer counts its
+    /// attempts (the caller adds it to the request).
+    pub(crate) fn start(
+        telemetry: &Telemetry,
+        http: Option<&http::Uri>,
+    ) -> (Establishment, Arc<dyn StageObserver>) {
+        let parent = Context::current();
+        let tracer = telemetry.tracer();
+        let span = tracer
+            .span_builder("establish")
+            .with_kind(SpanKind::Internal)
+            .with_attributes(target_attributes(http))
+            .start_with_context(tracer, &parent);
+        let attempts = Arc::new(AtomicU32::new(0));
+        let counter = Arc::new(AttemptCounter(Arc::clone(&attempts)));
+        let establishment = Establishment {
+            telemetry: telemetry.clone(),
+            cx: parent.with_span(span),
+            started: Instant::now(),
+            attempts,
+        };
+        (establishment, counter)
+    }
+
+    /// The context attempts run in (their parent).
+    pub(crate) fn context(&self) -> &Context {
+        &self.cx
+    }
+
+    /// Ends the span: established (with era, transport and version) or
+    /// failed (with the failure), and records the metrics.
+    pub(crate) fn finish(
+        self,
+        outcome: Result<Established<'_>, Option<Failure>>,
+        attempts: Option<u32>,
+    ) {
+        let attempts = attempts.unwrap_or_else(|| self.attempts.load(Ordering::Relaxed).max(1));
+        let span = self.cx.span();
+        let mut labels = Vec::new();
+        match outcome {
+            Ok(established) => {
+                labels.push(KeyValue::new(names::OUTCOME, "established"));
+                span.set_attribute(KeyValue::new(names::ERA, established.era));
+                span.set_attribute(KeyValue::new(names::TRANSPORT, established.transport));
+                span.set_attribute(KeyValue::new(
+                    names::PROTOCOL_VERSION,
+                    established.version.to_owned(),
+                ));
+            }
+            Err(failure) => {
+                labels.push(KeyValue::new(names::OUTCOME, "failed"));
+                let mut attributes = Vec::new();
+                match failure {
+                    Some(failure) => {
+                        failure_attributes(&failure, &mut attributes);
+                        labels.push(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
+                        span.set_attribute(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
+                    }
+                    None => {
+                        labels.push(KeyValue::new(names::ERROR_TYPE, "timeout"));
+                        span.set_attribute(KeyValue::new(names::ERROR_TYPE, "timeout"));
+                    }
+                }
+                for attribute in attributes {
+                    span.set_attribute(attribute);
+                }
+                span.set_status(Status::error(""));
+            }
+        }
+        span.set_attribute(KeyValue::new(names::ATTEMPTS, i64::from(attempts)));
+        span.end();
+        let inner = &self.telemetry.inner;
+        inner
+            .establishment
+            .record(self.started.elapsed().as_secs_f64(), &labels);
+        inner.attempts.record(u64::from(attempts), &labels);
+    }
+}
+
+/// Remembers the highest attempt number seen.
+#[derive(Debug)]
+struct AttemptCounter(Arc<AtomicU32>);
+
+impl StageObserver for AttemptCounter {
+    fn on_event(&self, event: &StageEvent) {
+        self.0.fetch_max(event.attempt, Ordering::Relaxed);
+    }
+}
+
+/// One attempt's span, and the observer that writes its stages.
+pub(crate) struct Attempt {
+    cx: Context,
+}
+
+impl Attempt {
+    /// Starts attempt number `attempt` as a child of the current context;
+    /// the observer writes its stages (the caller adds it to the request).
+    pub(crate) fn start(telemetry: &Telemetry, attempt: u32) -> (Attempt, Arc<dyn StageObserver>) {
+        let parent = Context::current();
+        let tracer = telemetry.tracer();
+        let span = tracer
+            .span_builder("establish attempt")
+            .with_kind(SpanKind::Internal)
+            .with_attributes([KeyValue::new(names::ATTEMPT, i64::from(attempt))])
+            .start_with_context(tracer, &parent);
+        let cx = parent.with_span(span);
+        let stages = Arc::new(Stages {
+            cx: cx.clone(),
+            telemetry: telemetry.clone(),
+            begun: Mutex::new(HashMap::new()),
+        });
+        (Attempt { cx }, stages)
+    }
+
+    /// Ends the attempt's span.
+    pub(crate) fn finish(self, failure: Option<Failure>) {
+        let span = self.cx.span();
+        if let Some(failure) = failure {
+            let mut attributes = Vec::new();
+            failure_attributes(&failure, &mut attributes);
+            for attribute in attributes {
+                span.set_attribute(attribute);
+            }
+            span.set_attribute(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
+            span.set_status(Status::error(""));
+        }
+        span.end();
+    }
+}
+
+/// Writes each stage event on its attempt's span and times each stage.
+struct Stages {
+    cx: Context,
+    telemetry: Telemetry,
+    /// When each stage began, since the establishment began.
+    begun: Mutex<HashMap<&'static str, Duration>>,
+}
+
+impl std::fmt::Debug for Stages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stages").finish_non_exhaustive()
+    }
+}
+
+impl StageObserver for Stages {
+    fn on_event(&self, event: &StageEvent) {
+        let stage = event.stage.as_str();
+        let mut attributes = vec![
+            KeyValue::new(names::STAGE, stage),
+            KeyValue::new(names::ATTEMPT, i64::from(event.attempt)),
+            KeyValue::new(names::ELAPSED_MS, event.elapsed.as_secs_f64() * 1000.0),
+        ];
+        let outcome = match &event.outcome {
+            StageOutcome::Started => {
+                self.begun
+                    .lock()
+                    .expect("stage lock poisoned")
+                    .insert(stage, event.elapsed);
+                "started"
+            }
+            StageOutcome::Succeeded => "succeeded",
+            StageOutcome::Failed(failure) => {
+                failure_attributes(failure, &mut attributes);
+                "failed"
+            }
+            _ => "other",
+        };
+        attributes.push(KeyValue::new(names::OUTCOME, outcome));
+        if let Some(status) = event.http_status {
+            if !attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == names::HTTP_STATUS)
+            {
+                attributes.push(KeyValue::new(names::HTTP_STATUS, i64::from(status)));
+            }
+        }
+        if outcome != "started" {
+            let begun = self
+                .begun
+                .lock()
+                .expect("stage lock poisoned")
+                .remove(stage);
+            if let Some(begun) = begun {
+                let took = event.elapsed.saturating_sub(begun).as_secs_f64();
+                self.telemetry.inner.stage.record(
+                    took,
+                    &[
+                        KeyValue::new(names::STAGE, stage),
+                        KeyValue::new(names::OUTCOME, outcome),
+                    ],
+                );
+            }
+        }
+        self.cx.span().add_event("stage", attributes);
+    }
+}

@@ -1,0 +1,44 @@
+//! Server-to-client requests in the server's trace: the handler runs in a
+//! SERVER span whose parent is the context the request's `params._meta`
+//! carries, so a sampling handler's own spans join the server's trace.
+
+use std::future::Future;
+
+use opentelemetry::trace::{FutureExt as _, SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::KeyValue;
+use serde_json::Value;
+
+use super::{names, propagate, Telemetry};
+use crate::protocol::RpcError;
+
+/// Runs `handled` (the handler's answer to `method`) inside its span.
+pub(crate) async fn traced<F>(
+    telemetry: &Telemetry,
+    method: &str,
+    params: Option<&Value>,
+    handled: F,
+) -> Result<Value, RpcError>
+where
+    F: Future<Output = Result<Value, RpcError>>,
+{
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    let parent = propagate::extract(telemetry, meta);
+    let tracer = telemetry.tracer();
+    let span = tracer
+        .span_builder(method.to_owned())
+        .with_kind(SpanKind::Server)
+        .with_attributes([KeyValue::new(names::METHOD, method.to_owned())])
+        .start_with_context(tracer, &parent);
+    let cx = parent.with_span(span);
+    let answered = handled.with_context(cx.clone()).await;
+    if let Err(error) = &answered {
+        let span = cx.span();
+        span.set_attribute(KeyValue::new(names::ERROR_TYPE, error.code().to_string()));
+        span.set_attribute(KeyValue::new(names::RPC_STATUS, error.code().to_string()));
+        span.set_status(Status::error(""));
+    }
+    cx.span().end();
+    answered
+}
