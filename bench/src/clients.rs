@@ -103,8 +103,8 @@ pub enum Client {
     /// mcp-connect with a server-request handler and a notification
     /// listener attached (on the 2025 era that holds the GET stream).
     OursListening(Connector),
-    /// Ours with OpenTelemetry on: the SDK, every span sampled, kept by an
-    /// in-memory exporter, metrics aggregated.
+    /// Ours with OpenTelemetry on: the SDK, every span sampled, batched to
+    /// an in-memory exporter, metrics aggregated.
     OursTraced(Connector, mcp_connect::telemetry::Telemetry),
     /// rmcp 3.11 in one of its configurations.
     Rmcp(RmcpVariant),
@@ -139,8 +139,9 @@ impl Client {
     pub fn traced() -> Client {
         use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
         use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+        // The batch processor, as a service runs it: export off the call path.
         let tracers = SdkTracerProvider::builder()
-            .with_simple_exporter(InMemorySpanExporter::default())
+            .with_batch_exporter(InMemorySpanExporter::default())
             .build();
         let meters = SdkMeterProvider::builder()
             .with_periodic_exporter(InMemoryMetricExporter::default())

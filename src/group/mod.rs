@@ -104,6 +104,8 @@ pub struct ServerGroupBuilder {
     max_establishing: Option<usize>,
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl ServerGroupBuilder {
@@ -140,6 +142,16 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// Instruments every server added whose request has no telemetry of
+    /// its own (a config file's servers, say) with `telemetry` (feature
+    /// `otel`).
+    #[cfg(feature = "otel")]
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
     /// The group, empty.
     pub fn build(self) -> ServerGroup {
         ServerGroup {
@@ -148,6 +160,8 @@ impl ServerGroupBuilder {
                 permits: self.max_establishing.map(|n| Arc::new(Semaphore::new(n))),
                 keepalive: self.keepalive,
                 notifications: self.notifications,
+                #[cfg(feature = "otel")]
+                telemetry: self.telemetry,
                 members: Mutex::new(BTreeMap::new()),
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,
                 health: broadcast::channel(HEALTH_CAPACITY).0,
@@ -177,6 +191,8 @@ struct Shared {
     permits: Option<Arc<Semaphore>>,
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::telemetry::Telemetry>,
     /// Held for one look or one change, never across an `.await`.
     members: Mutex<BTreeMap<Arc<str>, Arc<Member>>>,
     catalogue: watch::Sender<Arc<Catalogue>>,
@@ -217,6 +233,14 @@ impl ServerGroup {
     ///
     /// Outside a Tokio runtime.
     pub fn add(&self, server: Server) -> Result<(), GroupError> {
+        #[cfg(feature = "otel")]
+        let server = match &self.shared.telemetry {
+            Some(telemetry) if server.request.telemetry().is_none() => Server {
+                request: server.request.with_telemetry(telemetry.clone()),
+                ..server
+            },
+            _ => server,
+        };
         let mut members = self.members();
         if members.contains_key(&server.name) {
             return Err(GroupError::Duplicate {

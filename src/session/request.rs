@@ -176,12 +176,35 @@ impl Session {
                 params.as_ref(),
             )
         });
+        // The span's context goes into `_meta`: into the session's encoded
+        // envelope when the request rides on it (no re-encoding), into the
+        // params otherwise; never over a key the application set.
         #[cfg(feature = "otel")]
-        let params = match &span {
-            Some(span) => span.inject(params),
-            None => params,
+        let trace = span
+            .as_ref()
+            .map(|span| span.trace_fields())
+            .filter(|fields| !fields.is_empty());
+        #[cfg(feature = "otel")]
+        let in_envelope =
+            self.meta.is_some() && params.as_ref().is_none_or(|p| p.get("_meta").is_none());
+        #[cfg(feature = "otel")]
+        let params = match &trace {
+            Some(fields) if !in_envelope => Some(super::with_meta_entries(params, |meta| {
+                for (key, value) in fields {
+                    meta.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            })),
+            _ => params,
         };
+        #[allow(unused_mut)]
         let mut request = self.outgoing(id, method, params);
+        #[cfg(feature = "otel")]
+        if let (Some(fields), true) = (&trace, in_envelope) {
+            request.meta = request
+                .meta
+                .as_deref()
+                .map(|envelope| super::envelope_with(envelope, fields));
+        }
         request.param_headers = param_headers;
         let watch = token
             .as_ref()

@@ -125,23 +125,14 @@ impl CallSpan {
         }
     }
 
-    /// `params` with this span's context in its `_meta` (keys already there
-    /// are kept).
-    pub(crate) fn inject(&self, params: Option<Value>) -> Option<Value> {
-        if !self.cx.span().span_context().is_valid() {
-            return params;
+    /// This span's context as the propagator's `_meta` fields
+    /// (`traceparent`, ...); none when the span is not recorded anywhere.
+    pub(crate) fn trace_fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        if self.cx.span().span_context().is_valid() {
+            propagate::inject(&self.telemetry, &self.cx, &mut fields);
         }
-        let mut params = match params {
-            Some(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            propagate::inject(&self.telemetry, &self.cx, meta);
-        }
-        Some(Value::Object(params))
+        fields
     }
 
     /// Ends the span with the request's outcome and records its duration.

@@ -26,7 +26,8 @@ pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
             let mut attributes = vec![KeyValue::new(names::NETWORK_TRANSPORT, "tcp")];
             if let Some(host) = url.host() {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
-                attributes.push(KeyValue::new(names::SERVER_ADDRESS, host.to_owned()));
+                // Shared, so cloning it onto every span costs no allocation.
+                attributes.push(KeyValue::new(names::SERVER_ADDRESS, shared(host)));
             }
             let port = url.port_u16().unwrap_or(match url.scheme_str() {
                 Some("https") => 443,
@@ -37,6 +38,11 @@ pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
         }
         None => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
     }
+}
+
+/// A string attribute value that clones without allocating.
+pub(crate) fn shared(text: &str) -> opentelemetry::Value {
+    opentelemetry::Value::String(std::sync::Arc::<str>::from(text).into())
 }
 
 fn failure_attributes(failure: &Failure, into: &mut Vec<KeyValue>) {

@@ -491,3 +491,45 @@ async fn no_payload_reaches_an_exported_span_or_metric() {
         assert!(!exported.contains(canary), "{canary} exported: {exported}");
     }
 }
+
+/// The group instruments every server it is given: a call routed through
+/// the group is a span of the server it went to, under its establishment.
+#[tokio::test]
+async fn a_group_instruments_each_server() {
+    use mcp_connect::demo::DemoServer;
+    use mcp_connect::group::{Server, ServerGroup};
+
+    let otel = otel();
+    let (alpha, beta) = (
+        DemoServer::start().await.unwrap(),
+        DemoServer::start().await.unwrap(),
+    );
+    let group = ServerGroup::builder()
+        .with_telemetry(otel.telemetry.clone())
+        .build();
+    let stack = EstablishBuilder::new(Connector::new()).build();
+    for (name, server) in [("alpha", &alpha), ("beta", &beta)] {
+        group
+            .add(Server::new(
+                stack.clone(),
+                ConnectRequest::http(&server.url()).unwrap().with_name(name),
+            ))
+            .unwrap();
+    }
+    watchdog(LIMIT, group.settled()).await;
+    let sum = watchdog(
+        LIMIT,
+        group.call_tool("beta__add", &json!({ "a": 1, "b": 2 })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(sum.text(), "3");
+    assert_eq!(otel.named("establish").len(), 2, "one per server");
+    let calls = otel.named("tools/call add");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        attribute(&calls[0], names::SERVER_PORT),
+        Some(&OtelValue::I64(i64::from(beta.addr().port())))
+    );
+    group.shutdown().await;
+}
