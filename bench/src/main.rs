@@ -111,6 +111,7 @@ fn main() {
         Some("serve") => runtime.block_on(serve(args.get(2).is_some_and(|a| a == "legacy-only"))),
         Some("serve-canned") => runtime.block_on(serve_canned(&args[2])),
         Some("split") => runtime.block_on(split()),
+        Some("otel") => runtime.block_on(otel_cost(config())),
         Some("layers") => runtime.block_on(layers()),
         Some("probe-latency") => runtime.block_on(probe_latency(&args[2])),
         Some("memory") => runtime.block_on(memory(
@@ -171,6 +172,33 @@ async fn split() {
         percentile(&build, 0.5),
         percentile(&handshake, 0.5)
     );
+}
+
+/// The cost of OpenTelemetry alone (`-- otel [--runs N]`): tools/call p50
+/// with the SDK on (every span sampled, batched to an in-memory exporter)
+/// and off, interleaved, per run and the median ratio.
+async fn otel_cost(config: Config) {
+    let server = server_process(false).await;
+    for era in [Era::Legacy, Era::Modern] {
+        let pair = [Client::traced(), Client::ours()];
+        let (p50, _) = rotated_calls(&pair, &server.url, era, &config).await;
+        let mut ratios: Vec<f64> = p50[0]
+            .iter()
+            .zip(&p50[1])
+            .map(|(on, off)| on / off)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "tools/call {} p50: on {:.3} ms, off {:.3} ms (medians of {} runs); ratio median {:.3} (min {:.3}, max {:.3})",
+            era.name(),
+            percentile(&p50[0], 0.5),
+            percentile(&p50[1], 0.5),
+            config.runs,
+            percentile(&ratios, 0.5),
+            ratios[0],
+            ratios[ratios.len() - 1],
+        );
+    }
 }
 
 /// Where ours spends a modern establishment's latency: the whole connect,

@@ -3,9 +3,11 @@
 
 use crate::support::cli::{json_lines, run};
 
+/// A refusing port, reserved for the rest of the test binary's life.
 fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}/mcp", listener.local_addr().unwrap())
+    static PORT: std::sync::LazyLock<crate::support::ClosedPort> =
+        std::sync::LazyLock::new(crate::support::ClosedPort::new);
+    PORT.url("/mcp")
 }
 
 fn assert_usage_error(args: &[&str]) {

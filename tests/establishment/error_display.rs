@@ -29,9 +29,11 @@ fn assert_says_each_thing_once(error: &(dyn StdError + 'static)) {
     }
 }
 
+/// A refusing port, reserved for the rest of the test binary's life.
 fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}/mcp", listener.local_addr().unwrap())
+    static PORT: std::sync::LazyLock<crate::support::ClosedPort> =
+        std::sync::LazyLock::new(crate::support::ClosedPort::new);
+    PORT.url("/mcp")
 }
 
 #[tokio::test]

@@ -290,9 +290,8 @@ async fn probe_timeout_over_http_is_an_outage_unless_configured_as_legacy() {
 
 #[tokio::test]
 async fn refused_connection_surfaces_as_a_connect_failure() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    drop(listener);
+    let port = crate::support::ClosedPort::new();
+    let url = port.url("/mcp");
     let request = ConnectRequest::http(&url).unwrap();
     let error = watchdog(LIMIT, Connector::new().connect(request))
         .await

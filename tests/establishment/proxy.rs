@@ -160,10 +160,8 @@ async fn a_407_to_an_http_target_is_typed_and_the_request_was_absolute_form() {
 async fn an_unreachable_proxy_is_typed_and_a_broken_one_too() {
     let fixture = TlsFixture::new();
     let server = fixture.serve(TlsServe::default()).await.unwrap();
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let port = crate::support::ClosedPort::new();
+    let closed = port.url("");
     let events = Events::new();
     let error = establish(
         through(Proxy::url(&closed).unwrap(), &fixture),

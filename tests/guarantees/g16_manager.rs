@@ -275,9 +275,8 @@ async fn background_reconnect_prepares_the_next_session() {
 /// of each other).
 #[tokio::test]
 async fn cool_downs_of_clients_that_failed_together_are_spread() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    drop(listener);
+    let port = crate::support::ClosedPort::new();
+    let url = port.url("/mcp");
     let mut waits = Vec::new();
     for _ in 0..20 {
         let request = ConnectRequest::http(&url).unwrap();

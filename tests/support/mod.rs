@@ -132,3 +132,30 @@ pub fn alive(pid: i32) -> bool {
         .unwrap_or(false);
     !zombie && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
+
+/// A loopback port that refuses connections and stays reserved while this
+/// lives: a socket bound to it that never listens. (A listener bound and
+/// dropped frees its port, which another test's server may then take.)
+pub struct ClosedPort(socket2::Socket);
+
+impl ClosedPort {
+    pub fn new() -> ClosedPort {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("a socket");
+        socket
+            .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .expect("bind 127.0.0.1");
+        ClosedPort(socket)
+    }
+
+    /// `http://127.0.0.1:PORT{suffix}`.
+    pub fn url(&self, suffix: &str) -> String {
+        let addr = self
+            .0
+            .local_addr()
+            .expect("addr")
+            .as_socket()
+            .expect("inet");
+        format!("http://{addr}{suffix}")
+    }
+}
