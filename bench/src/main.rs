@@ -198,6 +198,22 @@ async fn otel_cost(config: Config) {
             ratios[0],
             ratios[ratios.len() - 1],
         );
+        // CPU time (every thread of a fresh process, the SDK's batch thread
+        // included) per lifecycle: establish, one call, close. Steadier than
+        // latency on a noisy machine.
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        for _ in 0..config.runs {
+            on.push(cpu_run("traced", era, &server.url, 2000).await);
+            off.push(cpu_run("ours", era, &server.url, 2000).await);
+        }
+        println!(
+            "lifecycle {} CPU: on {:.1} us, off {:.1} us (medians of {} runs); ratio {:.3}",
+            era.name(),
+            percentile(&on, 0.5),
+            percentile(&off, 0.5),
+            config.runs,
+            percentile(&on, 0.5) / percentile(&off, 0.5),
+        );
     }
 }
 
@@ -521,6 +537,7 @@ fn client_named(which: &str) -> Client {
     match which.strip_prefix("rmcp") {
         Some(index) => Client::Rmcp(RmcpVariant::all().swap_remove(index.parse().unwrap())),
         None if which == "floor" => Client::Floor(floor::Floor::new()),
+        None if which == "traced" => Client::traced(),
         None => Client::ours(),
     }
 }
