@@ -198,7 +198,7 @@ impl Service<ConnectRequest> for Establish {
                         None,
                     ),
                     Err(error) => {
-                        establishment.finish(Err(Some(error.failure())), Some(error.attempts()))
+                        establishment.finish(Err(error.failure()), Some(error.attempts()))
                     }
                 }
                 made

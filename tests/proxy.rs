@@ -19,13 +19,12 @@ use std::time::Duration;
 
 use mcp_connect::auth::Authorization;
 use mcp_connect::demo::DemoServer;
-use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::request::TransportMode;
-use mcp_connect::testkit::{SseBehaviour, SseServer, TlsFixture, TlsServe};
+use mcp_connect::testkit::{SseBehaviour, SseServer, TlsFixture, TlsFront, TlsServe};
 use mcp_connect::transport::{HttpClient, Proxy, ProxyError, TransportKind};
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, Session};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind, Session};
 use serde_json::{json, Value};
 
 use support::proxy::{Relay, Tinyproxy, PASSWORD};
@@ -78,6 +77,17 @@ async fn both_eras(client: &HttpClient, url: &str) {
     assert_eq!(legacy.era(), Era::Legacy);
     add(&legacy).await;
     legacy.close().await.unwrap();
+}
+
+/// The legacy SSE server behind the fixture's TLS.
+async fn behind_tls(fixture: &TlsFixture, sse: &SseServer) -> TlsFront {
+    let addr = sse
+        .url()
+        .trim_start_matches("http://")
+        .trim_end_matches("/sse")
+        .parse()
+        .unwrap();
+    fixture.front(addr, TlsServe::default()).await.unwrap()
 }
 
 async fn legacy_sse(client: &HttpClient, url: &str) {
@@ -140,29 +150,11 @@ async fn http_targets_go_through_the_proxy_as_absolute_form_requests() {
 async fn https_targets_go_through_a_connect_tunnel_and_the_proxy_sees_only_ciphertext() {
     let proxy = Tinyproxy::start();
     // Every byte the proxy is sent, recorded on the way.
-    let relay = Relay::start(
-        proxy
-            .address()
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .parse()
-            .unwrap(),
-    )
-    .await;
+    let relay = Relay::start(proxy.addr()).await;
     let fixture = TlsFixture::new();
     let origin = fixture.serve(TlsServe::default()).await.unwrap();
     let sse = SseServer::start(SseBehaviour::default()).await;
-    let sse_front = fixture
-        .front(
-            sse.url()
-                .trim_start_matches("http://")
-                .trim_end_matches("/sse")
-                .parse()
-                .unwrap(),
-            TlsServe::default(),
-        )
-        .await
-        .unwrap();
+    let sse_front = behind_tls(&fixture, &sse).await;
     let through_relay = format!("http://proxy-user:{PASSWORD}@{}", relay.addr());
     let client = client(&through_relay, &fixture);
     both_eras(&client, &origin.url()).await;
@@ -224,13 +216,7 @@ async fn a_wrong_password_is_a_typed_failure_after_one_attempt() {
     ] {
         let error = watchdog(
             LIMIT,
-            EstablishBuilder::new(Connector::with_client(client.clone()))
-                .with_recovery(
-                    RecoveryPolicy::new()
-                        .with_max_attempts(3)
-                        .with_backoff(Backoff::NONE),
-                )
-                .build()
+            support::recovering_with(Connector::with_client(client.clone()), 3)
                 .connect(ConnectRequest::http(&url).unwrap()),
         )
         .await
@@ -260,15 +246,7 @@ async fn a_wrong_password_is_a_typed_failure_after_one_attempt() {
 async fn the_authorization_stage_goes_through_the_same_proxy() {
     let proxy = Tinyproxy::start();
     let server = support::oauth::start(support::oauth::As::default()).await;
-    let relay = Relay::start(
-        proxy
-            .address()
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .parse()
-            .unwrap(),
-    )
-    .await;
+    let relay = Relay::start(proxy.addr()).await;
     let client = HttpClient::builder()
         .proxy(Proxy::url(&format!("http://proxy-user:{PASSWORD}@{}", relay.addr())).unwrap())
         .build();
@@ -373,17 +351,7 @@ async fn the_command_reaches_both_eras_and_legacy_sse_through_the_proxy_variable
     let plain = DemoServer::start().await.unwrap();
     let tls = fixture.serve(TlsServe::default()).await.unwrap();
     let sse = SseServer::start(SseBehaviour::default()).await;
-    let sse_front = fixture
-        .front(
-            sse.url()
-                .trim_start_matches("http://")
-                .trim_end_matches("/sse")
-                .parse()
-                .unwrap(),
-            TlsServe::default(),
-        )
-        .await
-        .unwrap();
+    let sse_front = behind_tls(&fixture, &sse).await;
     let dir = std::env::temp_dir().join(format!("mcp-connect-eras-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ca = dir.join("ca.pem");

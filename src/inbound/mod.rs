@@ -94,16 +94,13 @@ impl Inbound {
 
     /// Answers `ping`, refuses everything else, drops notifications. One
     /// shared value: a connection without a handler allocates nothing here.
-    /// [`new`](Self::new), each server request in a span of `telemetry`.
+    /// This new seam with each server request in a span of `telemetry`.
     #[cfg(feature = "otel")]
     pub(crate) fn instrumented(
-        handler: ClientHandler,
-        listener: Option<NotificationSender>,
-        server: Arc<str>,
+        self: Arc<Self>,
         telemetry: crate::telemetry::Telemetry,
     ) -> Arc<Self> {
-        let mut inbound = Arc::into_inner(Self::new(handler, listener, server))
-            .expect("a new inbound is not shared");
+        let mut inbound = Arc::into_inner(self).expect("a new inbound is not shared");
         inbound.telemetry = Some(telemetry);
         Arc::new(inbound)
     }
@@ -159,14 +156,9 @@ impl Inbound {
         #[cfg(feature = "otel")]
         let answered = match &self.telemetry {
             Some(telemetry) => {
-                let meta = params.clone();
-                crate::telemetry::inbound::traced(
-                    telemetry,
-                    method,
-                    meta.as_ref(),
-                    self.run_handler(method, params),
-                )
-                .await
+                let parent = crate::telemetry::inbound::parent(telemetry, params.as_ref());
+                let handled = self.run_handler(method, params);
+                crate::telemetry::inbound::traced(telemetry, method, parent, handled).await
             }
             None => self.run_handler(method, params).await,
         };

@@ -139,20 +139,17 @@ impl ConnectRequest {
     /// handler, the listener or the declared capabilities: the handler's
     /// kinds are added to what the caller declared, and nothing else is.
     fn refresh_inbound(&mut self) {
-        self.inbound = Inbound::new(
+        let inbound = Inbound::new(
             self.handler.clone(),
             self.listener.clone(),
             Arc::clone(&self.name),
         );
         #[cfg(feature = "otel")]
-        if let Some(telemetry) = &self.telemetry {
-            self.inbound = Inbound::instrumented(
-                self.handler.clone(),
-                self.listener.clone(),
-                Arc::clone(&self.name),
-                telemetry.clone(),
-            );
-        }
+        let inbound = match &self.telemetry {
+            Some(telemetry) => inbound.instrumented(telemetry.clone()),
+            None => inbound,
+        };
+        self.inbound = inbound;
         let mut capabilities = self.declared.clone();
         if let (Value::Object(all), Value::Object(handled)) =
             (&mut capabilities, self.handler.capabilities())

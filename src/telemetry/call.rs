@@ -147,8 +147,9 @@ impl CallSpan {
                 (self.tool_call && is_error(raw)).then(|| "tool_error".to_owned())
             }
             CallOutcome::Rpc(code) => {
-                self.labels
-                    .push(KeyValue::new(names::RPC_STATUS, code.to_string()));
+                let status = KeyValue::new(names::RPC_STATUS, code.to_string());
+                self.cx.span().set_attribute(status.clone());
+                self.labels.push(status);
                 Some(code.to_string())
             }
             CallOutcome::Failed(kind) => Some(kind.to_owned()),
@@ -160,13 +161,6 @@ impl CallSpan {
         self.ended = true;
         let span = self.cx.span();
         if let Some(error_type) = error_type {
-            if let Some(status) = self
-                .labels
-                .iter()
-                .find(|kv| kv.key.as_str() == names::RPC_STATUS)
-            {
-                span.set_attribute(status.clone());
-            }
             span.set_attribute(KeyValue::new(names::ERROR_TYPE, error_type.clone()));
             span.set_status(Status::error(""));
             self.labels

@@ -58,6 +58,18 @@ fn failure_attributes(failure: &Failure, into: &mut Vec<KeyValue>) {
     }
 }
 
+/// Marks a span failed with `failure`: its attributes, `error.type` (the
+/// failure kind) and an `Error` status without a description.
+fn mark_failed(span: &opentelemetry::trace::SpanRef<'_>, failure: &Failure) {
+    let mut attributes = Vec::new();
+    failure_attributes(failure, &mut attributes);
+    attributes.push(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
+    for attribute in attributes {
+        span.set_attribute(attribute);
+    }
+    span.set_status(Status::error(""));
+}
+
 /// What an established session negotiated, for the establishment span.
 pub(crate) struct Established<'a> {
     pub(crate) era: &'static str,
@@ -106,11 +118,7 @@ impl Establishment {
 
     /// Ends the span: established (with era, transport and version) or
     /// failed (with the failure), and records the metrics.
-    pub(crate) fn finish(
-        self,
-        outcome: Result<Established<'_>, Option<Failure>>,
-        attempts: Option<u32>,
-    ) {
+    pub(crate) fn finish(self, outcome: Result<Established<'_>, Failure>, attempts: Option<u32>) {
         let attempts = attempts.unwrap_or_else(|| self.attempts.load(Ordering::Relaxed).max(1));
         let span = self.cx.span();
         let mut labels = Vec::new();
@@ -126,22 +134,8 @@ impl Establishment {
             }
             Err(failure) => {
                 labels.push(KeyValue::new(names::OUTCOME, "failed"));
-                let mut attributes = Vec::new();
-                match failure {
-                    Some(failure) => {
-                        failure_attributes(&failure, &mut attributes);
-                        labels.push(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
-                        span.set_attribute(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
-                    }
-                    None => {
-                        labels.push(KeyValue::new(names::ERROR_TYPE, "timeout"));
-                        span.set_attribute(KeyValue::new(names::ERROR_TYPE, "timeout"));
-                    }
-                }
-                for attribute in attributes {
-                    span.set_attribute(attribute);
-                }
-                span.set_status(Status::error(""));
+                labels.push(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
+                mark_failed(&span, &failure);
             }
         }
         span.set_attribute(KeyValue::new(names::ATTEMPTS, i64::from(attempts)));
@@ -193,13 +187,7 @@ impl Attempt {
     pub(crate) fn finish(self, failure: Option<Failure>) {
         let span = self.cx.span();
         if let Some(failure) = failure {
-            let mut attributes = Vec::new();
-            failure_attributes(&failure, &mut attributes);
-            for attribute in attributes {
-                span.set_attribute(attribute);
-            }
-            span.set_attribute(KeyValue::new(names::ERROR_TYPE, failure.kind.as_str()));
-            span.set_status(Status::error(""));
+            mark_failed(&span, &failure);
         }
         span.end();
     }

@@ -5,26 +5,32 @@
 use std::future::Future;
 
 use opentelemetry::trace::{FutureExt as _, SpanKind, Status, TraceContextExt, Tracer};
-use opentelemetry::KeyValue;
+use opentelemetry::{Context, KeyValue};
 use serde_json::Value;
 
 use super::{names, propagate, Telemetry};
 use crate::protocol::RpcError;
 
-/// Runs `handled` (the handler's answer to `method`) inside its span.
+/// The context a server request's `params._meta` carries (an empty one
+/// when it carries none).
+pub(crate) fn parent(telemetry: &Telemetry, params: Option<&Value>) -> Context {
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    propagate::extract(telemetry, meta)
+}
+
+/// Runs `handled` (the handler's answer to `method`) inside its span, a
+/// child of `parent`.
 pub(crate) async fn traced<F>(
     telemetry: &Telemetry,
     method: &str,
-    params: Option<&Value>,
+    parent: Context,
     handled: F,
 ) -> Result<Value, RpcError>
 where
     F: Future<Output = Result<Value, RpcError>>,
 {
-    let meta = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object);
-    let parent = propagate::extract(telemetry, meta);
     let tracer = telemetry.tracer();
     let span = tracer
         .span_builder(method.to_owned())

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::demo::DemoServer;
-use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{Classify, FailureKind, StageOutcome};
 use mcp_connect::testkit::{TlsFixture, TlsServe};
 use mcp_connect::transport::{HttpClient, Proxy, ProxyError};
-use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, EstablishError};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishError};
 use serde_json::json;
 
 use crate::support::proxy::AnsweringProxy;
@@ -38,14 +37,7 @@ async fn establish(
         .with_observer(Arc::clone(events) as _);
     watchdog(
         LIMIT,
-        EstablishBuilder::new(Connector::with_client(client))
-            .with_recovery(
-                RecoveryPolicy::new()
-                    .with_max_attempts(3)
-                    .with_backoff(Backoff::NONE),
-            )
-            .build()
-            .connect(request),
+        crate::support::recovering_with(Connector::with_client(client), 3).connect(request),
     )
     .await
 }

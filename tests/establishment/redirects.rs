@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use mcp_connect::error::ErrorKind;
 use mcp_connect::error::TransportError;
-use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, RedirectPolicy, RedirectReason};
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 
 use crate::support::{legacy, watchdog, Recorded, Script, ScriptServer};
@@ -104,13 +103,7 @@ async fn same_origin_307_and_308_are_followed_with_method_and_body() {
 async fn a_fourth_hop_stops_at_three_and_is_not_retried() {
     watchdog(Duration::from_secs(20), async {
         let server = ScriptServer::start(chain(4)).await;
-        let stack = EstablishBuilder::new(Connector::new())
-            .with_recovery(
-                RecoveryPolicy::new()
-                    .with_max_attempts(3)
-                    .with_backoff(Backoff::NONE),
-            )
-            .build();
+        let stack = crate::support::recovering(3);
         let error = stack.connect(pinned(&server.url())).await.unwrap_err();
         assert_eq!(
             refused(error.error().expect("an MCP error")),

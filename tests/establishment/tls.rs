@@ -8,12 +8,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mcp_connect::layers::classify::Conservative;
-use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::Era;
 use mcp_connect::testkit::{TlsFixture, TlsServe};
 use mcp_connect::transport::{tls_problem, HttpClient, TlsConfigError, TlsProblem};
-use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, EstablishError};
+use mcp_connect::{ConnectRequest, Connector, EstablishError};
 use serde_json::json;
 
 use crate::support::watchdog;
@@ -29,13 +28,7 @@ async fn establish_with_recovery(
     client: HttpClient,
     url: &str,
 ) -> Result<mcp_connect::Session, EstablishError> {
-    EstablishBuilder::new(Connector::with_client(client))
-        .with_recovery(
-            RecoveryPolicy::new()
-                .with_max_attempts(3)
-                .with_backoff(Backoff::NONE),
-        )
-        .build()
+    crate::support::recovering_with(Connector::with_client(client), 3)
         .connect(ConnectRequest::http(url).unwrap())
         .await
 }

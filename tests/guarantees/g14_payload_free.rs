@@ -66,6 +66,20 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Connects to `url` and appends the session's `Debug`, or the whole error
+/// chain, to `printed`.
+#[cfg(feature = "rustls")]
+async fn connect_and_print(connector: &Connector, url: &str, printed: &mut String) {
+    let request = ConnectRequest::http(url).unwrap();
+    match watchdog(Duration::from_secs(10), connector.connect(request)).await {
+        Ok(session) => {
+            let _ = write!(printed, "{session:?}");
+            session.close().await.unwrap();
+        }
+        Err(error) => printed.push_str(&chain(&error)),
+    }
+}
+
 /// G14: secrets in every place a caller or server can put them appear in no
 /// tracing event, no metrics value and no error `Debug` or `Display`.
 #[test]
@@ -212,14 +226,7 @@ fn no_client_key_reaches_diagnostics_or_errors() {
             let _ = write!(printed, "{builder:?}");
             let connector = Connector::with_client(builder.build());
             let _ = write!(printed, "{connector:?}");
-            let request = ConnectRequest::http(&server.url()).unwrap();
-            match watchdog(Duration::from_secs(10), connector.connect(request)).await {
-                Ok(session) => {
-                    let _ = write!(printed, "{session:?}");
-                    session.close().await.unwrap();
-                }
-                Err(error) => printed.push_str(&chain(&error)),
-            }
+            connect_and_print(&connector, &server.url(), &mut printed).await;
         }
     });
     assert!(
@@ -275,14 +282,7 @@ fn no_proxy_password_reaches_diagnostics_or_errors() {
             let _ = write!(printed, "{client:?}");
             for url in [plain.url(), tls.url()] {
                 let connector = Connector::with_client(client.clone());
-                let request = ConnectRequest::http(&url).unwrap();
-                match watchdog(Duration::from_secs(10), connector.connect(request)).await {
-                    Ok(session) => {
-                        let _ = write!(printed, "{session:?}");
-                        session.close().await.unwrap();
-                    }
-                    Err(error) => printed.push_str(&chain(&error)),
-                }
+                connect_and_print(&connector, &url, &mut printed).await;
             }
         }
     });

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::inbound::ClientHandler;
-use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::protocol::server_requests::CreateMessageResult;
 use mcp_connect::request::Limits;
 use mcp_connect::telemetry::{names, Telemetry, DURATION_BUCKETS};
@@ -55,6 +54,16 @@ fn otel() -> Otel {
 }
 
 impl Otel {
+    /// A session to `url`, instrumented.
+    async fn connect(&self, url: &str) -> mcp_connect::Session {
+        let request = ConnectRequest::http(url)
+            .unwrap()
+            .with_telemetry(self.telemetry.clone());
+        watchdog(LIMIT, Connector::new().connect(request))
+            .await
+            .unwrap()
+    }
+
     fn spans(&self) -> Vec<SpanData> {
         self.spans.get_finished_spans().unwrap()
     }
@@ -128,12 +137,7 @@ fn tools(request: &Recorded) -> Script {
 async fn a_tools_call_span_has_the_conventions_name_kind_attributes_and_status() {
     let otel = otel();
     let server = ScriptServer::start(tools).await;
-    let request = ConnectRequest::http(&server.url())
-        .unwrap()
-        .with_telemetry(otel.telemetry.clone());
-    let session = watchdog(LIMIT, Connector::new().connect(request))
-        .await
-        .unwrap();
+    let session = otel.connect(&server.url()).await;
     session.call_tool("ok", &json!({})).await.unwrap();
     let broken = session.call_tool("broken", &json!({})).await.unwrap();
     assert!(broken.is_error);
@@ -212,13 +216,7 @@ async fn a_stalled_probe_and_a_fresh_attempt_show_in_one_establishment_span() {
         .unwrap()
         .with_limits(Limits::default().with_probe_timeout(Duration::from_millis(200)))
         .with_telemetry(otel.telemetry.clone());
-    let stack = EstablishBuilder::new(Connector::new())
-        .with_recovery(
-            RecoveryPolicy::new()
-                .with_max_attempts(3)
-                .with_backoff(Backoff::NONE),
-        )
-        .build();
+    let stack = crate::support::recovering(3);
     let session = watchdog(LIMIT, stack.connect(request)).await.unwrap();
     drop(session);
 
@@ -313,12 +311,7 @@ async fn a_stalled_probe_and_a_fresh_attempt_show_in_one_establishment_span() {
 async fn the_operation_histogram_has_the_conventions_buckets_and_labels() {
     let otel = otel();
     let server = ScriptServer::start(tools).await;
-    let request = ConnectRequest::http(&server.url())
-        .unwrap()
-        .with_telemetry(otel.telemetry.clone());
-    let session = watchdog(LIMIT, Connector::new().connect(request))
-        .await
-        .unwrap();
+    let session = otel.connect(&server.url()).await;
     session.call_tool("ok", &json!({})).await.unwrap();
     session.call_tool("missing", &json!({})).await.unwrap_err();
     session.close().await.unwrap();

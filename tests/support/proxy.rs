@@ -96,6 +96,11 @@ impl Tinyproxy {
         format!("http://{USER}:{password}@127.0.0.1:{}", self.port)
     }
 
+    /// Its address.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
     /// `http://127.0.0.1:PORT/`: what the client reports, no credentials.
     pub fn address(&self) -> String {
         format!("http://127.0.0.1:{}/", self.port)
