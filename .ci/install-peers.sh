@@ -22,6 +22,14 @@ if [ ! -f "$peers/node-next/node_modules/@modelcontextprotocol/conformance/packa
     @modelcontextprotocol/conformance@0.2.0-alpha.12 node@22.23.3)
 fi
 
+# The TypeScript SDK v2 client, for the round-trip benchmark (issue 29).
+if [ ! -f "$peers/node-client/node_modules/@modelcontextprotocol/client/package.json" ]; then
+  mkdir -p "$peers/node-client"
+  (cd "$peers/node-client" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$peers/node-client" && npm install --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/client@2.4.0)
+fi
+
 if [ ! -x "$peers/venv/bin/python" ] || ! "$peers/venv/bin/python" -c 'import mcp.server.mcpserver, opentelemetry.sdk' 2>/dev/null; then
   python3 -m venv "$peers/venv"
   # The OpenTelemetry SDK: the peer records its own spans (issue 28).

@@ -10,15 +10,32 @@
 //!
 //! Keys never hold secrets: HTTP targets are keyed by scheme, host, port and
 //! path (no userinfo, no query); stdio targets by a hash of the command line.
+//!
+//! A modern verdict may carry the server's `server/discover` result with
+//! its expiry ([`RememberedDiscover`], from the result's `ttlMs` and
+//! `cacheScope`, SEP-2549). While it is fresh an establishment sends no
+//! discover at all: the session starts from the remembered result and its
+//! first request is the application's. A private result is remembered with
+//! the fingerprint of the authorization context that fetched it (never the
+//! token) and serves only that context. If the server refuses the
+//! remembered version on that first request, the session fails it with
+//! [`VersionError::RememberedRefused`](crate::error::VersionError::RememberedRefused)
+//! and forgets the verdict; an [`McpClient`](crate::McpClient) then
+//! establishes with the full ladder and sends the refused call once more
+//! (the refusal says it never ran).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::protocol::ProtocolVersion;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::{DiscoverResult, ProtocolVersion};
 use crate::redact::SafeUri;
+use crate::response_cache::{CacheScope, Context, Hints};
 use crate::target::Target;
 use crate::transport::TransportKind;
 
@@ -30,6 +47,10 @@ pub enum Verdict {
     Modern {
         /// The version it was reached on.
         version: ProtocolVersion,
+        /// Its `server/discover` result, while the server said it is
+        /// fresh.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        discover: Option<RememberedDiscover>,
     },
     /// A legacy server.
     Legacy {
@@ -41,11 +62,67 @@ pub enum Verdict {
     },
 }
 
+/// A `server/discover` result the server said may be reused, until when,
+/// and for whom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RememberedDiscover {
+    /// The result as the server sent it.
+    result: Value,
+    /// Fresh until this time (milliseconds since the Unix epoch).
+    expires_ms: u64,
+    /// The authorization context of a private result (a fingerprint);
+    /// absent for a public one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context: Option<String>,
+}
+
+impl RememberedDiscover {
+    /// The result to remember of a discover answer, when its hints allow.
+    pub(crate) fn of(result: &str, context: &Context) -> Option<RememberedDiscover> {
+        let hints = Hints::of(result)?;
+        let expires_ms = hints
+            .expires()?
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_millis()
+            .try_into()
+            .ok()?;
+        Some(RememberedDiscover {
+            result: serde_json::from_str(result).ok()?,
+            expires_ms,
+            context: (hints.scope == CacheScope::Private).then(|| context.as_key().to_string()),
+        })
+    }
+
+    /// The remembered result, when it is still fresh and was fetched in
+    /// `context` (or is public).
+    pub(crate) fn usable(&self, context: &Context) -> Option<DiscoverResult> {
+        let now: u64 = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_millis()
+            .try_into()
+            .ok()?;
+        let fits = self
+            .context
+            .as_deref()
+            .is_none_or(|mine| mine == &*context.as_key());
+        if now >= self.expires_ms || !fits {
+            return None;
+        }
+        serde_json::from_value(self.result.clone()).ok()
+    }
+}
+
 impl Verdict {
-    pub(crate) fn of(kind: TransportKind, version: &ProtocolVersion) -> Option<Verdict> {
+    pub(crate) fn of(
+        kind: TransportKind,
+        version: &ProtocolVersion,
+        discover: Option<RememberedDiscover>,
+    ) -> Option<Verdict> {
         let version = version.clone();
         if version.era() == crate::protocol::Era::Modern {
-            return Some(Verdict::Modern { version });
+            return Some(Verdict::Modern { version, discover });
         }
         if kind == TransportKind::Memory {
             return None;

@@ -73,6 +73,12 @@ pub enum VersionError {
     /// The server's supported versions share none with this client's.
     #[error("no protocol version in common with the server")]
     NoMutual,
+    /// The server refused the version a remembered `server/discover`
+    /// result named, on the session's first request (which it did not
+    /// run). The era cache forgot the server; the next establishment runs
+    /// the full ladder.
+    #[error("the server refused the remembered protocol version")]
+    RememberedRefused,
 }
 
 /// What went wrong, without where.

@@ -46,6 +46,7 @@
 //! | [`replay`] | the opt-in replay of undelivered calls |
 //! | [`error`] | the error kinds' own types |
 //! | [`era_cache`] | what each server spoke, to skip the ladder next time |
+//! | [`response_cache`] | the 2026-07-28 results a server said may be reused (SEP-2549) |
 //! | [`auth`] | OAuth 2.1 authorization |
 //! | [`inbound`] | server requests and notifications: handlers, listeners |
 //! | [`transport`] | Streamable HTTP, HTTP+SSE, stdio, memory; the HTTP client |
@@ -83,6 +84,7 @@ pub mod protocol;
 mod redact;
 pub mod replay;
 pub mod request;
+pub mod response_cache;
 pub mod session;
 pub mod session_loss;
 pub mod stack;

@@ -33,7 +33,7 @@
 //! ended after the request was written, a stdio child that exited (a pipe
 //! write may have been read before the exit), and every timeout.
 
-use crate::error::{Error, ErrorKind, TransportError};
+use crate::error::{Error, ErrorKind, TransportError, VersionError};
 use crate::session_loss::{default_rule, LossReason};
 
 /// Which failed calls an [`McpClient`](crate::McpClient) sends once more on
@@ -58,6 +58,12 @@ pub enum Undelivered {
     /// Its own `POST` was refused for an unknown session: 404, or 400 with
     /// a JSON-RPC error without id.
     UnknownSession,
+    /// The server refused the version a remembered `server/discover`
+    /// named, before running anything. An [`McpClient`](crate::McpClient)
+    /// sends such a call once on the new session whatever its
+    /// [`ReplayPolicy`]: the session it went to was a guess the server
+    /// corrected, as with a 401 cured by authorizing.
+    VersionRefused,
 }
 
 impl Undelivered {
@@ -66,6 +72,7 @@ impl Undelivered {
         match self {
             Undelivered::NotConnected => "not_connected",
             Undelivered::UnknownSession => "unknown_session",
+            Undelivered::VersionRefused => "version_refused",
         }
     }
 }
@@ -84,6 +91,7 @@ pub fn undelivered(error: &Error) -> Option<Undelivered> {
         _ if default_rule(error) == Some(LossReason::RefusedWithoutId) => {
             Some(Undelivered::UnknownSession)
         }
+        ErrorKind::Version(VersionError::RememberedRefused) => Some(Undelivered::VersionRefused),
         _ => None,
     }
 }

@@ -23,6 +23,10 @@
 //!   and the many servers built from the TypeScript SDK v1 examples answer
 //!   a session id they do not know, for example after a restart.
 //!
+//! - [`LossReason::VersionRefused`]: the first request of a session that
+//!   started from a remembered `server/discover` was refused for its
+//!   version; the session closed itself.
+//!
 //! Never a loss: 401, 403, 429, 5xx, any other status, a proxy's failure
 //! (the session lives on the server, not in the proxy), a 400 whose error
 //! names the request's id, and every JSON-RPC error answered with 200.
@@ -44,7 +48,7 @@ use std::sync::Arc;
 
 use mcp_connect_layers::{Classify, Closure, FailureKind};
 
-use crate::error::{Error, ErrorKind, TransportError};
+use crate::error::{Error, ErrorKind, TransportError, VersionError};
 
 /// Why a failed call means its session is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +61,10 @@ pub enum LossReason {
     /// HTTP 400 with a JSON-RPC error without an id (`null` or missing), to
     /// a request that carried the session id: refused before any handler.
     RefusedWithoutId,
+    /// The server refused the version a remembered `server/discover`
+    /// named ([`VersionError::RememberedRefused`](crate::error::VersionError::RememberedRefused)):
+    /// the session was closed, and the era cache forgot the server.
+    VersionRefused,
     /// The application's rule counted a failure the default does not.
     Application,
 }
@@ -68,6 +76,7 @@ impl LossReason {
             LossReason::Closed => "closed",
             LossReason::Expired => "expired",
             LossReason::RefusedWithoutId => "refused_without_id",
+            LossReason::VersionRefused => "version_refused",
             LossReason::Application => "application",
         }
     }
@@ -99,6 +108,9 @@ pub fn default_rule(error: &Error) -> Option<LossReason> {
                 && rpc.answered_session_request() =>
         {
             return Some(LossReason::RefusedWithoutId)
+        }
+        ErrorKind::Version(VersionError::RememberedRefused) => {
+            return Some(LossReason::VersionRefused)
         }
         _ => {}
     }

@@ -31,7 +31,9 @@ mod cheap;
 mod clients;
 mod floor;
 mod group;
+mod link;
 mod report;
+mod rtt;
 mod server;
 mod stats;
 
@@ -103,6 +105,7 @@ fn main() {
         .expect("runtime");
     match args.get(1).map(String::as_str) {
         Some("group") => runtime.block_on(group::run(&args[2..])),
+        Some("rtt") => runtime.block_on(rtt::run(&args[2..])),
         Some("group-servers") => runtime.block_on(group::serve(
             args[2].parse().unwrap(),
             args[3].parse().unwrap(),
@@ -1160,6 +1163,14 @@ async fn run(config: Config) {
     let jsonl: String = rows.iter().map(|r| r.json() + "\n").collect();
     print!("{jsonl}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The `rtt` rows are the `rtt` command's: kept as they are.
+    let kept: String = std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("\"kind\":\"rtt\""))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let jsonl = jsonl + &kept;
     std::fs::write(dir.join("results.md"), &table).unwrap();
     std::fs::write(dir.join("results.jsonl"), &jsonl).unwrap();
     std::fs::write(dir.join("latency.svg"), report::svg(&curves)).unwrap();

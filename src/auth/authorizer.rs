@@ -59,6 +59,15 @@ impl Authorizer {
             .await
     }
 
+    /// The access token in force, if any (for the authorization context's
+    /// fingerprint, never to be printed).
+    pub(crate) fn access_token(&self) -> Option<String> {
+        self.auth
+            .state
+            .tokens()
+            .map(|tokens| tokens.access_token().to_owned())
+    }
+
     /// Whether a refusal with this HTTP status is one authorizing can
     /// cure: 401, or 403 asking for more scope.
     fn answers(&self, status: Option<u16>) -> bool {

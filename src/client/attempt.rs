@@ -10,7 +10,7 @@ use mcp_connect_layers::Classify;
 
 use super::{ClientError, McpClient, Reconnect, State};
 use crate::error::Error;
-use crate::replay::{undelivered, ReplayPolicy};
+use crate::replay::{undelivered, ReplayPolicy, Undelivered};
 use crate::session::Session;
 use crate::session_loss::{LossReason, Verdict};
 
@@ -55,16 +55,17 @@ impl McpClient {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        // Only after a loss: a kept session would get the call twice.
-        let evidence = match (&error, self.replay) {
-            (
-                ClientError::Call {
-                    error,
-                    session_lost: true,
-                    ..
-                },
-                ReplayPolicy::Undelivered,
-            ) => undelivered(error),
+        // Only after a loss: a kept session would get the call twice. A
+        // refused remembered version is resent whatever the policy: the
+        // server said it ran nothing.
+        let evidence = match &error {
+            ClientError::Call {
+                error,
+                session_lost: true,
+                ..
+            } => undelivered(error).filter(|evidence| {
+                self.replay == ReplayPolicy::Undelivered || *evidence == Undelivered::VersionRefused
+            }),
             _ => None,
         };
         let Some(evidence) = evidence else {

@@ -104,8 +104,29 @@ pub struct ServerGroupBuilder {
     max_establishing: Option<usize>,
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
+    caches: Caches,
     #[cfg(feature = "otel")]
     telemetry: Option<crate::telemetry::Telemetry>,
+}
+
+/// The caches every server of a group shares unless its request has its
+/// own.
+#[derive(Debug, Clone, Default)]
+struct Caches {
+    era: Option<crate::era_cache::EraCache>,
+    responses: Option<crate::response_cache::ResponseCache>,
+}
+
+impl Caches {
+    fn apply(&self, mut request: crate::ConnectRequest) -> crate::ConnectRequest {
+        if let (Some(cache), None) = (&self.era, request.era_cache()) {
+            request = request.with_era_cache(cache.clone());
+        }
+        if let (Some(cache), None) = (&self.responses, request.response_cache()) {
+            request = request.with_response_cache(cache.clone());
+        }
+        request
+    }
 }
 
 impl ServerGroupBuilder {
@@ -142,6 +163,23 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// Shares `cache` between every server added whose request has no era
+    /// cache of its own: each reconnect starts where the last one ended,
+    /// and a 2026-07-28 server's remembered discover saves its probe.
+    #[must_use]
+    pub fn with_era_cache(mut self, cache: crate::era_cache::EraCache) -> Self {
+        self.caches.era = Some(cache);
+        self
+    }
+
+    /// Shares `cache` ([`crate::response_cache`]) between every server
+    /// added whose request has no response cache of its own.
+    #[must_use]
+    pub fn with_response_cache(mut self, cache: crate::response_cache::ResponseCache) -> Self {
+        self.caches.responses = Some(cache);
+        self
+    }
+
     /// Instruments every server added whose request has no telemetry of
     /// its own (a config file's servers, say) with `telemetry` (feature
     /// `otel`).
@@ -160,6 +198,7 @@ impl ServerGroupBuilder {
                 permits: self.max_establishing.map(|n| Arc::new(Semaphore::new(n))),
                 keepalive: self.keepalive,
                 notifications: self.notifications,
+                caches: self.caches,
                 #[cfg(feature = "otel")]
                 telemetry: self.telemetry,
                 members: Mutex::new(BTreeMap::new()),
@@ -191,6 +230,7 @@ struct Shared {
     permits: Option<Arc<Semaphore>>,
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
+    caches: Caches,
     #[cfg(feature = "otel")]
     telemetry: Option<crate::telemetry::Telemetry>,
     /// Held for one look or one change, never across an `.await`.
@@ -233,6 +273,10 @@ impl ServerGroup {
     ///
     /// Outside a Tokio runtime.
     pub fn add(&self, server: Server) -> Result<(), GroupError> {
+        let server = Server {
+            request: self.shared.caches.apply(server.request),
+            ..server
+        };
         #[cfg(feature = "otel")]
         let server = match &self.shared.telemetry {
             Some(telemetry) if server.request.telemetry().is_none() => Server {

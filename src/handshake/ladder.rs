@@ -9,6 +9,7 @@ use crate::stage;
 use mcp_connect_layers::{CancelSource, Failure, FailureKind, Stage};
 
 use crate::clock::Clock;
+use crate::era_cache::RememberedDiscover;
 use crate::error::{Error, ErrorKind, VersionError};
 use crate::protocol::{
     codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
@@ -33,6 +34,8 @@ pub(super) struct Ladder<'a> {
     /// The `_meta` envelope of the last probe, encoded once: a modern
     /// session goes on sending the same bytes.
     probe_meta: Option<Arc<RawValue>>,
+    /// What the era cache may remember of the last discover answer.
+    discovered: Option<RememberedDiscover>,
 }
 
 impl<'a> Ladder<'a> {
@@ -44,6 +47,7 @@ impl<'a> Ladder<'a> {
             next_id: 1,
             transport,
             probe_meta: None,
+            discovered: None,
         }
     }
 
@@ -81,6 +85,15 @@ impl<'a> Ladder<'a> {
 
     pub(super) async fn run(&mut self, plan: Plan) -> Result<Negotiated, Error> {
         let policy = self.request.versions();
+        if let (Some(version), Some(result)) = (&plan.probe_at, plan.remembered) {
+            if policy.allows(version) {
+                // The server said its discover result stays fresh: no
+                // probe, the first request is the application's.
+                let mut negotiated = modern(version.clone(), result, None);
+                negotiated.from_memory = true;
+                return Ok(negotiated);
+            }
+        }
         let mut probe_at = plan.probe_at;
         let mut probes = 0;
         let mut offer = plan.offer.filter(|v| policy.allows(v));
@@ -89,7 +102,9 @@ impl<'a> Ladder<'a> {
                 probes += 1;
                 match self.probe(&version).await? {
                     ProbeVerdict::Modern(version, result) => {
-                        return Ok(modern(version, result, self.probe_meta.take()))
+                        let mut negotiated = modern(version, result, self.probe_meta.take());
+                        negotiated.discovered = self.discovered.take();
+                        return Ok(negotiated);
                     }
                     ProbeVerdict::RetryAt(next) => {
                         probe_at = Some(next);
@@ -153,6 +168,10 @@ impl<'a> Ladder<'a> {
                 },
             )
             .await;
+        self.discovered = match (&outcome, self.attempt.era_cache()) {
+            (Ok(Ok(raw)), Some(_)) => RememberedDiscover::of(raw.get(), &self.attempt.context()),
+            _ => None,
+        };
         let verdict = judge_probe(
             outcome,
             version,
@@ -243,6 +262,8 @@ impl<'a> Ladder<'a> {
             capabilities: result.capabilities,
             instructions: result.instructions,
             meta: None,
+            discovered: None,
+            from_memory: false,
         })
     }
 
@@ -269,5 +290,7 @@ fn modern(
         capabilities: result.capabilities,
         instructions: result.instructions,
         meta,
+        discovered: None,
+        from_memory: false,
     }
 }

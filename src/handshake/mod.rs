@@ -67,6 +67,7 @@ use crate::error::{ConfigError, Error};
 use crate::policy::VersionPolicy;
 use crate::protocol::Era;
 use crate::request::{ConnectRequest, Strategy, TransportMode};
+use crate::response_cache::Context;
 use crate::session::{Negotiated, Session};
 use crate::target::Target;
 use crate::transport::{HttpClient, ServerStream, TransportKind};
@@ -173,6 +174,13 @@ impl<'a> Attempt<'a> {
         })
     }
 
+    /// Who is asking, for what a server says is private to an
+    /// authorization context.
+    fn context(&self) -> Context {
+        let token = self.authorizer.as_ref().and_then(Authorizer::access_token);
+        Context::of(self.request.target(), token.as_deref())
+    }
+
     /// Runs the ladder, consulting and updating the era cache. On failure
     /// every transport it opened is closed before the error is returned; a
     /// failing close never replaces the error.
@@ -181,7 +189,10 @@ impl<'a> Attempt<'a> {
         let cache = self.era_cache();
         let cached = cache
             .and_then(|cache| cache.get(target))
-            .and_then(|verdict| Plan::cached(verdict, self.request));
+            .and_then(|verdict| {
+                let context = self.context();
+                Plan::cached(verdict, self.request, &context)
+            });
         let outcome = match cached {
             Some(plan) => match self.climb(plan).await {
                 Err(error) if assumption_failed(&error) => {
@@ -196,13 +207,22 @@ impl<'a> Attempt<'a> {
             },
             None => self.climb(Plan::full(self.request)).await,
         };
-        if let (Ok(session), Some(cache)) = (&outcome, cache) {
-            if let Some(verdict) = Verdict::of(session.transport_kind(), session.protocol_version())
-            {
-                cache.insert(target, verdict);
+        match (outcome, cache) {
+            // A session from a remembered discover leaves the entry as it
+            // is, until the server confirms or refuses it.
+            (Ok(session), Some(cache)) if session.started_from_memory() => {
+                Ok(session.forgetting_on_refusal(cache.clone(), target.clone()))
             }
+            (Ok(mut session), Some(cache)) => {
+                let discovered = session.take_discovered();
+                let kind = session.transport_kind();
+                if let Some(verdict) = Verdict::of(kind, session.protocol_version(), discovered) {
+                    cache.insert(target, verdict);
+                }
+                Ok(session)
+            }
+            (outcome, _) => outcome,
         }
-        outcome
     }
 
     /// One climb of the ladder from `plan` on a fresh transport.
@@ -239,6 +259,7 @@ impl<'a> Attempt<'a> {
             Arc::clone(request.inbound()),
             server_stream,
         );
+        let session = session.with_cache(request.response_cache(), request.target());
         #[cfg(feature = "otel")]
         let session = session.with_telemetry(request.telemetry(), request.target());
         self.subscribe_from_start(&session).await;

@@ -11,8 +11,9 @@ use mcp_connect_layers::recovery::Stop;
 use mcp_connect_layers::Reattempt;
 
 use crate::era_cache::Verdict;
-use crate::protocol::{Era, ProtocolVersion};
+use crate::protocol::{DiscoverResult, Era, ProtocolVersion};
 use crate::request::{ConnectRequest, Strategy, TransportMode};
+use crate::response_cache::Context;
 use crate::target::Target;
 use crate::transport::TransportKind;
 
@@ -25,6 +26,9 @@ pub(super) struct Plan {
     pub(super) offer: Option<ProtocolVersion>,
     /// The transport to open first.
     pub(super) transport: TransportKind,
+    /// A fresh `server/discover` result at `probe_at` that stands in for
+    /// the probe.
+    pub(super) remembered: Option<DiscoverResult>,
 }
 
 impl Plan {
@@ -40,6 +44,7 @@ impl Plan {
                     probe_at: None,
                     offer: None,
                     transport: TransportKind::Sse,
+                    remembered: None,
                 }
             }
             // The 2024 transport has no modern era to probe for.
@@ -50,6 +55,7 @@ impl Plan {
             probe_at,
             offer: None,
             transport,
+            remembered: None,
         }
     }
 
@@ -57,10 +63,17 @@ impl Plan {
     /// server ended, or `None` when the verdict names a transport the
     /// target cannot have (a hand-edited cache file), which is then
     /// ignored.
-    pub(super) fn cached(verdict: Verdict, request: &ConnectRequest) -> Option<Plan> {
+    /// A remembered discover result stands in for the probe when it is
+    /// fresh and belongs to `context`.
+    pub(super) fn cached(
+        verdict: Verdict,
+        request: &ConnectRequest,
+        context: &Context,
+    ) -> Option<Plan> {
         let first = first_transport(request);
         let plan = match verdict {
-            Verdict::Modern { version } => Plan {
+            Verdict::Modern { version, discover } => Plan {
+                remembered: discover.and_then(|discover| discover.usable(context)),
                 probe_at: Some(version),
                 offer: None,
                 transport: first,
@@ -69,6 +82,7 @@ impl Plan {
                 probe_at: None,
                 offer: Some(version),
                 transport,
+                remembered: None,
             },
         };
         let fits = match plan.transport {

@@ -34,6 +34,28 @@ pub use notifications::{
 pub(crate) use subscriptions::{AckWaiter, LiveSubscription};
 
 use crate::protocol::{codes, error_bytes, result_bytes, RequestId, RpcError};
+use crate::response_cache::ResponseCache;
+
+/// Drops what a notification makes stale, before the application hears of
+/// it (so a listing it makes in answer is fresh): at once for a store that
+/// answers at once (the memory store), on a task for one that waits.
+fn invalidate(cache: &ResponseCache, server: &Arc<str>, method: &str, params: Option<&Value>) {
+    let stale = crate::response_cache::invalidation(method, params);
+    if stale.is_empty() {
+        return;
+    }
+    let (cache, server) = (cache.clone(), Arc::clone(server));
+    let mut work = Box::pin(async move {
+        for what in &stale {
+            cache.invalidate(&server, what).await;
+        }
+    });
+    if (&mut work).now_or_never().is_none() {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(work);
+        }
+    }
+}
 
 /// Server requests handled at once for one connection request (all its
 /// sessions; requests without a handler share one bound); more are refused.
@@ -69,6 +91,9 @@ pub(crate) struct Inbound {
     progress: Mutex<HashMap<String, Watch>>,
     handlers: Arc<Semaphore>,
     acks: subscriptions::Acks,
+    /// The response cache the server's change notifications invalidate,
+    /// and the server's key in it.
+    cache: Option<(ResponseCache, Arc<str>)>,
     /// Spans for server requests (feature `otel`).
     #[cfg(feature = "otel")]
     telemetry: Option<crate::telemetry::Telemetry>,
@@ -87,9 +112,22 @@ impl Inbound {
             progress: Mutex::new(HashMap::new()),
             handlers: Arc::new(Semaphore::new(MAX_CONCURRENT_HANDLERS)),
             acks: subscriptions::Acks::default(),
+            cache: None,
             #[cfg(feature = "otel")]
             telemetry: None,
         })
+    }
+
+    /// This new seam, with the server's change notifications invalidating
+    /// its entries (under `server`) in `cache`.
+    pub(crate) fn invalidating(
+        self: Arc<Self>,
+        cache: ResponseCache,
+        server: Arc<str>,
+    ) -> Arc<Self> {
+        let mut inbound = Arc::into_inner(self).expect("a new inbound is not shared");
+        inbound.cache = Some((cache, server));
+        Arc::new(inbound)
     }
 
     /// Answers `ping`, refuses everything else, drops notifications. One
@@ -217,6 +255,9 @@ impl Inbound {
     /// Routes one notification: progress to its request's watch, then
     /// everything to the application's channel.
     pub(crate) fn notify(&self, method: String, params: Option<Value>) {
+        if let Some((cache, server)) = &self.cache {
+            invalidate(cache, server, &method, params.as_ref());
+        }
         if method == "notifications/progress" {
             self.progress_report(params.as_ref());
         }

@@ -61,6 +61,8 @@ pub struct ConnectRequest {
     cancel: Option<CancellationToken>,
     observers: Vec<Arc<dyn StageObserver>>,
     era_cache: Option<EraCache>,
+    /// The 2026-07-28 response cache, shared by every session made.
+    response_cache: Option<crate::response_cache::ResponseCache>,
     strategy: Strategy,
     /// The capabilities the caller set, before the handler's are added.
     declared: Value,
@@ -122,6 +124,7 @@ impl ConnectRequest {
             cancel: None,
             observers: Vec::new(),
             era_cache: None,
+            response_cache: None,
             strategy: Strategy::AsConfigured,
             declared: Value::Object(Default::default()),
             handler: ClientHandler::new(),
@@ -139,11 +142,14 @@ impl ConnectRequest {
     /// handler, the listener or the declared capabilities: the handler's
     /// kinds are added to what the caller declared, and nothing else is.
     fn refresh_inbound(&mut self) {
-        let inbound = Inbound::new(
+        let mut inbound = Inbound::new(
             self.handler.clone(),
             self.listener.clone(),
             Arc::clone(&self.name),
         );
+        if let Some(cache) = &self.response_cache {
+            inbound = inbound.invalidating(cache.clone(), EraCache::key(&self.target).into());
+        }
         #[cfg(feature = "otel")]
         let inbound = match &self.telemetry {
             Some(telemetry) => inbound.instrumented(telemetry.clone()),
@@ -355,6 +361,23 @@ impl ConnectRequest {
     pub fn with_era_cache(mut self, cache: EraCache) -> Self {
         self.era_cache = Some(cache);
         self
+    }
+
+    /// Answers the cacheable requests of 2026-07-28 sessions from `cache`
+    /// while the server says they are fresh, and invalidates them on the
+    /// server's change notifications (see [`crate::response_cache`]). One
+    /// cache may serve many requests and servers: keys hold the server.
+    #[must_use]
+    pub fn with_response_cache(mut self, cache: crate::response_cache::ResponseCache) -> Self {
+        self.response_cache = Some(cache);
+        self.refresh_inbound();
+        self
+    }
+
+    /// The response cache given to
+    /// [`with_response_cache`](Self::with_response_cache).
+    pub fn response_cache(&self) -> Option<&crate::response_cache::ResponseCache> {
+        self.response_cache.as_ref()
     }
 
     /// Checks what can be checked before any I/O: the version policy, that

@@ -24,6 +24,7 @@ use crate::protocol::{
 };
 use crate::transport::{ServerStream, Transport, TransportKind};
 
+mod cached;
 mod listen;
 mod request;
 mod subscriptions;
@@ -129,6 +130,11 @@ pub(crate) struct Negotiated {
     pub(crate) instructions: Option<String>,
     /// The modern `_meta` envelope the probe already encoded.
     pub(crate) meta: Option<Arc<RawValue>>,
+    /// The discover result the era cache may remember.
+    pub(crate) discovered: Option<crate::era_cache::RememberedDiscover>,
+    /// Whether the session starts from a remembered discover result (no
+    /// probe was sent), so the server has not yet confirmed the version.
+    pub(crate) from_memory: bool,
 }
 
 /// An established MCP session.
@@ -149,6 +155,10 @@ pub struct Session {
     subscriptions: subscriptions::Subscriptions,
     /// How to authorize again when a request is refused.
     auth: Option<crate::auth::Authorizer>,
+    /// The response cache (modern era).
+    cache: Option<cached::SessionCache>,
+    /// Set when the session started from a remembered discover.
+    remembered: Option<cached::Remembered>,
     /// Spans and metrics for this session's requests (feature `otel`).
     #[cfg(feature = "otel")]
     telemetry: Option<SessionTelemetry>,
@@ -226,6 +236,8 @@ impl Session {
             tool_headers: Default::default(),
             subscriptions: Default::default(),
             auth: None,
+            cache: None,
+            remembered: None,
             #[cfg(feature = "otel")]
             telemetry: None,
         }

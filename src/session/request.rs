@@ -24,6 +24,7 @@ use crate::auth::Reauthorization;
 use crate::error::{Error, ErrorKind, InputRequiredError, TransportError};
 use crate::inbound::{Progress, ProgressCallback};
 use crate::protocol::{codes, Era, Notification, ProtocolVersion, Request, RequestId, RpcError};
+use crate::response_cache::CacheMode;
 use crate::transport::Transport;
 
 /// Options for one request.
@@ -47,6 +48,8 @@ pub struct RequestOptions {
     progress: Option<ProgressCallback>,
     /// Restart the timeout on progress, up to this total.
     max_total: Option<Duration>,
+    /// How the response cache serves this request.
+    cache: CacheMode,
 }
 
 impl RequestOptions {
@@ -85,6 +88,15 @@ impl RequestOptions {
         self
     }
 
+    /// How the [response cache](crate::response_cache) serves this
+    /// request (a cacheable one on a modern session with a cache): use it
+    /// (the default), refresh it, or bypass it.
+    #[must_use]
+    pub fn with_cache(mut self, mode: CacheMode) -> Self {
+        self.cache = mode;
+        self
+    }
+
     fn wants_progress(&self) -> bool {
         self.progress.is_some() || self.max_total.is_some()
     }
@@ -97,6 +109,7 @@ impl fmt::Debug for RequestOptions {
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.is_some())
             .field("max_total", &self.max_total)
+            .field("cache", &self.cache)
             .finish()
     }
 }
@@ -154,6 +167,15 @@ impl Session {
         params: Option<Value>,
         options: &RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
+        let lookup = self.lookup(method, params.as_ref(), options.cache);
+        if let Some(lookup) = &lookup {
+            if let Some(hit) = self.cached(lookup).await {
+                return Ok(hit);
+            }
+        }
+        if method == "tools/call" && self.era() == Era::Modern {
+            self.seed_tool_headers().await;
+        }
         let token = options.wants_progress().then(|| {
             Value::from(format!(
                 "mcp-connect-{}",
@@ -267,6 +289,13 @@ impl Session {
             // The guard, still armed, tells the server as it drops.
             Err(error) => Err(error),
         };
+        let result = match (result, &lookup) {
+            (Ok(Exchanged { raw, rounds: 0 }), Some(lookup)) => {
+                self.remember(lookup, &raw).await;
+                Ok(raw)
+            }
+            (result, _) => result.map(|exchanged| exchanged.raw),
+        };
         #[cfg(feature = "otel")]
         if let Some(span) = span {
             use crate::telemetry::call::CallOutcome;
@@ -311,7 +340,7 @@ impl Session {
     /// request is sent again (a new id) with `inputResponses` and the
     /// server's `requestState` echoed verbatim, at most [`MAX_INPUT_ROUNDS`]
     /// times. The caller's timeout and cancellation bound every round.
-    async fn exchange(&self, mut request: Request) -> Result<Box<RawValue>, Error> {
+    async fn exchange(&self, mut request: Request) -> Result<Exchanged, Error> {
         let version = &self.negotiated.version;
         let mut rounds = 0;
         let mut relisted = false;
@@ -327,6 +356,9 @@ impl Session {
                     request.id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
                     continue;
                 }
+            }
+            if let Some(refused) = self.judge_remembered(&reply).await {
+                return Err(refused);
             }
             let raw = match reply {
                 Ok(Ok(raw)) => raw,
@@ -348,10 +380,10 @@ impl Session {
                 Err(e) => return Err(Error::transport(Stage::REQUEST, e)),
             };
             if self.era() != Era::Modern {
-                return Ok(raw);
+                return Ok(Exchanged { raw, rounds });
             }
             let asked = match input_required(&raw) {
-                Ok(None) => return Ok(raw),
+                Ok(None) => return Ok(Exchanged { raw, rounds }),
                 Ok(Some(asked)) => asked,
                 Err(error) => return Err(input_error(error)),
             };
@@ -416,6 +448,13 @@ impl Session {
             && request.method == "tools/call"
             && self.era() == Era::Modern
     }
+}
+
+/// A request's final answer, and how many `input_required` rounds it took
+/// (an answer after input rounds depends on the inputs: never cached).
+struct Exchanged {
+    raw: Box<RawValue>,
+    rounds: u32,
 }
 
 /// The HTTP status of a refusal, which may be one authorizing cures.

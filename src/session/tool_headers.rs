@@ -14,6 +14,7 @@
 //! a server without declarations costs a lookup in an empty map per call.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -26,6 +27,8 @@ type Declared = Result<Arc<HeaderParams>, HeaderParamError>;
 #[derive(Default)]
 pub(super) struct ToolHeaders {
     tools: Mutex<HashMap<String, Declared>>,
+    /// Whether a complete listing was recorded.
+    listed: AtomicBool,
 }
 
 impl ToolHeaders {
@@ -42,6 +45,7 @@ impl ToolHeaders {
         let mut map = self.tools.lock().expect("lock poisoned");
         if complete {
             map.clear();
+            self.listed.store(true, Ordering::Relaxed);
         }
         for tool in tools {
             match HeaderParams::from_input_schema(&tool.input_schema) {
@@ -66,6 +70,11 @@ impl ToolHeaders {
             }
         }
         (kept, excluded)
+    }
+
+    /// Whether a complete listing was recorded.
+    pub(super) fn listed(&self) -> bool {
+        self.listed.load(Ordering::Relaxed)
     }
 
     /// The `Mcp-Param-*` pairs for a `tools/call` with these params, or why

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::Session;
+use super::{RequestOptions, Session};
 use crate::error::{Error, ErrorKind, PaginationError};
 use crate::protocol::{
     CallToolParams, CallToolResult, Era, GetPromptParams, ListToolsResult, Page, Prompt,
@@ -44,9 +44,10 @@ impl Session {
         method: &str,
         key: &str,
         cursor: Option<&str>,
+        options: &RequestOptions,
     ) -> Result<Page<T>, Error> {
         let params = cursor.map(|cursor| json!({ "cursor": cursor }));
-        let raw = self.request(method, params).await?;
+        let raw = self.request_with(method, params, options).await?;
         let mut page: RawPage = serde_json::from_str(raw.get()).map_err(shape)?;
         let items = match page.rest.remove(key) {
             Some(items) => serde_json::from_value(items).map_err(shape)?,
@@ -62,12 +63,15 @@ impl Session {
         &self,
         method: &str,
         key: &str,
+        options: &RequestOptions,
     ) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page = self.page::<T>(method, key, cursor.as_deref()).await?;
+            let page = self
+                .page::<T>(method, key, cursor.as_deref(), options)
+                .await?;
             items.extend(page.items);
             match page.next_cursor {
                 None => return Ok(items),
@@ -93,15 +97,33 @@ impl Session {
     /// calling it fails with [`ErrorKind::InvalidTool`]); the valid ones'
     /// declarations are remembered so that calls send their `Mcp-Param-*`
     /// headers.
+    ///
+    /// With a [response cache](crate::response_cache) on a modern session,
+    /// fresh pages come from it.
     pub async fn list_tools(&self) -> Result<ListToolsResult, Error> {
-        let tools = self.all_pages::<Tool>("tools/list", "tools").await?;
+        self.list_tools_with(&RequestOptions::default()).await
+    }
+
+    /// [`list_tools`](Self::list_tools) with its own [`RequestOptions`]
+    /// (for example [`CacheMode::Refresh`](crate::response_cache::CacheMode)),
+    /// for every page.
+    pub async fn list_tools_with(
+        &self,
+        options: &RequestOptions,
+    ) -> Result<ListToolsResult, Error> {
+        let tools = self
+            .all_pages::<Tool>("tools/list", "tools", options)
+            .await?;
         Ok(self.tools_listed(tools, None, true))
     }
 
     /// One page of `tools/list`, with the same exclusions as
     /// [`list_tools`](Self::list_tools).
     pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
-        let page = self.page::<Tool>("tools/list", "tools", cursor).await?;
+        let options = RequestOptions::default();
+        let page = self
+            .page::<Tool>("tools/list", "tools", cursor, &options)
+            .await?;
         Ok(self.tools_listed(page.items, page.next_cursor, false))
     }
 
@@ -125,27 +147,63 @@ impl Session {
 
     /// `prompts/list`, every page.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
-        self.all_pages("prompts/list", "prompts").await
+        self.list_prompts_with(&RequestOptions::default()).await
+    }
+
+    /// [`list_prompts`](Self::list_prompts) with its own [`RequestOptions`].
+    pub async fn list_prompts_with(&self, options: &RequestOptions) -> Result<Vec<Prompt>, Error> {
+        self.all_pages("prompts/list", "prompts", options).await
     }
 
     /// One page of `prompts/list`.
     pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<Page<Prompt>, Error> {
-        self.page("prompts/list", "prompts", cursor).await
+        self.page(
+            "prompts/list",
+            "prompts",
+            cursor,
+            &RequestOptions::default(),
+        )
+        .await
     }
 
     /// `resources/list`, every page.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
-        self.all_pages("resources/list", "resources").await
+        self.list_resources_with(&RequestOptions::default()).await
+    }
+
+    /// [`list_resources`](Self::list_resources) with its own
+    /// [`RequestOptions`].
+    pub async fn list_resources_with(
+        &self,
+        options: &RequestOptions,
+    ) -> Result<Vec<Resource>, Error> {
+        self.all_pages("resources/list", "resources", options).await
     }
 
     /// One page of `resources/list`.
     pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<Page<Resource>, Error> {
-        self.page("resources/list", "resources", cursor).await
+        self.page(
+            "resources/list",
+            "resources",
+            cursor,
+            &RequestOptions::default(),
+        )
+        .await
     }
 
     /// `resources/templates/list`, every page.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
-        self.all_pages("resources/templates/list", "resourceTemplates")
+        self.list_resource_templates_with(&RequestOptions::default())
+            .await
+    }
+
+    /// [`list_resource_templates`](Self::list_resource_templates) with its
+    /// own [`RequestOptions`].
+    pub async fn list_resource_templates_with(
+        &self,
+        options: &RequestOptions,
+    ) -> Result<Vec<ResourceTemplate>, Error> {
+        self.all_pages("resources/templates/list", "resourceTemplates", options)
             .await
     }
 
@@ -154,13 +212,18 @@ impl Session {
         &self,
         cursor: Option<&str>,
     ) -> Result<Page<ResourceTemplate>, Error> {
-        self.page("resources/templates/list", "resourceTemplates", cursor)
-            .await
+        self.page(
+            "resources/templates/list",
+            "resourceTemplates",
+            cursor,
+            &RequestOptions::default(),
+        )
+        .await
     }
 
     /// `tools/call`.
     pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<CallToolResult, Error> {
-        self.call_tool_with(name, arguments, &super::RequestOptions::default())
+        self.call_tool_with(name, arguments, &RequestOptions::default())
             .await
     }
 
@@ -170,7 +233,7 @@ impl Session {
         &self,
         name: &str,
         arguments: &Value,
-        options: &super::RequestOptions,
+        options: &RequestOptions,
     ) -> Result<CallToolResult, Error> {
         // A `&str` and a `Value` always serialize to a `Value`.
         let params =
@@ -189,9 +252,21 @@ impl Session {
 
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
+        self.read_resource_with(uri, &RequestOptions::default())
+            .await
+    }
+
+    /// [`read_resource`](Self::read_resource) with its own
+    /// [`RequestOptions`].
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: &RequestOptions,
+    ) -> Result<Value, Error> {
         // A `&str` always serializes to a `Value`.
         let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
-        self.request_as("resources/read", Some(params)).await
+        self.request_as_with("resources/read", Some(params), options)
+            .await
     }
 
     /// Subscribes to a resource: the server then sends

@@ -119,7 +119,8 @@ async fn a_stale_verdict_is_dropped_and_the_full_ladder_runs_once_on_a_fresh_tra
     assert_eq!(
         cache.get(&target),
         Some(Verdict::Modern {
-            version: ProtocolVersion::V2026_07_28
+            version: ProtocolVersion::V2026_07_28,
+            discover: None,
         })
     );
     assert_eq!(server.methods(), ["GET", "server/discover"]);
@@ -135,6 +136,7 @@ async fn an_explicit_pin_wins_over_the_cache_and_leaves_it_alone() {
     let cache = EraCache::new();
     let modern = Verdict::Modern {
         version: ProtocolVersion::V2026_07_28,
+        discover: None,
     };
     cache.insert(&target, modern.clone());
     let request = ConnectRequest::http(&server.url())

@@ -1,8 +1,10 @@
 """A Python `mcp` (official SDK v2) server for interop tests.
 
 Usage: python_server.py stdio | sse PORT | streamable-http PORT [IDLE_TIMEOUT_SECONDS]
-Binds 127.0.0.1 only.
+Binds 127.0.0.1 only. With MCP_PEER_CACHE_TTL_MS set, every cacheable result
+(server/discover included) carries that ttlMs and cacheScope "public" (SEP-2549).
 """
+import os
 import sys
 from typing import Annotated
 
@@ -10,7 +12,16 @@ from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 
-mcp = MCPServer("python-peer", version="2.3.0-peer")
+def _cache_hints():
+    ttl = os.environ.get("MCP_PEER_CACHE_TTL_MS")
+    if not ttl:
+        return None
+    from mcp.server.caching import CACHEABLE_METHODS, CacheHint
+
+    return {method: CacheHint(ttl_ms=int(ttl), scope="public") for method in CACHEABLE_METHODS}
+
+
+mcp = MCPServer("python-peer", version="2.3.0-peer", cache_hints=_cache_hints())
 
 # The SDK's own spans (it reads SEP-414 trace context from `params._meta`),
 # kept in memory for the `traced_spans` tool.

@@ -8,7 +8,9 @@ mod support;
 
 mod group;
 mod multi_round_trip;
+mod remembered_discover;
 mod replay;
+mod response_cache;
 mod resumable_streams;
 mod server_stream;
 mod server_traffic;

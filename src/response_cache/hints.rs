@@ -1,0 +1,142 @@
+//! Which requests the cache may answer, their keys, and what a result's
+//! `ttlMs` and `cacheScope` say.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::CacheScope;
+
+/// The methods whose results carry caching hints (`server/discover` is the
+/// era cache's).
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// The key params of a request the cache may answer, or `None` when it
+/// may not: another method, params that are not an object, or params with
+/// a `_meta`, `inputResponses` or `requestState` (the answer would depend
+/// on what is not in the key).
+pub(crate) fn cacheable(method: &str, params: Option<&Value>) -> Option<String> {
+    if !CACHEABLE.contains(&method) {
+        return None;
+    }
+    canonical(params)
+}
+
+/// Params as canonical JSON (keys sorted, as `serde_json`'s map keeps
+/// them), `None` and `{}` alike; `None` when the params disqualify.
+pub(super) fn canonical(params: Option<&Value>) -> Option<String> {
+    let Some(params) = params else {
+        return Some("{}".to_owned());
+    };
+    let object = params.as_object()?;
+    let disqualified = ["_meta", "inputResponses", "requestState"];
+    if disqualified.iter().any(|key| object.contains_key(*key)) {
+        return None;
+    }
+    let sorted: std::collections::BTreeMap<&String, &Value> = object.iter().collect();
+    Some(serde_json::to_string(&sorted).expect("JSON values serialize"))
+}
+
+/// A result's caching hints.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Hints {
+    /// How long it stays fresh.
+    ttl: Duration,
+    /// Its scope (private when absent or unknown).
+    pub(crate) scope: CacheScope,
+}
+
+impl Hints {
+    /// The hints of a complete result; `None` for one that must not be
+    /// stored (not an object, `input_required`, no positive `ttlMs`).
+    pub(crate) fn of(result: &str) -> Option<Hints> {
+        #[derive(Deserialize)]
+        struct Wire<'a> {
+            #[serde(rename = "ttlMs", default)]
+            ttl: Option<Value>,
+            #[serde(rename = "cacheScope", default, borrow)]
+            scope: Option<std::borrow::Cow<'a, str>>,
+            #[serde(rename = "resultType", default, borrow)]
+            result_type: Option<std::borrow::Cow<'a, str>>,
+        }
+        // Results are objects (a struct would also take an array).
+        if !result.trim_start().starts_with('{') {
+            return None;
+        }
+        let wire: Wire<'_> = serde_json::from_str(result).ok()?;
+        if wire.result_type.as_deref().is_some_and(|t| t != "complete") {
+            return None;
+        }
+        let ttl = wire
+            .ttl
+            .as_ref()
+            .and_then(Value::as_u64)
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)?;
+        let scope = match wire.scope.as_deref() {
+            Some("public") => CacheScope::Public,
+            _ => CacheScope::Private,
+        };
+        Some(Hints { ttl, scope })
+    }
+
+    /// When a result received now stops being fresh.
+    pub(crate) fn expires(&self) -> Option<SystemTime> {
+        SystemTime::now().checked_add(self.ttl)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_canonical_and_exclude_what_is_not_in_them() {
+        assert_eq!(cacheable("tools/list", None).as_deref(), Some("{}"));
+        assert_eq!(
+            cacheable("tools/list", Some(&json!({}))).as_deref(),
+            Some("{}")
+        );
+        assert_eq!(
+            cacheable("resources/read", Some(&json!({ "uri": "a://b" }))).as_deref(),
+            Some(r#"{"uri":"a://b"}"#)
+        );
+        assert!(cacheable("tools/call", None).is_none());
+        assert!(cacheable("server/discover", None).is_none());
+        for disqualified in ["_meta", "inputResponses", "requestState"] {
+            let params = json!({ disqualified: {} });
+            assert!(cacheable("tools/list", Some(&params)).is_none());
+        }
+        assert!(cacheable("tools/list", Some(&json!([1]))).is_none());
+    }
+
+    #[test]
+    fn hints_store_only_positive_ttls_of_complete_results() {
+        let public = Hints::of(r#"{"tools":[],"ttlMs":1000,"cacheScope":"public"}"#).unwrap();
+        assert_eq!(public.scope, CacheScope::Public);
+        assert_eq!(public.ttl, Duration::from_secs(1));
+        let unscoped = Hints::of(r#"{"ttlMs":5}"#).unwrap();
+        assert_eq!(unscoped.scope, CacheScope::Private);
+        let odd = Hints::of(r#"{"ttlMs":5,"cacheScope":"everyone"}"#).unwrap();
+        assert_eq!(odd.scope, CacheScope::Private);
+        for never in [
+            r#"{"ttlMs":0}"#,
+            r#"{"ttlMs":-5}"#,
+            r#"{"ttlMs":"5"}"#,
+            r#"{"tools":[]}"#,
+            r#"{"ttlMs":5,"resultType":"input_required"}"#,
+            r#"[1]"#,
+        ] {
+            assert!(Hints::of(never).is_none(), "{never}");
+        }
+        assert!(Hints::of(r#"{"ttlMs":5,"resultType":"complete"}"#).is_some());
+    }
+}

@@ -1,0 +1,134 @@
+//! The default store: a bounded map in this process.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use futures_util::future::{self, BoxFuture, FutureExt};
+
+use super::{CacheKey, CachedResult, Invalidation, ResponseStore};
+
+/// Cached results in memory, at most a fixed number: when full, expired
+/// entries go first, then the one that expires soonest.
+#[derive(Debug)]
+pub struct MemoryStore {
+    entries: Mutex<HashMap<CacheKey, CachedResult>>,
+    capacity: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::with_capacity(Self::DEFAULT_CAPACITY)
+    }
+}
+
+impl MemoryStore {
+    /// Entries a default store holds.
+    pub const DEFAULT_CAPACITY: usize = 4096;
+
+    /// A store holding at most `capacity` entries (at least one).
+    pub fn with_capacity(capacity: usize) -> Self {
+        MemoryStore {
+            entries: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// How many entries it holds, fresh or not.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, CachedResult>> {
+        // Held for map operations that cannot panic: never poisoned.
+        self.entries.lock().expect("response cache lock poisoned")
+    }
+}
+
+impl ResponseStore for MemoryStore {
+    fn get<'a>(&'a self, key: &'a CacheKey) -> BoxFuture<'a, Option<CachedResult>> {
+        future::ready(self.lock().get(key).cloned()).boxed()
+    }
+
+    fn put(&self, key: CacheKey, value: CachedResult) -> BoxFuture<'_, ()> {
+        let mut entries = self.lock();
+        if entries.len() >= self.capacity && !entries.contains_key(&key) {
+            let now = SystemTime::now();
+            entries.retain(|_, entry| entry.expires > now);
+            if entries.len() >= self.capacity {
+                let soonest = entries
+                    .iter()
+                    .min_by_key(|(_, entry)| entry.expires)
+                    .map(|(key, _)| key.clone());
+                if let Some(soonest) = soonest {
+                    entries.remove(&soonest);
+                }
+            }
+        }
+        entries.insert(key, value);
+        future::ready(()).boxed()
+    }
+
+    fn invalidate<'a>(&'a self, server: &'a str, what: &'a Invalidation) -> BoxFuture<'a, ()> {
+        self.lock()
+            .retain(|key, _| &*key.server != server || !what.matches(key));
+        future::ready(()).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn key(server: &str, method: &str, params: &str) -> CacheKey {
+        CacheKey {
+            server: server.into(),
+            context: None,
+            method: method.into(),
+            params: params.into(),
+        }
+    }
+
+    fn entry(ttl: Duration) -> CachedResult {
+        CachedResult::new(Arc::from("{}"), SystemTime::now() + ttl)
+    }
+
+    #[tokio::test]
+    async fn full_stores_drop_the_soonest_expiry_and_invalidation_is_per_server() {
+        let store = MemoryStore::with_capacity(2);
+        let long = Duration::from_secs(60);
+        store.put(key("a", "tools/list", "{}"), entry(long)).await;
+        store
+            .put(
+                key("a", "prompts/list", "{}"),
+                entry(Duration::from_secs(1)),
+            )
+            .await;
+        store.put(key("b", "tools/list", "{}"), entry(long)).await;
+        assert_eq!(store.len(), 2);
+        assert!(store.get(&key("a", "prompts/list", "{}")).await.is_none());
+        store
+            .invalidate("a", &Invalidation::Method("tools/list"))
+            .await;
+        assert!(store.get(&key("a", "tools/list", "{}")).await.is_none());
+        assert!(store.get(&key("b", "tools/list", "{}")).await.is_some());
+        let read = key("b", "resources/read", r#"{"uri":"x://1"}"#);
+        store.put(read.clone(), entry(long)).await;
+        store
+            .invalidate("b", &Invalidation::Resource("x://2".into()))
+            .await;
+        assert!(store.get(&read).await.is_some());
+        store
+            .invalidate("b", &Invalidation::Resource("x://1".into()))
+            .await;
+        assert!(store.get(&read).await.is_none());
+    }
+}

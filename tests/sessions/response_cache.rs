@@ -1,0 +1,304 @@
+//! Issue 29, item 1 (SEP-2549): a 2026-07-28 session answers a cacheable
+//! request from the response cache while the server says it is fresh, per
+//! server and authorization context, invalidated by the server's change
+//! notifications; a legacy session ignores the hints.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
+use mcp_connect::protocol::Era;
+use mcp_connect::response_cache::{CacheMode, MemoryStore, ResponseCache};
+use mcp_connect::session::RequestOptions;
+use mcp_connect::{ConnectRequest, Connector, Session};
+use serde_json::{json, Value};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// How the scripted server marks its results.
+#[derive(Clone)]
+struct Hints {
+    ttl_ms: i64,
+    scope: &'static str,
+}
+
+fn tools() -> Value {
+    json!([
+        { "name": "route", "inputSchema": { "type": "object", "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" }
+        }}},
+        { "name": "echo", "inputSchema": { "type": "object" } }
+    ])
+}
+
+/// A 2026-07-28 server whose listings and reads carry `hints`; its
+/// `tools/call` answer streams the notification `notify` first, when set.
+/// Every tools/list answer names how many came before it.
+fn modern(
+    hints: Hints,
+    notify: Option<Value>,
+) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
+    let listed = Arc::new(AtomicU64::new(0));
+    move |request: &Recorded| {
+        let hinted = |mut body: Value| {
+            body["ttlMs"] = hints.ttl_ms.into();
+            body["cacheScope"] = hints.scope.into();
+            Script::Json(200, result(request, body))
+        };
+        match request.rpc_method() {
+            "server/discover" => Script::Json(
+                200,
+                result(
+                    request,
+                    json!({ "supportedVersions": ["2026-07-28"], "capabilities": {
+                        "tools": { "listChanged": true }, "resources": {}
+                    }}),
+                ),
+            ),
+            "tools/list" => {
+                let n = listed.fetch_add(1, Ordering::Relaxed);
+                hinted(json!({ "tools": tools(), "_meta": { "listing": n } }))
+            }
+            "resources/read" => hinted(json!({ "contents": [{
+                "uri": request.body["params"]["uri"], "text": "x"
+            }]})),
+            "tools/call" => {
+                let answer = result(request, json!({ "resultType": "complete", "content": [] }));
+                match &notify {
+                    Some(notification) => Script::Sse(vec![
+                        format!("data: {notification}\n\n"),
+                        format!("data: {answer}\n\n"),
+                    ]),
+                    None => Script::Json(200, answer),
+                }
+            }
+            _ => Script::Json(200, crate::support::error(request, -32601, None)),
+        }
+    }
+}
+
+fn public(ttl_ms: i64) -> Hints {
+    Hints {
+        ttl_ms,
+        scope: "public",
+    }
+}
+
+async fn connect(url: &str, cache: &ResponseCache) -> Session {
+    connect_as(url, cache, None).await
+}
+
+async fn connect_as(url: &str, cache: &ResponseCache, token: Option<&str>) -> Session {
+    let mut request = ConnectRequest::http(url)
+        .unwrap()
+        .with_response_cache(cache.clone());
+    if let Some(token) = token {
+        request = request
+            .with_header("authorization", &format!("Bearer {token}"))
+            .unwrap();
+    }
+    watchdog(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_second_listing_within_the_ttl_sends_nothing() {
+    let server = ScriptServer::start(modern(public(60_000), None)).await;
+    let cache = ResponseCache::new();
+    let session = connect(&server.url(), &cache).await;
+    assert_eq!(session.era(), Era::Modern);
+    let first = session.list_tools().await.unwrap();
+    let sent = session.http_requests();
+    let second = session.list_tools().await.unwrap();
+    assert_eq!(session.http_requests(), sent, "the second listing went out");
+    assert_eq!(server.count("tools/list"), 1);
+    assert_eq!(first.tools.len(), second.tools.len());
+    // Another session of the same server and context reads it too.
+    let other = connect(&server.url(), &cache).await;
+    other.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 1);
+}
+
+#[tokio::test]
+async fn refresh_asks_the_server_and_bypass_neither_reads_nor_writes() {
+    let server = ScriptServer::start(modern(public(60_000), None)).await;
+    let store = Arc::new(MemoryStore::default());
+    let cache = ResponseCache::with_store(Arc::clone(&store));
+    let session = connect(&server.url(), &cache).await;
+    let bypass = RequestOptions::new().with_cache(CacheMode::Bypass);
+    session.list_tools_with(&bypass).await.unwrap();
+    assert!(store.is_empty(), "bypass wrote the cache");
+    session.list_tools().await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 2);
+    let refresh = RequestOptions::new().with_cache(CacheMode::Refresh);
+    let refreshed: Value = session
+        .request_as_with("tools/list", None, &refresh)
+        .await
+        .unwrap();
+    assert_eq!(server.count("tools/list"), 3);
+    assert_eq!(refreshed["_meta"]["listing"], 2);
+    // The refreshed answer is what the cache serves now.
+    let served: Value = session.request_as("tools/list", None).await.unwrap();
+    assert_eq!(served["_meta"]["listing"], 2);
+    assert_eq!(server.count("tools/list"), 3);
+}
+
+#[tokio::test]
+async fn a_listing_goes_out_again_after_its_ttl_and_never_for_a_zero_one() {
+    let server = ScriptServer::start(modern(public(150), None)).await;
+    let cache = ResponseCache::new();
+    let session = connect(&server.url(), &cache).await;
+    session.list_tools().await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 1);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    session.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 2);
+
+    let zero = ScriptServer::start(modern(public(0), None)).await;
+    let session = connect(&zero.url(), &cache).await;
+    session.list_tools().await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(zero.count("tools/list"), 2);
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_listing() {
+    let changed = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
+    let server = ScriptServer::start(modern(public(60_000), Some(changed))).await;
+    let cache = ResponseCache::new();
+    let session = connect(&server.url(), &cache).await;
+    session.list_tools().await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 1);
+    session.call_tool("echo", &json!({})).await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(
+        server.count("tools/list"),
+        2,
+        "list_changed did not invalidate"
+    );
+}
+
+#[tokio::test]
+async fn resources_updated_invalidates_that_resource_only() {
+    let updated = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": { "uri": "file:///a" } });
+    let server = ScriptServer::start(modern(public(60_000), Some(updated))).await;
+    let cache = ResponseCache::new();
+    let session = connect(&server.url(), &cache).await;
+    for uri in ["file:///a", "file:///b", "file:///a", "file:///b"] {
+        session.read_resource(uri).await.unwrap();
+    }
+    assert_eq!(server.count("resources/read"), 2);
+    session.call_tool("echo", &json!({})).await.unwrap();
+    session.read_resource("file:///a").await.unwrap();
+    session.read_resource("file:///b").await.unwrap();
+    assert_eq!(server.count("resources/read"), 3);
+}
+
+#[tokio::test]
+async fn a_private_entry_never_serves_another_token() {
+    let private = Hints {
+        ttl_ms: 60_000,
+        scope: "private",
+    };
+    let server = ScriptServer::start(modern(private, None)).await;
+    let cache = ResponseCache::new();
+    let alice = connect_as(&server.url(), &cache, Some("alice-token")).await;
+    alice.list_tools().await.unwrap();
+    let bob = connect_as(&server.url(), &cache, Some("bob-token")).await;
+    bob.list_tools().await.unwrap();
+    assert_eq!(
+        server.count("tools/list"),
+        2,
+        "bob was served alice's entry"
+    );
+    let anonymous = connect_as(&server.url(), &cache, None).await;
+    anonymous.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 3);
+    // The same token again is the same context.
+    let alice_again = connect_as(&server.url(), &cache, Some("alice-token")).await;
+    alice_again.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 3);
+
+    // A result without a scope is private too.
+    let unscoped = Hints {
+        ttl_ms: 60_000,
+        scope: "",
+    };
+    let server = ScriptServer::start(modern(unscoped, None)).await;
+    connect_as(&server.url(), &cache, Some("alice-token"))
+        .await
+        .list_tools()
+        .await
+        .unwrap();
+    connect_as(&server.url(), &cache, Some("bob-token"))
+        .await
+        .list_tools()
+        .await
+        .unwrap();
+    assert_eq!(server.count("tools/list"), 2);
+
+    // A public one serves every token.
+    let server = ScriptServer::start(modern(public(60_000), None)).await;
+    connect_as(&server.url(), &cache, Some("alice-token"))
+        .await
+        .list_tools()
+        .await
+        .unwrap();
+    connect_as(&server.url(), &cache, Some("bob-token"))
+        .await
+        .list_tools()
+        .await
+        .unwrap();
+    assert_eq!(server.count("tools/list"), 1);
+}
+
+#[tokio::test]
+async fn a_new_sessions_first_call_sends_the_cached_tools_param_headers() {
+    let server = ScriptServer::start(modern(public(60_000), None)).await;
+    let cache = ResponseCache::new();
+    connect(&server.url(), &cache)
+        .await
+        .list_tools()
+        .await
+        .unwrap();
+    let fresh = connect(&server.url(), &cache).await;
+    fresh
+        .call_tool("route", &json!({ "region": "eu-west" }))
+        .await
+        .unwrap();
+    assert_eq!(server.count("tools/list"), 1);
+    let calls = server.recorded_for("tools/call");
+    assert_eq!(
+        calls[0].header("mcp-param-region"),
+        Some("eu-west"),
+        "the cached declarations were not used"
+    );
+}
+
+#[tokio::test]
+async fn a_legacy_session_ignores_the_hints() {
+    let server = ScriptServer::start(|request: &Recorded| match request.rpc_method() {
+        "server/discover" => Script::Json(400, crate::support::error(request, -32601, None)),
+        "tools/list" => Script::Json(
+            200,
+            result(
+                request,
+                json!({ "tools": [], "ttlMs": 60_000, "cacheScope": "public" }),
+            ),
+        ),
+        _ => legacy(request),
+    })
+    .await;
+    let cache = ResponseCache::new();
+    let session = connect(&server.url(), &cache).await;
+    assert_eq!(session.era(), Era::Legacy);
+    session.list_tools().await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), 2);
+}
