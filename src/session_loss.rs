@@ -62,7 +62,7 @@ pub enum LossReason {
     /// a request that carried the session id: refused before any handler.
     RefusedWithoutId,
     /// The server refused the version a remembered `server/discover`
-    /// named ([`VersionError::RememberedRefused`](crate::error::VersionError::RememberedRefused)):
+    /// named ([`VersionError::RememberedRefused`](crate::error::VersionError)):
     /// the session was closed, and the era cache forgot the server.
     VersionRefused,
     /// The application's rule counted a failure the default does not.

@@ -48,6 +48,14 @@ impl fmt::Display for Target {
 }
 
 impl Target {
+    /// The headers every HTTP request carries (none for stdio).
+    pub(crate) fn headers(&self) -> Option<&http::HeaderMap> {
+        match self {
+            Target::Http { headers, .. } => Some(headers),
+            Target::Stdio(_) => None,
+        }
+    }
+
     /// The URL of an HTTP target.
     #[cfg(feature = "otel")]
     pub(crate) fn http_url(&self) -> Option<&http::Uri> {

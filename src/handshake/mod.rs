@@ -178,7 +178,7 @@ impl<'a> Attempt<'a> {
     /// authorization context.
     fn context(&self) -> Context {
         let token = self.authorizer.as_ref().and_then(Authorizer::access_token);
-        Context::of(self.request.target(), token.as_deref())
+        Context::of(self.request.target().headers(), token.as_deref())
     }
 
     /// Runs the ladder, consulting and updating the era cache. On failure

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::target::Target;
+use http::HeaderMap;
 
 /// A fingerprint of who is asking. Holds no secret: 128 bits of a SHA-256
 /// over a domain tag, the target's headers (names and values, sorted) and
@@ -15,12 +15,12 @@ use crate::target::Target;
 pub(crate) struct Context(Arc<str>);
 
 impl Context {
-    /// The context of requests to `target` with `token` (none when not
-    /// authorizing).
-    pub(crate) fn of(target: &Target, token: Option<&str>) -> Context {
+    /// The context of requests with the target's own `headers` (none for
+    /// stdio) and `token` (none when not authorizing).
+    pub(crate) fn of(headers: Option<&HeaderMap>, token: Option<&str>) -> Context {
         let mut hash = Sha256::new();
         hash.update(b"mcp-connect authorization context v1\0");
-        if let Target::Http { headers, .. } = target {
+        if let Some(headers) = headers {
             let mut pairs: Vec<(&str, &[u8])> = headers
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_bytes()))
@@ -64,13 +64,13 @@ mod tests {
         let plain = ConnectRequest::http("http://127.0.0.1:9/mcp").unwrap();
         let headed = plain.clone().with_header("x-tenant", "a").unwrap();
         let other = plain.clone().with_header("x-tenant", "b").unwrap();
-        let a = Context::of(plain.target(), Some("token-a"));
-        assert_eq!(a, Context::of(plain.target(), Some("token-a")));
-        assert_ne!(a, Context::of(plain.target(), Some("token-b")));
-        assert_ne!(a, Context::of(plain.target(), None));
+        let a = Context::of(plain.target().headers(), Some("token-a"));
+        assert_eq!(a, Context::of(plain.target().headers(), Some("token-a")));
+        assert_ne!(a, Context::of(plain.target().headers(), Some("token-b")));
+        assert_ne!(a, Context::of(plain.target().headers(), None));
         assert_ne!(
-            Context::of(headed.target(), None),
-            Context::of(other.target(), None)
+            Context::of(headed.target().headers(), None),
+            Context::of(other.target().headers(), None)
         );
         assert!(!a.as_key().contains("token"));
         assert_eq!(a.as_key().len(), 32);

@@ -101,7 +101,7 @@ impl Session {
         Some(Lookup {
             method: method.into(),
             params: params.into(),
-            context: Context::of(&cache.target, token.as_deref()),
+            context: Context::of(cache.target.headers(), token.as_deref()),
             mode,
         })
     }

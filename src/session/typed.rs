@@ -227,7 +227,7 @@ impl Session {
             .await
     }
 
-    /// `tools/call` with its own [`RequestOptions`](super::RequestOptions)
+    /// `tools/call` with its own [`RequestOptions`]
     /// (cancellation, timeout, progress).
     pub async fn call_tool_with(
         &self,

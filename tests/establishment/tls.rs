@@ -259,3 +259,37 @@ async fn a_request_can_carry_its_own_tls_settings() {
     })
     .await;
 }
+
+/// Issue 29, item 3: sessions to the same origin share the connector's
+/// connections, and over TLS HTTP/2 carries concurrent calls on one.
+#[tokio::test]
+async fn http2_carries_concurrent_calls_and_sessions_on_one_connection() {
+    watchdog(Duration::from_secs(20), async {
+        let fixture = TlsFixture::new();
+        let server = fixture.serve(TlsServe::default()).await.unwrap();
+        let connector = Connector::with_client(trusting(&fixture).build());
+        let first = connector
+            .connect(ConnectRequest::http(&server.url()).unwrap())
+            .await
+            .unwrap();
+        let second = connector
+            .connect(ConnectRequest::http(&server.url()).unwrap())
+            .await
+            .unwrap();
+        let arguments: Vec<_> = (0..20).map(|i| json!({ "a": i, "b": 1 })).collect();
+        let calls = arguments.iter().enumerate().map(|(i, arguments)| {
+            let session = if i % 2 == 0 { &first } else { &second };
+            session.call_tool("add", arguments)
+        });
+        let results = futures_util::future::join_all(calls).await;
+        for (i, result) in results.into_iter().enumerate() {
+            assert_eq!(result.unwrap().text(), (i + 1).to_string());
+        }
+        assert_eq!(
+            server.negotiated(),
+            vec![Some(b"h2".to_vec())],
+            "two sessions and 20 concurrent calls, one connection"
+        );
+    })
+    .await;
+}
