@@ -63,9 +63,10 @@ impl Link {
         }
     }
 
-    /// The server's URL through the link.
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+    /// The server's URL through the link, `https` when TLS is behind it.
+    pub fn url(&self, tls: bool, path: &str) -> String {
+        let scheme = if tls { "https" } else { "http" };
+        format!("{scheme}://{}{path}", self.addr)
     }
 
     /// TCP connections opened through the link so far.

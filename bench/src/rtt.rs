@@ -22,6 +22,14 @@
 //! Python SDK `Client` in auto mode and with `prior_discover`. The peers'
 //! clients are scripts (`bench/peers/`) run in one process per
 //! configuration, warm, building a new client per run as their docs show.
+//!
+//! Over TLS the same pairs run with the testkit's TLS fixture (a private CA
+//! made at start, TLS 1.3, HTTP/1.1 by ALPN since the peers speak only
+//! that) between the link and the server, so a new connection pays its TCP
+//! and its TLS handshake on the link. Every client trusts the fixture's CA
+//! the way its platform does: ours and rmcp's reqwest by adding the
+//! certificate, node by `NODE_EXTRA_CA_CERTS`, Python's httpx by
+//! `SSL_CERT_FILE`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +37,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_connect::era_cache::EraCache;
+use mcp_connect::testkit::{TlsFixture, TlsServe};
+use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector};
 use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -173,23 +183,37 @@ fn tool(server: &PeerServer) -> (&'static str, Value) {
 }
 
 /// `runs` timed runs (after one warm-up) of `contender` against `url`.
-async fn measure(contender: Contender, url: &str, server: &PeerServer, runs: usize) -> Vec<Timing> {
+async fn measure(
+    contender: Contender,
+    url: &str,
+    server: &PeerServer,
+    runs: usize,
+    tls: Option<&Trust>,
+) -> Vec<Timing> {
     let (name, arguments) = tool(server);
     match contender {
-        Contender::TypeScript(mode) => return script_ts(url, mode, runs, name, &arguments).await,
-        Contender::Python(mode) => return script_py(url, mode, runs, name, &arguments).await,
+        Contender::TypeScript(mode) => {
+            return script_ts(url, mode, runs, name, &arguments, tls).await
+        }
+        Contender::Python(mode) => return script_py(url, mode, runs, name, &arguments, tls).await,
         _ => {}
     }
-    let shared = Connector::new();
+    let shared = connector(tls);
     let era_cache = EraCache::new();
-    let reqwest = reqwest::Client::new();
+    let reqwest = match tls {
+        Some(trust) => reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(trust.pem.as_bytes()).unwrap())
+            .build()
+            .unwrap(),
+        None => reqwest::Client::new(),
+    };
     let mut timings = Vec::new();
     for run in 0..=runs {
         let start = Instant::now();
         let timing = match contender {
             Contender::OursCold | Contender::Ours | Contender::OursEraCache => {
                 let connector = match contender {
-                    Contender::OursCold => Connector::new(),
+                    Contender::OursCold => connector(tls),
                     _ => shared.clone(),
                 };
                 let mut request = ConnectRequest::http(url).unwrap();
@@ -251,6 +275,25 @@ async fn measure(contender: Contender, url: &str, server: &PeerServer, runs: usi
     timings
 }
 
+/// The fixture's CA, as each client is given it.
+struct Trust {
+    pem: String,
+    file: PathBuf,
+}
+
+/// A new connector, trusting the fixture's CA over TLS.
+fn connector(tls: Option<&Trust>) -> Connector {
+    match tls {
+        Some(trust) => Connector::with_client(
+            HttpClient::builder()
+                .add_root_certificates_pem(trust.pem.as_bytes())
+                .unwrap()
+                .build(),
+        ),
+        None => Connector::new(),
+    }
+}
+
 async fn lines(mut command: Command, what: &str) -> Vec<Timing> {
     let output = command
         .stdin(Stdio::null())
@@ -278,6 +321,7 @@ async fn script_ts(
     runs: usize,
     tool: &str,
     arguments: &Value,
+    tls: Option<&Trust>,
 ) -> Vec<Timing> {
     // The script resolves the SDK from its own folder.
     let dir = peers().join("node-client");
@@ -291,6 +335,9 @@ async fn script_ts(
     command
         .arg(script)
         .args([url, mode, &runs.to_string(), tool, &arguments.to_string()]);
+    if let Some(trust) = tls {
+        command.env("NODE_EXTRA_CA_CERTS", &trust.file);
+    }
     lines(command, "the TypeScript SDK client").await
 }
 
@@ -300,11 +347,15 @@ async fn script_py(
     runs: usize,
     tool: &str,
     arguments: &Value,
+    tls: Option<&Trust>,
 ) -> Vec<Timing> {
     let mut command = Command::new(peers().join("venv/bin/python"));
     command
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/peers/py_client.py"))
         .args([url, mode, &runs.to_string(), tool, &arguments.to_string()]);
+    if let Some(trust) = tls {
+        command.env("SSL_CERT_FILE", &trust.file);
+    }
     lines(command, "the Python SDK client").await
 }
 
@@ -321,6 +372,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// One result row.
 struct RttRow {
     server: &'static str,
+    tls: bool,
     client: String,
     path: &'static str,
     establish: f64,
@@ -332,6 +384,7 @@ impl RttRow {
     fn json(&self) -> String {
         json!({
             "kind": "rtt", "server": self.server, "client": self.client, "path": self.path,
+            "link": if self.tls { "https" } else { "http" },
             "rtt_establish": (self.establish * 100.0).round() / 100.0,
             "rtt_first_result": (self.first * 100.0).round() / 100.0,
             "connections": (self.connections * 100.0).round() / 100.0,
@@ -349,6 +402,7 @@ async fn concurrent(
     plain: &Link,
     runs: usize,
     rtt_ms: f64,
+    tls: Option<&Trust>,
 ) -> RttRow {
     let (name, arguments) = tool(server);
     let mut times = [Vec::new(), Vec::new()];
@@ -356,8 +410,8 @@ async fn concurrent(
     for _ in 0..runs {
         for (i, link) in [delayed, plain].into_iter().enumerate() {
             let start = Instant::now();
-            let session = Connector::new()
-                .connect(ConnectRequest::http(&link.url("/mcp")).unwrap())
+            let session = connector(tls)
+                .connect(ConnectRequest::http(&link.url(tls.is_some(), "/mcp")).unwrap())
                 .await
                 .expect("ours establishes");
             let calls = (0..10).map(|_| session.call_tool(name, &arguments));
@@ -371,6 +425,7 @@ async fn concurrent(
     let [slow, fast] = times;
     RttRow {
         server: server.name,
+        tls: tls.is_some(),
         client: "this, cold client, 10 concurrent first calls".into(),
         path: "cold-concurrent-10",
         establish: f64::NAN,
@@ -385,51 +440,23 @@ pub async fn run(args: &[String]) {
     let one_way = Duration::from_millis(if quick { 5 } else { 10 });
     let rtt_ms = one_way.as_secs_f64() * 2000.0;
     let servers = [everything().await, python(false).await, python(true).await];
+    let fixture = TlsFixture::new();
+    let trust = Trust {
+        pem: fixture.ca_pem(),
+        file: std::env::temp_dir().join(format!("mcp-connect-rtt-ca-{}.pem", std::process::id())),
+    };
+    std::fs::write(&trust.file, &trust.pem).unwrap();
     let mut rows = Vec::new();
-    for server in &servers {
-        let legacy_only = server.name.starts_with("server-everything");
-        let mut contenders = vec![
-            Contender::OursCold,
-            Contender::Ours,
-            Contender::OursEraCache,
-            Contender::RmcpAuto,
-            Contender::RmcpInitialize,
-            Contender::TypeScript("default"),
-            Contender::TypeScript("auto"),
-            Contender::Python("auto"),
-        ];
-        if !legacy_only {
-            contenders.push(Contender::TypeScript("prior"));
-            contenders.push(Contender::Python("prior"));
+    for tls in [None, Some(&trust)] {
+        for server in &servers {
+            if tls.is_some() && server.name == "Python SDK (2026)" {
+                // Over TLS, the hinted copy stands for the Python server.
+                continue;
+            }
+            rows.extend(pairs(server, tls, &fixture, one_way, runs, rtt_ms).await);
         }
-        for contender in contenders {
-            // Fresh links per pair: each starts with no connection.
-            let delayed = Link::start(server.addr, one_way).await;
-            let plain = Link::start(server.addr, Duration::ZERO).await;
-            let slow = measure(contender, &delayed.url("/mcp"), server, runs).await;
-            let opened = delayed.connections();
-            let fast = measure(contender, &plain.url("/mcp"), server, runs).await;
-            let of =
-                |timings: &[Timing], f: fn(&Timing) -> f64| median(timings.iter().map(f).collect());
-            let row = RttRow {
-                server: server.name,
-                client: contender.name(server.hinted),
-                path: contender.path(server.hinted),
-                establish: (of(&slow, |t| t.establish) - of(&fast, |t| t.establish)) / rtt_ms,
-                first: (of(&slow, |t| t.first) - of(&fast, |t| t.first)) / rtt_ms,
-                // The warm-up run's connections included: what the runs
-                // needed, per run.
-                connections: opened as f64 / (runs + 1) as f64,
-            };
-            eprintln!("{}", row.json());
-            rows.push(row);
-        }
-        let delayed = Link::start(server.addr, one_way).await;
-        let plain = Link::start(server.addr, Duration::ZERO).await;
-        let row = concurrent(server, &delayed, &plain, runs, rtt_ms).await;
-        eprintln!("{}", row.json());
-        rows.push(row);
     }
+    let _ = std::fs::remove_file(&trust.file);
     let table = markdown(&rows, rtt_ms, runs);
     println!("{table}");
     if !quick {
@@ -446,11 +473,82 @@ pub async fn run(args: &[String]) {
     }
 }
 
+/// Every contender against `server`, over plain HTTP or TLS.
+async fn pairs(
+    server: &PeerServer,
+    tls: Option<&Trust>,
+    fixture: &TlsFixture,
+    one_way: Duration,
+    runs: usize,
+    rtt_ms: f64,
+) -> Vec<RttRow> {
+    // TLS terminates between the link and the server.
+    let front = match tls {
+        Some(_) => Some(
+            fixture
+                .front(server.addr, TlsServe::default())
+                .await
+                .unwrap(),
+        ),
+        None => None,
+    };
+    let upstream = match &front {
+        Some(front) => front.addr(),
+        None => server.addr,
+    };
+    let legacy_only = server.name.starts_with("server-everything");
+    let mut contenders = vec![
+        Contender::OursCold,
+        Contender::Ours,
+        Contender::OursEraCache,
+        Contender::RmcpAuto,
+        Contender::RmcpInitialize,
+        Contender::TypeScript("default"),
+        Contender::TypeScript("auto"),
+        Contender::Python("auto"),
+    ];
+    if !legacy_only {
+        contenders.push(Contender::TypeScript("prior"));
+        contenders.push(Contender::Python("prior"));
+    }
+    let mut rows = Vec::new();
+    for contender in contenders {
+        // Fresh links per pair: each starts with no connection.
+        let delayed = Link::start(upstream, one_way).await;
+        let plain = Link::start(upstream, Duration::ZERO).await;
+        let secure = tls.is_some();
+        let slow = measure(contender, &delayed.url(secure, "/mcp"), server, runs, tls).await;
+        let opened = delayed.connections();
+        let fast = measure(contender, &plain.url(secure, "/mcp"), server, runs, tls).await;
+        let of =
+            |timings: &[Timing], f: fn(&Timing) -> f64| median(timings.iter().map(f).collect());
+        let row = RttRow {
+            server: server.name,
+            tls: secure,
+            client: contender.name(server.hinted),
+            path: contender.path(server.hinted),
+            establish: (of(&slow, |t| t.establish) - of(&fast, |t| t.establish)) / rtt_ms,
+            first: (of(&slow, |t| t.first) - of(&fast, |t| t.first)) / rtt_ms,
+            // The warm-up run's connections included: what the runs
+            // needed, per run.
+            connections: opened as f64 / (runs + 1) as f64,
+        };
+        eprintln!("{}", row.json());
+        rows.push(row);
+    }
+    let delayed = Link::start(upstream, one_way).await;
+    let plain = Link::start(upstream, Duration::ZERO).await;
+    let row = concurrent(server, &delayed, &plain, runs, rtt_ms, tls).await;
+    eprintln!("{}", row.json());
+    rows.push(row);
+    rows
+}
+
 fn markdown(rows: &[RttRow], rtt_ms: f64, runs: usize) -> String {
     let mut out = format!(
         "Round trips on an emulated {rtt_ms:.0} ms link (time over the link minus time over the same relay with no delay, \
          divided by the round trip; median of {runs} runs after a warm-up; a new TCP connection costs one round trip).\n\n\
-         | server | client | establish (RTT) | first result (RTT) | connections per run |\n|---|---|---|---|---|\n"
+         | link | server | client | establish (RTT) | first result (RTT) | connections per run |\n|---|---|---|---|---|---|\n"
     );
     for row in rows {
         let establish = if row.establish.is_nan() {
@@ -459,8 +557,13 @@ fn markdown(rows: &[RttRow], rtt_ms: f64, runs: usize) -> String {
             format!("{:.1}", row.establish)
         };
         out += &format!(
-            "| {} | {} | {} | {:.1} | {:.2} |\n",
-            row.server, row.client, establish, row.first, row.connections
+            "| {} | {} | {} | {} | {:.1} | {:.2} |\n",
+            if row.tls { "https" } else { "http" },
+            row.server,
+            row.client,
+            establish,
+            row.first,
+            row.connections
         );
     }
     out

@@ -224,6 +224,9 @@ impl TlsFixture {
                     let (acceptor, handshakes, stopped) =
                         (acceptor.clone(), Arc::clone(&handshakes), stopped.clone());
                     tokio::spawn(async move {
+                        // Small records go out at once, as the demo
+                        // server's do: no Nagle stall in a relay.
+                        let _ = stream.set_nodelay(true);
                         let Ok(mut tls) = acceptor.accept(stream).await else {
                             return;
                         };
@@ -231,6 +234,7 @@ impl TlsFixture {
                         let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await else {
                             return;
                         };
+                        let _ = plain.set_nodelay(true);
                         tokio::select! {
                             _ = tokio::io::copy_bidirectional(&mut tls, &mut plain) => {}
                             () = stopped.cancelled() => {}
@@ -258,6 +262,11 @@ pub struct TlsFront {
 }
 
 impl TlsFront {
+    /// Where it listens (127.0.0.1, an ephemeral port).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// `https://127.0.0.1:PORT{path}`.
     pub fn url_for(&self, path: &str) -> String {
         format!("https://{}{path}", self.addr)
