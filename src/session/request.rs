@@ -364,11 +364,12 @@ impl Session {
                 Ok(Ok(raw)) => raw,
                 Ok(Err(rpc)) if !relisted && self.may_relist(&request, &rpc) => {
                     // The server refused the call before running it: list
-                    // the tools (their declarations may be new) and send it
-                    // once more. A listing that fails leaves the refusal as
-                    // the answer.
+                    // the tools (their declarations may be new, so never
+                    // from the response cache) and send it once more. A
+                    // listing that fails leaves the refusal as the answer.
                     relisted = true;
-                    if Box::pin(self.list_tools()).await.is_err() {
+                    let fresh = RequestOptions::new().with_cache(CacheMode::Refresh);
+                    if Box::pin(self.list_tools_with(&fresh)).await.is_err() {
                         return Err(Error::new(Stage::REQUEST, ErrorKind::Rpc(rpc)));
                     }
                     request.param_headers =

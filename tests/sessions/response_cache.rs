@@ -302,3 +302,50 @@ async fn a_legacy_session_ignores_the_hints() {
     session.list_tools().await.unwrap();
     assert_eq!(server.count("tools/list"), 2);
 }
+
+#[tokio::test]
+async fn a_header_mismatch_lists_past_the_cache() {
+    // The cached listing declares no header; the server has since added
+    // one and refuses calls without it.
+    let declared = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = ScriptServer::start({
+        let declared = Arc::clone(&declared);
+        move |request: &Recorded| {
+            let now = declared.load(Ordering::Relaxed);
+            match request.rpc_method() {
+                "tools/list" => {
+                    let schema = if now {
+                        json!({ "type": "object", "properties": {
+                            "region": { "type": "string", "x-mcp-header": "Region" } } })
+                    } else {
+                        json!({ "type": "object" })
+                    };
+                    Script::Json(
+                        200,
+                        result(
+                            request,
+                            json!({ "tools": [{ "name": "route", "inputSchema": schema }],
+                                "ttlMs": 60_000, "cacheScope": "public" }),
+                        ),
+                    )
+                }
+                "tools/call" if now && request.header("mcp-param-region").is_none() => {
+                    Script::Json(400, crate::support::error(request, -32020, None))
+                }
+                _ => modern(public(60_000), None)(request),
+            }
+        }
+    })
+    .await;
+    let cache = ResponseCache::new();
+    let session = connect(&server.url(), &cache).await;
+    session.list_tools().await.unwrap();
+    declared.store(true, Ordering::Relaxed);
+    session
+        .call_tool("route", &json!({ "region": "eu" }))
+        .await
+        .expect("relisted from the server and sent again");
+    assert_eq!(server.count("tools/list"), 2);
+    let calls = server.recorded_for("tools/call");
+    assert_eq!(calls.last().unwrap().header("mcp-param-region"), Some("eu"));
+}
