@@ -177,25 +177,25 @@ struct Timing {
     first: f64,
 }
 
-fn tool(server: &PeerServer) -> (&'static str, Value) {
-    let _ = server;
+/// The call every run makes (both peers have `echo`).
+fn tool() -> (&'static str, Value) {
     ("echo", json!({ "message": "rtt" }))
 }
 
 /// `runs` timed runs (after one warm-up) of `contender` against `url`.
-async fn measure(
-    contender: Contender,
-    url: &str,
-    server: &PeerServer,
-    runs: usize,
-    tls: Option<&Trust>,
-) -> Vec<Timing> {
-    let (name, arguments) = tool(server);
+async fn measure(contender: Contender, url: &str, runs: usize, tls: Option<&Trust>) -> Vec<Timing> {
+    let (name, arguments) = tool();
     match contender {
         Contender::TypeScript(mode) => {
-            return script_ts(url, mode, runs, name, &arguments, tls).await
+            return Script::typescript()
+                .run(url, mode, runs, name, &arguments, tls)
+                .await
         }
-        Contender::Python(mode) => return script_py(url, mode, runs, name, &arguments, tls).await,
+        Contender::Python(mode) => {
+            return Script::python()
+                .run(url, mode, runs, name, &arguments, tls)
+                .await
+        }
         _ => {}
     }
     let shared = connector(tls);
@@ -315,48 +315,63 @@ async fn lines(mut command: Command, what: &str) -> Vec<Timing> {
         .collect()
 }
 
-async fn script_ts(
-    url: &str,
-    mode: &str,
-    runs: usize,
-    tool: &str,
-    arguments: &Value,
-    tls: Option<&Trust>,
-) -> Vec<Timing> {
-    // The script resolves the SDK from its own folder.
-    let dir = peers().join("node-client");
-    let script = dir.join("ts_client.mjs");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/peers/ts_client.mjs"),
-        &script,
-    )
-    .expect("the TypeScript client is installed (.ci/install-peers.sh)");
-    let mut command = Command::new("node");
-    command
-        .arg(script)
-        .args([url, mode, &runs.to_string(), tool, &arguments.to_string()]);
-    if let Some(trust) = tls {
-        command.env("NODE_EXTRA_CA_CERTS", &trust.file);
-    }
-    lines(command, "the TypeScript SDK client").await
+/// A peer's client script: `program script URL MODE RUNS TOOL ARGS`, the
+/// fixture's CA in `ca_variable` over TLS.
+struct Script {
+    program: PathBuf,
+    script: PathBuf,
+    ca_variable: &'static str,
+    what: &'static str,
 }
 
-async fn script_py(
-    url: &str,
-    mode: &str,
-    runs: usize,
-    tool: &str,
-    arguments: &Value,
-    tls: Option<&Trust>,
-) -> Vec<Timing> {
-    let mut command = Command::new(peers().join("venv/bin/python"));
-    command
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/peers/py_client.py"))
-        .args([url, mode, &runs.to_string(), tool, &arguments.to_string()]);
-    if let Some(trust) = tls {
-        command.env("SSL_CERT_FILE", &trust.file);
+impl Script {
+    fn typescript() -> Script {
+        // The script resolves the SDK from its own folder.
+        let script = peers().join("node-client/ts_client.mjs");
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/peers/ts_client.mjs"),
+            &script,
+        )
+        .expect("the TypeScript client is installed (.ci/install-peers.sh)");
+        Script {
+            program: "node".into(),
+            script,
+            ca_variable: "NODE_EXTRA_CA_CERTS",
+            what: "the TypeScript SDK client",
+        }
     }
-    lines(command, "the Python SDK client").await
+
+    fn python() -> Script {
+        Script {
+            program: peers().join("venv/bin/python"),
+            script: concat!(env!("CARGO_MANIFEST_DIR"), "/peers/py_client.py").into(),
+            ca_variable: "SSL_CERT_FILE",
+            what: "the Python SDK client",
+        }
+    }
+
+    async fn run(
+        self,
+        url: &str,
+        mode: &str,
+        runs: usize,
+        tool: &str,
+        arguments: &Value,
+        tls: Option<&Trust>,
+    ) -> Vec<Timing> {
+        let mut command = Command::new(&self.program);
+        command.arg(&self.script).args([
+            url,
+            mode,
+            &runs.to_string(),
+            tool,
+            &arguments.to_string(),
+        ]);
+        if let Some(trust) = tls {
+            command.env(self.ca_variable, &trust.file);
+        }
+        lines(command, self.what).await
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -404,7 +419,7 @@ async fn concurrent(
     rtt_ms: f64,
     tls: Option<&Trust>,
 ) -> RttRow {
-    let (name, arguments) = tool(server);
+    let (name, arguments) = tool();
     let mut times = [Vec::new(), Vec::new()];
     let before = delayed.connections();
     for _ in 0..runs {
@@ -517,9 +532,9 @@ async fn pairs(
         let delayed = Link::start(upstream, one_way).await;
         let plain = Link::start(upstream, Duration::ZERO).await;
         let secure = tls.is_some();
-        let slow = measure(contender, &delayed.url(secure, "/mcp"), server, runs, tls).await;
+        let slow = measure(contender, &delayed.url(secure, "/mcp"), runs, tls).await;
         let opened = delayed.connections();
-        let fast = measure(contender, &plain.url(secure, "/mcp"), server, runs, tls).await;
+        let fast = measure(contender, &plain.url(secure, "/mcp"), runs, tls).await;
         let of =
             |timings: &[Timing], f: fn(&Timing) -> f64| median(timings.iter().map(f).collect());
         let row = RttRow {

@@ -75,8 +75,9 @@ impl ResponseStore for MemoryStore {
     }
 
     fn invalidate<'a>(&'a self, server: &'a str, what: &'a Invalidation) -> BoxFuture<'a, ()> {
+        let stale = what.matcher();
         self.lock()
-            .retain(|key, _| &*key.server != server || !what.matches(key));
+            .retain(|key, _| &*key.server != server || !stale(key));
         future::ready(()).boxed()
     }
 }

@@ -260,14 +260,25 @@ pub(crate) fn invalidation(method: &str, params: Option<&serde_json::Value>) -> 
 
 impl Invalidation {
     /// Whether the entry under `key` (of the invalidated server) is one
-    /// this makes stale: for store implementations.
+    /// this makes stale: for store implementations. A store checking many
+    /// keys takes [`matcher`](Self::matcher) once instead.
     pub fn matches(&self, key: &CacheKey) -> bool {
-        match self {
-            Invalidation::Method(method) => &*key.method == *method,
+        self.matcher()(key)
+    }
+
+    /// [`matches`](Self::matches) with the work that does not depend on
+    /// the key done once.
+    pub fn matcher(&self) -> impl Fn(&CacheKey) -> bool + '_ {
+        let read = match self {
+            Invalidation::Method(_) => None,
             Invalidation::Resource(uri) => {
-                &*key.method == "resources/read"
-                    && hints::canonical(Some(&serde_json::json!({ "uri": uri }))).as_deref()
-                        == Some(&*key.params)
+                hints::canonical(Some(&serde_json::json!({ "uri": uri })))
+            }
+        };
+        move |key: &CacheKey| match self {
+            Invalidation::Method(method) => &*key.method == *method,
+            Invalidation::Resource(_) => {
+                &*key.method == "resources/read" && read.as_deref() == Some(&*key.params)
             }
         }
     }

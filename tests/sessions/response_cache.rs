@@ -103,6 +103,15 @@ async fn connect_as(url: &str, cache: &ResponseCache, token: Option<&str>) -> Se
         .unwrap()
 }
 
+/// One listing on a new session with `token`.
+async fn list_as(url: &str, cache: &ResponseCache, token: &str) {
+    connect_as(url, cache, Some(token))
+        .await
+        .list_tools()
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_second_listing_within_the_ttl_sends_nothing() {
     let server = ScriptServer::start(modern(public(60_000), None)).await;
@@ -231,30 +240,14 @@ async fn a_private_entry_never_serves_another_token() {
         scope: "",
     };
     let server = ScriptServer::start(modern(unscoped, None)).await;
-    connect_as(&server.url(), &cache, Some("alice-token"))
-        .await
-        .list_tools()
-        .await
-        .unwrap();
-    connect_as(&server.url(), &cache, Some("bob-token"))
-        .await
-        .list_tools()
-        .await
-        .unwrap();
+    list_as(&server.url(), &cache, "alice-token").await;
+    list_as(&server.url(), &cache, "bob-token").await;
     assert_eq!(server.count("tools/list"), 2);
 
     // A public one serves every token.
     let server = ScriptServer::start(modern(public(60_000), None)).await;
-    connect_as(&server.url(), &cache, Some("alice-token"))
-        .await
-        .list_tools()
-        .await
-        .unwrap();
-    connect_as(&server.url(), &cache, Some("bob-token"))
-        .await
-        .list_tools()
-        .await
-        .unwrap();
+    list_as(&server.url(), &cache, "alice-token").await;
+    list_as(&server.url(), &cache, "bob-token").await;
     assert_eq!(server.count("tools/list"), 1);
 }
 
