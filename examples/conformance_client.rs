@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use mcp_connect::auth::{Authorization, SigningKey};
+use mcp_connect::auth::{Authorization, DpopKey, SigningKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::protocol::server_requests::ElicitResult;
 use mcp_connect::testkit::AutoApprove;
@@ -51,7 +51,12 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
     });
     let mut request = ConnectRequest::http(url)?.with_handler(handler);
     if scenario.starts_with("auth/") {
-        request = request.with_authorization(authorization(scenario)?);
+        let mut auth = authorization(scenario)?;
+        // DPoP (SEP-1932): tokens bound to a key made for this run.
+        if scenario.starts_with("auth/dpop") {
+            auth = auth.with_dpop(DpopKey::generate()?);
+        }
+        request = request.with_authorization(auth);
     }
     let session = Connector::new().connect(request).await?;
     match scenario {

@@ -90,15 +90,24 @@ impl Reauthorization {
     /// Authorizations one establishment or one request runs at most.
     pub(crate) const MAX: u32 = 3;
 
-    /// After a refusal with `status`: `None` when it is the answer, or
-    /// `Some(allow_new)` when `authorizer` should run (again), where
-    /// `allow_new` says whether it may start a new authorization.
-    pub(crate) fn permit(&mut self, authorizer: &Authorizer, status: Option<u16>) -> Option<bool> {
+    /// After a refusal with `status`: `Ok(None)` when it is the answer,
+    /// `Ok(Some(allow_new))` when `authorizer` should run (again), where
+    /// `allow_new` says whether it may start a new authorization, or the
+    /// typed reason when the refusal is one authorizing cannot cure and
+    /// that has a name of its own (a DPoP nonce refused after its retry).
+    pub(crate) fn permit(
+        &mut self,
+        authorizer: &Authorizer,
+        status: Option<u16>,
+    ) -> Result<Option<bool>, AuthError> {
+        if status == Some(401) && authorizer.auth.state.refused_dpop_nonce() {
+            return Err(AuthError::DpopNonceAtResource);
+        }
         if self.runs >= Self::MAX || !authorizer.answers(status) {
-            return None;
+            return Ok(None);
         }
         self.runs += 1;
-        Some(!self.new_done)
+        Ok(Some(!self.new_done))
     }
 
     /// Records how an authorization permitted by [`permit`](Self::permit)

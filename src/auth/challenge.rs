@@ -1,4 +1,5 @@
-//! `WWW-Authenticate: Bearer ...` challenges (RFC 6750 §3, RFC 9728 §5.1).
+//! `WWW-Authenticate: Bearer ...` and `DPoP ...` challenges (RFC 6750 §3,
+//! RFC 9728 §5.1, RFC 9449 §7.1).
 //!
 //! Only the parameters authorization needs are kept: `resource_metadata`
 //! (where the Protected Resource Metadata is), `scope` (what to ask for)
@@ -6,7 +7,7 @@
 //! bounded by the header's length and never fails: what it cannot read is
 //! simply absent.
 
-/// What a `Bearer` challenge says.
+/// What a `Bearer` (or `DPoP`) challenge says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Challenge {
     pub(crate) resource_metadata: Option<String>,
@@ -15,8 +16,22 @@ pub(crate) struct Challenge {
 }
 
 impl Challenge {
-    /// The `Bearer` challenge among a header's challenges, if any.
+    /// The first `Bearer` or `DPoP` challenge among a header's challenges,
+    /// if any: both carry the same parameters.
     pub(crate) fn parse(header: &str) -> Option<Challenge> {
+        Self::parse_where(header, |scheme| {
+            scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("dpop")
+        })
+    }
+
+    /// Whether the header holds a `DPoP` challenge asking for a nonce
+    /// (`error="use_dpop_nonce"`, RFC 9449 §9).
+    pub(crate) fn asks_for_dpop_nonce(header: &str) -> bool {
+        Self::parse_where(header, |scheme| scheme.eq_ignore_ascii_case("dpop"))
+            .is_some_and(|c| c.error.as_deref() == Some("use_dpop_nonce"))
+    }
+
+    fn parse_where(header: &str, wanted: impl Fn(&str) -> bool) -> Option<Challenge> {
         let mut rest = header.trim_start();
         let mut found = None;
         while !rest.is_empty() {
@@ -41,7 +56,7 @@ impl Challenge {
                 }
                 rest = after;
             }
-            if scheme.eq_ignore_ascii_case("bearer") && found.is_none() {
+            if wanted(scheme) && found.is_none() {
                 found = Some(challenge);
             }
             if rest.len() == before {
@@ -115,6 +130,20 @@ mod tests {
             Some("unterminated")
         );
         let _ = Challenge::parse(",,,=\"\\");
+    }
+
+    #[test]
+    fn a_dpop_challenge_is_read_and_its_nonce_request_seen() {
+        let header = r#"DPoP error="use_dpop_nonce", resource_metadata="https://x/prm""#;
+        let c = Challenge::parse(header).unwrap();
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://x/prm"));
+        assert!(Challenge::asks_for_dpop_nonce(header));
+        assert!(!Challenge::asks_for_dpop_nonce(
+            r#"Bearer error="use_dpop_nonce""#
+        ));
+        assert!(!Challenge::asks_for_dpop_nonce(
+            r#"DPoP error="invalid_token""#
+        ));
     }
 }
 

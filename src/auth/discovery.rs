@@ -42,6 +42,8 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: Option<bool>,
     #[serde(default)]
     pub(crate) authorization_response_iss_parameter_supported: Option<bool>,
+    #[serde(default)]
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// Everything discovery learnt.

@@ -89,6 +89,20 @@ pub enum AuthError {
     /// was sent.
     #[error("the token endpoint is not https:// and not on this machine; nothing was sent")]
     InsecureEndpoint,
+    /// The authorization server refused the DPoP nonce it had just given
+    /// (`use_dpop_nonce` again on the token request sent once more with
+    /// it, RFC 9449 §8). Not retried again.
+    #[error("the authorization server refused the DPoP nonce it gave")]
+    DpopNonceAtToken,
+    /// The MCP server refused the DPoP nonce it had just given
+    /// (`use_dpop_nonce` again on the request sent once more with it,
+    /// RFC 9449 §9). Not retried again.
+    #[error("the MCP server refused the DPoP nonce it gave")]
+    DpopNonceAtResource,
+    /// The authorization server lists the DPoP algorithms it accepts, and
+    /// the key's is not among them.
+    #[error("the authorization server does not accept this DPoP key's algorithm")]
+    DpopAlgorithm,
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

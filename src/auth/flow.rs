@@ -7,6 +7,7 @@ use serde_json::json;
 use url::Url;
 
 use super::discovery::{self, canonical, Discovered};
+use super::dpop::{self, DpopKey, Nonces};
 use super::http::{Answer, AuthHttp};
 use super::tokens::{TokenResponse, Tokens};
 use super::{known_code, pkce, AuthError, Authorization, Grant, Settings};
@@ -51,7 +52,12 @@ pub(crate) async fn authorize(
         .as_ref()
         .and_then(|r| r.resource.clone())
         .unwrap_or_else(|| canonical(server));
-    let token_endpoint = endpoint(discovered.server.token_endpoint.as_deref(), "token")?;
+    let token = TokenEndpoint {
+        http: &http,
+        url: endpoint(discovered.server.token_endpoint.as_deref(), "token")?,
+        discovered: &discovered,
+        dpop: settings.dpop.as_ref().map(|key| (key, &auth.state.nonces)),
+    };
 
     // A refresh token first, unless more scope is needed: it is refused
     // once at most, then forgotten.
@@ -67,7 +73,7 @@ pub(crate) async fn authorize(
                 ("refresh_token", refresh),
                 ("resource", resource.as_str()),
             ];
-            match token_request(&http, &token_endpoint, form, &client, &discovered).await {
+            match token.request(form, &client).await {
                 Ok(response) => {
                     keep(auth, &resource, response.into_tokens(Some(previous)));
                     return Ok(Authorized::Refreshed);
@@ -101,21 +107,17 @@ pub(crate) async fn authorize(
             if let Some(scope) = &scope {
                 form.push(("scope", scope));
             }
-            token_request(&http, &token_endpoint, form, &client, &discovered)
-                .await?
-                .into_tokens(None)
+            token.request(form, &client).await?.into_tokens(None)
         }
         Grant::Code(person) => {
             code_flow(
                 settings,
                 person.as_ref(),
                 pause,
-                &http,
-                &discovered,
+                &token,
                 &client,
                 &resource,
                 scope.as_deref(),
-                &token_endpoint,
             )
             .await?
         }
@@ -261,13 +263,12 @@ async fn code_flow(
     settings: &Settings,
     person: &dyn super::Authorize,
     pause: Option<&DeadlinePause>,
-    http: &AuthHttp,
-    discovered: &Discovered,
+    token: &TokenEndpoint<'_>,
     client: &Client,
     resource: &str,
     scope: Option<&str>,
-    token_endpoint: &Url,
 ) -> Result<Tokens, AuthError> {
+    let discovered = token.discovered;
     if let Some(methods) = &discovered.server.code_challenge_methods_supported {
         if !methods.iter().any(|m| m == "S256") {
             return Err(AuthError::NoPkce);
@@ -335,71 +336,137 @@ async fn code_flow(
         ("code_verifier", verifier.as_str()),
         ("resource", resource),
     ];
-    Ok(
-        token_request(http, token_endpoint, form, client, discovered)
-            .await?
-            .into_tokens(None),
-    )
+    Ok(token.request(form, client).await?.into_tokens(None))
 }
 
-/// A token request with the client's authentication: HTTP Basic or form
-/// fields for a client with a secret (as registered, else as the server
-/// supports, Basic first), `client_id` alone for a public client.
-async fn token_request(
-    http: &AuthHttp,
-    url: &Url,
-    mut form: Vec<(&str, &str)>,
-    client: &Client,
-    discovered: &Discovered,
-) -> Result<TokenResponse, AuthError> {
-    let supported = discovered
-        .server
-        .token_endpoint_auth_methods_supported
-        .as_deref();
-    let assertion;
-    if let Some(key) = &client.key {
-        assertion = key
-            .assertion(&client.id, &discovered.issuer)
-            .ok_or(AuthError::Unsupported(
-                "the client assertion could not be signed",
-            ))?;
-        form.push((
-            "client_assertion_type",
-            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-        ));
-        form.push(("client_assertion", &assertion));
-        form.push(("client_id", &client.id));
-        let answer = http.post_form(url, &form, None).await?;
-        return token_response(answer);
-    }
-    let basic = match (&client.secret, client.method.as_deref()) {
-        (None, _) | (Some(_), Some("none")) => None,
-        (Some(secret), Some("client_secret_post")) => {
-            form.push(("client_secret", secret));
-            None
+/// The authorization server's token endpoint, as one run of the stage
+/// reaches it: with the DPoP key and the nonces it gave, when DPoP is on.
+struct TokenEndpoint<'a> {
+    http: &'a AuthHttp,
+    url: Url,
+    discovered: &'a Discovered,
+    dpop: Option<(&'a DpopKey, &'a Nonces)>,
+}
+
+impl TokenEndpoint<'_> {
+    /// A token request with the client's authentication. With DPoP, each
+    /// sending carries a fresh proof, and a `use_dpop_nonce` refusal
+    /// (RFC 9449 §8) is answered by sending once more with the server's
+    /// nonce; refused again, it is [`AuthError::DpopNonceAtToken`].
+    async fn request(
+        &self,
+        form: Vec<(&str, &str)>,
+        client: &Client,
+    ) -> Result<TokenResponse, AuthError> {
+        let Some((key, nonces)) = self.dpop else {
+            return token_response(self.send(form, client, None).await?);
+        };
+        let accepted = &self.discovered.server.dpop_signing_alg_values_supported;
+        if accepted
+            .as_ref()
+            .is_some_and(|algs| !algs.iter().any(|a| a == key.algorithm()))
+        {
+            return Err(AuthError::DpopAlgorithm);
         }
-        (Some(secret), Some("client_secret_basic")) => Some(secret),
-        (Some(secret), _) => {
-            let takes = |m: &str| supported.is_some_and(|s| s.iter().any(|x| x == m));
-            if takes("client_secret_post") && !takes("client_secret_basic") {
+        let origin = dpop::origin_of(self.url.as_str());
+        let mut with_its_nonce = false;
+        loop {
+            let proof = key
+                .proof(
+                    "POST",
+                    self.url.as_str(),
+                    None,
+                    nonces.get(&origin).as_deref(),
+                )
+                .map_err(|_| AuthError::Unsupported("the DPoP proof could not be signed"))?;
+            let answer = self.send(form.clone(), client, Some(proof)).await?;
+            nonces.keep(&origin, &answer.headers);
+            if !asks_for_nonce(&answer) {
+                return token_response(answer);
+            }
+            if with_its_nonce {
+                return Err(AuthError::DpopNonceAtToken);
+            }
+            with_its_nonce = true;
+        }
+    }
+
+    /// One sending: HTTP Basic or form fields for a client with a secret
+    /// (as registered, else as the server supports, Basic first), a fresh
+    /// signed assertion for a client with a key, `client_id` alone for a
+    /// public client.
+    async fn send(
+        &self,
+        mut form: Vec<(&str, &str)>,
+        client: &Client,
+        proof: Option<http::HeaderValue>,
+    ) -> Result<Answer, AuthError> {
+        let (http, url, discovered) = (self.http, &self.url, self.discovered);
+        let supported = discovered
+            .server
+            .token_endpoint_auth_methods_supported
+            .as_deref();
+        let assertion;
+        if let Some(key) = &client.key {
+            assertion =
+                key.assertion(&client.id, &discovered.issuer)
+                    .ok_or(AuthError::Unsupported(
+                        "the client assertion could not be signed",
+                    ))?;
+            form.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ));
+            form.push(("client_assertion", &assertion));
+            form.push(("client_id", &client.id));
+            return http.post_form(url, &form, None, proof).await;
+        }
+        let basic = match (&client.secret, client.method.as_deref()) {
+            (None, _) | (Some(_), Some("none")) => None,
+            (Some(secret), Some("client_secret_post")) => {
                 form.push(("client_secret", secret));
                 None
-            } else {
-                Some(secret)
+            }
+            (Some(secret), Some("client_secret_basic")) => Some(secret),
+            (Some(secret), _) => {
+                let takes = |m: &str| supported.is_some_and(|s| s.iter().any(|x| x == m));
+                if takes("client_secret_post") && !takes("client_secret_basic") {
+                    form.push(("client_secret", secret));
+                    None
+                } else {
+                    Some(secret)
+                }
+            }
+        };
+        match basic {
+            Some(secret) => {
+                http.post_form(url, &form, Some((&client.id, secret)), proof)
+                    .await
+            }
+            None => {
+                form.push(("client_id", &client.id));
+                http.post_form(url, &form, None, proof).await
             }
         }
-    };
-    let answer: Answer = match basic {
-        Some(secret) => {
-            http.post_form(url, &form, Some((&client.id, secret)))
-                .await?
-        }
-        None => {
-            form.push(("client_id", &client.id));
-            http.post_form(url, &form, None).await?
-        }
-    };
-    token_response(answer)
+    }
+}
+
+/// Whether a token endpoint's answer asks for a DPoP nonce: 400
+/// `use_dpop_nonce` with a `DPoP-Nonce` header (RFC 9449 §8).
+fn asks_for_nonce(answer: &Answer) -> bool {
+    answer.status == http::StatusCode::BAD_REQUEST
+        && answer.headers.contains_key(dpop::DPOP_NONCE)
+        && oauth_error(&answer.body).as_deref() == Some("use_dpop_nonce")
+}
+
+/// The `error` member of an OAuth error body.
+fn oauth_error(body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Refusal {
+        #[serde(default)]
+        error: Option<String>,
+    }
+    serde_json::from_slice::<Refusal>(body).ok()?.error
 }
 
 /// A token response, or the refusal with its status and known error code.
@@ -407,14 +474,7 @@ fn token_response(answer: Answer) -> Result<TokenResponse, AuthError> {
     if let Some(response) = answer.json::<TokenResponse>() {
         return Ok(response);
     }
-    #[derive(Deserialize)]
-    struct Refusal {
-        #[serde(default)]
-        error: Option<String>,
-    }
-    let error = serde_json::from_slice::<Refusal>(&answer.body)
-        .ok()
-        .and_then(|r| r.error);
+    let error = oauth_error(&answer.body);
     Err(AuthError::Token {
         status: answer.status.as_u16(),
         error: known_code(error.as_deref()),

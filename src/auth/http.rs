@@ -28,9 +28,10 @@ pub(crate) struct AuthHttp {
     pub(crate) timeout: Duration,
 }
 
-/// A response: its status and its body.
+/// A response: its status, its headers and its body.
 pub(crate) struct Answer {
     pub(crate) status: StatusCode,
+    pub(crate) headers: http::HeaderMap,
     pub(crate) body: Bytes,
 }
 
@@ -72,6 +73,7 @@ impl AuthHttp {
             let body = crate::transport::collect(body, BODY_LIMIT).await?;
             Ok::<_, TransportError>(Answer {
                 status: parts.status,
+                headers: parts.headers,
                 body,
             })
         };
@@ -91,14 +93,15 @@ impl AuthHttp {
         self.send(request).await
     }
 
-    /// A form `POST`, with HTTP Basic client authentication when given.
-    /// Only to the token endpoint, and only over HTTPS or to this machine:
-    /// every such request carries a credential.
+    /// A form `POST`, with HTTP Basic client authentication and a DPoP
+    /// proof when given. Only to the token endpoint, and only over HTTPS or
+    /// to this machine: every such request carries a credential.
     pub(crate) async fn post_form(
         &self,
         url: &Url,
         form: &[(&str, &str)],
         basic: Option<(&str, &str)>,
+        proof: Option<http::HeaderValue>,
     ) -> Result<Answer, AuthError> {
         if !may_carry_credentials(url) {
             return Err(AuthError::InsecureEndpoint);
@@ -125,6 +128,9 @@ impl AuthHttp {
                 .map_err(|_| AuthError::BadUrl)?;
             value.set_sensitive(true);
             request = request.header(AUTHORIZATION, value);
+        }
+        if let Some(proof) = proof {
+            request = request.header(super::dpop::DPOP, proof);
         }
         let request = request
             .body(Full::new(Bytes::from(body)))

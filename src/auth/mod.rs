@@ -32,6 +32,7 @@ mod authorizer;
 mod bearer;
 mod challenge;
 mod discovery;
+mod dpop;
 mod error;
 mod flow;
 mod http;
@@ -46,6 +47,7 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Phase, Stage, StageInfo};
 
 pub use assertion::{KeyError, SigningKey};
+pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
 pub use tokens::{FileTokenStore, MemoryTokenStore, StoreError, TokenStore, Tokens};
@@ -110,6 +112,7 @@ struct Settings {
     scope: Option<String>,
     store: Arc<dyn TokenStore>,
     person_timeout: Duration,
+    dpop: Option<DpopKey>,
 }
 
 impl Authorization {
@@ -126,6 +129,7 @@ impl Authorization {
                 scope: None,
                 store: Arc::new(MemoryTokenStore::new()),
                 person_timeout: Duration::from_secs(300),
+                dpop: None,
             }),
             state: Arc::default(),
         }
@@ -207,6 +211,25 @@ impl Authorization {
         self
     }
 
+    /// Asks for DPoP-bound tokens (RFC 9449): every token request carries a
+    /// proof of `key`, and a token the server binds to it goes to the
+    /// resource as `Authorization: DPoP` with a fresh proof per request. A
+    /// server that issues a plain bearer token anyway gets it as one.
+    ///
+    /// ```
+    /// use mcp_connect::auth::{Authorization, DpopKey};
+    ///
+    /// # fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let auth = Authorization::client_credentials("my-service", "secret-from-env")
+    ///     .with_dpop(DpopKey::generate()?);
+    /// # let _ = auth; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_dpop(mut self, key: DpopKey) -> Self {
+        self.settings().dpop = Some(key);
+        self
+    }
+
     /// How long the person may take (5 minutes by default).
     #[must_use]
     pub fn with_person_timeout(mut self, limit: Duration) -> Self {
@@ -222,14 +245,20 @@ impl Authorization {
         client: crate::transport::HttpClient,
         server: &url::Url,
     ) -> crate::transport::HttpClient {
-        bearer::layer(client, server, Arc::clone(&self.state))
+        bearer::layer(
+            client,
+            server,
+            Arc::clone(&self.state),
+            self.settings.dpop.clone(),
+        )
     }
 
-    /// Whether a refusal is one the authorization stage can answer: 401,
-    /// or 403 asking for more scope.
+    /// Whether a refusal is one the authorization stage can answer: 401
+    /// (unless it refused a DPoP nonce the bearer layer already sent once:
+    /// the token is not what it refused), or 403 asking for more scope.
     pub(crate) fn can_answer(&self, status: Option<u16>) -> bool {
         match status {
-            Some(401) => true,
+            Some(401) => !self.state.refused_dpop_nonce(),
             Some(403) => self.state.wants_more_scope(),
             _ => false,
         }
@@ -262,6 +291,7 @@ impl fmt::Debug for Authorization {
             .field("grant", &grant)
             .field("client_id", &self.settings.client_id.is_some())
             .field("client_secret", &self.settings.client_secret.is_some())
+            .field("dpop", &self.settings.dpop.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -19,6 +19,10 @@ pub struct Tokens {
     /// Seconds since the Unix epoch at which the access token expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<u64>,
+    /// `DPoP` for a token bound to the client's DPoP key (RFC 9449 §5);
+    /// absent or `Bearer` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token_type: Option<String>,
 }
 
 /// A token endpoint's success response (RFC 6749 §5.1).
@@ -31,6 +35,8 @@ pub(crate) struct TokenResponse {
     expires_in: Option<u64>,
     #[serde(default)]
     scope: Option<String>,
+    #[serde(default)]
+    token_type: Option<String>,
 }
 
 impl TokenResponse {
@@ -48,6 +54,7 @@ impl TokenResponse {
                 .or_else(|| previous.and_then(|p| p.refresh_token.clone())),
             scope: self.scope,
             expires_at: self.expires_in.map(|s| now.saturating_add(s)),
+            token_type: self.token_type,
         }
     }
 }
@@ -68,6 +75,15 @@ impl Tokens {
         self.scope.as_deref()
     }
 
+    /// Whether the access token is bound to the client's DPoP key (the
+    /// token endpoint said `token_type: DPoP`): it goes with the `DPoP`
+    /// scheme and a proof, never as a bearer token.
+    pub fn is_dpop_bound(&self) -> bool {
+        self.token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+    }
+
     /// This value without its refresh token (after the server refused it).
     pub(crate) fn without_refresh(mut self) -> Self {
         self.refresh_token = None;
@@ -80,6 +96,7 @@ impl fmt::Debug for Tokens {
         f.debug_struct("Tokens")
             .field("refresh_token", &self.refresh_token.is_some())
             .field("expires_at", &self.expires_at)
+            .field("dpop_bound", &self.is_dpop_bound())
             .finish_non_exhaustive()
     }
 }
@@ -257,8 +274,10 @@ mod file_tests {
             refresh_token: Some("r".into()),
             expires_in: None,
             scope: None,
+            token_type: Some("DPoP".into()),
         }
         .into_tokens(None);
+        assert!(tokens.is_dpop_bound());
         let store = FileTokenStore::new(&path);
         store.save("https://x/mcp", &tokens).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -283,6 +302,7 @@ mod file_tests {
             refresh_token: None,
             expires_in: None,
             scope: None,
+            token_type: None,
         }
         .into_tokens(None);
         let error = FileTokenStore::new(&path)

@@ -102,7 +102,9 @@ pub(crate) async fn establish(
         };
         let failure = error.failure();
         let permit = match failure.kind {
-            FailureKind::Auth => reauthorization.permit(authorizer, failure.http_status),
+            FailureKind::Auth => reauthorization
+                .permit(authorizer, failure.http_status)
+                .map_err(Error::authorization)?,
             _ => None,
         };
         let Some(allow_new) = permit else {

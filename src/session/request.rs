@@ -348,7 +348,8 @@ impl Session {
         loop {
             let reply = self.transport.request(&request, Some(version)).await;
             if let Some(auth) = &self.auth {
-                if let Some(allow_new) = reauthorization.permit(auth, refusal_status(&reply)) {
+                let permit = reauthorization.permit(auth, refusal_status(&reply));
+                if let Some(allow_new) = permit.map_err(Error::authorization)? {
                     // Refused before it ran (401, or 403 asking for more
                     // scope): authorize again and send it once more.
                     let authorized = auth.run(None, allow_new).await;

@@ -91,7 +91,7 @@ impl HttpClient {
     }
 
     /// `self` (a layer over `under`) with `under`'s TLS and proxy facts.
-    fn keeping(self, under: &HttpClient) -> Self {
+    pub(crate) fn keeping(self, under: &HttpClient) -> Self {
         HttpClient {
             tls: under.tls,
             routes: under.routes.clone(),
@@ -256,13 +256,6 @@ impl HttpClient {
                 .service(self.clone()),
         )
         .keeping(&self)
-    }
-
-    /// This client marked as unable to reach `https://` targets (a layered
-    /// copy of [`http_only`](Self::http_only) stays http-only).
-    pub(crate) fn without_tls(mut self) -> Self {
-        self.tls = false;
-        self
     }
 
     /// Sends one request once the client is ready.
