@@ -22,7 +22,7 @@ use tower::ServiceBuilder;
 use url::Url;
 
 use super::challenge::Challenge;
-use super::dpop::{self, DpopKey, Nonces};
+use super::dpop::{self, DpopKey, Nonces, Party};
 use super::tokens::Tokens;
 use crate::transport::{HttpBody, HttpClient};
 
@@ -222,13 +222,17 @@ fn with_dpop(
         async move {
             let credential = state.credential().filter(|_| resource.owns(request.uri()));
             let Some(credential) = credential else {
-                return client.send(request).await;
+                let response = client.send(request).await?;
+                observe(&state, &response);
+                return Ok(response);
             };
             let retry = credential.dpop_bound.is_some().then(|| copy(&request));
             let first = client
                 .send(presented(request, &credential, &key, &resource, &state)?)
                 .await?;
-            state.nonces.keep(&resource.origin, first.headers());
+            state
+                .nonces
+                .keep(Party::Resource, &resource.origin, first.headers());
             let asks = |response: &Response<HttpBody>| {
                 response.status() == StatusCode::UNAUTHORIZED
                     && response.headers().contains_key(dpop::DPOP_NONCE)
@@ -247,7 +251,9 @@ fn with_dpop(
                     let second = client
                         .send(presented(again, &credential, &key, &resource, &state)?)
                         .await?;
-                    state.nonces.keep(&resource.origin, second.headers());
+                    state
+                        .nonces
+                        .keep(Party::Resource, &resource.origin, second.headers());
                     second
                 }
                 _ => first,
@@ -268,7 +274,7 @@ fn presented(
     state: &AuthState,
 ) -> Result<Request<Full<Bytes>>, crate::transport::error::BoxError> {
     if let Some(token) = &credential.dpop_bound {
-        let nonce = state.nonces.get(&resource.origin);
+        let nonce = state.nonces.get(Party::Resource, &resource.origin);
         let proof = key.proof(
             request.method().as_str(),
             &request.uri().to_string(),

@@ -136,32 +136,40 @@ fn target_uri(url: &str) -> &str {
     &url[..end]
 }
 
-/// The last nonce each origin gave, shared by every request of one
-/// [`Authorization`](super::Authorization): an authorization server's for
-/// the token requests, a resource's for the requests to it.
+/// Who gave a nonce: an authorization server and a resource on one origin
+/// keep theirs apart (RFC 9449 §8, §9 are separate nonces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Party {
+    AuthorizationServer,
+    Resource,
+}
+
+/// The last nonce each server gave, shared by every request of one
+/// [`Authorization`](super::Authorization).
 #[derive(Default)]
 pub(crate) struct Nonces {
-    by_origin: Mutex<HashMap<String, String>>,
+    by_server: Mutex<HashMap<(Party, String), String>>,
 }
 
 impl Nonces {
-    pub(crate) fn get(&self, origin: &str) -> Option<String> {
-        self.by_origin
+    pub(crate) fn get(&self, party: Party, origin: &str) -> Option<String> {
+        self.by_server
             .lock()
             .expect("nonce lock poisoned")
-            .get(origin)
+            .get(&(party, origin.to_owned()))
             .cloned()
     }
 
-    /// Keeps the `DPoP-Nonce` a response from `origin` carried, if any.
-    pub(crate) fn keep(&self, origin: &str, headers: &http::HeaderMap) {
+    /// Keeps the `DPoP-Nonce` a response from `party` at `origin` carried,
+    /// if any.
+    pub(crate) fn keep(&self, party: Party, origin: &str, headers: &http::HeaderMap) {
         let Some(nonce) = headers.get(DPOP_NONCE).and_then(|v| v.to_str().ok()) else {
             return;
         };
-        self.by_origin
+        self.by_server
             .lock()
             .expect("nonce lock poisoned")
-            .insert(origin.to_owned(), nonce.to_owned());
+            .insert((party, origin.to_owned()), nonce.to_owned());
     }
 }
 

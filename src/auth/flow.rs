@@ -7,7 +7,7 @@ use serde_json::json;
 use url::Url;
 
 use super::discovery::{self, canonical, Discovered};
-use super::dpop::{self, DpopKey, Nonces};
+use super::dpop::{self, DpopKey, Nonces, Party};
 use super::http::{Answer, AuthHttp};
 use super::tokens::{TokenResponse, Tokens};
 use super::{known_code, pkce, AuthError, Authorization, Grant, Settings};
@@ -376,11 +376,11 @@ impl TokenEndpoint<'_> {
                     "POST",
                     self.url.as_str(),
                     None,
-                    nonces.get(&origin).as_deref(),
+                    nonces.get(Party::AuthorizationServer, &origin).as_deref(),
                 )
                 .map_err(|_| AuthError::Unsupported("the DPoP proof could not be signed"))?;
             let answer = self.send(form.clone(), client, Some(proof)).await?;
-            nonces.keep(&origin, &answer.headers);
+            nonces.keep(Party::AuthorizationServer, &origin, &answer.headers);
             if !asks_for_nonce(&answer) {
                 return token_response(answer);
             }

@@ -8,6 +8,7 @@ mod support;
 
 mod authorization;
 mod bad_input;
+mod dpop;
 mod era_cache;
 mod error_display;
 mod handshake_ladder;

@@ -21,6 +21,53 @@ pub struct As {
     pub refresh: bool,
     /// The first access token is no longer accepted once this is set.
     pub expired: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// DPoP: the token endpoint wants a proof and issues DPoP-bound tokens,
+    /// `/mcp` accepts only `DPoP <token>` with a proof.
+    pub dpop: Option<Dpop>,
+}
+
+/// How the DPoP servers treat nonces.
+#[derive(Clone, Copy, Default)]
+pub struct Dpop {
+    /// The token endpoint's nonce (RFC 9449 §8).
+    pub at_token: Nonce,
+    /// The resource's nonce (RFC 9449 §9).
+    pub at_resource: Nonce,
+}
+
+/// What a server asks of a proof's `nonce`.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub enum Nonce {
+    /// Nothing.
+    #[default]
+    None,
+    /// Its own nonce; a proof without it gets `use_dpop_nonce`.
+    Required,
+    /// `use_dpop_nonce` whatever the proof says.
+    RefusedAlways,
+}
+
+pub const AS_NONCE: &str = "canary-as-nonce";
+pub const RS_NONCE: &str = "canary-rs-nonce";
+
+/// The claims of the request's DPoP proof, if it has one.
+pub fn proof_claims(r: &Recorded) -> Option<serde_json::Value> {
+    let proof = r.header("dpop")?;
+    let claims = proof.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(claims)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Whether the proof answers a server that wants `nonce` this way.
+fn nonce_accepted(r: &Recorded, wanted: Nonce, nonce: &str) -> bool {
+    let carried = proof_claims(r).and_then(|c| c["nonce"].as_str().map(str::to_owned));
+    match wanted {
+        Nonce::None => true,
+        Nonce::Required => carried.as_deref() == Some(nonce),
+        Nonce::RefusedAlways => false,
+    }
 }
 
 /// One origin: `/mcp` is a 2025 server that wants `Bearer TOKEN` (or the
@@ -32,6 +79,37 @@ fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Scri
         let base = base.lock().unwrap().clone();
         let issuer = format!("{base}/as");
         match (r.method.as_str(), r.route()) {
+            (_, "/mcp") if behaviour.dpop.is_some() => {
+                let dpop = behaviour.dpop.unwrap_or_default();
+                let presented = r.header("authorization") == Some(&format!("DPoP {TOKEN}"))
+                    && r.header("dpop").is_some();
+                if !presented {
+                    Script::JsonWith(
+                        401,
+                        json!({ "error": "invalid_token" }),
+                        vec![(
+                            "www-authenticate",
+                            format!(
+                                r#"DPoP resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#
+                            ),
+                        )],
+                    )
+                } else if !nonce_accepted(r, dpop.at_resource, RS_NONCE) {
+                    Script::JsonWith(
+                        401,
+                        json!({ "error": "use_dpop_nonce" }),
+                        vec![
+                            (
+                                "www-authenticate",
+                                r#"DPoP error="use_dpop_nonce""#.to_owned(),
+                            ),
+                            ("dpop-nonce", RS_NONCE.to_owned()),
+                        ],
+                    )
+                } else {
+                    legacy.respond(r)
+                }
+            }
             (_, "/mcp") => {
                 let bearer = r.header("authorization").unwrap_or_default();
                 let expired = behaviour
@@ -97,9 +175,26 @@ fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Scri
 }
 
 fn token(r: &Recorded, behaviour: &As, challenge: &str) -> Script {
+    if let Some(dpop) = behaviour.dpop {
+        if r.header("dpop").is_none() {
+            return Script::Json(400, json!({ "error": "invalid_dpop_proof" }));
+        }
+        if !nonce_accepted(r, dpop.at_token, AS_NONCE) {
+            return Script::JsonWith(
+                400,
+                json!({ "error": "use_dpop_nonce" }),
+                vec![("dpop-nonce", AS_NONCE.to_owned())],
+            );
+        }
+    }
+    let token_type = if behaviour.dpop.is_some() {
+        "DPoP"
+    } else {
+        "Bearer"
+    };
     let issued = |access: &str| {
         let mut body =
-            json!({ "access_token": access, "token_type": "Bearer", "expires_in": 3600 });
+            json!({ "access_token": access, "token_type": token_type, "expires_in": 3600 });
         if behaviour.refresh {
             body["refresh_token"] = json!("canary-refresh-token");
         }
