@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use mcp_connect::auth::{Authorization, DpopKey, SigningKey};
+use mcp_connect::auth::{AssertionSource, Authorization, DpopKey, IdentityProvider, SigningKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::protocol::server_requests::ElicitResult;
 use mcp_connect::testkit::AutoApprove;
@@ -166,6 +166,31 @@ fn authorization(scenario: &str) -> Result<Authorization, Box<dyn std::error::Er
     };
     let id = context["client_id"].as_str();
     let secret = context["client_secret"].as_str();
+    let text = |name: &str| {
+        context[name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("the scenario context has no {name}"))
+    };
+    // Workload identity (SEP-1933): the platform's token is the assertion.
+    if scenario == "auth/wif-jwt-bearer" {
+        let token = text("valid_jwt")?;
+        let source = AssertionSource::from_fn(move || std::future::ready(Ok(token.clone())));
+        return Ok(Authorization::workload_identity(text("client_id")?, source));
+    }
+    // Enterprise-managed authorization (SEP-990): the IdP's ID token is
+    // exchanged there for an ID-JAG, then granted at the MCP server's
+    // authorization server with this client's credentials.
+    if scenario == "auth/enterprise-managed-authorization"
+        || scenario == "auth/cross-app-access-complete-flow"
+    {
+        let idp = IdentityProvider::new(&text("idp_token_endpoint")?, text("idp_client_id")?)?;
+        let id_token = text("idp_id_token")?;
+        let source = AssertionSource::from_fn(move || std::future::ready(Ok(id_token.clone())));
+        return Ok(Authorization::enterprise_managed(idp, source)
+            .with_client_id(text("client_id")?)
+            .with_client_secret(text("client_secret")?));
+    }
     if let (Some(id), Some(pem)) = (id, context["private_key_pem"].as_str()) {
         let algorithm = context["signing_algorithm"].as_str().unwrap_or("ES256");
         let key = SigningKey::from_pem(algorithm, pem.as_bytes())?;

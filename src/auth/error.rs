@@ -103,6 +103,20 @@ pub enum AuthError {
     /// the key's is not among them.
     #[error("the authorization server does not accept this DPoP key's algorithm")]
     DpopAlgorithm,
+    /// The assertion (a workload token, an identity assertion) could not
+    /// be read from its source; the source's error says why (never the
+    /// assertion).
+    #[error("the assertion could not be read")]
+    Assertion(#[source] BoxError),
+    /// The identity provider refused to exchange the identity assertion
+    /// for an ID-JAG (RFC 8693), or issued something else.
+    #[error("the token exchange failed (HTTP {status}, {error})")]
+    TokenExchange {
+        /// The status.
+        status: u16,
+        /// The OAuth error code, when it is one of the specification's.
+        error: &'static str,
+    },
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

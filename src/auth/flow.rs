@@ -109,6 +109,35 @@ pub(crate) async fn authorize(
             }
             token.request(form, &client).await?.into_tokens(None)
         }
+        Grant::WorkloadIdentity(source) => {
+            let assertion = source.read().await?;
+            token
+                .request(
+                    jwt_bearer_form(&assertion, &resource, scope.as_deref()),
+                    &client,
+                )
+                .await?
+                .into_tokens(None)
+        }
+        Grant::EnterpriseManaged(idp, source) => {
+            let assertion = source.read().await?;
+            let id_jag = idp
+                .exchange(
+                    &http,
+                    &assertion,
+                    &discovered.issuer,
+                    &resource,
+                    scope.as_deref(),
+                )
+                .await?;
+            token
+                .request(
+                    jwt_bearer_form(&id_jag, &resource, scope.as_deref()),
+                    &client,
+                )
+                .await?
+                .into_tokens(None)
+        }
         Grant::Code(person) => {
             code_flow(
                 settings,
@@ -124,6 +153,23 @@ pub(crate) async fn authorize(
     };
     keep(auth, &resource, tokens);
     Ok(Authorized::New)
+}
+
+/// The JWT bearer grant's form (RFC 7523 §2.1).
+fn jwt_bearer_form<'a>(
+    assertion: &'a str,
+    resource: &'a str,
+    scope: Option<&'a str>,
+) -> Vec<(&'a str, &'a str)> {
+    let mut form = vec![
+        ("grant_type", super::jwt_bearer::JWT_BEARER),
+        ("assertion", assertion),
+        ("resource", resource),
+    ];
+    if let Some(scope) = scope {
+        form.push(("scope", scope));
+    }
+    form
 }
 
 fn keep(auth: &Authorization, resource: &str, tokens: Tokens) {
@@ -218,10 +264,7 @@ async fn identity(
         return Err(AuthError::NoClientIdentity);
     };
     let registration = Url::parse(registration).map_err(|_| AuthError::BadUrl)?;
-    let grant_types = match settings.grant {
-        Grant::ClientCredentials => json!(["client_credentials"]),
-        Grant::Code(_) => json!(["authorization_code", "refresh_token"]),
-    };
+    let grant_types = settings.grant.types();
     let body = json!({
         "client_name": settings.client_name,
         "redirect_uris": [settings.redirect_uri],
@@ -460,7 +503,7 @@ fn asks_for_nonce(answer: &Answer) -> bool {
 }
 
 /// The `error` member of an OAuth error body.
-fn oauth_error(body: &[u8]) -> Option<String> {
+pub(crate) fn oauth_error(body: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Refusal {
         #[serde(default)]

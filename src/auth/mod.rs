@@ -36,6 +36,7 @@ mod dpop;
 mod error;
 mod flow;
 mod http;
+mod jwt_bearer;
 mod pkce;
 mod tokens;
 
@@ -50,6 +51,7 @@ pub use assertion::{KeyError, SigningKey};
 pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
+pub use jwt_bearer::{AssertionSource, IdentityProvider};
 pub use tokens::{FileTokenStore, MemoryTokenStore, StoreError, TokenStore, Tokens};
 
 pub(crate) use authorizer::{server_url, Authorizer, Reauthorization};
@@ -81,6 +83,22 @@ enum Grant {
     /// `client_credentials` (machine to machine); needs a client id and
     /// secret.
     ClientCredentials,
+    /// The JWT bearer grant with a workload's identity token (SEP-1933).
+    WorkloadIdentity(AssertionSource),
+    /// A token exchange at the enterprise identity provider, then the JWT
+    /// bearer grant with the ID-JAG it issued (SEP-990).
+    EnterpriseManaged(IdentityProvider, AssertionSource),
+}
+
+impl Grant {
+    /// The `grant_types` a registration asks for.
+    fn types(&self) -> &'static [&'static str] {
+        match self {
+            Grant::Code(_) => &["authorization_code", "refresh_token"],
+            Grant::ClientCredentials => &["client_credentials"],
+            Grant::WorkloadIdentity(_) | Grant::EnterpriseManaged(..) => &[jwt_bearer::JWT_BEARER],
+        }
+    }
 }
 
 /// How a connection authorizes: the grant, the client's identity, and where
@@ -155,6 +173,37 @@ impl Authorization {
         let mut auth = Self::with_grant(Grant::ClientCredentials).with_client_id(client_id);
         auth.settings().client_key = Some(key);
         auth
+    }
+
+    /// Workload identity federation (SEP-1933): the JWT bearer grant
+    /// (RFC 7523) with the token the platform gives this workload, read
+    /// from `token` each time a token is needed. No person, no secret of
+    /// the client's own; `client_id` is how the authorization server knows
+    /// this workload.
+    ///
+    /// ```
+    /// use mcp_connect::auth::{AssertionSource, Authorization};
+    ///
+    /// let auth = Authorization::workload_identity(
+    ///     "billing-agent",
+    ///     AssertionSource::file("/var/run/secrets/tokens/mcp-token"),
+    /// );
+    /// # let _ = auth;
+    /// ```
+    pub fn workload_identity(client_id: impl Into<String>, token: AssertionSource) -> Self {
+        Self::with_grant(Grant::WorkloadIdentity(token)).with_client_id(client_id)
+    }
+
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the
+    /// person's identity assertion (an ID token from the enterprise's
+    /// identity provider, read from `assertion` when needed) is exchanged
+    /// at `idp` for an ID-JAG (RFC 8693), which the MCP server's
+    /// authorization server takes in the JWT bearer grant (RFC 7523). Give
+    /// this client's credentials there with
+    /// [`with_client_id`](Self::with_client_id) and
+    /// [`with_client_secret`](Self::with_client_secret).
+    pub fn enterprise_managed(idp: IdentityProvider, assertion: AssertionSource) -> Self {
+        Self::with_grant(Grant::EnterpriseManaged(idp, assertion))
     }
 
     fn settings(&mut self) -> &mut Settings {
@@ -286,6 +335,8 @@ impl fmt::Debug for Authorization {
         let grant = match self.settings.grant {
             Grant::Code(_) => "authorization_code",
             Grant::ClientCredentials => "client_credentials",
+            Grant::WorkloadIdentity(_) => "workload_identity",
+            Grant::EnterpriseManaged(..) => "enterprise_managed",
         };
         f.debug_struct("Authorization")
             .field("grant", &grant)
