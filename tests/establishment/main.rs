@@ -12,6 +12,7 @@ mod dpop;
 mod era_cache;
 mod error_display;
 mod handshake_ladder;
+mod jwt_bearer;
 mod legacy_sse;
 mod param_headers;
 #[cfg(feature = "rustls")]
