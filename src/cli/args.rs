@@ -23,6 +23,7 @@ pub(crate) struct Args {
     /// established, 1 when any is not, 2 for a file that cannot be read.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "command", "headers", "auth", "client_credentials", "call_tool",
+        "workload_token_file", "id_assertion_file", "dpop",
         "list_resources", "list_prompts", "era_cache", "repeat",
     ])]
     pub(crate) config: Option<std::path::PathBuf>,
@@ -115,6 +116,43 @@ pub(crate) struct Args {
     /// client_credentials); needs --client-id and --client-secret-env.
     #[arg(long, requires_all = ["client_id", "client_secret_env"])]
     pub(crate) client_credentials: bool,
+
+    /// Authorize as a workload (workload identity federation, SEP-1933):
+    /// the JWT bearer grant with the token in this file, read anew each
+    /// time a token is needed (a platform may rotate it); needs
+    /// --client-id.
+    #[arg(long, value_name = "FILE", requires = "client_id",
+          conflicts_with_all = ["auth", "client_credentials"])]
+    pub(crate) workload_token_file: Option<std::path::PathBuf>,
+
+    /// Authorize with an identity assertion from the enterprise's identity
+    /// provider (SEP-990, enterprise-managed authorization): the ID token
+    /// in this file is exchanged at --idp-token-endpoint for an ID-JAG,
+    /// which the MCP server's authorization server grants; needs
+    /// --idp-token-endpoint, --idp-client-id and --client-id.
+    #[arg(long, value_name = "FILE",
+          requires_all = ["idp_token_endpoint", "idp_client_id", "client_id"],
+          conflicts_with_all = ["auth", "client_credentials", "workload_token_file"])]
+    pub(crate) id_assertion_file: Option<std::path::PathBuf>,
+
+    /// The identity provider's token endpoint, for --id-assertion-file.
+    #[arg(long, value_name = "URL", requires = "id_assertion_file")]
+    pub(crate) idp_token_endpoint: Option<String>,
+
+    /// This client's id at the identity provider, for --id-assertion-file.
+    #[arg(long, value_name = "ID", requires = "id_assertion_file")]
+    pub(crate) idp_client_id: Option<String>,
+
+    /// The environment variable holding this client's secret at the
+    /// identity provider, for --id-assertion-file.
+    #[arg(long, value_name = "VAR", requires = "id_assertion_file")]
+    pub(crate) idp_client_secret_env: Option<String>,
+
+    /// Ask for DPoP-bound tokens (RFC 9449): a key made for this run signs
+    /// a proof on every token request and every request to the server, so
+    /// a token that leaks is useless alone. With any way of authorizing.
+    #[arg(long)]
+    pub(crate) dpop: bool,
 
     /// A pre-registered OAuth client id.
     #[arg(long, value_name = "ID")]

@@ -3,7 +3,10 @@
 //! server-request handler. Every mistake a person can make on the command
 //! line is a usage message here, before anything connects.
 
-use mcp_connect::auth::{Authorization, FileTokenStore, StoreError, TokenStore, Tokens};
+use mcp_connect::auth::{
+    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, StoreError,
+    TokenStore, Tokens,
+};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
@@ -16,31 +19,40 @@ use super::authorize::LoopbackRedirect;
 use super::output::chain;
 
 /// The options that refine an OAuth grant, each with whether it was given.
-fn grant_options(args: &Args) -> [(bool, &'static str); 4] {
+fn grant_options(args: &Args) -> [(bool, &'static str); 5] {
     [
         (args.client_id.is_some(), "--client-id"),
         (args.client_secret_env.is_some(), "--client-secret-env"),
         (args.scope.is_some(), "--scope"),
         (args.token_store.is_some(), "--token-store"),
+        (args.dpop, "--dpop"),
+    ]
+}
+
+/// The ways of authorizing, each with whether it was given.
+fn grants(args: &Args) -> [(bool, &'static str); 4] {
+    [
+        (args.auth, "--auth"),
+        (args.client_credentials, "--client-credentials"),
+        (args.workload_token_file.is_some(), "--workload-token-file"),
+        (args.id_assertion_file.is_some(), "--id-assertion-file"),
     ]
 }
 
 /// The first option given that only an HTTP target can use.
 fn http_only_option(args: &Args) -> Option<&'static str> {
-    [
-        (!args.headers.is_empty(), "--header"),
-        (args.auth, "--auth"),
-        (args.client_credentials, "--client-credentials"),
-    ]
-    .into_iter()
-    .chain(grant_options(args))
-    .find_map(|(given, name)| given.then_some(name))
+    [(!args.headers.is_empty(), "--header")]
+        .into_iter()
+        .chain(grants(args))
+        .chain(grant_options(args))
+        .find_map(|(given, name)| given.then_some(name))
 }
 
-/// The first OAuth option given without `--auth` or `--client-credentials`,
+/// The first OAuth option given without a way of authorizing (`--auth`,
+/// `--client-credentials`, `--workload-token-file`, `--id-assertion-file`),
 /// which alone would do nothing.
 fn orphan_auth_option(args: &Args) -> Option<&'static str> {
-    if args.auth || args.client_credentials {
+    if grants(args).iter().any(|(given, _)| *given) {
         return None;
     }
     grant_options(args)
@@ -130,13 +142,42 @@ pub(super) fn request_from(
 
 /// The authorization the arguments ask for, if any.
 fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
-    let secret = match &args.client_secret_env {
-        Some(var) => {
-            Some(std::env::var(var).map_err(|_| format!("--client-secret-env: {var} is not set"))?)
-        }
-        None => None,
+    let from_env = |var: &Option<String>, flag: &str| match var {
+        Some(var) => std::env::var(var)
+            .map(Some)
+            .map_err(|_| format!("{flag}: {var} is not set")),
+        None => Ok(None),
     };
-    let mut auth = if args.client_credentials {
+    let secret = from_env(&args.client_secret_env, "--client-secret-env")?;
+    let mut auth = if let Some(file) = &args.workload_token_file {
+        let Some(id) = &args.client_id else {
+            return Err("--workload-token-file needs --client-id".into());
+        };
+        Authorization::workload_identity(id, AssertionSource::file(file))
+    } else if let Some(file) = &args.id_assertion_file {
+        let (Some(endpoint), Some(idp_id), Some(id)) = (
+            &args.idp_token_endpoint,
+            &args.idp_client_id,
+            &args.client_id,
+        ) else {
+            return Err(
+                "--id-assertion-file needs --idp-token-endpoint, --idp-client-id and --client-id"
+                    .into(),
+            );
+        };
+        let mut idp = IdentityProvider::new(endpoint, idp_id)
+            .map_err(|_| "--idp-token-endpoint is not a URL".to_owned())?;
+        if let Some(idp_secret) = from_env(&args.idp_client_secret_env, "--idp-client-secret-env")?
+        {
+            idp = idp.with_client_secret(idp_secret);
+        }
+        let mut auth =
+            Authorization::enterprise_managed(idp, AssertionSource::file(file)).with_client_id(id);
+        if let Some(secret) = &secret {
+            auth = auth.with_client_secret(secret);
+        }
+        auth
+    } else if args.client_credentials {
         let (Some(id), Some(secret)) = (&args.client_id, &secret) else {
             return Err("--client-credentials needs --client-id and --client-secret-env".into());
         };
@@ -158,6 +199,10 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
     };
     if let Some(scope) = &args.scope {
         auth = auth.with_scope(scope);
+    }
+    if args.dpop {
+        let key = DpopKey::generate().map_err(|e| format!("--dpop: {}", chain(&e)))?;
+        auth = auth.with_dpop(key);
     }
     if let Some(path) = &args.token_store {
         auth = auth.with_token_store(Reported(FileTokenStore::new(path)));

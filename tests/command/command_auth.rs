@@ -168,3 +168,147 @@ async fn a_failed_token_save_is_reported_on_stderr() {
     assert!(!dir.join("tokens.json").exists());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Runs the command against `server` with `args` (and `--json --pin
+/// 2025-11-25`); its stdout and stderr, after asserting success and that
+/// no canary of the scripted servers was printed.
+async fn authorized_run(server: &mcp_connect::testkit::ScriptServer, args: &[&str]) -> String {
+    use crate::support::oauth::{AS_NONCE, ID_JAG, ID_TOKEN, RS_NONCE, TOKEN, WORKLOAD_TOKEN};
+    let mut all: Vec<String> = ["--json", "--pin", "2025-11-25"]
+        .iter()
+        .chain(args)
+        .map(|s| s.to_string())
+        .collect();
+    all.push(server.url());
+    let output = tokio::task::spawn_blocking(move || {
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let mut run = command(&all);
+        run.env("MCP_TEST_SECRET", "canary-secret");
+        finish(run.spawn().unwrap(), COMMAND_LIMIT)
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for canary in [
+        "canary-secret",
+        TOKEN,
+        WORKLOAD_TOKEN,
+        ID_TOKEN,
+        ID_JAG,
+        AS_NONCE,
+        RS_NONCE,
+        "eyJ",
+    ] {
+        assert!(
+            !stdout.contains(canary) && !stderr.contains(canary),
+            "{canary} printed"
+        );
+    }
+    stdout
+}
+
+/// Issue 30, item 6: `--dpop` binds the token and proves possession on
+/// every request, the servers' nonces included.
+#[tokio::test(flavor = "multi_thread")]
+async fn dpop_binds_the_commands_tokens() {
+    use crate::support::oauth::{proof_claims, Dpop, Nonce};
+    let server = start(As {
+        dpop: Some(Dpop {
+            at_token: Nonce::Required,
+            at_resource: Nonce::Required,
+        }),
+        ..As::default()
+    })
+    .await;
+    let args = [
+        "--client-credentials",
+        "--client-id",
+        "svc",
+        "--client-secret-env",
+        "MCP_TEST_SECRET",
+        "--dpop",
+    ];
+    authorized_run(&server, &args).await;
+    let mcp: Vec<_> = server
+        .recorded()
+        .into_iter()
+        .filter(|r| r.route() == "/mcp" && r.header("authorization").is_some())
+        .collect();
+    assert!(!mcp.is_empty());
+    assert!(mcp
+        .iter()
+        .all(|r| r.header("authorization").unwrap().starts_with("DPoP ")
+            && proof_claims(r).is_some()));
+}
+
+/// Issue 30, item 6: `--workload-token-file` authorizes with the
+/// platform's token (the JWT bearer grant).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workload_token_file_authorizes_the_run() {
+    use crate::support::oauth::WORKLOAD_TOKEN;
+    let server = start(As::default()).await;
+    let file = std::env::temp_dir().join(format!("mcp-connect-cmd-wif-{}", std::process::id()));
+    std::fs::write(&file, WORKLOAD_TOKEN).unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let args = ["--workload-token-file", &path, "--client-id", "agent"];
+    let stdout = authorized_run(&server, &args).await;
+    assert!(stdout.contains("\"authorize\""), "{stdout}");
+    let grant = server
+        .recorded()
+        .into_iter()
+        .find(|r| r.route() == "/as/token")
+        .unwrap();
+    assert_eq!(
+        grant.field("grant_type").as_deref(),
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+    );
+    std::fs::remove_file(&file).unwrap();
+}
+
+/// Issue 30, item 6: `--id-assertion-file` exchanges the identity
+/// assertion at the identity provider, then grants the ID-JAG.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_assertion_file_authorizes_the_run_through_the_idp() {
+    use crate::support::oauth::ID_TOKEN;
+    let server = start(As::default()).await;
+    let file = std::env::temp_dir().join(format!("mcp-connect-cmd-idjag-{}", std::process::id()));
+    std::fs::write(&file, ID_TOKEN).unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let idp = server.url_for("/idp/token");
+    let args = [
+        "--id-assertion-file",
+        &path,
+        "--idp-token-endpoint",
+        &idp,
+        "--idp-client-id",
+        "idp-client",
+        "--client-id",
+        "svc",
+        "--client-secret-env",
+        "MCP_TEST_SECRET",
+    ];
+    authorized_run(&server, &args).await;
+    let routes: Vec<String> = server
+        .recorded()
+        .iter()
+        .map(|r| r.route().to_owned())
+        .collect();
+    let exchange = routes.iter().position(|r| r == "/idp/token").unwrap();
+    let grant = routes.iter().position(|r| r == "/as/token").unwrap();
+    assert!(exchange < grant, "the exchange first: {routes:?}");
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn an_identity_assertion_without_its_provider_is_a_usage_error() {
+    let output = crate::support::cli::run(&[
+        "--id-assertion-file",
+        "/nonexistent",
+        "--client-id",
+        "svc",
+        "http://127.0.0.1:9/mcp",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -11,6 +11,10 @@ use mcp_connect::testkit::{LegacyServer, Recorded, Script, ScriptServer};
 use serde_json::json;
 
 pub const TOKEN: &str = "canary-access-token";
+/// The assertions the scripted servers take.
+pub const WORKLOAD_TOKEN: &str = "canary-workload-token";
+pub const ID_TOKEN: &str = "canary-id-token";
+pub const ID_JAG: &str = "canary-id-jag";
 
 /// How the scripted authorization server behaves.
 #[derive(Clone, Default)]
@@ -169,6 +173,22 @@ fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Scri
                 Script::StatusWith(302, vec![("location", back.to_string())])
             }
             ("POST", "/as/token") => token(r, &behaviour, &challenge.lock().unwrap()),
+            // An enterprise identity provider: the ID token for an ID-JAG.
+            ("POST", "/idp/token")
+                if r.field("subject_token").as_deref() == Some(ID_TOKEN)
+                    && r.field("requested_token_type").as_deref()
+                        == Some("urn:ietf:params:oauth:token-type:id-jag") =>
+            {
+                Script::Json(
+                    200,
+                    json!({
+                        "access_token": ID_JAG,
+                        "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                        "token_type": "N_A",
+                    }),
+                )
+            }
+            ("POST", "/idp/token") => Script::Json(400, json!({ "error": "invalid_grant" })),
             _ => Script::Status(404),
         }
     }
@@ -219,6 +239,15 @@ fn token(r: &Recorded, behaviour: &As, challenge: &str) -> Script {
             } else {
                 refused()
             }
+        }
+        // Workload identity and enterprise-managed authorization.
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+            if matches!(
+                r.field("assertion").as_deref(),
+                Some(WORKLOAD_TOKEN | ID_JAG)
+            ) =>
+        {
+            issued(TOKEN)
         }
         Some("refresh_token")
             if r.field("refresh_token").as_deref() == Some("canary-refresh-token") =>
