@@ -13,10 +13,11 @@
 use std::process::ExitCode;
 
 use mcp_connect::auth::{AssertionSource, Authorization, DpopKey, IdentityProvider, SigningKey};
+use mcp_connect::extensions::skills::SkillError;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::protocol::server_requests::ElicitResult;
 use mcp_connect::testkit::AutoApprove;
-use mcp_connect::{ConnectRequest, Connector, Session};
+use mcp_connect::{ConnectRequest, Connector, ErrorKind, Session};
 use serde_json::{json, Value};
 
 #[tokio::main(flavor = "current_thread")]
@@ -146,6 +147,39 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
             }
             for tool in &listed.tools {
                 call(&session, &tool.name, &sample_arguments(&tool.input_schema)).await?;
+            }
+        }
+        // Skills (SEP-2640): listing reads no skill file.
+        "sep-2640-client-no-prefetch" => {
+            if session.list_skills().await?.is_empty() {
+                return Err("the server lists no skills".into());
+            }
+        }
+        // Each serves a SKILL.md that fails one check against its entry:
+        // loading must refuse it (typed), and no other file of the skill
+        // is read. A tampered skill that loads is this client's failure.
+        "sep-2640-client-verify-digest"
+        | "sep-2640-client-verify-size"
+        | "sep-2640-client-verify-frontmatter" => {
+            let skills = session.list_skills().await?;
+            let skill = skills.first().ok_or("the server lists no skills")?;
+            match session.load_skill(skill).await {
+                Err(error) => match (scenario, error.kind()) {
+                    (
+                        "sep-2640-client-verify-digest",
+                        ErrorKind::Skill(SkillError::DigestMismatch),
+                    )
+                    | (
+                        "sep-2640-client-verify-size",
+                        ErrorKind::Skill(SkillError::SizeMismatch { .. }),
+                    )
+                    | (
+                        "sep-2640-client-verify-frontmatter",
+                        ErrorKind::Skill(SkillError::FrontmatterMismatch),
+                    ) => eprintln!("refused the tampered skill: {error}"),
+                    _ => return Err(error.into()),
+                },
+                Ok(_) => return Err("a skill that fails verification was loaded".into()),
             }
         }
         other => return Err(format!("scenario {other:?} is not supported by this client").into()),

@@ -128,6 +128,9 @@ pub enum ErrorKind {
     /// out of the listing and is never called (2026-07-28 era).
     #[error("the tool declares invalid headers and is never called")]
     InvalidTool(#[source] HeaderParamError),
+    /// A skill's file failed its verification (SEP-2640) and was not used.
+    #[error("the skill's file failed verification")]
+    Skill(#[source] crate::extensions::skills::SkillError),
 }
 
 /// Why a 2026-07-28 subscription (`subscriptions/listen`) was not set up.
@@ -293,7 +296,8 @@ impl Classify for Error {
             ErrorKind::Pagination(_)
             | ErrorKind::InputRequired(_)
             | ErrorKind::InvalidTool(_)
-            | ErrorKind::Subscription(_) => Failure::new(stage, FailureKind::Protocol),
+            | ErrorKind::Subscription(_)
+            | ErrorKind::Skill(_) => Failure::new(stage, FailureKind::Protocol),
         }
     }
 

@@ -73,6 +73,7 @@ mod connector;
 pub mod demo;
 pub mod era_cache;
 pub mod error;
+pub mod extensions;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -27,6 +27,7 @@ use crate::transport::{ServerStream, Transport, TransportKind};
 mod cached;
 mod listen;
 mod request;
+mod skills;
 mod subscriptions;
 mod tool_headers;
 mod typed;

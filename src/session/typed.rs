@@ -59,7 +59,7 @@ impl Session {
         })
     }
 
-    async fn all_pages<T: DeserializeOwned>(
+    pub(super) async fn all_pages<T: DeserializeOwned>(
         &self,
         method: &str,
         key: &str,

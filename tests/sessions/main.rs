@@ -16,6 +16,7 @@ mod server_stream;
 mod server_traffic;
 mod session;
 mod session_loss;
+mod skills;
 mod subscriptions_listen;
 #[cfg(feature = "otel")]
 mod telemetry;
