@@ -499,17 +499,7 @@ impl TokenEndpoint<'_> {
 fn asks_for_nonce(answer: &Answer) -> bool {
     answer.status == http::StatusCode::BAD_REQUEST
         && answer.headers.contains_key(dpop::DPOP_NONCE)
-        && oauth_error(&answer.body).as_deref() == Some("use_dpop_nonce")
-}
-
-/// The `error` member of an OAuth error body.
-pub(crate) fn oauth_error(body: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Refusal {
-        #[serde(default)]
-        error: Option<String>,
-    }
-    serde_json::from_slice::<Refusal>(body).ok()?.error
+        && answer.oauth_error().as_deref() == Some("use_dpop_nonce")
 }
 
 /// A token response, or the refusal with its status and known error code.
@@ -517,7 +507,7 @@ fn token_response(answer: Answer) -> Result<TokenResponse, AuthError> {
     if let Some(response) = answer.json::<TokenResponse>() {
         return Ok(response);
     }
-    let error = oauth_error(&answer.body);
+    let error = answer.oauth_error();
     Err(AuthError::Token {
         status: answer.status.as_u16(),
         error: known_code(error.as_deref()),

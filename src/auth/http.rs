@@ -43,6 +43,16 @@ impl Answer {
         }
         serde_json::from_slice(&self.body).ok()
     }
+
+    /// The `error` member of an OAuth error body (RFC 6749 §5.2).
+    pub(crate) fn oauth_error(&self) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Refusal {
+            #[serde(default)]
+            error: Option<String>,
+        }
+        serde_json::from_slice::<Refusal>(&self.body).ok()?.error
+    }
 }
 
 /// Whether a request to `url` may carry a secret: `https://`, or a host

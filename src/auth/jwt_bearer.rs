@@ -192,7 +192,7 @@ impl IdentityProvider {
             }),
             None => Err(AuthError::TokenExchange {
                 status: answer.status.as_u16(),
-                error: super::known_code(super::flow::oauth_error(&answer.body).as_deref()),
+                error: super::known_code(answer.oauth_error().as_deref()),
             }),
         }
     }
