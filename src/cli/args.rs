@@ -24,7 +24,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "command", "headers", "auth", "client_credentials", "call_tool",
         "workload_token_file", "id_assertion_file", "dpop",
-        "list_resources", "list_prompts", "era_cache", "repeat",
+        "list_resources", "list_prompts", "list_skills", "era_cache", "repeat",
     ])]
     pub(crate) config: Option<std::path::PathBuf>,
 
@@ -182,6 +182,11 @@ pub(crate) struct Args {
     /// List the server's prompts (every page) after establishing.
     #[arg(long)]
     pub(crate) list_prompts: bool,
+
+    /// List the server's skills (the Skills extension, SEP-2640; every
+    /// page) by their SKILL.md URIs, reading no skill file.
+    #[arg(long)]
+    pub(crate) list_skills: bool,
 
     /// Answer the server's elicitation requests: decline them, or accept
     /// with the defaults their schema declares. Without it elicitation is not

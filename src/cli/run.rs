@@ -208,6 +208,14 @@ async fn run(args: Args) -> ExitCode {
                     listed.map(|p| p.into_iter().map(|p| p.name).collect()),
                 );
             }
+            if args.list_skills {
+                let listed = session.list_skills().await;
+                ok &= listing(
+                    &printer,
+                    "skills",
+                    listed.map(|s| s.into_iter().map(|s| s.uri).collect()),
+                );
+            }
             if let Some(name) = &args.call_tool {
                 ok &= watch(
                     &printer,

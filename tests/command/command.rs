@@ -358,3 +358,49 @@ mod watch {
         assert_eq!(server.count("tools/call"), 5, "one refused, sent again");
     }
 }
+
+/// Issue 30, item 6: `--list-skills` lists the skills' `SKILL.md` URIs
+/// and reads no skill file.
+#[tokio::test(flavor = "multi_thread")]
+async fn list_skills_prints_the_skills_and_reads_none_of_them() {
+    use crate::support::{result, LegacyServer, Script, ScriptServer};
+    let legacy = LegacyServer::new();
+    let server = ScriptServer::start(move |r| match r.rpc_method() {
+        "skills/list" => Script::Json(
+            200,
+            result(
+                r,
+                serde_json::json!({ "skills": [{
+                    "uri": "skill://pdf-processing/SKILL.md",
+                    "frontmatter": { "name": "pdf-processing", "description": "d" },
+                    "resources": "dynamic"
+                }] }),
+            ),
+        ),
+        _ => legacy.respond(r),
+    })
+    .await;
+    let output = crate::support::cli::run_async(&[
+        "--json",
+        "--pin",
+        "2025-11-25",
+        "--list-skills",
+        &server.url(),
+    ])
+    .await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let skills = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["event"] == "skills")
+        .expect("a skills line");
+    assert_eq!(
+        skills["skills"],
+        serde_json::json!(["skill://pdf-processing/SKILL.md"])
+    );
+    assert!(server
+        .recorded()
+        .iter()
+        .all(|r| r.rpc_method() != "resources/read"));
+}
