@@ -128,6 +128,10 @@ pub enum ErrorKind {
     /// out of the listing and is never called (2026-07-28 era).
     #[error("the tool declares invalid headers and is never called")]
     InvalidTool(#[source] HeaderParamError),
+    /// A task (SEP-2663) gave no result: cancelled, or its state was
+    /// malformed.
+    #[error("the task gave no result")]
+    Task(#[source] crate::extensions::tasks::TaskError),
     /// A skill's file failed its verification (SEP-2640) and was not used.
     #[error("the skill's file failed verification")]
     Skill(#[source] crate::extensions::skills::SkillError),
@@ -298,6 +302,10 @@ impl Classify for Error {
             | ErrorKind::InvalidTool(_)
             | ErrorKind::Subscription(_)
             | ErrorKind::Skill(_) => Failure::new(stage, FailureKind::Protocol),
+            ErrorKind::Task(crate::extensions::tasks::TaskError::Cancelled) => {
+                Failure::new(stage, FailureKind::Cancelled)
+            }
+            ErrorKind::Task(_) => Failure::new(stage, FailureKind::Protocol),
         }
     }
 

@@ -41,6 +41,22 @@ impl McpClient {
         }
     }
 
+    /// [`run`](Self::run) without the replay: for a call that must never be
+    /// sent twice whatever the policy (creating a task). The session-loss
+    /// rule still applies.
+    pub(super) async fn run_once<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        call: F,
+    ) -> Result<T, ClientError>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let (session, generation) = self.session().await?;
+        self.attempt(operation, &call, session, generation).await
+    }
+
     pub(super) async fn run<T, F, Fut>(
         &self,
         operation: &'static str,

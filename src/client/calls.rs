@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{ClientError, McpClient};
+use crate::extensions::tasks::{Called, Task};
 use crate::protocol::{CallToolResult, ListToolsResult, Prompt, Resource, ResourceTemplate};
 use crate::session::RequestOptions;
 
@@ -54,6 +55,46 @@ impl McpClient {
         self.run("call_tool", |s| async move {
             s.call_tool_with(name, arguments, options).await
         })
+        .await
+    }
+
+    /// `tools/call` offering a task (SEP-2663): the result, or a task to
+    /// [`wait_task`](Self::wait_task) for. Never sent twice, whatever the
+    /// [`ReplayPolicy`](crate::replay::ReplayPolicy): a second sending
+    /// could start a second task.
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Called, ClientError> {
+        self.run_once("call_tool_as_task", |s| async move {
+            s.call_tool_as_task(name, arguments).await
+        })
+        .await
+    }
+
+    /// Waits for a task's result on the current session (see
+    /// [`Session::wait_task`](crate::Session::wait_task)). Task ids outlive
+    /// sessions: after a failure that lost the session, waiting again polls
+    /// the same task on the next one.
+    pub async fn wait_task(
+        &self,
+        task: &Task,
+        options: &RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        self.run(
+            "wait_task",
+            |s| async move { s.wait_task(task, options).await },
+        )
+        .await
+    }
+
+    /// `tasks/cancel`.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<(), ClientError> {
+        self.run(
+            "cancel_task",
+            |s| async move { s.cancel_task(task_id).await },
+        )
         .await
     }
 

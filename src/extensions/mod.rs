@@ -9,3 +9,4 @@
 //! change lives.
 
 pub mod skills;
+pub mod tasks;

@@ -29,6 +29,7 @@ mod listen;
 mod request;
 mod skills;
 mod subscriptions;
+mod tasks;
 mod tool_headers;
 mod typed;
 
@@ -52,10 +53,10 @@ impl ClientIdentity {
                 meta_keys::CLIENT_INFO.into(),
                 serde_json::to_value(&self.info).expect("client info serializes"),
             );
-            meta.insert(
-                meta_keys::CLIENT_CAPABILITIES.into(),
-                self.capabilities.clone(),
-            );
+            // A request that states its own capabilities (offering an
+            // extension for this request only) keeps them.
+            meta.entry(meta_keys::CLIENT_CAPABILITIES)
+                .or_insert_with(|| self.capabilities.clone());
         })
     }
 

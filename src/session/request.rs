@@ -43,8 +43,8 @@ use crate::transport::Transport;
 /// ```
 #[derive(Clone, Default)]
 pub struct RequestOptions {
-    cancel: Option<CancellationToken>,
-    timeout: Option<Duration>,
+    pub(super) cancel: Option<CancellationToken>,
+    pub(super) timeout: Option<Duration>,
     progress: Option<ProgressCallback>,
     /// Restart the timeout on progress, up to this total.
     max_total: Option<Duration>,
@@ -384,7 +384,8 @@ impl Session {
             if self.era() != Era::Modern {
                 return Ok(Exchanged { raw, rounds });
             }
-            let asked = match input_required(&raw) {
+            let offered_task = crate::extensions::tasks::offered(request.params.as_ref());
+            let asked = match input_required(&raw, offered_task) {
                 Ok(None) => return Ok(Exchanged { raw, rounds }),
                 Ok(Some(asked)) => asked,
                 Err(error) => return Err(input_error(error)),
@@ -483,7 +484,12 @@ struct InputRequired {
 
 /// `None` for a completed result (no `resultType`, which older servers
 /// never send, or `"complete"`); the input asked for; or why it is neither.
-fn input_required(raw: &RawValue) -> Result<Option<InputRequired>, InputRequiredError> {
+/// A task handle (`"task"`) counts as final where the request offered
+/// the Tasks extension (the caller reads it), and is unknown elsewhere.
+fn input_required(
+    raw: &RawValue,
+    offered_task: bool,
+) -> Result<Option<InputRequired>, InputRequiredError> {
     #[derive(serde::Deserialize)]
     struct Kind<'a> {
         #[serde(rename = "resultType", default, borrow)]
@@ -498,6 +504,7 @@ fn input_required(raw: &RawValue) -> Result<Option<InputRequired>, InputRequired
     };
     match kind.result_type.as_deref() {
         None | Some("complete") => Ok(None),
+        Some("task") if offered_task => Ok(None),
         Some("input_required") => {
             let asked: InputRequired =
                 serde_json::from_str(raw.get()).map_err(|_| InputRequiredError::Malformed)?;

@@ -15,6 +15,8 @@
 //! - [`ResumableServer`]: a 2025-11-25 server that cuts its SSE streams
 //!   (after N events, by ending or breaking them, with a chosen `retry:`)
 //!   and resumes them from `Last-Event-ID`, or refuses to.
+//! - [`TasksServer`]: a 2026-07-28 server with the Tasks extension whose
+//!   tasks run, ask for input, fail or get cancelled as a [`TaskPlan`] says.
 //! - the `mcp-connect-stdio-fixture` binary (built with this feature): a
 //!   legacy stdio server that exits, stalls or ignores signals on command.
 //!
@@ -40,6 +42,7 @@ mod legacy;
 mod resumable;
 mod script;
 mod sse;
+mod tasks;
 #[cfg(feature = "rustls")]
 mod tls;
 
@@ -48,5 +51,6 @@ pub use http::{error, result, Recorded, Script, ScriptServer};
 pub use legacy::{LegacyServer, UnknownSession};
 pub use resumable::{Resumable, ResumableServer};
 pub use sse::{SseBehaviour, SseServer};
+pub use tasks::{TaskPlan, TasksServer};
 #[cfg(feature = "rustls")]
 pub use tls::{TlsFixture, TlsFront, TlsServe, TlsServer};

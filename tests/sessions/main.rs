@@ -18,5 +18,6 @@ mod session;
 mod session_loss;
 mod skills;
 mod subscriptions_listen;
+mod tasks;
 #[cfg(feature = "otel")]
 mod telemetry;

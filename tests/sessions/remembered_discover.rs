@@ -259,3 +259,39 @@ async fn a_session_fails_a_refused_remembered_version_typed_and_forgets_it() {
     let session = connect(request(&server.url(), &cache)).await;
     assert_eq!(session.protocol_version(), &ProtocolVersion::V2025_11_25);
 }
+
+/// G8 for tasks (issue 30, item 5): a call refused for a remembered
+/// version is resent whatever the replay policy, but a task creation never
+/// is: a second sending could start a second task.
+#[tokio::test]
+async fn a_refused_task_creation_is_not_sent_again() {
+    let downgraded = Arc::new(AtomicBool::new(false));
+    let server = ScriptServer::start(server(
+        60_000,
+        "public",
+        Arc::clone(&downgraded),
+        Downgrade::Unsupported,
+    ))
+    .await;
+    let cache = EraCache::new();
+    connect(request(&server.url(), &cache)).await;
+    downgraded.store(true, Ordering::Relaxed);
+    let before = server.recorded().len();
+
+    let client = McpClient::lazy(
+        EstablishBuilder::new(Connector::new()).build(),
+        request(&server.url(), &cache),
+    );
+    let error = watchdog(LIMIT, client.call_tool_as_task("t", &json!({})))
+        .await
+        .unwrap_err();
+    let mcp_connect::client::ClientError::Call { error, .. } = error else {
+        panic!("{error:?}")
+    };
+    assert!(matches!(
+        error.kind(),
+        ErrorKind::Version(VersionError::RememberedRefused)
+    ));
+    let methods: Vec<String> = server.methods().into_iter().skip(before).collect();
+    assert_eq!(methods, ["tools/call"], "sent once");
+}

@@ -1,7 +1,7 @@
 use super::*;
 
 fn read(json: &str) -> Result<Option<InputRequired>, InputRequiredError> {
-    input_required(&RawValue::from_string(json.to_owned()).unwrap())
+    input_required(&RawValue::from_string(json.to_owned()).unwrap(), false)
 }
 
 #[test]
@@ -21,4 +21,15 @@ fn result_types() {
         .unwrap()
         .unwrap();
     assert_eq!(asked.request_state.as_deref(), Some("s"));
+}
+
+/// A task handle is final only for a request that offered tasks.
+#[test]
+fn a_task_handle_needs_the_offer() {
+    let task = RawValue::from_string(r#"{"resultType":"task","taskId":"t"}"#.into()).unwrap();
+    assert!(matches!(input_required(&task, true), Ok(None)));
+    assert!(matches!(
+        input_required(&task, false),
+        Err(InputRequiredError::UnknownResultType)
+    ));
 }
