@@ -106,7 +106,7 @@ impl Session {
     /// [`TaskError::Cancelled`].
     ///
     /// `options.timeout` bounds the whole wait
-    /// ([`DEFAULT_TASK_WAIT`](crate::extensions::tasks::DEFAULT_TASK_WAIT)
+    /// ([`DEFAULT_TASK_WAIT`]
     /// without one); when it expires the task goes on at the server and
     /// can be waited for again with its handle. `options.cancel` cancels
     /// the task (`tasks/cancel`) and ends the wait.
