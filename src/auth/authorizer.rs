@@ -6,8 +6,17 @@ use std::time::Duration;
 
 use mcp_connect_layers::deadline::DeadlinePause;
 
-use super::{AuthError, Authorization, Authorized};
+use super::{AuthError, Authorization};
 use crate::transport::HttpClient;
+
+/// What one run of the stage did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Authorized {
+    /// A refresh token obtained a new access token.
+    Refreshed,
+    /// A new authorization (a grant, possibly with the person).
+    New,
+}
 
 /// An [`Authorization`] for one server, with the plain HTTP client its own
 /// requests use (never the bearer layer: discovery and token requests must

@@ -33,11 +33,14 @@ mod bearer;
 mod challenge;
 mod discovery;
 mod dpop;
+mod endpoint;
 mod error;
 mod flow;
 mod http;
 mod jwt_bearer;
 mod pkce;
+mod refresh;
+mod store;
 mod tokens;
 
 use std::fmt;
@@ -52,11 +55,11 @@ pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
-pub use tokens::{FileTokenStore, MemoryTokenStore, StoreError, TokenStore, Tokens};
+pub use store::{FileTokenStore, Lease, MemoryTokenStore, StoreError, TokenStore};
+pub use tokens::Tokens;
 
-pub(crate) use authorizer::{server_url, Authorizer, Reauthorization};
+pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};
 pub(crate) use bearer::AuthState;
-pub(crate) use flow::Authorized;
 
 use crate::transport::error::BoxError;
 

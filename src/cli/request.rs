@@ -3,6 +3,7 @@
 //! server-request handler. Every mistake a person can make on the command
 //! line is a usage message here, before anything connects.
 
+use futures_util::future::BoxFuture;
 use mcp_connect::auth::{
     AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, StoreError,
     TokenStore, Tokens,
@@ -296,30 +297,38 @@ fn file_uri(path: &std::path::Path) -> String {
 struct Reported(FileTokenStore);
 
 impl TokenStore for Reported {
-    fn load(&self, resource: &str) -> Option<Tokens> {
+    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
         self.0.load(resource)
     }
 
-    fn save(&self, resource: &str, tokens: &Tokens) -> Result<(), StoreError> {
-        let saved = self.0.save(resource, tokens);
-        if let Err(error) = &saved {
-            eprintln!(
-                "mcp-connect: --token-store: the tokens were not saved: {}",
-                chain(error)
-            );
-        }
-        saved
+    fn save<'a>(
+        &'a self,
+        resource: &'a str,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let saved = self.0.save(resource, tokens).await;
+            if let Err(error) = &saved {
+                eprintln!(
+                    "mcp-connect: --token-store: the tokens were not saved: {}",
+                    chain(error)
+                );
+            }
+            saved
+        })
     }
 
-    fn forget(&self, resource: &str) -> Result<(), StoreError> {
-        let forgotten = self.0.forget(resource);
-        if let Err(error) = &forgotten {
-            eprintln!(
-                "mcp-connect: --token-store: refused tokens were not removed: {}",
-                chain(error)
-            );
-        }
-        forgotten
+    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let forgotten = self.0.forget(resource).await;
+            if let Err(error) = &forgotten {
+                eprintln!(
+                    "mcp-connect: --token-store: refused tokens were not removed: {}",
+                    chain(error)
+                );
+            }
+            forgotten
+        })
     }
 }
 

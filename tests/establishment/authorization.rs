@@ -141,31 +141,49 @@ async fn a_forged_state_is_an_authorization_failure_never_retried() {
 }
 
 #[tokio::test]
-async fn a_stored_refresh_token_is_used_before_a_new_authorization() {
+async fn stored_tokens_are_used_before_a_refresh_and_a_refresh_before_a_new_authorization() {
     watchdog(LIMIT, async {
+        let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let server = start(As {
             refresh: true,
+            expired: Some(Arc::clone(&expired)),
             ..As::default()
         })
         .await;
         let store = Arc::new(MemoryTokenStore::new());
         let auth = Authorization::client_credentials("svc", "canary-secret")
-            .with_token_store(Shared(Arc::clone(&store)));
+            .with_token_store(Arc::clone(&store));
         // The first establishment authorizes; its token is stored.
         Connector::new()
             .connect(request(&server, auth.clone()))
             .await
             .unwrap();
         assert_eq!(at(&server, "/as/token").len(), 1);
-        // A new process (a new Authorization over the same store) whose
-        // stored access token the server no longer takes.
         let resource = server.url();
-        let stored = store.load(&resource).unwrap();
+        let stored = store.load(&resource).await.unwrap().unwrap();
         assert_eq!(stored.refresh_token(), Some("canary-refresh-token"));
-        let fresh = Authorization::client_credentials("svc", "canary-secret")
-            .with_token_store(Shared(Arc::clone(&store)));
+
+        // A new process (a new Authorization over the same store) uses the
+        // stored access token: nothing goes to the authorization server.
+        let second = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Arc::clone(&store));
         Connector::new()
-            .connect(request(&server, fresh))
+            .connect(request(&server, second))
+            .await
+            .unwrap();
+        assert_eq!(
+            at(&server, "/as/token").len(),
+            1,
+            "the stored token was used"
+        );
+
+        // Once the server no longer takes it, a third refreshes with the
+        // stored refresh token instead of authorizing anew.
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        let third = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Arc::clone(&store));
+        Connector::new()
+            .connect(request(&server, third))
             .await
             .unwrap();
         let grants: Vec<_> = at(&server, "/as/token")
@@ -175,25 +193,6 @@ async fn a_stored_refresh_token_is_used_before_a_new_authorization() {
         assert_eq!(grants, ["client_credentials", "refresh_token"]);
     })
     .await;
-}
-
-/// A store shared between two `Authorization`s, as a file would be.
-struct Shared(Arc<MemoryTokenStore>);
-
-impl TokenStore for Shared {
-    fn load(&self, resource: &str) -> Option<mcp_connect::auth::Tokens> {
-        self.0.load(resource)
-    }
-    fn save(
-        &self,
-        resource: &str,
-        tokens: &mcp_connect::auth::Tokens,
-    ) -> Result<(), mcp_connect::auth::StoreError> {
-        self.0.save(resource, tokens)
-    }
-    fn forget(&self, resource: &str) -> Result<(), mcp_connect::auth::StoreError> {
-        self.0.forget(resource)
-    }
 }
 
 #[test]

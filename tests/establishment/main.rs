@@ -19,6 +19,7 @@ mod param_headers;
 mod proxy;
 mod redirects;
 mod session_ids;
+mod shared_refresh;
 mod stdio;
 #[cfg(feature = "rustls")]
 mod tls;

@@ -25,9 +25,64 @@ pub struct As {
     pub refresh: bool,
     /// The first access token is no longer accepted once this is set.
     pub expired: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Refresh-token rotation with reuse detection (OAuth 2.1): each
+    /// refresh issues a new refresh token, and reusing an old one revokes
+    /// the grant.
+    pub rotation: Option<Arc<Rotation>>,
     /// DPoP: the token endpoint wants a proof and issues DPoP-bound tokens,
     /// `/mcp` accepts only `DPoP <token>` with a proof.
     pub dpop: Option<Dpop>,
+}
+
+/// The rotating authorization server's books.
+#[derive(Debug)]
+pub struct Rotation {
+    state: Mutex<Rotating>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rotating {
+    /// The one refresh token that works.
+    pub current: String,
+    /// Refreshes that got new tokens.
+    pub refreshed: u32,
+    /// `invalid_grant` answers to refreshes.
+    pub invalid_grants: u32,
+    /// Whether a reused refresh token revoked the grant.
+    pub revoked: bool,
+}
+
+impl Default for Rotation {
+    fn default() -> Self {
+        Rotation {
+            state: Mutex::new(Rotating {
+                current: "canary-refresh-token".into(),
+                refreshed: 0,
+                invalid_grants: 0,
+                revoked: false,
+            }),
+        }
+    }
+}
+
+impl Rotation {
+    pub fn books(&self) -> Rotating {
+        self.state.lock().unwrap().clone()
+    }
+
+    /// The new refresh token for `presented`, or `None` (`invalid_grant`).
+    fn refresh(&self, presented: &str) -> Option<String> {
+        let mut state = self.state.lock().unwrap();
+        if !state.revoked && presented == state.current {
+            state.refreshed += 1;
+            state.current = format!("canary-refresh-{}", state.refreshed);
+            return Some(state.current.clone());
+        }
+        // A refresh token used twice: the grant is revoked.
+        state.revoked = true;
+        state.invalid_grants += 1;
+        None
+    }
 }
 
 /// How the DPoP servers treat nonces.
@@ -248,6 +303,17 @@ fn token(r: &Recorded, behaviour: &As, challenge: &str) -> Script {
             ) =>
         {
             issued(TOKEN)
+        }
+        Some("refresh_token") if behaviour.rotation.is_some() => {
+            let rotation = behaviour.rotation.as_ref().unwrap();
+            match rotation.refresh(&r.field("refresh_token").unwrap_or_default()) {
+                Some(next) => Script::Json(
+                    200,
+                    json!({ "access_token": "canary-refreshed-token", "token_type": "Bearer",
+                            "expires_in": 3600, "refresh_token": next }),
+                ),
+                None => refused(),
+            }
         }
         Some("refresh_token")
             if r.field("refresh_token").as_deref() == Some("canary-refresh-token") =>

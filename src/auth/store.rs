@@ -1,0 +1,398 @@
+//! Where tokens live between establishments, processes and replicas.
+//!
+//! The store is asynchronous so that a shared backend (Redis, a database)
+//! can implement it without blocking a runtime thread, and it has the two
+//! operations a fleet needs to refresh without losing its authorization:
+//!
+//! - a **refresh lease** ([`TokenStore::lease`]): one holder at a time
+//!   refreshes a resource's tokens; the others wait for the new ones. OAuth
+//!   2.1 servers rotate refresh tokens and treat a reused one as theft,
+//!   revoking the whole grant, so two holders refreshing with one refresh
+//!   token at once would lose it for everybody;
+//! - a **compare-and-set** ([`TokenStore::replace`]): the new tokens go in
+//!   only if the stored ones are still those the refresh started from, so a
+//!   holder whose lease ran out mid-refresh cannot overwrite newer tokens.
+//!
+//! A store's failure is never fatal: authorization goes on with the tokens
+//! this process holds, and says so in one payload-free warning.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::time::Instant;
+
+use super::tokens::Tokens;
+
+/// A refresh lease granted by [`TokenStore::lease`]: the holder's token,
+/// given back to [`TokenStore::release`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease(pub String);
+
+/// Where tokens live, keyed by the protected resource's canonical URI.
+/// [`MemoryTokenStore`] coordinates every `Authorization` of one process
+/// that shares it; a shared backend coordinates replicas.
+pub trait TokenStore: Send + Sync + 'static {
+    /// The tokens kept for `resource`, if any.
+    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>>;
+
+    /// Keeps `tokens` for `resource`.
+    fn save<'a>(
+        &'a self,
+        resource: &'a str,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Forgets the tokens of `resource` (they were refused).
+    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Keeps `tokens` for `resource` only if the stored tokens still carry
+    /// the refresh token `from` (or there are none and `from` is `None`):
+    /// `Ok(false)` when another holder stored newer ones meanwhile.
+    ///
+    /// The default reads then writes, which is enough for a store only one
+    /// process uses under its own lease; a shared backend does it
+    /// atomically.
+    fn replace<'a>(
+        &'a self,
+        resource: &'a str,
+        from: Option<&'a str>,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let stored = self.load(resource).await?;
+            if stored.as_ref().and_then(Tokens::refresh_token) != from {
+                return Ok(false);
+            }
+            self.save(resource, tokens).await.map(|()| true)
+        })
+    }
+
+    /// The refresh lease of `resource` for `lasting`, if no other holder
+    /// has it (`Ok(None)`: wait for its tokens). A lease ends when released
+    /// or when `lasting` has passed, so a holder that died frees it.
+    ///
+    /// The default grants every lease: a store nobody else uses needs none.
+    fn lease<'a>(
+        &'a self,
+        resource: &'a str,
+        lasting: Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
+        let _ = (resource, lasting);
+        Box::pin(async { Ok(Some(Lease(String::new()))) })
+    }
+
+    /// Gives back a lease (only its holder's token releases it).
+    fn release<'a>(
+        &'a self,
+        resource: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (resource, lease);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl<T: TokenStore> TokenStore for Arc<T> {
+    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        (**self).load(resource)
+    }
+    fn save<'a>(
+        &'a self,
+        resource: &'a str,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).save(resource, tokens)
+    }
+    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).forget(resource)
+    }
+    fn replace<'a>(
+        &'a self,
+        resource: &'a str,
+        from: Option<&'a str>,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).replace(resource, from, tokens)
+    }
+    fn lease<'a>(
+        &'a self,
+        resource: &'a str,
+        lasting: Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
+        (**self).lease(resource, lasting)
+    }
+    fn release<'a>(
+        &'a self,
+        resource: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).release(resource, lease)
+    }
+}
+
+/// A store that failed does not fail the authorization (the tokens work
+/// for this process): one payload-free warning naming the operation.
+pub(super) fn passed_over(operation: &'static str) {
+    tracing::warn!(
+        target: "mcp_connect::auth",
+        operation,
+        "the token store failed; going on with this process's tokens"
+    );
+}
+
+/// A token store failed. The source says why (for [`FileTokenStore`], the
+/// I/O error); never the tokens.
+#[derive(Debug, thiserror::Error)]
+#[error("the token store failed")]
+pub struct StoreError(#[source] pub crate::transport::error::BoxError);
+
+impl From<std::io::Error> for StoreError {
+    fn from(error: std::io::Error) -> Self {
+        StoreError(Box::new(error))
+    }
+}
+
+/// Tokens kept in memory for the life of the process. Every
+/// `Authorization` given the same store (an `Arc` of it) shares its tokens
+/// and its refresh leases, so concurrent refusals refresh once.
+#[derive(Default)]
+pub struct MemoryTokenStore {
+    state: Mutex<Memory>,
+}
+
+#[derive(Default)]
+struct Memory {
+    tokens: HashMap<String, Tokens>,
+    leases: HashMap<String, (u64, Instant)>,
+    next_lease: u64,
+}
+
+impl MemoryTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryTokenStore::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Memory) -> T) -> T {
+        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl fmt::Debug for MemoryTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryTokenStore").finish_non_exhaustive()
+    }
+}
+
+impl TokenStore for MemoryTokenStore {
+    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        let found = self.with(|m| m.tokens.get(resource).cloned());
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn save<'a>(
+        &'a self,
+        resource: &'a str,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.with(|m| m.tokens.insert(resource.to_owned(), tokens.clone()));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.with(|m| m.tokens.remove(resource));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        resource: &'a str,
+        from: Option<&'a str>,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let replaced = self.with(|m| {
+            let current = m.tokens.get(resource).and_then(Tokens::refresh_token);
+            if current != from {
+                return false;
+            }
+            m.tokens.insert(resource.to_owned(), tokens.clone());
+            true
+        });
+        Box::pin(async move { Ok(replaced) })
+    }
+
+    fn lease<'a>(
+        &'a self,
+        resource: &'a str,
+        lasting: Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
+        let now = Instant::now();
+        let granted = self.with(|m| {
+            if m.leases
+                .get(resource)
+                .is_some_and(|(_, until)| *until > now)
+            {
+                return None;
+            }
+            m.next_lease += 1;
+            let id = m.next_lease;
+            m.leases.insert(resource.to_owned(), (id, now + lasting));
+            Some(Lease(id.to_string()))
+        });
+        Box::pin(async move { Ok(granted) })
+    }
+
+    fn release<'a>(
+        &'a self,
+        resource: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.with(|m| {
+            if m.leases
+                .get(resource)
+                .is_some_and(|(id, _)| id.to_string() == lease.0)
+            {
+                m.leases.remove(resource);
+            }
+        });
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Tokens kept in a JSON file (for the command, and for services that
+/// restart), created readable and writable by its owner only (`0600`) and
+/// replaced whole on every save, so a crash never leaves half a file.
+pub struct FileTokenStore {
+    path: std::path::PathBuf,
+    lock: Mutex<()>,
+}
+
+impl FileTokenStore {
+    /// A store in `path` (created on the first save).
+    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+        FileTokenStore {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    fn read(&self) -> HashMap<String, Tokens> {
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn write(&self, map: &HashMap<String, Tokens>) -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let bytes = serde_json::to_vec(map).map_err(std::io::Error::other)?;
+        let temporary = self.path.with_extension("tmp");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+        std::fs::rename(&temporary, &self.path)
+    }
+}
+
+impl fmt::Debug for FileTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileTokenStore").finish_non_exhaustive()
+    }
+}
+
+impl TokenStore for FileTokenStore {
+    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let found = self.read().remove(resource);
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn save<'a>(
+        &'a self,
+        resource: &'a str,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let saved = {
+            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self.read();
+            map.insert(resource.to_owned(), tokens.clone());
+            self.write(&map).map_err(StoreError::from)
+        };
+        Box::pin(async move { saved })
+    }
+
+    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let forgotten = {
+            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self.read();
+            if map.remove(resource).is_some() {
+                self.write(&map).map_err(StoreError::from)
+            } else {
+                Ok(())
+            }
+        };
+        Box::pin(async move { forgotten })
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::auth::tokens::TokenResponse;
+
+    #[tokio::test]
+    async fn a_file_store_is_private_and_survives_a_new_value() {
+        let dir = std::env::temp_dir().join(format!("mcp-connect-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokens.json");
+        let tokens = serde_json::from_str::<TokenResponse>(
+            r#"{"access_token":"a","refresh_token":"r","token_type":"DPoP"}"#,
+        )
+        .unwrap()
+        .into_tokens(None);
+        assert!(tokens.is_dpop_bound());
+        let store = FileTokenStore::new(&path);
+        store.save("https://x/mcp", &tokens).await.unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            FileTokenStore::new(&path)
+                .load("https://x/mcp")
+                .await
+                .unwrap(),
+            Some(tokens)
+        );
+        store.forget("https://x/mcp").await.unwrap();
+        assert_eq!(store.load("https://x/mcp").await.unwrap(), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Issue 24, item 3.13: a store that cannot be written says so.
+    #[tokio::test]
+    async fn a_file_store_that_cannot_be_written_reports_it() {
+        let path = std::env::temp_dir()
+            .join(format!("mcp-connect-missing-{}", std::process::id()))
+            .join("tokens.json");
+        let tokens = serde_json::from_str::<TokenResponse>(r#"{"access_token":"a"}"#)
+            .unwrap()
+            .into_tokens(None);
+        let error = FileTokenStore::new(&path)
+            .save("https://x/mcp", &tokens)
+            .await
+            .unwrap_err();
+        let io = std::error::Error::source(&error)
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    }
+}

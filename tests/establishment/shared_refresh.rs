@@ -1,0 +1,153 @@
+//! Issue 31, item 3 (in one process): holders of one token store refresh
+//! once when they are refused together. Eight `Authorization`s (as eight
+//! replicas would hold, with nothing shared but the store) against an
+//! authorization server that rotates refresh tokens and revokes the grant
+//! when one is reused: with the store shared, exactly one refresh, no
+//! `invalid_grant`, no new authorization, every call through; with a copy
+//! of the tokens each, the race the store prevents.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect::auth::{Authorization, MemoryTokenStore, TokenStore};
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::{ConnectRequest, Connector, Session};
+use serde_json::json;
+
+use crate::support::oauth::{start, As, Rotation};
+use crate::support::{watchdog, Recorded, ScriptServer};
+
+const LIMIT: Duration = Duration::from_secs(30);
+const HOLDERS: usize = 8;
+
+fn request(server: &ScriptServer, auth: Authorization) -> ConnectRequest {
+    ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_authorization(auth)
+}
+
+fn grants(server: &ScriptServer) -> Vec<String> {
+    server
+        .recorded()
+        .iter()
+        .filter(|r: &&Recorded| r.route() == "/as/token")
+        .map(|r| r.field("grant_type").unwrap_or_default())
+        .collect()
+}
+
+/// The scripted servers with rotation, and a switch that makes the first
+/// access token expire at the resource.
+async fn servers() -> (
+    ScriptServer,
+    Arc<Rotation>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let rotation = Arc::new(Rotation::default());
+    let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = start(As {
+        refresh: true,
+        rotation: Some(Arc::clone(&rotation)),
+        expired: Some(Arc::clone(&expired)),
+        ..As::default()
+    })
+    .await;
+    (server, rotation, expired)
+}
+
+/// Every holder calls a tool at the same instant; how many calls worked.
+async fn call_together(sessions: &[Session]) -> usize {
+    let arguments = json!({});
+    let calls = sessions.iter().map(|s| s.call_tool("x", &arguments));
+    futures_util::future::join_all(calls)
+        .await
+        .iter()
+        .filter(|r| r.is_ok())
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_of_one_store_refresh_once_when_refused_together() {
+    watchdog(LIMIT, async {
+        let (server, rotation, expired) = servers().await;
+        let store = Arc::new(MemoryTokenStore::new());
+        let holder = || {
+            Authorization::client_credentials("svc", "canary-secret")
+                .with_token_store(Arc::clone(&store))
+        };
+        let mut sessions = Vec::new();
+        for _ in 0..HOLDERS {
+            sessions.push(
+                Connector::new()
+                    .connect(request(&server, holder()))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // The first authorized; the seven after it used what it stored.
+        assert_eq!(grants(&server), ["client_credentials"]);
+
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            call_together(&sessions).await,
+            HOLDERS,
+            "every call went through"
+        );
+        let books = rotation.books();
+        assert_eq!(books.refreshed, 1, "exactly one refresh reached the server");
+        assert_eq!(books.invalid_grants, 0);
+        assert!(!books.revoked);
+        assert_eq!(
+            grants(&server),
+            ["client_credentials", "refresh_token"],
+            "no new authorization"
+        );
+        let stored = store.load(&server.url()).await.unwrap().unwrap();
+        assert_eq!(
+            stored.refresh_token(),
+            Some("canary-refresh-1"),
+            "the rotated one is kept"
+        );
+    })
+    .await;
+}
+
+/// The failure the shared store prevents: holders with a copy each of the
+/// same tokens all refresh with one refresh token, and the server revokes
+/// the grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_with_a_copy_each_lose_the_grant() {
+    watchdog(LIMIT, async {
+        let (server, rotation, expired) = servers().await;
+        let first = Arc::new(MemoryTokenStore::new());
+        let auth = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Arc::clone(&first));
+        let mut sessions = vec![Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap()];
+        let copied = first.load(&server.url()).await.unwrap().unwrap();
+        for _ in 1..HOLDERS {
+            let own = Arc::new(MemoryTokenStore::new());
+            own.save(&server.url(), &copied).await.unwrap();
+            let auth =
+                Authorization::client_credentials("svc", "canary-secret").with_token_store(own);
+            sessions.push(
+                Connector::new()
+                    .connect(request(&server, auth))
+                    .await
+                    .unwrap(),
+            );
+        }
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        call_together(&sessions).await;
+        let books = rotation.books();
+        assert!(books.refreshed >= 1);
+        assert!(
+            books.invalid_grants >= 1,
+            "a refresh token was reused: {books:?}"
+        );
+        assert!(books.revoked, "and the grant was revoked");
+    })
+    .await;
+}
