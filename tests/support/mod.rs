@@ -5,6 +5,7 @@ pub mod capture;
 pub mod cli;
 pub mod oauth;
 pub mod proxy;
+pub mod redis;
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,0 +1,26 @@
+//! What replicas share (feature `redis`): stores that implement this
+//! crate's store traits over Redis, so a fleet of services authorizes
+//! once, refreshes once, and learns each server once.
+//!
+//! - [`RedisTokenStore`]: tokens per protected resource, sealed
+//!   (XChaCha20-Poly1305 under the application's [`SealingKey`]; never in
+//!   clear unless the application says so), with the refresh lease and the
+//!   compare-and-set that [`TokenStore`](crate::auth::TokenStore) asks for,
+//!   each one Redis command or script, so one replica refreshes and the
+//!   others use its tokens.
+//!
+//! Every Redis operation is bounded ([`RedisTokenStore::with_timeout`]): a
+//! Redis that is down or slow is a [`StoreError`](crate::auth::StoreError)
+//! after at most that long, and the authorization stage then goes on with
+//! the tokens its process holds. A Redis that answers something else than
+//! what was stored (another type, a value that does not open) is a
+//! `StoreError` too, never a panic.
+//!
+//! The `redis` crate (with its tokio connection manager, which reconnects
+//! by itself) is used as it is; nothing here speaks RESP.
+
+mod seal;
+mod tokens;
+
+pub use seal::{SealError, SealingKey};
+pub use tokens::RedisTokenStore;

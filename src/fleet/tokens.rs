@@ -1,0 +1,312 @@
+//! [`RedisTokenStore`]: tokens per protected resource in Redis, sealed.
+//!
+//! Each resource is one hash, `PREFIX:tokens:SHA256(resource)`, with `v`
+//! (the sealed tokens) and `rt` (the SHA-256 of the refresh token, which
+//! the compare-and-set compares, so the script never needs the key). Its
+//! refresh lease is `PREFIX:lease:SHA256(resource)`, set with `NX PX` and
+//! released only by the holder's id. Tokens without a refresh token expire
+//! from Redis with the access token; tokens with one stay until replaced.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use redis::aio::ConnectionManager;
+use sha2::{Digest as _, Sha256};
+
+use super::seal::SealingKey;
+use crate::auth::{Lease, StoreError, TokenStore, Tokens};
+
+/// How long one Redis operation may take by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The compare-and-set: the new value goes in only over the tokens whose
+/// refresh token's digest is `ARGV[1]` ("" for none, or no entry).
+const REPLACE: &str = r"
+local current = redis.call('HGET', KEYS[1], 'rt') or ''
+if current ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'rt', ARGV[3])
+if ARGV[4] == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('EXPIREAT', KEYS[1], ARGV[4]) end
+return 1
+";
+
+/// A lease ends only by its holder's id.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// Tokens shared through Redis by every replica that opens it with the
+/// same prefix and key.
+///
+/// ```no_run
+/// use mcp_connect::auth::Authorization;
+/// use mcp_connect::fleet::{RedisTokenStore, SealingKey};
+///
+/// # fn run(key_bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+/// // The password comes in the URL (or REDIS_URL); it is never printed.
+/// let url = std::env::var("REDIS_URL")?;
+/// let store = RedisTokenStore::new(&url, "billing", SealingKey::from_bytes(key_bytes)?)?;
+/// let auth = Authorization::client_credentials("billing", std::env::var("SECRET")?)
+///     .with_token_store(store);
+/// # drop(auth); Ok(()) }
+/// ```
+pub struct RedisTokenStore {
+    client: redis::Client,
+    connection: tokio::sync::Mutex<Option<ConnectionManager>>,
+    prefix: String,
+    sealing: Option<SealingKey>,
+    timeout: Duration,
+}
+
+impl RedisTokenStore {
+    /// A store at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`, or
+    /// `rediss://`), its keys under `prefix`, its values sealed with
+    /// `key`. Nothing is sent until the store is first used, so a Redis
+    /// that is down at start costs nothing but a warning then.
+    pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
+        Self::open(url, prefix.into(), Some(key))
+    }
+
+    /// A store whose values are kept in clear: only for a Redis the
+    /// application trusts with its tokens as they are.
+    pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
+        Self::open(url, prefix.into(), None)
+    }
+
+    fn open(url: &str, prefix: String, sealing: Option<SealingKey>) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| StoreError(Box::new(e)))?;
+        Ok(RedisTokenStore {
+            client,
+            connection: tokio::sync::Mutex::new(None),
+            prefix,
+            sealing,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// How long one Redis operation may take (500 ms by default): past it
+    /// the operation is a `StoreError` and authorization goes on without
+    /// the store.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn key(&self, kind: &str, resource: &str) -> String {
+        format!("{}:{kind}:{}", self.prefix, hex(&Sha256::digest(resource)))
+    }
+
+    /// Runs `operation` on the shared connection within the timeout,
+    /// connecting first when there is none yet.
+    async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        F: for<'c> FnOnce(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
+    {
+        let work = async {
+            let mut held = self.connection.lock().await;
+            if held.is_none() {
+                *held = Some(ConnectionManager::new(self.client.clone()).await?);
+            }
+            let connection = held.as_mut().expect("connected above");
+            operation(connection).await
+        };
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(result) => result.map_err(|e| StoreError(Box::new(e))),
+            Err(elapsed) => Err(StoreError(Box::new(elapsed))),
+        }
+    }
+
+    fn seal(&self, place: &str, tokens: &Tokens) -> Vec<u8> {
+        let json = serde_json::to_vec(tokens).expect("tokens serialize");
+        match &self.sealing {
+            Some(key) => key.seal(place.as_bytes(), &json),
+            None => json,
+        }
+    }
+
+    fn unseal(&self, place: &str, value: &[u8]) -> Result<Tokens, StoreError> {
+        let json = match &self.sealing {
+            Some(key) => key
+                .open(place.as_bytes(), value)
+                .map_err(|e| StoreError(Box::new(e)))?,
+            None => value.to_vec(),
+        };
+        serde_json::from_slice(&json).map_err(|e| StoreError(Box::new(e)))
+    }
+}
+
+/// The digest the compare-and-set compares: of the refresh token, "" for
+/// none.
+fn fingerprint(tokens: Option<&str>) -> String {
+    tokens.map_or_else(String::new, |t| hex(&Sha256::digest(t)))
+}
+
+/// When Redis should drop the entry: with the access token when nothing
+/// can renew it, else never ("0").
+fn expire_at(tokens: &Tokens) -> String {
+    match (tokens.refresh_token(), tokens.expires_at()) {
+        (None, Some(at)) => at.to_string(),
+        _ => "0".into(),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl TokenStore for RedisTokenStore {
+    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        Box::pin(async move {
+            let key = self.key("tokens", resource);
+            let place = key.clone();
+            let value: Option<Vec<u8>> = self
+                .run(move |c| {
+                    Box::pin(
+                        async move { redis::cmd("HGET").arg(&key).arg("v").query_async(c).await },
+                    )
+                })
+                .await?;
+            value.map(|v| self.unseal(&place, &v)).transpose()
+        })
+    }
+
+    fn save<'a>(
+        &'a self,
+        resource: &'a str,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let key = self.key("tokens", resource);
+            let sealed = self.seal(&key, tokens);
+            let rt = fingerprint(tokens.refresh_token());
+            let at = expire_at(tokens);
+            self.run(move |c| {
+                Box::pin(async move {
+                    let mut pipe = redis::pipe();
+                    pipe.atomic()
+                        .cmd("HSET")
+                        .arg(&key)
+                        .arg("v")
+                        .arg(sealed)
+                        .arg("rt")
+                        .arg(rt)
+                        .ignore();
+                    if at == "0" {
+                        pipe.cmd("PERSIST").arg(&key).ignore();
+                    } else {
+                        pipe.cmd("EXPIREAT").arg(&key).arg(&at).ignore();
+                    }
+                    pipe.query_async::<()>(c).await
+                })
+            })
+            .await
+        })
+    }
+
+    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let key = self.key("tokens", resource);
+            self.run(move |c| {
+                Box::pin(async move { redis::cmd("DEL").arg(&key).query_async(c).await })
+            })
+            .await
+        })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        resource: &'a str,
+        from: Option<&'a str>,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let key = self.key("tokens", resource);
+            let sealed = self.seal(&key, tokens);
+            let (expected, next, at) = (
+                fingerprint(from),
+                fingerprint(tokens.refresh_token()),
+                expire_at(tokens),
+            );
+            let replaced: i64 = self
+                .run(move |c| {
+                    Box::pin(async move {
+                        redis::Script::new(REPLACE)
+                            .key(&key)
+                            .arg(expected)
+                            .arg(sealed)
+                            .arg(next)
+                            .arg(at)
+                            .invoke_async(c)
+                            .await
+                    })
+                })
+                .await?;
+            Ok(replaced == 1)
+        })
+    }
+
+    fn lease<'a>(
+        &'a self,
+        resource: &'a str,
+        lasting: Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
+        Box::pin(async move {
+            let key = self.key("lease", resource);
+            let mut id = [0u8; 16];
+            getrandom::fill(&mut id).map_err(|e| StoreError(Box::new(e)))?;
+            let id = hex(&id);
+            let millis = u64::try_from(lasting.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            let value = id.clone();
+            let granted: Option<String> = self
+                .run(move |c| {
+                    Box::pin(async move {
+                        redis::cmd("SET")
+                            .arg(&key)
+                            .arg(value)
+                            .arg("NX")
+                            .arg("PX")
+                            .arg(millis)
+                            .query_async(c)
+                            .await
+                    })
+                })
+                .await?;
+            Ok(granted.map(|_| Lease(id)))
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        resource: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let key = self.key("lease", resource);
+            let id = lease.0.clone();
+            self.run(move |c| {
+                Box::pin(async move {
+                    redis::Script::new(RELEASE)
+                        .key(&key)
+                        .arg(id)
+                        .invoke_async::<i64>(c)
+                        .await
+                        .map(drop)
+                })
+            })
+            .await
+        })
+    }
+}
+
+impl fmt::Debug for RedisTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTokenStore")
+            .field("prefix", &self.prefix)
+            .field("sealed", &self.sealing.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,367 @@
+//! Issue 31: replicas sharing tokens through a real redis-server (Debian's,
+//! started here with a password on a loopback port; CI installs it, and
+//! these tests fail without it). Eight replicas (each its own
+//! `Authorization`, HTTP client and Redis connection, sharing nothing but
+//! Redis) against an authorization server that rotates refresh tokens and
+//! revokes the grant on reuse; a replica started later; Redis killed and
+//! back; Redis answering garbage; and what Redis holds after a run.
+//!
+//! `cargo test --features redis,testkit --test redis`
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect::auth::{Authorization, TokenStore};
+use mcp_connect::fleet::{RedisTokenStore, SealingKey};
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::{ConnectRequest, Connector, Session};
+use serde_json::json;
+use tracing_subscriber::layer::SubscriberExt;
+
+use support::oauth::{start, As, Rotation, TOKEN};
+use support::redis::{Redis, PASSWORD};
+use support::{watchdog, ScriptServer};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const REPLICAS: usize = 8;
+const KEY: [u8; 32] = [42; 32];
+
+fn store(redis: &Redis) -> RedisTokenStore {
+    RedisTokenStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap()).unwrap()
+}
+
+fn replica(server: &ScriptServer, redis: &Redis) -> ConnectRequest {
+    let auth =
+        Authorization::client_credentials("svc", "canary-secret").with_token_store(store(redis));
+    ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_authorization(auth)
+}
+
+fn grants(server: &ScriptServer) -> Vec<String> {
+    server
+        .recorded()
+        .iter()
+        .filter(|r| r.route() == "/as/token")
+        .map(|r| r.field("grant_type").unwrap_or_default())
+        .collect()
+}
+
+async fn rotating() -> (
+    ScriptServer,
+    Arc<Rotation>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let rotation = Arc::new(Rotation::default());
+    let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = start(As {
+        refresh: true,
+        rotation: Some(Arc::clone(&rotation)),
+        expired: Some(Arc::clone(&expired)),
+        ..As::default()
+    })
+    .await;
+    (server, rotation, expired)
+}
+
+async fn call_together(sessions: &[Session]) -> usize {
+    let arguments = json!({});
+    let calls = sessions.iter().map(|s| s.call_tool("x", &arguments));
+    futures_util::future::join_all(calls)
+        .await
+        .iter()
+        .filter(|r| r.is_ok())
+        .count()
+}
+
+/// Done when, item 1 and 2: eight replicas refused together make exactly
+/// one refresh; a replica started after the first authorized makes no
+/// authorization request at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_replicas_sharing_redis_refresh_once_and_later_ones_ask_nothing() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let (server, rotation, expired) = rotating().await;
+        let mut sessions = Vec::new();
+        for _ in 0..REPLICAS {
+            sessions.push(
+                Connector::new()
+                    .connect(replica(&server, &redis))
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert_eq!(
+            grants(&server),
+            ["client_credentials"],
+            "the replicas after the first asked the authorization server nothing"
+        );
+
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            call_together(&sessions).await,
+            REPLICAS,
+            "every call went through"
+        );
+        let books = rotation.books();
+        assert_eq!(books.refreshed, 1, "exactly one refresh reached the server");
+        assert_eq!(books.invalid_grants, 0);
+        assert!(!books.revoked);
+        assert_eq!(grants(&server), ["client_credentials", "refresh_token"]);
+    })
+    .await;
+}
+
+/// The same eight with a store each: the failure Redis prevents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_replicas_with_their_own_stores_lose_the_grant() {
+    watchdog(LIMIT, async {
+        let (server, rotation, expired) = rotating().await;
+        let first = Arc::new(mcp_connect::auth::MemoryTokenStore::new());
+        let auth = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Arc::clone(&first));
+        let request = |auth: Authorization| {
+            ConnectRequest::http(&server.url())
+                .unwrap()
+                .with_pin(ProtocolVersion::V2025_11_25)
+                .with_authorization(auth)
+        };
+        let mut sessions = vec![Connector::new().connect(request(auth)).await.unwrap()];
+        let copied = first.load(&server.url()).await.unwrap().unwrap();
+        for _ in 1..REPLICAS {
+            let own = Arc::new(mcp_connect::auth::MemoryTokenStore::new());
+            own.save(&server.url(), &copied).await.unwrap();
+            let auth =
+                Authorization::client_credentials("svc", "canary-secret").with_token_store(own);
+            sessions.push(Connector::new().connect(request(auth)).await.unwrap());
+        }
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        call_together(&sessions).await;
+        let books = rotation.books();
+        assert!(books.invalid_grants >= 1 && books.revoked, "{books:?}");
+    })
+    .await;
+}
+
+/// Item 2: two stores on one Redis see each other's tokens; the
+/// compare-and-set refuses stale tokens; a lease has one holder at a time
+/// and only its holder frees it.
+#[tokio::test]
+async fn the_store_shares_tokens_compares_before_it_sets_and_leases_once() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let (a, b) = (store(&redis), store(&redis));
+        let resource = "https://mcp.example/mcp";
+        assert_eq!(a.load(resource).await.unwrap(), None);
+        let tokens = |access: &str, refresh: &str| -> mcp_connect::auth::Tokens {
+            serde_json::from_value(json!({ "access_token": access, "refresh_token": refresh }))
+                .unwrap()
+        };
+        a.save(resource, &tokens("at-1", "rt-1")).await.unwrap();
+        assert_eq!(
+            b.load(resource).await.unwrap(),
+            Some(tokens("at-1", "rt-1"))
+        );
+
+        assert!(b
+            .replace(resource, Some("rt-1"), &tokens("at-2", "rt-2"))
+            .await
+            .unwrap());
+        assert!(
+            !a.replace(resource, Some("rt-1"), &tokens("at-3", "rt-3"))
+                .await
+                .unwrap(),
+            "a holder late with the old refresh token does not overwrite"
+        );
+        assert_eq!(
+            a.load(resource).await.unwrap(),
+            Some(tokens("at-2", "rt-2"))
+        );
+
+        let lease = a
+            .lease(resource, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(b
+            .lease(resource, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_none());
+        b.release(resource, &mcp_connect::auth::Lease("not-the-holder".into()))
+            .await
+            .unwrap();
+        assert!(b
+            .lease(resource, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_none());
+        a.release(resource, &lease).await.unwrap();
+        assert!(b
+            .lease(resource, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_some());
+
+        // A lease whose holder died ends by itself.
+        let short = "https://short.example/mcp";
+        a.lease(short, Duration::from_millis(50))
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(b
+            .lease(short, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_some());
+    })
+    .await;
+}
+
+/// Item 4: Redis killed mid-run: calls go on with the tokens the replicas
+/// hold, nothing waits past its bound, no token is lost; Redis back, the
+/// store works again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_the_replicas_go_on_and_the_store_comes_back() {
+    watchdog(LIMIT, async {
+        let mut redis = Redis::start();
+        let (server, _rotation, expired) = rotating().await;
+        let mut sessions = Vec::new();
+        for _ in 0..REPLICAS {
+            sessions.push(
+                Connector::new()
+                    .connect(replica(&server, &redis))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // A store already connected before the crash.
+        let kept = store(&redis);
+        kept.load(&server.url()).await.unwrap();
+        redis.kill();
+        let started = std::time::Instant::now();
+        assert_eq!(
+            call_together(&sessions).await,
+            REPLICAS,
+            "Redis down fails no call"
+        );
+
+        // Refused with Redis down: each refreshes on its own (the store is
+        // passed over within its bound) and the call still goes through.
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        let session = &sessions[0];
+        session.call_tool("x", &json!({})).await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "nothing waited for Redis"
+        );
+
+        assert!(kept.load(&server.url()).await.is_err(), "down is an error");
+        redis.restart();
+        let resource = server.url();
+        // The restarted Redis is empty; the connected store reconnects.
+        let mut back = false;
+        for _ in 0..50 {
+            if kept.load(&resource).await.is_ok() {
+                back = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(back, "the store did not come back");
+    })
+    .await;
+}
+
+/// Item 4: a Redis that answers something else than what was stored is a
+/// typed store failure, never a panic, and authorization goes on.
+#[tokio::test]
+async fn garbage_in_redis_is_a_store_error_not_a_panic() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let server = start(As::default()).await;
+        let resource = server.url();
+        let store = store(&redis);
+        store
+            .save(
+                &resource,
+                &serde_json::from_value(json!({ "access_token": "x" })).unwrap(),
+            )
+            .await
+            .unwrap();
+        let keys = redis.cli(&["--scan", "--pattern", "app:tokens:*"]);
+        let key = keys.lines().next().expect("the tokens' key");
+        redis.cli(&["HSET", key, "v", "not sealed at all"]);
+        assert!(
+            store.load(&resource).await.is_err(),
+            "garbage is a StoreError"
+        );
+        redis.cli(&["DEL", key]);
+        redis.cli(&["SET", key, "a string where a hash was"]);
+        assert!(
+            store.load(&resource).await.is_err(),
+            "the wrong type is a StoreError"
+        );
+        // The establishment authorizes regardless.
+        Connector::new()
+            .connect(
+                ConnectRequest::http(&resource)
+                    .unwrap()
+                    .with_pin(ProtocolVersion::V2025_11_25)
+                    .with_authorization(
+                        Authorization::client_credentials("svc", "canary-secret")
+                            .with_token_store(store),
+                    ),
+            )
+            .await
+            .unwrap();
+    })
+    .await;
+}
+
+/// Done when, canary: after a run Redis holds no token, refresh token,
+/// secret or password in clear; no log line or `Debug` shows them either.
+#[test]
+fn redis_holds_nothing_in_clear_and_nothing_is_logged() {
+    let capture = support::capture::Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let redis = Redis::start();
+    let printed = runtime.block_on(async {
+        let (server, _rotation, expired) = rotating().await;
+        let session = Connector::new()
+            .connect(replica(&server, &redis))
+            .await
+            .unwrap();
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        session.call_tool("x", &json!({})).await.unwrap();
+        format!("{:?} {:?}", store(&redis), replica(&server, &redis))
+    });
+    let held = redis.dump();
+    assert!(
+        held.contains("app:tokens:"),
+        "the tokens are in Redis: {held}"
+    );
+    let traced = capture.text();
+    for canary in [
+        TOKEN,
+        "canary-refreshed-token",
+        "canary-refresh",
+        "canary-secret",
+        PASSWORD,
+    ] {
+        assert!(!held.contains(canary), "{canary} in Redis: {held}");
+        assert!(!traced.contains(canary), "{canary} traced");
+        assert!(!printed.contains(canary), "{canary} printed: {printed}");
+    }
+}
