@@ -365,3 +365,127 @@ fn redis_holds_nothing_in_clear_and_nothing_is_logged() {
         assert!(!printed.contains(canary), "{canary} printed: {printed}");
     }
 }
+
+/// Done when, item 1 as written: eight `mcp-connect` processes sharing one
+/// Redis (`--token-store redis://...`), their tokens expired together, each
+/// calling a tool at the same instant: exactly one refresh reaches the
+/// rotating authorization server, no `invalid_grant`, no new authorization,
+/// eight calls succeed; no process prints a token, the key or the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_command_processes_sharing_redis_refresh_once() {
+    const KEY_HEX: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
+    let redis = Redis::start();
+    let (server, rotation, expired) = rotating().await;
+    let run = |call: bool| {
+        let mut args = vec![
+            "--json",
+            "--pin",
+            "2025-11-25",
+            "--client-credentials",
+            "--client-id",
+            "svc",
+            "--client-secret-env",
+            "MCP_TEST_SECRET",
+            "--store-key-env",
+            "MCP_TEST_STORE_KEY",
+        ];
+        if call {
+            args.extend(["--call-tool", "x"]);
+        }
+        let store = redis.url();
+        let url = server.url();
+        let mut command = support::cli::command(&args);
+        command
+            .args(["--token-store", &store, &url])
+            .env("MCP_TEST_SECRET", "canary-secret")
+            .env("MCP_TEST_STORE_KEY", KEY_HEX);
+        command.spawn().unwrap()
+    };
+    // The first run authorizes and leaves its tokens in Redis.
+    let first = tokio::task::spawn_blocking({
+        let child = run(false);
+        move || support::cli::finish(child, support::cli::COMMAND_LIMIT)
+    })
+    .await
+    .unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(grants(&server), ["client_credentials"]);
+
+    expired.store(true, std::sync::atomic::Ordering::SeqCst);
+    let children: Vec<_> = (0..REPLICAS).map(|_| run(true)).collect();
+    let outputs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|child| support::cli::finish(child, support::cli::COMMAND_LIMIT))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    for output in outputs.iter().chain([&first]) {
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        for canary in [TOKEN, "canary-refresh", "canary-secret", PASSWORD, KEY_HEX] {
+            assert!(
+                !stdout.contains(canary) && !stderr.contains(canary),
+                "{canary} printed"
+            );
+        }
+    }
+    let books = rotation.books();
+    assert_eq!(books.refreshed, 1, "exactly one refresh: {books:?}");
+    assert_eq!(books.invalid_grants, 0);
+    assert_eq!(
+        grants(&server),
+        ["client_credentials", "refresh_token"],
+        "no new authorization"
+    );
+}
+
+/// The command with its Redis down: the run goes on (authorizing with what
+/// it can), and nothing it prints names the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_with_redis_down_goes_on_and_prints_no_password() {
+    let mut redis = Redis::start();
+    let url = redis.url();
+    redis.kill();
+    let server = start(As::default()).await;
+    let target = server.url();
+    let mut command = support::cli::command(&[
+        "--json",
+        "--pin",
+        "2025-11-25",
+        "--client-credentials",
+        "--client-id",
+        "svc",
+        "--client-secret-env",
+        "MCP_TEST_SECRET",
+        "--token-store",
+        &url,
+        "--store-in-clear",
+        &target,
+    ]);
+    command.env("MCP_TEST_SECRET", "canary-secret");
+    let output = tokio::task::spawn_blocking(move || {
+        support::cli::finish(command.spawn().unwrap(), support::cli::COMMAND_LIMIT)
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        output.status.success(),
+        "the run went on: {stdout}\n{stderr}"
+    );
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains(PASSWORD), "the password was printed: {text}");
+    }
+}

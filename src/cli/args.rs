@@ -163,9 +163,22 @@ pub(crate) struct Args {
     #[arg(long, value_name = "VAR")]
     pub(crate) client_secret_env: Option<String>,
 
-    /// Keep OAuth tokens in this file between runs (created 0600).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) token_store: Option<std::path::PathBuf>,
+    /// Keep OAuth tokens between runs: in a file (created 0600), or in
+    /// Redis (`redis://[:PASSWORD@]HOST:PORT/`; the password may instead
+    /// come from REDIS_PASSWORD), shared with every run and replica that
+    /// uses the same Redis and key, which then refresh once between them.
+    #[arg(long, value_name = "FILE|redis://URL")]
+    pub(crate) token_store: Option<String>,
+
+    /// The environment variable holding the 32-byte key (64 hex digits)
+    /// that seals tokens kept in Redis.
+    #[arg(long, value_name = "VAR")]
+    pub(crate) store_key_env: Option<String>,
+
+    /// Keep tokens in Redis in clear, without a key (only for a Redis
+    /// trusted with them as they are).
+    #[arg(long, conflicts_with = "store_key_env")]
+    pub(crate) store_in_clear: bool,
 
     /// The OAuth scope to ask for.
     #[arg(long, value_name = "SCOPE")]

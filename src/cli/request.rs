@@ -5,9 +5,10 @@
 
 use futures_util::future::BoxFuture;
 use mcp_connect::auth::{
-    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, StoreError,
+    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, StoreError,
     TokenStore, Tokens,
 };
+use mcp_connect::fleet::{RedisTokenStore, SealingKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
@@ -102,8 +103,10 @@ pub(super) fn request_from(
     if let Some(option) = orphan_auth_option(args) {
         return Err(format!("{option} needs --auth or --client-credentials"));
     }
-    if let Some(path) = &args.token_store {
-        check_token_store(path)?;
+    if let Some(place) = &args.token_store {
+        if redis_url(place).is_none() {
+            check_token_store(std::path::Path::new(place))?;
+        }
     }
     let request = match (&args.url, &args.command, demo_url.as_ref()) {
         (Some(_), Some(_), _) => return Err("give a URL or a command after --, not both".into()),
@@ -205,10 +208,63 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
         let key = DpopKey::generate().map_err(|e| format!("--dpop: {}", chain(&e)))?;
         auth = auth.with_dpop(key);
     }
-    if let Some(path) = &args.token_store {
-        auth = auth.with_token_store(Reported(FileTokenStore::new(path)));
+    match args
+        .token_store
+        .as_deref()
+        .map(|place| (place, redis_url(place)))
+    {
+        Some((_, Some(url))) => auth = auth.with_token_store(Reported(redis_store(args, url)?)),
+        Some((path, None)) => auth = auth.with_token_store(Reported(FileTokenStore::new(path))),
+        None => {}
     }
     Ok(Some(auth))
+}
+
+/// `place` as a Redis URL, when it is one, with REDIS_PASSWORD put in
+/// when the URL has no password of its own.
+fn redis_url(place: &str) -> Option<String> {
+    if !(place.starts_with("redis://") || place.starts_with("rediss://")) {
+        return None;
+    }
+    let mut url = url::Url::parse(place).ok()?;
+    if url.password().is_none() {
+        if let Ok(password) = std::env::var("REDIS_PASSWORD") {
+            url.set_password(Some(&password)).ok()?;
+        }
+    }
+    Some(url.into())
+}
+
+/// The Redis token store the arguments ask for: sealed with the key from
+/// `--store-key-env`, or in clear only with `--store-in-clear`. Neither
+/// the URL nor the key is ever in a message.
+fn redis_store(args: &Args, url: String) -> Result<RedisTokenStore, String> {
+    let store = if args.store_in_clear {
+        RedisTokenStore::in_clear(&url, "mcp-connect")
+    } else {
+        let Some(var) = &args.store_key_env else {
+            return Err(
+                "--token-store redis://... needs --store-key-env VAR (or --store-in-clear)".into(),
+            );
+        };
+        let hex = std::env::var(var).map_err(|_| format!("--store-key-env: {var} is not set"))?;
+        let bytes = decode_hex(hex.trim())
+            .ok_or_else(|| format!("--store-key-env: {var} is not 64 hex digits"))?;
+        let key = SealingKey::from_bytes(&bytes)
+            .map_err(|_| format!("--store-key-env: {var} is not 64 hex digits"))?;
+        RedisTokenStore::new(&url, "mcp-connect", key)
+    };
+    store.map_err(|_| "--token-store: not a usable Redis URL".to_owned())
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// `request` with the limits and the version policy the arguments give
@@ -292,11 +348,13 @@ fn file_uri(path: &std::path::Path) -> String {
     uri
 }
 
-/// The command's token store: a file, whose failed saves the person is
-/// told about on stderr (the next run would ask them again).
-struct Reported(FileTokenStore);
+/// The command's token store (a file, or Redis), whose failed saves the
+/// person is told about on stderr (the next run would ask them again).
+/// Everything else, the refresh lease and the compare-and-set included,
+/// goes to the store as it is.
+struct Reported<S>(S);
 
-impl TokenStore for Reported {
+impl<S: TokenStore> TokenStore for Reported<S> {
     fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
         self.0.load(resource)
     }
@@ -307,29 +365,58 @@ impl TokenStore for Reported {
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let saved = self.0.save(resource, tokens).await;
-            if let Err(error) = &saved {
-                eprintln!(
-                    "mcp-connect: --token-store: the tokens were not saved: {}",
-                    chain(error)
-                );
-            }
-            saved
+            reported(
+                self.0.save(resource, tokens).await,
+                "the tokens were not saved",
+            )
         })
     }
 
     fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let forgotten = self.0.forget(resource).await;
-            if let Err(error) = &forgotten {
-                eprintln!(
-                    "mcp-connect: --token-store: refused tokens were not removed: {}",
-                    chain(error)
-                );
-            }
-            forgotten
+            reported(
+                self.0.forget(resource).await,
+                "refused tokens were not removed",
+            )
         })
     }
+
+    fn replace<'a>(
+        &'a self,
+        resource: &'a str,
+        from: Option<&'a str>,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            reported(
+                self.0.replace(resource, from, tokens).await,
+                "the tokens were not saved",
+            )
+        })
+    }
+
+    fn lease<'a>(
+        &'a self,
+        resource: &'a str,
+        lasting: std::time::Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
+        self.0.lease(resource, lasting)
+    }
+
+    fn release<'a>(
+        &'a self,
+        resource: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.release(resource, lease)
+    }
+}
+
+fn reported<T>(result: Result<T, StoreError>, what: &str) -> Result<T, StoreError> {
+    if let Err(error) = &result {
+        eprintln!("mcp-connect: --token-store: {what}: {}", chain(error));
+    }
+    result
 }
 
 /// The default HTTP client with the command's redirect limit, proxy, extra
