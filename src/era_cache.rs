@@ -11,6 +11,13 @@
 //! Keys never hold secrets: HTTP targets are keyed by scheme, host, port and
 //! path (no userinfo, no query); stdio targets by a hash of the command line.
 //!
+//! Replicas share what they learn through an [`EraStore`]
+//! ([`EraCache::with_store`]; `fleet::RedisEraStore` with the `redis`
+//! feature): a verdict this cache does not hold is looked up there before
+//! the ladder runs, and every verdict learnt or dropped is written there in
+//! the background. A store that fails is passed over: the cache works as
+//! if it had none.
+//!
 //! A modern verdict may carry the server's `server/discover` result with
 //! its expiry ([`RememberedDiscover`], from the result's `ttlMs` and
 //! `cacheScope`, SEP-2549). While it is fresh an establishment sends no
@@ -30,9 +37,11 @@ use std::sync::{Arc, Mutex};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::auth::StoreError;
 use crate::protocol::{DiscoverResult, ProtocolVersion};
 use crate::redact::SafeUri;
 use crate::response_cache::{CacheScope, Context, Hints};
@@ -134,10 +143,25 @@ impl Verdict {
     }
 }
 
+/// Where replicas share verdicts, keyed by [`EraCache::key`].
+pub trait EraStore: Send + Sync + 'static {
+    /// The verdict kept under `key`, if any.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Verdict>, StoreError>>;
+    /// Keeps `verdict` under `key`.
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        verdict: &'a Verdict,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Forgets the verdict under `key`.
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
 /// A shareable, serializable map from server to [`Verdict`].
 #[derive(Clone, Default)]
 pub struct EraCache {
     entries: Arc<Mutex<HashMap<String, Verdict>>>,
+    shared: Option<Arc<dyn EraStore>>,
 }
 
 impl EraCache {
@@ -154,19 +178,86 @@ impl EraCache {
         }
     }
 
-    /// The verdict for a target, if any.
+    /// This cache over `store`, shared with every replica that uses it.
+    #[must_use]
+    pub fn with_store(mut self, store: impl EraStore) -> Self {
+        self.shared = Some(Arc::new(store));
+        self
+    }
+
+    /// The verdict for a target, if this cache holds one.
     pub fn get(&self, target: &Target) -> Option<Verdict> {
         self.lock().get(&Self::key(target)).cloned()
     }
 
-    /// Records a verdict.
-    pub fn insert(&self, target: &Target, verdict: Verdict) {
-        self.lock().insert(Self::key(target), verdict);
+    /// The verdict for a target: this cache's, else its store's (kept here
+    /// from then on). A store that fails is passed over.
+    pub async fn lookup(&self, target: &Target) -> Option<Verdict> {
+        if let Some(verdict) = self.get(target) {
+            return Some(verdict);
+        }
+        let shared = self.shared.as_ref()?;
+        let key = Self::key(target);
+        match shared.get(&key).await {
+            Ok(Some(verdict)) => {
+                self.lock().insert(key, verdict.clone());
+                Some(verdict)
+            }
+            Ok(None) => None,
+            Err(_) => {
+                passed_over("read");
+                None
+            }
+        }
     }
 
-    /// Forgets a target.
+    /// Records a verdict (and writes it to the store in the background).
+    pub fn insert(&self, target: &Target, verdict: Verdict) {
+        let key = Self::key(target);
+        self.lock().insert(key.clone(), verdict.clone());
+        self.in_background(move |store| Box::pin(async move { store.put(&key, &verdict).await }));
+    }
+
+    /// Forgets a target (here, and in the store in the background).
     pub fn remove(&self, target: &Target) {
-        self.lock().remove(&Self::key(target));
+        let key = Self::key(target);
+        self.lock().remove(&key);
+        self.in_background(move |store| Box::pin(async move { store.remove(&key).await }));
+    }
+
+    /// Writes every verdict this cache holds to its store, and waits: for a
+    /// process about to exit, whose background writes may not have
+    /// finished. Without a store, nothing.
+    pub async fn save_to_store(&self) -> Result<(), StoreError> {
+        let Some(store) = &self.shared else {
+            return Ok(());
+        };
+        let entries: Vec<(String, Verdict)> = self
+            .lock()
+            .iter()
+            .map(|(key, verdict)| (key.clone(), verdict.clone()))
+            .collect();
+        for (key, verdict) in entries {
+            store.put(&key, &verdict).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs a store write on the current runtime without waiting for it.
+    fn in_background<F>(&self, write: F)
+    where
+        F: FnOnce(Arc<dyn EraStore>) -> BoxFuture<'static, Result<(), StoreError>> + Send + 'static,
+    {
+        let (Some(store), Ok(runtime)) = (&self.shared, tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let store = Arc::clone(store);
+        runtime.spawn(async move {
+            if write(store).await.is_err() {
+                passed_over("write");
+            }
+        });
     }
 
     /// How many servers are remembered.
@@ -191,6 +282,7 @@ impl EraCache {
         let entries: HashMap<String, Verdict> = serde_json::from_str(json)?;
         Ok(EraCache {
             entries: Arc::new(Mutex::new(entries)),
+            shared: None,
         })
     }
 
@@ -198,6 +290,16 @@ impl EraCache {
         // Held for one map operation, which cannot panic: never poisoned.
         self.entries.lock().expect("era cache lock poisoned")
     }
+}
+
+/// A store that failed does not fail the establishment: one payload-free
+/// warning naming the operation.
+fn passed_over(operation: &'static str) {
+    tracing::warn!(
+        target: "mcp_connect::era_cache",
+        operation,
+        "the era store failed; going on without it"
+    );
 }
 
 impl fmt::Debug for EraCache {

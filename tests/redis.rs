@@ -489,3 +489,93 @@ async fn the_command_with_redis_down_goes_on_and_prints_no_password() {
         assert!(!text.contains(PASSWORD), "the password was printed: {text}");
     }
 }
+
+fn eras(redis: &Redis) -> mcp_connect::era_cache::EraCache {
+    use mcp_connect::fleet::RedisEraStore;
+    mcp_connect::era_cache::EraCache::new().with_store(
+        RedisEraStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap()).unwrap(),
+    )
+}
+
+/// Done when, item 2 (eras): a replica started after another learnt a
+/// server's era sends it no probe; what Redis holds names no URL.
+#[tokio::test]
+async fn a_replica_started_later_sends_no_era_probe() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let legacy = support::LegacyServer::new();
+        let server = ScriptServer::start(legacy.responder()).await;
+        let first = eras(&redis);
+        let request = |cache| {
+            ConnectRequest::http(&server.url())
+                .unwrap()
+                .with_era_cache(cache)
+        };
+        Connector::new()
+            .connect(request(first.clone()))
+            .await
+            .unwrap();
+        assert_eq!(
+            server.count("server/discover"),
+            1,
+            "the first replica probed"
+        );
+        // Its write goes in the background; a process about to exit waits.
+        first.save_to_store().await.unwrap();
+
+        let second = eras(&redis);
+        assert!(second.is_empty(), "nothing local");
+        let session = Connector::new().connect(request(second)).await.unwrap();
+        assert_eq!(
+            server.count("server/discover"),
+            1,
+            "the second sent no probe"
+        );
+        session.call_tool("x", &json!({})).await.unwrap();
+
+        let held = redis.dump();
+        assert!(held.contains("app:era:"), "{held}");
+        assert!(
+            !held.contains("127.0.0.1") && !held.contains("legacy"),
+            "sealed: {held}"
+        );
+    })
+    .await;
+}
+
+/// Item 5: two runs of the command with `--era-cache redis://...`: the
+/// second sends no probe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_command_runs_share_eras_through_redis() {
+    const KEY_HEX: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
+    let redis = Redis::start();
+    let legacy = support::LegacyServer::new();
+    let server = ScriptServer::start(legacy.responder()).await;
+    for _ in 0..2 {
+        let mut command = support::cli::command(&[
+            "--json",
+            "--era-cache",
+            &redis.url(),
+            "--store-key-env",
+            "MCP_TEST_STORE_KEY",
+            &server.url(),
+        ]);
+        command.env("MCP_TEST_STORE_KEY", KEY_HEX);
+        let output = tokio::task::spawn_blocking(move || {
+            support::cli::finish(command.spawn().unwrap(), support::cli::COMMAND_LIMIT)
+        })
+        .await
+        .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
+    }
+    assert_eq!(
+        server.count("server/discover"),
+        1,
+        "the second run sent no probe"
+    );
+}

@@ -260,10 +260,11 @@ pub(crate) struct Args {
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,
 
-    /// Remember each server's era in FILE (read before, written after), so
-    /// the next run skips what it already knows.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) era_cache: Option<std::path::PathBuf>,
+    /// Remember each server's era in FILE (read before, written after), or
+    /// in Redis (`redis://...`, sealed like --token-store), so the next run
+    /// (on any machine sharing the Redis) skips what it already knows.
+    #[arg(long, value_name = "FILE|redis://URL")]
+    pub(crate) era_cache: Option<String>,
 
     /// One JSON object per line; the last line is the summary.
     #[arg(long)]

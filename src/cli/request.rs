@@ -8,7 +8,7 @@ use mcp_connect::auth::{
     AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, StoreError,
     TokenStore, Tokens,
 };
-use mcp_connect::fleet::{RedisTokenStore, SealingKey};
+use mcp_connect::fleet::{RedisEraStore, RedisTokenStore, SealingKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
@@ -222,7 +222,7 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
 
 /// `place` as a Redis URL, when it is one, with REDIS_PASSWORD put in
 /// when the URL has no password of its own.
-fn redis_url(place: &str) -> Option<String> {
+pub(super) fn redis_url(place: &str) -> Option<String> {
     if !(place.starts_with("redis://") || place.starts_with("rediss://")) {
         return None;
     }
@@ -239,22 +239,38 @@ fn redis_url(place: &str) -> Option<String> {
 /// `--store-key-env`, or in clear only with `--store-in-clear`. Neither
 /// the URL nor the key is ever in a message.
 fn redis_store(args: &Args, url: String) -> Result<RedisTokenStore, String> {
-    let store = if args.store_in_clear {
-        RedisTokenStore::in_clear(&url, "mcp-connect")
-    } else {
-        let Some(var) = &args.store_key_env else {
-            return Err(
-                "--token-store redis://... needs --store-key-env VAR (or --store-in-clear)".into(),
-            );
-        };
-        let hex = std::env::var(var).map_err(|_| format!("--store-key-env: {var} is not set"))?;
-        let bytes = decode_hex(hex.trim())
-            .ok_or_else(|| format!("--store-key-env: {var} is not 64 hex digits"))?;
-        let key = SealingKey::from_bytes(&bytes)
-            .map_err(|_| format!("--store-key-env: {var} is not 64 hex digits"))?;
-        RedisTokenStore::new(&url, "mcp-connect", key)
+    let store = match sealing_key(args, "--token-store")? {
+        Some(key) => RedisTokenStore::new(&url, "mcp-connect", key),
+        None => RedisTokenStore::in_clear(&url, "mcp-connect"),
     };
     store.map_err(|_| "--token-store: not a usable Redis URL".to_owned())
+}
+
+/// The Redis era store `--era-cache redis://...` asks for, sealed like the
+/// token store.
+pub(super) fn redis_era_store(args: &Args, url: &str) -> Result<RedisEraStore, String> {
+    let store = match sealing_key(args, "--era-cache")? {
+        Some(key) => RedisEraStore::new(url, "mcp-connect", key),
+        None => RedisEraStore::in_clear(url, "mcp-connect"),
+    };
+    store.map_err(|_| "--era-cache: not a usable Redis URL".to_owned())
+}
+
+/// The key from `--store-key-env`; `None` only with `--store-in-clear`.
+fn sealing_key(args: &Args, option: &str) -> Result<Option<SealingKey>, String> {
+    if args.store_in_clear {
+        return Ok(None);
+    }
+    let Some(var) = &args.store_key_env else {
+        return Err(format!(
+            "{option} redis://... needs --store-key-env VAR (or --store-in-clear)"
+        ));
+    };
+    let hex = std::env::var(var).map_err(|_| format!("--store-key-env: {var} is not set"))?;
+    decode_hex(hex.trim())
+        .and_then(|bytes| SealingKey::from_bytes(&bytes).ok())
+        .map(Some)
+        .ok_or_else(|| format!("--store-key-env: {var} is not 64 hex digits"))
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {

@@ -96,9 +96,17 @@ async fn run(args: Args) -> ExitCode {
         Err(message) => return usage(&message),
     };
 
-    let era_cache = match &args.era_cache {
-        None => None,
-        Some(path) => match std::fs::read_to_string(path) {
+    let era_redis = args
+        .era_cache
+        .as_deref()
+        .and_then(super::request::redis_url);
+    let era_cache = match (&args.era_cache, &era_redis) {
+        (None, _) => None,
+        (Some(_), Some(url)) => match super::request::redis_era_store(&args, url) {
+            Ok(store) => Some(EraCache::new().with_store(store)),
+            Err(message) => return usage(&message),
+        },
+        (Some(path), None) => match std::fs::read_to_string(path) {
             Ok(text) => match EraCache::from_json(&text) {
                 Ok(cache) => Some(cache),
                 Err(_) => {
@@ -257,11 +265,18 @@ async fn run(args: Args) -> ExitCode {
         proxy.as_deref(),
         signals.received().map(Received::name),
     );
-    if let (Some(cache), Some(path)) = (&era_cache, &args.era_cache) {
-        if let Err(e) = std::fs::write(path, cache.to_json()) {
-            eprintln!("mcp-connect: cannot write the era cache: {e}");
-            ok = false;
+    match (&era_cache, &args.era_cache, &era_redis) {
+        // Bounded per write; Redis down costs a warning, not the run.
+        (Some(cache), Some(_), Some(_)) if cache.save_to_store().await.is_err() => {
+            eprintln!("mcp-connect: --era-cache: Redis did not take the eras");
         }
+        (Some(cache), Some(path), None) => {
+            if let Err(e) = std::fs::write(path, cache.to_json()) {
+                eprintln!("mcp-connect: cannot write the era cache: {e}");
+                ok = false;
+            }
+        }
+        _ => {}
     }
     drop(client);
     drop(demo);

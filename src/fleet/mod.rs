@@ -8,6 +8,9 @@
 //!   compare-and-set that [`TokenStore`](crate::auth::TokenStore) asks for,
 //!   each one Redis command or script, so one replica refreshes and the
 //!   others use its tokens.
+//! - [`RedisEraStore`]: what each server speaks, and its remembered
+//!   `server/discover`, for [`EraCache::with_store`](crate::era_cache::EraCache::with_store):
+//!   a replica started after another learnt a server sends it no probe.
 //!
 //! Every Redis operation is bounded ([`RedisTokenStore::with_timeout`]): a
 //! Redis that is down or slow is a [`StoreError`](crate::auth::StoreError)
@@ -19,8 +22,11 @@
 //! The `redis` crate (with its tokio connection manager, which reconnects
 //! by itself) is used as it is; nothing here speaks RESP.
 
+mod connection;
+mod eras;
 mod seal;
 mod tokens;
 
+pub use eras::RedisEraStore;
 pub use seal::{SealError, SealingKey};
 pub use tokens::RedisTokenStore;

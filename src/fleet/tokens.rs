@@ -11,14 +11,11 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use redis::aio::ConnectionManager;
 use sha2::{Digest as _, Sha256};
 
+use super::connection::{hex, Connection};
 use super::seal::SealingKey;
 use crate::auth::{Lease, StoreError, TokenStore, Tokens};
-
-/// How long one Redis operation may take by default.
-const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The compare-and-set: the new value goes in only over the tokens whose
 /// refresh token's digest is `ARGV[1]` ("" for none, or no entry).
@@ -52,11 +49,7 @@ return 0
 /// # drop(auth); Ok(()) }
 /// ```
 pub struct RedisTokenStore {
-    client: redis::Client,
-    connection: tokio::sync::Mutex<Option<ConnectionManager>>,
-    prefix: String,
-    sealing: Option<SealingKey>,
-    timeout: Duration,
+    redis: Connection,
 }
 
 impl RedisTokenStore {
@@ -65,24 +58,13 @@ impl RedisTokenStore {
     /// `key`. Nothing is sent until the store is first used, so a Redis
     /// that is down at start costs nothing but a warning then.
     pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
-        Self::open(url, prefix.into(), Some(key))
+        Connection::open(url, prefix.into(), Some(key)).map(|redis| RedisTokenStore { redis })
     }
 
     /// A store whose values are kept in clear: only for a Redis the
     /// application trusts with its tokens as they are.
     pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
-        Self::open(url, prefix.into(), None)
-    }
-
-    fn open(url: &str, prefix: String, sealing: Option<SealingKey>) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| StoreError(Box::new(e)))?;
-        Ok(RedisTokenStore {
-            client,
-            connection: tokio::sync::Mutex::new(None),
-            prefix,
-            sealing,
-            timeout: DEFAULT_TIMEOUT,
-        })
+        Connection::open(url, prefix.into(), None).map(|redis| RedisTokenStore { redis })
     }
 
     /// How long one Redis operation may take (500 ms by default): past it
@@ -90,50 +72,20 @@ impl RedisTokenStore {
     /// the store.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.redis.timeout = timeout;
         self
     }
 
-    fn key(&self, kind: &str, resource: &str) -> String {
-        format!("{}:{kind}:{}", self.prefix, hex(&Sha256::digest(resource)))
-    }
-
-    /// Runs `operation` on the shared connection within the timeout,
-    /// connecting first when there is none yet.
-    async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
-    where
-        F: for<'c> FnOnce(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
-    {
-        let work = async {
-            let mut held = self.connection.lock().await;
-            if held.is_none() {
-                *held = Some(ConnectionManager::new(self.client.clone()).await?);
-            }
-            let connection = held.as_mut().expect("connected above");
-            operation(connection).await
-        };
-        match tokio::time::timeout(self.timeout, work).await {
-            Ok(result) => result.map_err(|e| StoreError(Box::new(e))),
-            Err(elapsed) => Err(StoreError(Box::new(elapsed))),
-        }
-    }
-
     fn seal(&self, place: &str, tokens: &Tokens) -> Vec<u8> {
-        let json = serde_json::to_vec(tokens).expect("tokens serialize");
-        match &self.sealing {
-            Some(key) => key.seal(place.as_bytes(), &json),
-            None => json,
-        }
+        self.redis.seal(
+            place,
+            &serde_json::to_vec(tokens).expect("tokens serialize"),
+        )
     }
 
     fn unseal(&self, place: &str, value: &[u8]) -> Result<Tokens, StoreError> {
-        let json = match &self.sealing {
-            Some(key) => key
-                .open(place.as_bytes(), value)
-                .map_err(|e| StoreError(Box::new(e)))?,
-            None => value.to_vec(),
-        };
-        serde_json::from_slice(&json).map_err(|e| StoreError(Box::new(e)))
+        serde_json::from_slice(&self.redis.unseal(place, value)?)
+            .map_err(|e| StoreError(Box::new(e)))
     }
 }
 
@@ -152,16 +104,13 @@ fn expire_at(tokens: &Tokens) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl TokenStore for RedisTokenStore {
     fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
         Box::pin(async move {
-            let key = self.key("tokens", resource);
+            let key = self.redis.key("tokens", resource);
             let place = key.clone();
             let value: Option<Vec<u8>> = self
+                .redis
                 .run(move |c| {
                     Box::pin(
                         async move { redis::cmd("HGET").arg(&key).arg("v").query_async(c).await },
@@ -178,40 +127,42 @@ impl TokenStore for RedisTokenStore {
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let key = self.key("tokens", resource);
+            let key = self.redis.key("tokens", resource);
             let sealed = self.seal(&key, tokens);
             let rt = fingerprint(tokens.refresh_token());
             let at = expire_at(tokens);
-            self.run(move |c| {
-                Box::pin(async move {
-                    let mut pipe = redis::pipe();
-                    pipe.atomic()
-                        .cmd("HSET")
-                        .arg(&key)
-                        .arg("v")
-                        .arg(sealed)
-                        .arg("rt")
-                        .arg(rt)
-                        .ignore();
-                    if at == "0" {
-                        pipe.cmd("PERSIST").arg(&key).ignore();
-                    } else {
-                        pipe.cmd("EXPIREAT").arg(&key).arg(&at).ignore();
-                    }
-                    pipe.query_async::<()>(c).await
+            self.redis
+                .run(move |c| {
+                    Box::pin(async move {
+                        let mut pipe = redis::pipe();
+                        pipe.atomic()
+                            .cmd("HSET")
+                            .arg(&key)
+                            .arg("v")
+                            .arg(sealed)
+                            .arg("rt")
+                            .arg(rt)
+                            .ignore();
+                        if at == "0" {
+                            pipe.cmd("PERSIST").arg(&key).ignore();
+                        } else {
+                            pipe.cmd("EXPIREAT").arg(&key).arg(&at).ignore();
+                        }
+                        pipe.query_async::<()>(c).await
+                    })
                 })
-            })
-            .await
+                .await
         })
     }
 
     fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let key = self.key("tokens", resource);
-            self.run(move |c| {
-                Box::pin(async move { redis::cmd("DEL").arg(&key).query_async(c).await })
-            })
-            .await
+            let key = self.redis.key("tokens", resource);
+            self.redis
+                .run(move |c| {
+                    Box::pin(async move { redis::cmd("DEL").arg(&key).query_async(c).await })
+                })
+                .await
         })
     }
 
@@ -222,7 +173,7 @@ impl TokenStore for RedisTokenStore {
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let key = self.key("tokens", resource);
+            let key = self.redis.key("tokens", resource);
             let sealed = self.seal(&key, tokens);
             let (expected, next, at) = (
                 fingerprint(from),
@@ -230,6 +181,7 @@ impl TokenStore for RedisTokenStore {
                 expire_at(tokens),
             );
             let replaced: i64 = self
+                .redis
                 .run(move |c| {
                     Box::pin(async move {
                         redis::Script::new(REPLACE)
@@ -253,7 +205,7 @@ impl TokenStore for RedisTokenStore {
         lasting: Duration,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
         Box::pin(async move {
-            let key = self.key("lease", resource);
+            let key = self.redis.key("lease", resource);
             let mut id = [0u8; 16];
             getrandom::fill(&mut id).map_err(|e| StoreError(Box::new(e)))?;
             let id = hex(&id);
@@ -262,6 +214,7 @@ impl TokenStore for RedisTokenStore {
                 .max(1);
             let value = id.clone();
             let granted: Option<String> = self
+                .redis
                 .run(move |c| {
                     Box::pin(async move {
                         redis::cmd("SET")
@@ -285,19 +238,20 @@ impl TokenStore for RedisTokenStore {
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let key = self.key("lease", resource);
+            let key = self.redis.key("lease", resource);
             let id = lease.0.clone();
-            self.run(move |c| {
-                Box::pin(async move {
-                    redis::Script::new(RELEASE)
-                        .key(&key)
-                        .arg(id)
-                        .invoke_async::<i64>(c)
-                        .await
-                        .map(drop)
+            self.redis
+                .run(move |c| {
+                    Box::pin(async move {
+                        redis::Script::new(RELEASE)
+                            .key(&key)
+                            .arg(id)
+                            .invoke_async::<i64>(c)
+                            .await
+                            .map(drop)
+                    })
                 })
-            })
-            .await
+                .await
         })
     }
 }
@@ -305,8 +259,7 @@ impl TokenStore for RedisTokenStore {
 impl fmt::Debug for RedisTokenStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisTokenStore")
-            .field("prefix", &self.prefix)
-            .field("sealed", &self.sealing.is_some())
-            .finish_non_exhaustive()
+            .field("redis", &self.redis)
+            .finish()
     }
 }

@@ -189,12 +189,14 @@ impl<'a> Attempt<'a> {
     async fn run(&self) -> Result<Session, Error> {
         let target = self.request.target();
         let cache = self.era_cache();
-        let cached = cache
-            .and_then(|cache| cache.get(target))
-            .and_then(|verdict| {
-                let context = self.context();
-                Plan::cached(verdict, self.request, &context)
-            });
+        let verdict = match cache {
+            Some(cache) => cache.lookup(target).await,
+            None => None,
+        };
+        let cached = verdict.and_then(|verdict| {
+            let context = self.context();
+            Plan::cached(verdict, self.request, &context)
+        });
         let outcome = match cached {
             Some(plan) => match self.climb(plan).await {
                 Err(error) if assumption_failed(&error) => {

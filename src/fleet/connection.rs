@@ -1,0 +1,96 @@
+//! One Redis connection as the fleet's stores use it: opened lazily, every
+//! operation bounded, keys under the application's prefix, values sealed.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use redis::aio::ConnectionManager;
+use sha2::{Digest as _, Sha256};
+
+use super::seal::SealingKey;
+use crate::auth::StoreError;
+
+/// How long one Redis operation may take by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
+
+pub(super) struct Connection {
+    client: redis::Client,
+    connection: tokio::sync::Mutex<Option<ConnectionManager>>,
+    prefix: String,
+    sealing: Option<SealingKey>,
+    pub(super) timeout: Duration,
+}
+
+impl Connection {
+    pub(super) fn open(
+        url: &str,
+        prefix: String,
+        sealing: Option<SealingKey>,
+    ) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| StoreError(Box::new(e)))?;
+        Ok(Connection {
+            client,
+            connection: tokio::sync::Mutex::new(None),
+            prefix,
+            sealing,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// `PREFIX:KIND:SHA256(name)`: no name (a URL, a resource) in clear.
+    pub(super) fn key(&self, kind: &str, name: &str) -> String {
+        format!("{}:{kind}:{}", self.prefix, hex(&Sha256::digest(name)))
+    }
+
+    /// Runs `operation` on the shared connection within the timeout,
+    /// connecting first when there is none yet.
+    pub(super) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        F: for<'c> FnOnce(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
+    {
+        let work = async {
+            let mut held = self.connection.lock().await;
+            if held.is_none() {
+                *held = Some(ConnectionManager::new(self.client.clone()).await?);
+            }
+            let connection = held.as_mut().expect("connected above");
+            operation(connection).await
+        };
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(result) => result.map_err(|e| StoreError(Box::new(e))),
+            Err(elapsed) => Err(StoreError(Box::new(elapsed))),
+        }
+    }
+
+    /// `plaintext` as it is kept at `place`.
+    pub(super) fn seal(&self, place: &str, plaintext: &[u8]) -> Vec<u8> {
+        match &self.sealing {
+            Some(key) => key.seal(place.as_bytes(), plaintext),
+            None => plaintext.to_vec(),
+        }
+    }
+
+    /// What `value`, kept at `place`, holds.
+    pub(super) fn unseal(&self, place: &str, value: &[u8]) -> Result<Vec<u8>, StoreError> {
+        match &self.sealing {
+            Some(key) => key
+                .open(place.as_bytes(), value)
+                .map_err(|e| StoreError(Box::new(e))),
+            None => Ok(value.to_vec()),
+        }
+    }
+}
+
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("prefix", &self.prefix)
+            .field("sealed", &self.sealing.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,122 @@
+//! [`RedisEraStore`]: what each server turned out to speak, shared by
+//! replicas, so a replica started after another has learnt a server's era
+//! (or its remembered `server/discover`) sends no probe for it.
+//!
+//! One value per server, `PREFIX:era:SHA256(EraCache key)`, sealed like
+//! the tokens (a remembered private discover result is the server's word
+//! for one principal). Entries do not expire: a remembered discover carries
+//! its own expiry, and a verdict that turns out stale is dropped by the
+//! connection that found it so.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use super::connection::Connection;
+use super::seal::SealingKey;
+use crate::auth::StoreError;
+use crate::era_cache::{EraStore, Verdict};
+
+/// Verdicts shared through Redis.
+///
+/// ```no_run
+/// use mcp_connect::era_cache::EraCache;
+/// use mcp_connect::fleet::{RedisEraStore, SealingKey};
+///
+/// # fn run(key: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+/// let eras = EraCache::new().with_store(RedisEraStore::new(
+///     &std::env::var("REDIS_URL")?,
+///     "billing",
+///     SealingKey::from_bytes(key)?,
+/// )?);
+/// # drop(eras); Ok(()) }
+/// ```
+pub struct RedisEraStore {
+    redis: Connection,
+}
+
+impl RedisEraStore {
+    /// A store at `url`, its keys under `prefix`, its values sealed with
+    /// `key` (see [`RedisTokenStore::new`](super::RedisTokenStore::new)).
+    pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
+        Connection::open(url, prefix.into(), Some(key)).map(|redis| RedisEraStore { redis })
+    }
+
+    /// A store whose values are kept in clear.
+    pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
+        Connection::open(url, prefix.into(), None).map(|redis| RedisEraStore { redis })
+    }
+
+    /// How long one Redis operation may take (500 ms by default).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.redis.timeout = timeout;
+        self
+    }
+}
+
+impl EraStore for RedisEraStore {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Verdict>, StoreError>> {
+        Box::pin(async move {
+            let place = self.redis.key("era", key);
+            let at = place.clone();
+            let value: Option<Vec<u8>> = self
+                .redis
+                .run(move |c| {
+                    Box::pin(async move { redis::cmd("GET").arg(&at).query_async(c).await })
+                })
+                .await?;
+            value
+                .map(|v| {
+                    let json = self.redis.unseal(&place, &v)?;
+                    serde_json::from_slice(&json).map_err(|e| StoreError(Box::new(e)))
+                })
+                .transpose()
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        verdict: &'a Verdict,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let place = self.redis.key("era", key);
+            let value = self.redis.seal(
+                &place,
+                &serde_json::to_vec(verdict).expect("verdicts serialize"),
+            );
+            self.redis
+                .run(move |c| {
+                    Box::pin(async move {
+                        redis::cmd("SET")
+                            .arg(&place)
+                            .arg(value)
+                            .query_async(c)
+                            .await
+                    })
+                })
+                .await
+        })
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let place = self.redis.key("era", key);
+            self.redis
+                .run(move |c| {
+                    Box::pin(async move { redis::cmd("DEL").arg(&place).query_async(c).await })
+                })
+                .await
+        })
+    }
+}
+
+impl fmt::Debug for RedisEraStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisEraStore")
+            .field("redis", &self.redis)
+            .finish()
+    }
+}
