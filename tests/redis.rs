@@ -6,7 +6,9 @@
 //! revokes the grant on reuse; a replica started later; Redis killed and
 //! back; Redis answering garbage; and what Redis holds after a run.
 //!
-//! `cargo test --features redis,testkit --test redis`
+//! `cargo test --features redis,testkit --test redis -- --test-threads=1`
+//! (one at a time: the outage soak and the eight processes load both cores
+//! of a small machine, and every store operation has a 500 ms bound).
 
 #[path = "support/mod.rs"]
 mod support;
@@ -577,5 +579,73 @@ async fn two_command_runs_share_eras_through_redis() {
         server.count("server/discover"),
         1,
         "the second run sent no probe"
+    );
+}
+
+/// Done when, item 3: Redis killed while eight replicas run for 30 s with
+/// calls every 100 ms. No call fails because of Redis, no replica loses
+/// the token it holds, and after Redis comes back (empty, as a restart
+/// without persistence leaves it) the fleet coordinates through it again:
+/// refused together, the replicas make one refresh and the store holds the
+/// tokens in force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_seconds_of_calls_across_a_redis_outage() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    let mut redis = Redis::start();
+    let (server, rotation, expired) = rotating().await;
+    let mut sessions = Vec::new();
+    for _ in 0..REPLICAS {
+        sessions.push(Arc::new(
+            Connector::new()
+                .connect(replica(&server, &redis))
+                .await
+                .unwrap(),
+        ));
+    }
+    let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let started = Instant::now();
+    let run_for = Duration::from_secs(30);
+    let callers: Vec<_> = sessions
+        .iter()
+        .map(|session| {
+            let (session, ok, failed) = (Arc::clone(session), Arc::clone(&ok), Arc::clone(&failed));
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(100));
+                while started.elapsed() < run_for {
+                    tick.tick().await;
+                    match session.call_tool("x", &json!({})).await {
+                        Ok(_) => ok.fetch_add(1, Ordering::Relaxed),
+                        Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    redis.kill();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    redis.restart();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Back for 5 s: now the servers refuse the token for everyone.
+    expired.store(true, std::sync::atomic::Ordering::SeqCst);
+    for caller in callers {
+        caller.await.unwrap();
+    }
+    let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    assert_eq!(failed, 0, "{failed} calls failed ({ok} went through)");
+    assert!(ok >= REPLICAS * 250, "the replicas kept calling: {ok}");
+    let books = rotation.books();
+    assert_eq!(
+        books.refreshed, 1,
+        "one refresh after Redis came back: {books:?}"
+    );
+    assert_eq!(books.invalid_grants, 0);
+    let stored = store(&redis).load(&server.url()).await.unwrap().unwrap();
+    assert_eq!(
+        stored.refresh_token(),
+        Some(books.current.as_str()),
+        "the store holds the tokens in force"
     );
 }

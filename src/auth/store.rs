@@ -48,9 +48,10 @@ pub trait TokenStore: Send + Sync + 'static {
     /// Forgets the tokens of `resource` (they were refused).
     fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Keeps `tokens` for `resource` only if the stored tokens still carry
-    /// the refresh token `from` (or there are none and `from` is `None`):
-    /// `Ok(false)` when another holder stored newer ones meanwhile.
+    /// Keeps `tokens` for `resource` unless the stored tokens no longer
+    /// carry the refresh token `from`: `Ok(false)` when another holder
+    /// stored newer ones meanwhile. With nothing stored (a store that lost
+    /// its contents, a first save) the tokens go in.
     ///
     /// The default reads then writes, which is enough for a store only one
     /// process uses under its own lease; a shared backend does it
@@ -63,7 +64,7 @@ pub trait TokenStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let stored = self.load(resource).await?;
-            if stored.as_ref().and_then(Tokens::refresh_token) != from {
+            if stored.is_some_and(|s| s.refresh_token() != from) {
                 return Ok(false);
             }
             self.save(resource, tokens).await.map(|()| true)
@@ -214,8 +215,10 @@ impl TokenStore for MemoryTokenStore {
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let replaced = self.with(|m| {
-            let current = m.tokens.get(resource).and_then(Tokens::refresh_token);
-            if current != from {
+            if m.tokens
+                .get(resource)
+                .is_some_and(|stored| stored.refresh_token() != from)
+            {
                 return false;
             }
             m.tokens.insert(resource.to_owned(), tokens.clone());

@@ -44,23 +44,78 @@ impl Connection {
     }
 
     /// Runs `operation` on the shared connection within the timeout,
-    /// connecting first when there is none yet.
+    /// connecting first when there is none yet. A connection that broke
+    /// (Redis restarted, the socket dropped) is replaced and the operation
+    /// run once more on the new one, within the same bound: the first
+    /// operation after a restart would otherwise fail for nothing.
     pub(super) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
     where
-        F: for<'c> FnOnce(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
+        F: for<'c> Fn(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
     {
         let work = async {
             let mut held = self.connection.lock().await;
-            if held.is_none() {
-                *held = Some(ConnectionManager::new(self.client.clone()).await?);
+            for fresh in [false, true] {
+                if held.is_none() {
+                    *held = Some(ConnectionManager::new(self.client.clone()).await?);
+                }
+                let connection = held.as_mut().expect("connected above");
+                match operation(connection).await {
+                    Err(e) if !fresh && (e.is_io_error() || e.is_connection_dropped()) => {
+                        *held = None;
+                    }
+                    outcome => return outcome,
+                }
             }
-            let connection = held.as_mut().expect("connected above");
-            operation(connection).await
+            unreachable!("the second pass returns")
         };
         match tokio::time::timeout(self.timeout, work).await {
             Ok(result) => result.map_err(|e| StoreError(Box::new(e))),
             Err(elapsed) => Err(StoreError(Box::new(elapsed))),
         }
+    }
+
+    /// One command.
+    pub(super) async fn query<T: redis::FromRedisValue + Send>(
+        &self,
+        command: redis::Cmd,
+    ) -> Result<T, StoreError> {
+        self.run(move |c| {
+            let command = command.clone();
+            Box::pin(async move { command.query_async(c).await })
+        })
+        .await
+    }
+
+    /// Commands run as one transaction.
+    pub(super) async fn atomically(&self, pipeline: redis::Pipeline) -> Result<(), StoreError> {
+        self.run(move |c| {
+            let pipeline = pipeline.clone();
+            Box::pin(async move { pipeline.query_async(c).await })
+        })
+        .await
+    }
+
+    /// A Lua script on one key, with its arguments.
+    pub(super) async fn script<T: redis::FromRedisValue + Send>(
+        &self,
+        source: &'static str,
+        key: &str,
+        args: &[&[u8]],
+    ) -> Result<T, StoreError> {
+        let script = redis::Script::new(source);
+        let key = key.to_owned();
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        self.run(move |c| {
+            let (script, key, args) = (script.clone(), key.clone(), args.clone());
+            Box::pin(async move {
+                let mut invocation = script.key(key);
+                for arg in &args {
+                    invocation.arg(arg.as_slice());
+                }
+                invocation.invoke_async(c).await
+            })
+        })
+        .await
     }
 
     /// `plaintext` as it is kept at `place`.

@@ -60,12 +60,9 @@ impl EraStore for RedisEraStore {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Verdict>, StoreError>> {
         Box::pin(async move {
             let place = self.redis.key("era", key);
-            let at = place.clone();
             let value: Option<Vec<u8>> = self
                 .redis
-                .run(move |c| {
-                    Box::pin(async move { redis::cmd("GET").arg(&at).query_async(c).await })
-                })
+                .query(redis::cmd("GET").arg(&place).clone())
                 .await?;
             value
                 .map(|v| {
@@ -83,20 +80,10 @@ impl EraStore for RedisEraStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let place = self.redis.key("era", key);
-            let value = self.redis.seal(
-                &place,
-                &serde_json::to_vec(verdict).expect("verdicts serialize"),
-            );
+            let json = serde_json::to_vec(verdict).expect("verdicts serialize");
+            let value = self.redis.seal(&place, &json);
             self.redis
-                .run(move |c| {
-                    Box::pin(async move {
-                        redis::cmd("SET")
-                            .arg(&place)
-                            .arg(value)
-                            .query_async(c)
-                            .await
-                    })
-                })
+                .query(redis::cmd("SET").arg(&place).arg(value).clone())
                 .await
         })
     }
@@ -105,9 +92,7 @@ impl EraStore for RedisEraStore {
         Box::pin(async move {
             let place = self.redis.key("era", key);
             self.redis
-                .run(move |c| {
-                    Box::pin(async move { redis::cmd("DEL").arg(&place).query_async(c).await })
-                })
+                .query(redis::cmd("DEL").arg(&place).clone())
                 .await
         })
     }

@@ -17,11 +17,11 @@ use super::connection::{hex, Connection};
 use super::seal::SealingKey;
 use crate::auth::{Lease, StoreError, TokenStore, Tokens};
 
-/// The compare-and-set: the new value goes in only over the tokens whose
-/// refresh token's digest is `ARGV[1]` ("" for none, or no entry).
+/// The compare-and-set: the new value goes in over no entry, or over the
+/// tokens whose refresh token's digest is `ARGV[1]` ("" for none).
 const REPLACE: &str = r"
-local current = redis.call('HGET', KEYS[1], 'rt') or ''
-if current ~= ARGV[1] then return 0 end
+local current = redis.call('HGET', KEYS[1], 'rt')
+if current and current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'rt', ARGV[3])
 if ARGV[4] == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('EXPIREAT', KEYS[1], ARGV[4]) end
 return 1
@@ -108,16 +108,11 @@ impl TokenStore for RedisTokenStore {
     fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
         Box::pin(async move {
             let key = self.redis.key("tokens", resource);
-            let place = key.clone();
             let value: Option<Vec<u8>> = self
                 .redis
-                .run(move |c| {
-                    Box::pin(
-                        async move { redis::cmd("HGET").arg(&key).arg("v").query_async(c).await },
-                    )
-                })
+                .query(redis::cmd("HGET").arg(&key).arg("v").clone())
                 .await?;
-            value.map(|v| self.unseal(&place, &v)).transpose()
+            value.map(|v| self.unseal(&key, &v)).transpose()
         })
     }
 
@@ -128,41 +123,28 @@ impl TokenStore for RedisTokenStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let key = self.redis.key("tokens", resource);
-            let sealed = self.seal(&key, tokens);
-            let rt = fingerprint(tokens.refresh_token());
-            let at = expire_at(tokens);
-            self.redis
-                .run(move |c| {
-                    Box::pin(async move {
-                        let mut pipe = redis::pipe();
-                        pipe.atomic()
-                            .cmd("HSET")
-                            .arg(&key)
-                            .arg("v")
-                            .arg(sealed)
-                            .arg("rt")
-                            .arg(rt)
-                            .ignore();
-                        if at == "0" {
-                            pipe.cmd("PERSIST").arg(&key).ignore();
-                        } else {
-                            pipe.cmd("EXPIREAT").arg(&key).arg(&at).ignore();
-                        }
-                        pipe.query_async::<()>(c).await
-                    })
-                })
-                .await
+            let mut pipeline = redis::pipe();
+            pipeline
+                .atomic()
+                .cmd("HSET")
+                .arg(&key)
+                .arg("v")
+                .arg(self.seal(&key, tokens))
+                .arg("rt")
+                .arg(fingerprint(tokens.refresh_token()))
+                .ignore();
+            match expire_at(tokens).as_str() {
+                "0" => pipeline.cmd("PERSIST").arg(&key).ignore(),
+                at => pipeline.cmd("EXPIREAT").arg(&key).arg(at).ignore(),
+            };
+            self.redis.atomically(pipeline).await
         })
     }
 
     fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let key = self.redis.key("tokens", resource);
-            self.redis
-                .run(move |c| {
-                    Box::pin(async move { redis::cmd("DEL").arg(&key).query_async(c).await })
-                })
-                .await
+            self.redis.query(redis::cmd("DEL").arg(&key).clone()).await
         })
     }
 
@@ -180,21 +162,8 @@ impl TokenStore for RedisTokenStore {
                 fingerprint(tokens.refresh_token()),
                 expire_at(tokens),
             );
-            let replaced: i64 = self
-                .redis
-                .run(move |c| {
-                    Box::pin(async move {
-                        redis::Script::new(REPLACE)
-                            .key(&key)
-                            .arg(expected)
-                            .arg(sealed)
-                            .arg(next)
-                            .arg(at)
-                            .invoke_async(c)
-                            .await
-                    })
-                })
-                .await?;
+            let args: [&[u8]; 4] = [expected.as_bytes(), &sealed, next.as_bytes(), at.as_bytes()];
+            let replaced: i64 = self.redis.script(REPLACE, &key, &args).await?;
             Ok(replaced == 1)
         })
     }
@@ -212,21 +181,17 @@ impl TokenStore for RedisTokenStore {
             let millis = u64::try_from(lasting.as_millis())
                 .unwrap_or(u64::MAX)
                 .max(1);
-            let value = id.clone();
             let granted: Option<String> = self
                 .redis
-                .run(move |c| {
-                    Box::pin(async move {
-                        redis::cmd("SET")
-                            .arg(&key)
-                            .arg(value)
-                            .arg("NX")
-                            .arg("PX")
-                            .arg(millis)
-                            .query_async(c)
-                            .await
-                    })
-                })
+                .query(
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(&id)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(millis)
+                        .clone(),
+                )
                 .await?;
             Ok(granted.map(|_| Lease(id)))
         })
@@ -239,19 +204,11 @@ impl TokenStore for RedisTokenStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let key = self.redis.key("lease", resource);
-            let id = lease.0.clone();
-            self.redis
-                .run(move |c| {
-                    Box::pin(async move {
-                        redis::Script::new(RELEASE)
-                            .key(&key)
-                            .arg(id)
-                            .invoke_async::<i64>(c)
-                            .await
-                            .map(drop)
-                    })
-                })
-                .await
+            let _: i64 = self
+                .redis
+                .script(RELEASE, &key, &[lease.0.as_bytes()])
+                .await?;
+            Ok(())
         })
     }
 }
