@@ -117,6 +117,11 @@ pub enum AuthError {
         /// The OAuth error code, when it is one of the specification's.
         error: &'static str,
     },
+    /// Another holder of the token store (a replica, another session) is
+    /// having the person authorize, and no tokens came within the
+    /// person's limit. No second authorization was started.
+    #[error("an authorization is pending elsewhere")]
+    PendingElsewhere,
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

@@ -101,18 +101,36 @@ pub(crate) async fn authorize(
                 .await?
                 .into_tokens(None)
         }
-        Grant::Code(person) => {
-            code_flow(
-                settings,
-                person.as_ref(),
-                pause,
-                &token,
-                &client,
-                &resource,
-                scope.as_deref(),
-            )
-            .await?
-        }
+        Grant::Code(person) => match super::once::turn(auth, &resource, pause).await? {
+            // Another holder asked the person; its tokens serve here too.
+            super::once::Turn::Theirs(tokens) => {
+                auth.state.set_tokens(Some(tokens));
+                return Ok(Authorized::Refreshed);
+            }
+            super::once::Turn::Mine(lease) => {
+                let flow = code_flow(
+                    settings,
+                    person.as_ref(),
+                    pause,
+                    &token,
+                    &client,
+                    &resource,
+                    scope.as_deref(),
+                )
+                .await;
+                // Stored before the lease is given back, so the holders
+                // waiting for them find them.
+                let outcome = match flow {
+                    Ok(tokens) => {
+                        keep(auth, &resource, tokens).await;
+                        Ok(Authorized::New)
+                    }
+                    Err(error) => Err(error),
+                };
+                super::once::done(auth, &resource, lease).await;
+                return outcome;
+            }
+        },
     };
     keep(auth, &resource, tokens).await;
     Ok(Authorized::New)

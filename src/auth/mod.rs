@@ -38,6 +38,7 @@ mod error;
 mod flow;
 mod http;
 mod jwt_bearer;
+mod once;
 mod pkce;
 mod refresh;
 mod store;

@@ -151,3 +151,118 @@ async fn holders_with_a_copy_each_lose_the_grant() {
     })
     .await;
 }
+
+/// The person's part, counted (and slowed, so that the holders overlap).
+struct CountingPerson {
+    approve: mcp_connect::testkit::AutoApprove,
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    hangs: bool,
+}
+
+impl mcp_connect::auth::Authorize for CountingPerson {
+    fn authorize(
+        &self,
+        url: String,
+    ) -> futures_util::future::BoxFuture<'static, Result<String, mcp_connect::error::BoxError>>
+    {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let hangs = self.hangs;
+        let approved = self.approve.authorize(url);
+        Box::pin(async move {
+            if hangs {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            approved.await
+        })
+    }
+}
+
+fn person(asked: &Arc<std::sync::atomic::AtomicUsize>, hangs: bool) -> CountingPerson {
+    CountingPerson {
+        approve: mcp_connect::testkit::AutoApprove::new(),
+        asked: Arc::clone(asked),
+        hangs,
+    }
+}
+
+/// Issue 31, item 3: holders of one store that need a person at the same
+/// moment ask the person once; the others use the tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_person_authorizes_for_every_holder_of_the_store() {
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let store = Arc::new(MemoryTokenStore::new());
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let connector = Connector::new();
+        let requests: Vec<_> = (0..4)
+            .map(|_| {
+                let auth = Authorization::authorization_code(person(&asked, false))
+                    .with_token_store(Arc::clone(&store));
+                request(&server, auth)
+            })
+            .collect();
+        let connects = requests.into_iter().map(|r| connector.connect(r));
+        let sessions = futures_util::future::join_all(connects).await;
+        assert!(sessions.iter().all(Result::is_ok), "every holder connected");
+        assert_eq!(
+            asked.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one person"
+        );
+        let authorize = server
+            .recorded()
+            .iter()
+            .filter(|r| r.route() == "/as/authorize")
+            .count();
+        assert_eq!(authorize, 1, "one authorization at the server");
+    })
+    .await;
+}
+
+/// A holder waiting for another's person fails typed after its own
+/// person's limit, and never asks its person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_waiting_for_anothers_person_fails_typed_at_its_limit() {
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let store = Arc::new(MemoryTokenStore::new());
+        let (first, second) = (
+            Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        );
+        // The first holder's person never comes back.
+        let slow = Authorization::authorization_code(person(&first, true))
+            .with_token_store(Arc::clone(&store));
+        let server_url = server.url();
+        let stuck = tokio::spawn({
+            let request = request(&server, slow);
+            async move { Connector::new().connect(request).await }
+        });
+        while first.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let waiting = Authorization::authorization_code(person(&second, false))
+            .with_token_store(Arc::clone(&store))
+            .with_person_timeout(Duration::from_millis(300));
+        let error = Connector::new()
+            .connect(request(&server, waiting))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                mcp_connect::ErrorKind::Auth(mcp_connect::auth::AuthError::PendingElsewhere)
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            second.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "no second person"
+        );
+        stuck.abort();
+        drop(server_url);
+    })
+    .await;
+}

@@ -1,0 +1,89 @@
+//! A person's authorization once for every holder of the store.
+//!
+//! When a new authorization code flow is needed, the holder that takes the
+//! store's authorization lease asks the person; the others (replicas of one
+//! service, sessions of one process) wait for the tokens it stores, within
+//! the person's own limit, and then use them. None starts a second browser
+//! flow; one that waited the person's whole limit fails with
+//! [`AuthError::PendingElsewhere`]. A store that fails is passed over: this
+//! holder asks the person itself.
+
+use std::time::Duration;
+
+use mcp_connect_layers::deadline::DeadlinePause;
+
+use super::store::{passed_over, Lease};
+use super::tokens::Tokens;
+use super::{AuthError, Authorization};
+
+/// How often a holder waiting for another's person looks at the store.
+const WAIT_STEP: Duration = Duration::from_millis(100);
+
+/// Whose turn it is to ask the person.
+pub(super) enum Turn {
+    /// This holder's, under this lease (none when the store failed).
+    Mine(Option<Lease>),
+    /// Another holder's, whose tokens are these.
+    Theirs(Tokens),
+}
+
+/// The lease name of a resource's authorization (its refresh lease is the
+/// resource itself).
+fn lease_name(resource: &str) -> String {
+    format!("{resource} authorize")
+}
+
+/// Takes the authorization lease of `resource`, or waits for the tokens
+/// its holder stores.
+pub(super) async fn turn(
+    auth: &Authorization,
+    resource: &str,
+    pause: Option<&DeadlinePause>,
+) -> Result<Turn, AuthError> {
+    let store = &*auth.settings.store;
+    let limit = auth.settings.person_timeout;
+    let name = lease_name(resource);
+    let before = match store.load(resource).await {
+        Ok(stored) => stored.map(|t| t.access_token().to_owned()),
+        Err(_) => {
+            passed_over("read");
+            return Ok(Turn::Mine(None));
+        }
+    };
+    match store.lease(&name, limit + Duration::from_secs(5)).await {
+        Ok(Some(lease)) => return Ok(Turn::Mine(Some(lease))),
+        Ok(None) => {}
+        Err(_) => {
+            passed_over("lease");
+            return Ok(Turn::Mine(None));
+        }
+    }
+    // Another holder is asking the person: their wait, not the machine's,
+    // so the establishment deadline does not count it either.
+    let _paused = pause.map(DeadlinePause::pause);
+    let until = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < until {
+        tokio::time::sleep(WAIT_STEP).await;
+        if let Ok(Some(stored)) = store.load(resource).await {
+            if Some(stored.access_token()) != before.as_deref() {
+                return Ok(Turn::Theirs(stored));
+            }
+        }
+    }
+    Err(AuthError::PendingElsewhere)
+}
+
+/// Gives the authorization lease back.
+pub(super) async fn done(auth: &Authorization, resource: &str, lease: Option<Lease>) {
+    if let Some(lease) = lease {
+        if auth
+            .settings
+            .store
+            .release(&lease_name(resource), &lease)
+            .await
+            .is_err()
+        {
+            passed_over("release");
+        }
+    }
+}
