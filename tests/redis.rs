@@ -649,3 +649,74 @@ async fn thirty_seconds_of_calls_across_a_redis_outage() {
         "the store holds the tokens in force"
     );
 }
+
+/// Item 1 and 2 (results): a listing one replica fetched serves another
+/// from Redis while the server says it is fresh; an invalidation drops
+/// what it names, every context, and nothing else.
+#[tokio::test]
+async fn a_listing_one_replica_fetched_serves_another() {
+    use mcp_connect::fleet::RedisResponseStore;
+    use mcp_connect::response_cache::{
+        CacheKey, CachedResult, Invalidation, ResponseCache, ResponseStore,
+    };
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let server = ScriptServer::start(|r: &support::Recorded| match r.rpc_method() {
+            "server/discover" => support::Script::Json(
+                200,
+                support::result(r, json!({ "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } })),
+            ),
+            "tools/list" => support::Script::Json(
+                200,
+                support::result(
+                    r,
+                    json!({ "resultType": "complete", "ttlMs": 60000, "cacheScope": "public",
+                            "tools": [{ "name": "canary-tool", "inputSchema": { "type": "object" } }] }),
+                ),
+            ),
+            _ => support::Script::Json(200, support::error(r, -32601, None)),
+        })
+        .await;
+        let shared = || {
+            RedisResponseStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap())
+                .unwrap()
+        };
+        let replica = |cache: ResponseCache| {
+            ConnectRequest::http(&server.url())
+                .unwrap()
+                .with_response_cache(cache)
+        };
+        let first = Connector::new()
+            .connect(replica(ResponseCache::with_store(shared())))
+            .await
+            .unwrap();
+        assert_eq!(first.list_tools().await.unwrap().tools.len(), 1);
+        assert_eq!(server.count("tools/list"), 1);
+        let second = Connector::new()
+            .connect(replica(ResponseCache::with_store(shared())))
+            .await
+            .unwrap();
+        assert_eq!(second.list_tools().await.unwrap().tools[0].name, "canary-tool");
+        assert_eq!(server.count("tools/list"), 1, "served from Redis");
+        let held = redis.dump();
+        assert!(held.contains("app:resp:") && !held.contains("canary-tool"), "{held}");
+
+        // Invalidations, through the store itself.
+        let store = shared();
+        let entry = CachedResult::new(Arc::from("{}"), std::time::SystemTime::now() + Duration::from_secs(60));
+        let read = |uri: &str, context: Option<&str>| {
+            CacheKey::new("srv", context, "resources/read", format!(r#"{{"uri":"{uri}"}}"#))
+        };
+        for key in [read("a", None), read("a", Some("ctx")), read("b", None)] {
+            store.put(key, entry.clone()).await;
+        }
+        assert!(store.get(&read("a", Some("ctx"))).await.is_some());
+        store.invalidate("srv", &Invalidation::Resource("a".into())).await;
+        assert!(store.get(&read("a", None)).await.is_none());
+        assert!(store.get(&read("a", Some("ctx"))).await.is_none(), "every context");
+        assert!(store.get(&read("b", None)).await.is_some(), "nothing else");
+        store.invalidate("srv", &Invalidation::Method("resources/read")).await;
+        assert!(store.get(&read("b", None)).await.is_none());
+    })
+    .await;
+}

@@ -235,6 +235,12 @@ pub(super) fn redis_url(place: &str) -> Option<String> {
     Some(url.into())
 }
 
+/// How long one Redis operation of the command may take: a run is a new
+/// process whose first connection (and `AUTH`) may meet a busy machine,
+/// and waiting two seconds is cheaper for a person than a refresh made
+/// without the others.
+const COMMAND_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The Redis token store the arguments ask for: sealed with the key from
 /// `--store-key-env`, or in clear only with `--store-in-clear`. Neither
 /// the URL nor the key is ever in a message.
@@ -243,7 +249,9 @@ fn redis_store(args: &Args, url: String) -> Result<RedisTokenStore, String> {
         Some(key) => RedisTokenStore::new(&url, "mcp-connect", key),
         None => RedisTokenStore::in_clear(&url, "mcp-connect"),
     };
-    store.map_err(|_| "--token-store: not a usable Redis URL".to_owned())
+    store
+        .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
+        .map_err(|_| "--token-store: not a usable Redis URL".to_owned())
 }
 
 /// The Redis era store `--era-cache redis://...` asks for, sealed like the
@@ -253,7 +261,9 @@ pub(super) fn redis_era_store(args: &Args, url: &str) -> Result<RedisEraStore, S
         Some(key) => RedisEraStore::new(url, "mcp-connect", key),
         None => RedisEraStore::in_clear(url, "mcp-connect"),
     };
-    store.map_err(|_| "--era-cache: not a usable Redis URL".to_owned())
+    store
+        .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
+        .map_err(|_| "--era-cache: not a usable Redis URL".to_owned())
 }
 
 /// The key from `--store-key-env`; `None` only with `--store-in-clear`.

@@ -11,6 +11,9 @@
 //! - [`RedisEraStore`]: what each server speaks, and its remembered
 //!   `server/discover`, for [`EraCache::with_store`](crate::era_cache::EraCache::with_store):
 //!   a replica started after another learnt a server sends it no probe.
+//! - [`RedisResponseStore`]: the SEP-2549 response cache's entries, for
+//!   [`ResponseCache::with_store`](crate::response_cache::ResponseCache::with_store):
+//!   a listing one replica fetched serves the others while it is fresh.
 //!
 //! Every Redis operation is bounded ([`RedisTokenStore::with_timeout`]): a
 //! Redis that is down or slow is a [`StoreError`](crate::auth::StoreError)
@@ -24,9 +27,11 @@
 
 mod connection;
 mod eras;
+mod responses;
 mod seal;
 mod tokens;
 
 pub use eras::RedisEraStore;
+pub use responses::RedisResponseStore;
 pub use seal::{SealError, SealingKey};
 pub use tokens::RedisTokenStore;

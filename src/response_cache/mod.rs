@@ -103,6 +103,23 @@ pub struct CacheKey {
     pub params: Arc<str>,
 }
 
+impl CacheKey {
+    /// A key, for a store's own tests (the cache makes the keys it uses).
+    pub fn new(
+        server: impl Into<Arc<str>>,
+        context: Option<&str>,
+        method: impl Into<Arc<str>>,
+        params: impl Into<Arc<str>>,
+    ) -> Self {
+        CacheKey {
+            server: server.into(),
+            context: context.map(Arc::from),
+            method: method.into(),
+            params: params.into(),
+        }
+    }
+}
+
 /// One cached result.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -264,6 +281,19 @@ impl Invalidation {
     /// keys takes [`matcher`](Self::matcher) once instead.
     pub fn matches(&self, key: &CacheKey) -> bool {
         self.matcher()(key)
+    }
+
+    /// The method an invalidation covers, and the canonical params it is
+    /// limited to (for a resource), every context: for stores that find
+    /// entries by key prefix instead of testing each.
+    pub fn scope(&self) -> (&'static str, Option<String>) {
+        match self {
+            Invalidation::Method(method) => (method, None),
+            Invalidation::Resource(uri) => (
+                "resources/read",
+                hints::canonical(Some(&serde_json::json!({ "uri": uri }))),
+            ),
+        }
     }
 
     /// [`matches`](Self::matches) with the work that does not depend on
