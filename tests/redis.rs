@@ -19,11 +19,11 @@ use std::time::Duration;
 use mcp_connect::auth::{Authorization, TokenStore};
 use mcp_connect::fleet::{RedisTokenStore, SealingKey};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{ConnectRequest, Connector, Session};
+use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
 
-use support::oauth::{start, As, Rotation, TOKEN};
+use support::oauth::{call_together, grants, rotating, start, As, TOKEN};
 use support::redis::{Redis, PASSWORD};
 use support::{watchdog, ScriptServer};
 
@@ -42,42 +42,6 @@ fn replica(server: &ScriptServer, redis: &Redis) -> ConnectRequest {
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25)
         .with_authorization(auth)
-}
-
-fn grants(server: &ScriptServer) -> Vec<String> {
-    server
-        .recorded()
-        .iter()
-        .filter(|r| r.route() == "/as/token")
-        .map(|r| r.field("grant_type").unwrap_or_default())
-        .collect()
-}
-
-async fn rotating() -> (
-    ScriptServer,
-    Arc<Rotation>,
-    Arc<std::sync::atomic::AtomicBool>,
-) {
-    let rotation = Arc::new(Rotation::default());
-    let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let server = start(As {
-        refresh: true,
-        rotation: Some(Arc::clone(&rotation)),
-        expired: Some(Arc::clone(&expired)),
-        ..As::default()
-    })
-    .await;
-    (server, rotation, expired)
-}
-
-async fn call_together(sessions: &[Session]) -> usize {
-    let arguments = json!({});
-    let calls = sessions.iter().map(|s| s.call_tool("x", &arguments));
-    futures_util::future::join_all(calls)
-        .await
-        .iter()
-        .filter(|r| r.is_ok())
-        .count()
 }
 
 /// Done when, item 1 and 2: eight replicas refused together make exactly

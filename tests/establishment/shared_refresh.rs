@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use mcp_connect::auth::{Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::{ConnectRequest, Connector, Session};
-use serde_json::json;
+use mcp_connect::{ConnectRequest, Connector};
 
-use crate::support::oauth::{start, As, Rotation};
-use crate::support::{watchdog, Recorded, ScriptServer};
+use crate::support::oauth::{call_together, grants, rotating, start, As};
+use crate::support::{watchdog, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const HOLDERS: usize = 8;
@@ -27,49 +26,10 @@ fn request(server: &ScriptServer, auth: Authorization) -> ConnectRequest {
         .with_authorization(auth)
 }
 
-fn grants(server: &ScriptServer) -> Vec<String> {
-    server
-        .recorded()
-        .iter()
-        .filter(|r: &&Recorded| r.route() == "/as/token")
-        .map(|r| r.field("grant_type").unwrap_or_default())
-        .collect()
-}
-
-/// The scripted servers with rotation, and a switch that makes the first
-/// access token expire at the resource.
-async fn servers() -> (
-    ScriptServer,
-    Arc<Rotation>,
-    Arc<std::sync::atomic::AtomicBool>,
-) {
-    let rotation = Arc::new(Rotation::default());
-    let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let server = start(As {
-        refresh: true,
-        rotation: Some(Arc::clone(&rotation)),
-        expired: Some(Arc::clone(&expired)),
-        ..As::default()
-    })
-    .await;
-    (server, rotation, expired)
-}
-
-/// Every holder calls a tool at the same instant; how many calls worked.
-async fn call_together(sessions: &[Session]) -> usize {
-    let arguments = json!({});
-    let calls = sessions.iter().map(|s| s.call_tool("x", &arguments));
-    futures_util::future::join_all(calls)
-        .await
-        .iter()
-        .filter(|r| r.is_ok())
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holders_of_one_store_refresh_once_when_refused_together() {
     watchdog(LIMIT, async {
-        let (server, rotation, expired) = servers().await;
+        let (server, rotation, expired) = rotating().await;
         let store = Arc::new(MemoryTokenStore::new());
         let holder = || {
             Authorization::client_credentials("svc", "canary-secret")
@@ -118,7 +78,7 @@ async fn holders_of_one_store_refresh_once_when_refused_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holders_with_a_copy_each_lose_the_grant() {
     watchdog(LIMIT, async {
-        let (server, rotation, expired) = servers().await;
+        let (server, rotation, expired) = rotating().await;
         let first = Arc::new(MemoryTokenStore::new());
         let auth = Authorization::client_credentials("svc", "canary-secret")
             .with_token_store(Arc::clone(&first));

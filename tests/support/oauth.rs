@@ -339,3 +339,43 @@ pub async fn start_named(behaviour: As, host: &str) -> ScriptServer {
     *base.lock().unwrap() = format!("http://{host}:{}", server.addr().port());
     server
 }
+
+/// The grant types the token endpoint was asked for, in order.
+pub fn grants(server: &ScriptServer) -> Vec<String> {
+    server
+        .recorded()
+        .iter()
+        .filter(|r| r.route() == "/as/token")
+        .map(|r| r.field("grant_type").unwrap_or_default())
+        .collect()
+}
+
+/// The scripted servers with refresh-token rotation, and a switch that
+/// makes the first access token expire at the resource.
+pub async fn rotating() -> (
+    ScriptServer,
+    Arc<Rotation>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let rotation = Arc::new(Rotation::default());
+    let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = start(As {
+        refresh: true,
+        rotation: Some(Arc::clone(&rotation)),
+        expired: Some(Arc::clone(&expired)),
+        ..As::default()
+    })
+    .await;
+    (server, rotation, expired)
+}
+
+/// Every session calls a tool at the same instant; how many calls worked.
+pub async fn call_together(sessions: &[mcp_connect::Session]) -> usize {
+    let arguments = json!({});
+    let calls = sessions.iter().map(|s| s.call_tool("x", &arguments));
+    futures_util::future::join_all(calls)
+        .await
+        .iter()
+        .filter(|r| r.is_ok())
+        .count()
+}
