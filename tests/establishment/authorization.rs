@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::capture::Capture;
 use crate::support::oauth::{start, As};
 use crate::support::{watchdog, Recorded, ScriptServer};
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
@@ -17,7 +16,6 @@ use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
-use tracing_subscriber::layer::SubscriberExt;
 
 const LIMIT: Duration = Duration::from_secs(15);
 
@@ -197,13 +195,7 @@ async fn stored_tokens_are_used_before_a_refresh_and_a_refresh_before_a_new_auth
 
 #[test]
 fn no_secret_token_code_or_state_reaches_diagnostics_errors_or_debug() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (capture, _guard, runtime) = crate::support::capture::on_this_thread();
     let mut printed = String::new();
     runtime.block_on(async {
         let stack = mcp_connect::EstablishBuilder::new(Connector::new()).build();

@@ -14,9 +14,7 @@ use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
-use tracing_subscriber::layer::SubscriberExt;
 
-use crate::support::capture::Capture;
 use crate::support::oauth::{proof_claims, start, As, Dpop, Nonce, AS_NONCE, RS_NONCE, TOKEN};
 use crate::support::{watchdog, Recorded, ScriptServer};
 
@@ -210,13 +208,7 @@ async fn an_authorization_server_without_the_keys_algorithm_gets_no_token_reques
 /// or `Debug`, on success and on both typed failures.
 #[test]
 fn no_proof_key_or_nonce_reaches_diagnostics_errors_or_debug() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (capture, _guard, runtime) = crate::support::capture::on_this_thread();
     let mut printed = String::new();
     let mut proofs = Vec::new();
     runtime.block_on(async {

@@ -13,9 +13,7 @@ use mcp_connect::layers::{Classify, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
-use tracing_subscriber::layer::SubscriberExt;
 
-use crate::support::capture::Capture;
 use crate::support::{watchdog, LegacyServer, Recorded, Script, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(15);
@@ -273,13 +271,7 @@ async fn an_identity_provider_refusing_the_exchange_is_a_typed_failure() {
 /// secret or access token in any diagnostic, error or `Debug`.
 #[test]
 fn no_assertion_or_token_reaches_diagnostics_errors_or_debug() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (capture, _guard, runtime) = crate::support::capture::on_this_thread();
     let mut printed = String::new();
     runtime.block_on(async {
         let stack = mcp_connect::EstablishBuilder::new(Connector::new()).build();

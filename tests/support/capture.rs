@@ -44,3 +44,22 @@ impl<S: tracing::Subscriber> Layer<S> for Capture {
         attrs.record(&mut Collect(&mut out));
     }
 }
+
+/// A capture installed as this thread's subscriber (while the guard
+/// lives), and a current-thread runtime, so everything the test body runs
+/// is seen.
+pub fn on_this_thread() -> (
+    Capture,
+    tracing::subscriber::DefaultGuard,
+    tokio::runtime::Runtime,
+) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let guard = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    (capture, guard, runtime)
+}
