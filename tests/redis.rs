@@ -684,3 +684,30 @@ async fn a_listing_one_replica_fetched_serves_another() {
     })
     .await;
 }
+
+/// Item 1 (registrations): a client registered by one replica is read by
+/// another from Redis, and its secret is not there in clear.
+#[tokio::test]
+async fn a_registered_client_is_shared_sealed() {
+    use mcp_connect::auth::Registration;
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let (a, b) = (store(&redis), store(&redis));
+        let issuer = "https://as.example";
+        assert_eq!(b.load_registration(issuer).await.unwrap(), None);
+        let registration: Registration = serde_json::from_value(json!({
+            "client_id": "replica-client",
+            "client_secret": "canary-registration-secret",
+        }))
+        .unwrap();
+        a.save_registration(issuer, &registration).await.unwrap();
+        assert_eq!(
+            b.load_registration(issuer).await.unwrap(),
+            Some(registration)
+        );
+        let held = redis.dump();
+        assert!(held.contains("app:registration:"), "{held}");
+        assert!(!held.contains("canary-registration-secret") && !held.contains("replica-client"));
+    })
+    .await;
+}

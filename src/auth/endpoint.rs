@@ -57,6 +57,26 @@ pub(super) async fn identity(
             method: registered.method,
         });
     }
+    // Another holder of the store registered here: the tokens it stored
+    // were issued to that client, so refreshes must come from it too.
+    match settings.store.load_registration(&discovered.issuer).await {
+        Ok(Some(kept)) => {
+            auth.state.set_registered(super::bearer::Registered {
+                issuer: discovered.issuer.clone(),
+                id: kept.client_id.clone(),
+                secret: kept.client_secret.clone(),
+                method: kept.token_endpoint_auth_method.clone(),
+            });
+            return Ok(Client {
+                id: kept.client_id,
+                secret: kept.client_secret,
+                key: None,
+                method: kept.token_endpoint_auth_method,
+            });
+        }
+        Ok(None) => {}
+        Err(_) => super::store::passed_over("read"),
+    }
     let Some(registration) = discovered.server.registration_endpoint.as_deref() else {
         return Err(AuthError::NoClientIdentity);
     };
@@ -88,6 +108,19 @@ pub(super) async fn identity(
         secret: registered.client_secret.clone(),
         method: registered.token_endpoint_auth_method.clone(),
     });
+    let kept = super::store::Registration {
+        client_id: registered.client_id.clone(),
+        client_secret: registered.client_secret.clone(),
+        token_endpoint_auth_method: registered.token_endpoint_auth_method.clone(),
+    };
+    if settings
+        .store
+        .save_registration(&discovered.issuer, &kept)
+        .await
+        .is_err()
+    {
+        super::store::passed_over("write");
+    }
     Ok(Client {
         id: registered.client_id,
         secret: registered.client_secret,

@@ -56,7 +56,7 @@ pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
-pub use store::{FileTokenStore, Lease, MemoryTokenStore, StoreError, TokenStore};
+pub use store::{FileTokenStore, Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
 pub use tokens::Tokens;
 
 pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};

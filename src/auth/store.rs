@@ -22,9 +22,35 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::tokens::Tokens;
+
+/// A client registered dynamically at an authorization server (RFC 7591),
+/// kept so that every holder of the store refreshes as the client its
+/// tokens were issued to, and none registers again. `Debug` shows whether
+/// there is a secret, never the secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    /// The client id the server gave.
+    pub client_id: String,
+    /// The client secret, when the server gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint, when the server
+    /// said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<String>,
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("client_secret", &self.client_secret.is_some())
+            .finish_non_exhaustive()
+    }
+}
 
 /// A refresh lease granted by [`TokenStore::lease`]: the holder's token,
 /// given back to [`TokenStore::release`].
@@ -85,6 +111,27 @@ pub trait TokenStore: Send + Sync + 'static {
         Box::pin(async { Ok(Some(Lease(String::new()))) })
     }
 
+    /// The client registered at `issuer`, if a holder kept one.
+    ///
+    /// The default keeps none (each holder registers for itself).
+    fn load_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
+        let _ = issuer;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Keeps the client registered at `issuer`.
+    fn save_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+        registration: &'a Registration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (issuer, registration);
+        Box::pin(async { Ok(()) })
+    }
+
     /// Gives back a lease (only its holder's token releases it).
     fn release<'a>(
         &'a self,
@@ -132,6 +179,19 @@ impl<T: TokenStore> TokenStore for Arc<T> {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         (**self).release(resource, lease)
     }
+    fn load_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
+        (**self).load_registration(issuer)
+    }
+    fn save_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+        registration: &'a Registration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).save_registration(issuer, registration)
+    }
 }
 
 /// A store that failed does not fail the authorization (the tokens work
@@ -167,6 +227,7 @@ pub struct MemoryTokenStore {
 #[derive(Default)]
 struct Memory {
     tokens: HashMap<String, Tokens>,
+    registrations: HashMap<String, Registration>,
     leases: HashMap<String, (u64, Instant)>,
     next_lease: u64,
 }
@@ -260,6 +321,26 @@ impl TokenStore for MemoryTokenStore {
             {
                 m.leases.remove(resource);
             }
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn load_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
+        let found = self.with(|m| m.registrations.get(issuer).cloned());
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn save_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+        registration: &'a Registration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.with(|m| {
+            m.registrations
+                .insert(issuer.to_owned(), registration.clone())
         });
         Box::pin(async { Ok(()) })
     }

@@ -5,8 +5,8 @@
 
 use futures_util::future::BoxFuture;
 use mcp_connect::auth::{
-    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, StoreError,
-    TokenStore, Tokens,
+    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, Registration,
+    StoreError, TokenStore, Tokens,
 };
 use mcp_connect::fleet::{RedisEraStore, RedisTokenStore, SealingKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
@@ -435,6 +435,20 @@ impl<S: TokenStore> TokenStore for Reported<S> {
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.0.release(resource, lease)
+    }
+    fn load_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
+        self.0.load_registration(issuer)
+    }
+
+    fn save_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+        registration: &'a Registration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.save_registration(issuer, registration)
     }
 }
 

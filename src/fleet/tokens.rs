@@ -4,7 +4,9 @@
 //! (the sealed tokens) and `rt` (the SHA-256 of the refresh token, which
 //! the compare-and-set compares, so the script never needs the key). Its
 //! refresh lease is `PREFIX:lease:SHA256(resource)`, set with `NX PX` and
-//! released only by the holder's id. Tokens without a refresh token expire
+//! released only by the holder's id. A dynamically registered client is
+//! `PREFIX:registration:SHA256(issuer)`, sealed (it may hold a secret).
+//! Tokens without a refresh token expire
 //! from Redis with the access token; tokens with one stay until replaced.
 
 use std::fmt;
@@ -15,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::connection::{hex, Connection};
 use super::seal::SealingKey;
-use crate::auth::{Lease, StoreError, TokenStore, Tokens};
+use crate::auth::{Lease, Registration, StoreError, TokenStore, Tokens};
 
 /// The compare-and-set: the new value goes in over no entry, or over the
 /// tokens whose refresh token's digest is `ARGV[1]` ("" for none).
@@ -194,6 +196,40 @@ impl TokenStore for RedisTokenStore {
                 )
                 .await?;
             Ok(granted.map(|_| Lease(id)))
+        })
+    }
+
+    fn load_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
+        Box::pin(async move {
+            let key = self.redis.key("registration", issuer);
+            let value: Option<Vec<u8>> = self
+                .redis
+                .query(redis::cmd("GET").arg(&key).clone())
+                .await?;
+            value
+                .map(|v| {
+                    let json = self.redis.unseal(&key, &v)?;
+                    serde_json::from_slice(&json).map_err(|e| StoreError(Box::new(e)))
+                })
+                .transpose()
+        })
+    }
+
+    fn save_registration<'a>(
+        &'a self,
+        issuer: &'a str,
+        registration: &'a Registration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let key = self.redis.key("registration", issuer);
+            let json = serde_json::to_vec(registration).expect("registrations serialize");
+            let sealed = self.redis.seal(&key, &json);
+            self.redis
+                .query(redis::cmd("SET").arg(&key).arg(sealed).clone())
+                .await
         })
     }
 

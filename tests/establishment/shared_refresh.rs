@@ -226,3 +226,56 @@ async fn a_holder_waiting_for_anothers_person_fails_typed_at_its_limit() {
     })
     .await;
 }
+
+/// Issue 31, item 1 (registrations): a holder that uses tokens another
+/// holder obtained as a dynamically registered client refreshes as that
+/// client, and registers nothing itself.
+#[tokio::test]
+async fn holders_of_one_store_share_the_registered_client() {
+    watchdog(LIMIT, async {
+        let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let server = start(As {
+            refresh: true,
+            expired: Some(Arc::clone(&expired)),
+            ..As::default()
+        })
+        .await;
+        let store = Arc::new(MemoryTokenStore::new());
+        let holder = || {
+            Authorization::authorization_code(mcp_connect::testkit::AutoApprove::new())
+                .with_token_store(Arc::clone(&store))
+        };
+        Connector::new()
+            .connect(request(&server, holder()))
+            .await
+            .unwrap();
+        let second = Connector::new()
+            .connect(request(&server, holder()))
+            .await
+            .unwrap();
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        second.call_tool("x", &serde_json::json!({})).await.unwrap();
+        let routes: Vec<String> = server
+            .recorded()
+            .iter()
+            .map(|r| r.route().to_owned())
+            .collect();
+        let count = |route: &str| routes.iter().filter(|r| *r == route).count();
+        assert_eq!(
+            count("/as/register"),
+            1,
+            "one registration for both: {routes:?}"
+        );
+        assert_eq!(count("/as/authorize"), 1, "one person");
+        let refresh = server
+            .recorded()
+            .into_iter()
+            .find(|r| r.field("grant_type").as_deref() == Some("refresh_token"))
+            .expect("the second refreshed");
+        assert_eq!(
+            refresh.field("client_id").as_deref(),
+            Some("registered-client")
+        );
+    })
+    .await;
+}
