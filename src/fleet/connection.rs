@@ -118,6 +118,38 @@ impl Connection {
         .await
     }
 
+    /// The JSON value sealed at `place`, if any: the one read every
+    /// plain-value store here does.
+    pub(super) async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        place: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let value: Option<Vec<u8>> = self.query(redis::cmd("GET").arg(place).clone()).await?;
+        value
+            .map(|v| {
+                serde_json::from_slice(&self.unseal(place, &v)?)
+                    .map_err(|e| StoreError(Box::new(e)))
+            })
+            .transpose()
+    }
+
+    /// Seals `value` as JSON at `place`, expiring at `expires_ms` (Unix
+    /// milliseconds) when given.
+    pub(super) async fn set_json<T: serde::Serialize>(
+        &self,
+        place: &str,
+        value: &T,
+        expires_ms: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(value).map_err(|e| StoreError(Box::new(e)))?;
+        let mut set = redis::cmd("SET");
+        set.arg(place).arg(self.seal(place, &json));
+        if let Some(at) = expires_ms {
+            set.arg("PXAT").arg(at);
+        }
+        self.query(set).await
+    }
+
     /// `plaintext` as it is kept at `place`.
     pub(super) fn seal(&self, place: &str, plaintext: &[u8]) -> Vec<u8> {
         match &self.sealing {

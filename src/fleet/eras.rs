@@ -58,19 +58,7 @@ impl RedisEraStore {
 
 impl EraStore for RedisEraStore {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Verdict>, StoreError>> {
-        Box::pin(async move {
-            let place = self.redis.key("era", key);
-            let value: Option<Vec<u8>> = self
-                .redis
-                .query(redis::cmd("GET").arg(&place).clone())
-                .await?;
-            value
-                .map(|v| {
-                    let json = self.redis.unseal(&place, &v)?;
-                    serde_json::from_slice(&json).map_err(|e| StoreError(Box::new(e)))
-                })
-                .transpose()
-        })
+        Box::pin(async move { self.redis.get_json(&self.redis.key("era", key)).await })
     }
 
     fn put<'a>(
@@ -79,11 +67,8 @@ impl EraStore for RedisEraStore {
         verdict: &'a Verdict,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let place = self.redis.key("era", key);
-            let json = serde_json::to_vec(verdict).expect("verdicts serialize");
-            let value = self.redis.seal(&place, &json);
             self.redis
-                .query(redis::cmd("SET").arg(&place).arg(value).clone())
+                .set_json(&self.redis.key("era", key), verdict, None)
                 .await
         })
     }

@@ -82,46 +82,29 @@ impl RedisResponseStore {
     }
 
     async fn fetch(&self, key: &CacheKey) -> Result<Option<CachedResult>, StoreError> {
-        let place = self.key(key);
-        let value: Option<Vec<u8>> = self
-            .redis
-            .query(redis::cmd("GET").arg(&place).clone())
-            .await?;
-        let Some(value) = value else { return Ok(None) };
-        let entry: Entry = serde_json::from_slice(&self.redis.unseal(&place, &value)?)
-            .map_err(|e| StoreError(Box::new(e)))?;
-        Ok(Some(CachedResult::new(
-            Arc::from(entry.result),
-            UNIX_EPOCH + Duration::from_millis(entry.expires_ms),
-        )))
+        let entry: Option<Entry> = self.redis.get_json(&self.key(key)).await?;
+        Ok(entry.map(|entry| {
+            CachedResult::new(
+                Arc::from(entry.result),
+                UNIX_EPOCH + Duration::from_millis(entry.expires_ms),
+            )
+        }))
     }
 
     async fn store(&self, key: &CacheKey, value: &CachedResult) -> Result<(), StoreError> {
+        if value.expires <= SystemTime::now() {
+            return Ok(());
+        }
         let expires_ms = value
             .expires
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        if value.expires <= SystemTime::now() {
-            return Ok(());
-        }
-        let place = self.key(key);
         let entry = Entry {
             result: value.result.to_string(),
             expires_ms,
         };
-        let sealed = self.redis.seal(
-            &place,
-            &serde_json::to_vec(&entry).expect("entries serialize"),
-        );
         self.redis
-            .query(
-                redis::cmd("SET")
-                    .arg(&place)
-                    .arg(sealed)
-                    .arg("PXAT")
-                    .arg(expires_ms)
-                    .clone(),
-            )
+            .set_json(&self.key(key), &entry, Some(expires_ms))
             .await
     }
 

@@ -205,16 +205,7 @@ impl TokenStore for RedisTokenStore {
     ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
         Box::pin(async move {
             let key = self.redis.key("registration", issuer);
-            let value: Option<Vec<u8>> = self
-                .redis
-                .query(redis::cmd("GET").arg(&key).clone())
-                .await?;
-            value
-                .map(|v| {
-                    let json = self.redis.unseal(&key, &v)?;
-                    serde_json::from_slice(&json).map_err(|e| StoreError(Box::new(e)))
-                })
-                .transpose()
+            self.redis.get_json(&key).await
         })
     }
 
@@ -225,11 +216,7 @@ impl TokenStore for RedisTokenStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let key = self.redis.key("registration", issuer);
-            let json = serde_json::to_vec(registration).expect("registrations serialize");
-            let sealed = self.redis.seal(&key, &json);
-            self.redis
-                .query(redis::cmd("SET").arg(&key).arg(sealed).clone())
-                .await
+            self.redis.set_json(&key, registration, None).await
         })
     }
 
