@@ -18,14 +18,14 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_connect::auth::{Authorization, TokenStore};
+use mcp_connect::auth::{Authorization, LeaseKind, TokenKey, TokenStore};
 use mcp_connect::fleet::{RedisTokenStore, SealingKey};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
 
-use support::oauth::{call_together, grants, rotating, start, As, TOKEN};
+use support::oauth::{call_together, grants, key, rotating, start, As, TOKEN};
 use support::redis::{Redis, PASSWORD};
 use support::{watchdog, ScriptServer};
 
@@ -101,10 +101,10 @@ async fn eight_replicas_with_their_own_stores_lose_the_grant() {
                 .with_authorization(auth)
         };
         let mut sessions = vec![Connector::new().connect(request(auth)).await.unwrap()];
-        let copied = first.load(&server.url()).await.unwrap().unwrap();
+        let copied = first.load(&key(&server, "svc")).await.unwrap().unwrap();
         for _ in 1..REPLICAS {
             let own = Arc::new(mcp_connect::auth::MemoryTokenStore::new());
-            own.save(&server.url(), &copied).await.unwrap();
+            own.save(&key(&server, "svc"), &copied).await.unwrap();
             let auth =
                 Authorization::client_credentials("svc", "canary-secret").with_token_store(own);
             sessions.push(Connector::new().connect(request(auth)).await.unwrap());
@@ -126,7 +126,7 @@ async fn the_store_shares_tokens_compares_before_it_sets_and_leases_once() {
     watchdog(LIMIT, async {
         let redis = Redis::start();
         let (a, b) = (store(&redis), store(&redis));
-        let resource = "https://mcp.example/mcp";
+        let resource = &TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
         assert_eq!(a.load(resource).await.unwrap(), None);
         let tokens = |access: &str, refresh: &str| -> mcp_connect::auth::Tokens {
             serde_json::from_value(json!({ "access_token": access, "refresh_token": refresh }))
@@ -154,42 +154,145 @@ async fn the_store_shares_tokens_compares_before_it_sets_and_leases_once() {
         );
 
         let lease = a
-            .lease(resource, Duration::from_secs(5))
+            .lease(resource, LeaseKind::Refresh, Duration::from_secs(5))
             .await
             .unwrap()
             .unwrap();
         assert!(b
-            .lease(resource, Duration::from_secs(5))
+            .lease(resource, LeaseKind::Refresh, Duration::from_secs(5))
             .await
             .unwrap()
             .is_none());
-        b.release(resource, &mcp_connect::auth::Lease("not-the-holder".into()))
+        b.release(
+            resource,
+            LeaseKind::Refresh,
+            &mcp_connect::auth::Lease("not-the-holder".into()),
+        )
+        .await
+        .unwrap();
+        assert!(b
+            .lease(resource, LeaseKind::Refresh, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_none());
+        a.release(resource, LeaseKind::Refresh, &lease)
             .await
             .unwrap();
         assert!(b
-            .lease(resource, Duration::from_secs(5))
-            .await
-            .unwrap()
-            .is_none());
-        a.release(resource, &lease).await.unwrap();
-        assert!(b
-            .lease(resource, Duration::from_secs(5))
+            .lease(resource, LeaseKind::Refresh, Duration::from_secs(5))
             .await
             .unwrap()
             .is_some());
 
         // A lease whose holder died ends by itself.
-        let short = "https://short.example/mcp";
-        a.lease(short, Duration::from_millis(50))
+        let short = &TokenKey::new("https://short.example/mcp", "https://as.example", "svc");
+        a.lease(short, LeaseKind::Refresh, Duration::from_millis(50))
             .await
             .unwrap()
             .unwrap();
         tokio::time::sleep(Duration::from_millis(120)).await;
         assert!(b
-            .lease(short, Duration::from_secs(5))
+            .lease(short, LeaseKind::Refresh, Duration::from_secs(5))
             .await
             .unwrap()
             .is_some());
+    })
+    .await;
+}
+
+/// Item 2, keys: entries and leases are namespaced by the prefix, then by
+/// issuer, client, principal and resource, each hashed. Tokens differing in
+/// any part never serve each other, one key's lease holds up no other, and
+/// one issuer's keys are listed by their leading segment.
+#[tokio::test]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn keys_are_namespaced_by_issuer_client_principal_and_resource() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let shared = store(&redis);
+        let base = TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
+        let keys = [
+            base.clone(),
+            base.clone().for_principal("alice"),
+            base.clone().for_principal("bob"),
+            TokenKey::new("https://mcp.example/mcp", "https://as.example", "other"),
+            TokenKey::new("https://mcp.example/mcp", "https://other-as.example", "svc"),
+            TokenKey::new("https://other.example/mcp", "https://as.example", "svc"),
+        ];
+        for (n, key) in keys.iter().enumerate() {
+            let tokens: mcp_connect::auth::Tokens =
+                serde_json::from_value(json!({ "access_token": format!("at-{n}") })).unwrap();
+            shared.save(key, &tokens).await.unwrap();
+        }
+        for (n, key) in keys.iter().enumerate() {
+            let loaded = shared.load(key).await.unwrap().unwrap();
+            assert_eq!(loaded.access_token(), format!("at-{n}"), "{key:?}");
+        }
+        let listed = redis.cli(&["--scan", "--pattern", "app:tokens:*"]);
+        assert_eq!(listed.lines().count(), keys.len());
+        for line in listed.lines() {
+            let segments: Vec<_> = line.split(':').collect();
+            assert_eq!(segments.len(), 6, "prefix, kind and four parts: {line}");
+            assert!(segments[2..].iter().all(|s| s.len() == 32));
+        }
+        // The first segment is the issuer's: five keys share one, the
+        // other issuer's key has its own.
+        let mut per_issuer = std::collections::HashMap::<_, usize>::new();
+        for line in listed.lines() {
+            *per_issuer
+                .entry(line.split(':').nth(2).unwrap())
+                .or_default() += 1;
+        }
+        let mut counts: Vec<_> = per_issuer.into_values().collect();
+        counts.sort_unstable();
+        assert_eq!(counts, [1, keys.len() - 1]);
+
+        // Leases: per key and per kind.
+        let lasting = Duration::from_secs(5);
+        let alice = &keys[1];
+        assert!(shared
+            .lease(alice, LeaseKind::Refresh, lasting)
+            .await
+            .unwrap()
+            .is_some());
+        assert!(shared
+            .lease(alice, LeaseKind::Refresh, lasting)
+            .await
+            .unwrap()
+            .is_none());
+        assert!(shared
+            .lease(&keys[2], LeaseKind::Refresh, lasting)
+            .await
+            .unwrap()
+            .is_some());
+        assert!(shared
+            .lease(alice, LeaseKind::Authorization, lasting)
+            .await
+            .unwrap()
+            .is_some());
+
+        // End to end: two principals of one service on one server each
+        // authorize for themselves; neither is handed the other's token.
+        let server = start(As::default()).await;
+        for principal in ["alice", "bob", "alice"] {
+            let auth = Authorization::client_credentials("svc", "canary-secret")
+                .for_principal(principal)
+                .with_token_store(store(&redis));
+            Connector::new()
+                .connect(
+                    ConnectRequest::http(&server.url())
+                        .unwrap()
+                        .with_pin(ProtocolVersion::V2025_11_25)
+                        .with_authorization(auth),
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            grants(&server),
+            ["client_credentials", "client_credentials"],
+            "alice once, bob once, alice's second run from the store"
+        );
     })
     .await;
 }
@@ -202,7 +305,7 @@ async fn the_store_shares_tokens_compares_before_it_sets_and_leases_once() {
 async fn with_redis_down_the_replicas_go_on_and_the_store_comes_back() {
     watchdog(LIMIT, async {
         let mut redis = Redis::start();
-        let (server, _rotation, expired) = rotating().await;
+        let (server, rotation, expired) = rotating().await;
         let mut sessions = Vec::new();
         for _ in 0..REPLICAS {
             sessions.push(
@@ -214,7 +317,7 @@ async fn with_redis_down_the_replicas_go_on_and_the_store_comes_back() {
         }
         // A store already connected before the crash.
         let kept = store(&redis);
-        kept.load(&server.url()).await.unwrap();
+        kept.load(&key(&server, "svc")).await.unwrap();
         redis.kill();
         let started = std::time::Instant::now();
         assert_eq!(
@@ -233,19 +336,66 @@ async fn with_redis_down_the_replicas_go_on_and_the_store_comes_back() {
             "nothing waited for Redis"
         );
 
-        assert!(kept.load(&server.url()).await.is_err(), "down is an error");
+        assert!(
+            kept.load(&key(&server, "svc")).await.is_err(),
+            "down is an error"
+        );
         redis.restart();
-        let resource = server.url();
-        // The restarted Redis is empty; the connected store reconnects.
-        let mut back = false;
-        for _ in 0..50 {
-            if kept.load(&resource).await.is_ok() {
-                back = true;
+        // The restarted Redis is empty; the connected store reconnects,
+        // and the tokens the first replica obtained while it was down are
+        // written back: the rotated refresh token is not lost.
+        let mut back = None;
+        for _ in 0..100 {
+            if let Ok(Some(tokens)) = kept.load(&key(&server, "svc")).await {
+                back = Some(tokens);
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(back, "the store did not come back");
+        let back = back.expect("the store came back with the tokens written back");
+        assert_eq!(
+            back.refresh_token(),
+            Some(rotation.books().current.as_str())
+        );
+    })
+    .await;
+}
+
+/// Item 4, write-back: writes that failed while Redis was down go in once
+/// it answers again, but never over tokens obtained after them.
+#[tokio::test]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_write_back_goes_in_but_never_over_newer_tokens() {
+    watchdog(LIMIT, async {
+        let mut redis = Redis::start();
+        let (late, other) = (store(&redis), store(&redis));
+        let tokens = |access: &str| -> mcp_connect::auth::Tokens {
+            serde_json::from_value(json!({ "access_token": access, "refresh_token": access }))
+                .unwrap()
+        };
+        let contested = TokenKey::new("https://a.example/mcp", "https://as.example", "svc");
+        let alone = TokenKey::new("https://b.example/mcp", "https://as.example", "svc");
+        redis.kill();
+        late.save(&contested, &tokens("older")).await.unwrap_err();
+        late.replace(&alone, None, &tokens("kept"))
+            .await
+            .unwrap_err();
+        redis.restart();
+        // Another replica stores newer tokens before the write-back runs.
+        other.save(&contested, &tokens("newer")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let loaded = |key| {
+            let other = &other;
+            async move {
+                other
+                    .load(key)
+                    .await
+                    .unwrap()
+                    .map(|t| t.access_token().to_owned())
+            }
+        };
+        assert_eq!(loaded(&contested).await.as_deref(), Some("newer"));
+        assert_eq!(loaded(&alone).await.as_deref(), Some("kept"));
     })
     .await;
 }
@@ -260,9 +410,10 @@ async fn garbage_in_redis_is_a_store_error_not_a_panic() {
         let server = start(As::default()).await;
         let resource = server.url();
         let store = store(&redis);
+        let stored = key(&server, "svc");
         store
             .save(
-                &resource,
+                &stored,
                 &serde_json::from_value(json!({ "access_token": "x" })).unwrap(),
             )
             .await
@@ -271,13 +422,13 @@ async fn garbage_in_redis_is_a_store_error_not_a_panic() {
         let key = keys.lines().next().expect("the tokens' key");
         redis.cli(&["HSET", key, "v", "not sealed at all"]);
         assert!(
-            store.load(&resource).await.is_err(),
+            store.load(&stored).await.is_err(),
             "garbage is a StoreError"
         );
         redis.cli(&["DEL", key]);
         redis.cli(&["SET", key, "a string where a hash was"]);
         assert!(
-            store.load(&resource).await.is_err(),
+            store.load(&stored).await.is_err(),
             "the wrong type is a StoreError"
         );
         // The establishment authorizes regardless.
@@ -619,7 +770,11 @@ async fn thirty_seconds_of_calls_across_a_redis_outage() {
         "one refresh after Redis came back: {books:?}"
     );
     assert_eq!(books.invalid_grants, 0);
-    let stored = store(&redis).load(&server.url()).await.unwrap().unwrap();
+    let stored = store(&redis)
+        .load(&key(&server, "svc"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         stored.refresh_token(),
         Some(books.current.as_str()),

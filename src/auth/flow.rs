@@ -8,6 +8,7 @@ use super::discovery::{self, canonical, Discovered};
 use super::endpoint::{identity, Client, TokenEndpoint};
 use super::http::AuthHttp;
 use super::tokens::Tokens;
+use super::TokenKey;
 use super::{known_code, pkce, AuthError, Authorization, Authorized, Grant, Settings};
 
 /// Authorizes `auth` for the MCP server at `server`: on success the token
@@ -31,6 +32,7 @@ pub(crate) async fn authorize(
         .as_ref()
         .and_then(|r| r.resource.clone())
         .unwrap_or_else(|| canonical(server));
+    let key = auth.token_key(&resource, &discovered.issuer);
     let token = TokenEndpoint::new(
         &http,
         endpoint(discovered.server.token_endpoint.as_deref(), "token")?,
@@ -43,7 +45,7 @@ pub(crate) async fn authorize(
     // most, then forgotten.
     if !step_up {
         if let Some(done) =
-            super::refresh::before_new(auth, &resource, &token, &http, &discovered).await?
+            super::refresh::before_new(auth, &key, &token, &http, &discovered).await?
         {
             return Ok(done);
         }
@@ -101,7 +103,7 @@ pub(crate) async fn authorize(
                 .await?
                 .into_tokens(None)
         }
-        Grant::Code(person) => match super::once::turn(auth, &resource, pause).await? {
+        Grant::Code(person) => match super::once::turn(auth, &key, pause).await? {
             // Another holder asked the person; its tokens serve here too.
             super::once::Turn::Theirs(tokens) => {
                 auth.state.set_tokens(Some(tokens));
@@ -122,17 +124,17 @@ pub(crate) async fn authorize(
                 // waiting for them find them.
                 let outcome = match flow {
                     Ok(tokens) => {
-                        keep(auth, &resource, tokens).await;
+                        keep(auth, &key, tokens).await;
                         Ok(Authorized::New)
                     }
                     Err(error) => Err(error),
                 };
-                super::once::done(auth, &resource, lease).await;
+                super::once::done(auth, &key, lease).await;
                 return outcome;
             }
         },
     };
-    keep(auth, &resource, tokens).await;
+    keep(auth, &key, tokens).await;
     Ok(Authorized::New)
 }
 
@@ -153,8 +155,8 @@ fn jwt_bearer_form<'a>(
     form
 }
 
-async fn keep(auth: &Authorization, resource: &str, tokens: Tokens) {
-    if auth.settings.store.save(resource, &tokens).await.is_err() {
+async fn keep(auth: &Authorization, key: &TokenKey, tokens: Tokens) {
+    if auth.settings.store.save(key, &tokens).await.is_err() {
         super::store::passed_over("write");
     }
     auth.state.set_tokens(Some(tokens));

@@ -42,6 +42,7 @@ mod once;
 mod pkce;
 mod refresh;
 mod store;
+mod token_key;
 mod tokens;
 
 use std::fmt;
@@ -57,6 +58,7 @@ pub(crate) use error::known_code;
 pub use error::AuthError;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
 pub use store::{FileTokenStore, Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
+pub use token_key::{LeaseKind, TokenKey};
 pub use tokens::Tokens;
 
 pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};
@@ -133,6 +135,7 @@ struct Settings {
     redirect_uri: String,
     scope: Option<String>,
     store: Arc<dyn TokenStore>,
+    principal: Option<String>,
     person_timeout: Duration,
     dpop: Option<DpopKey>,
 }
@@ -150,6 +153,7 @@ impl Authorization {
                 redirect_uri: "http://127.0.0.1/callback".into(),
                 scope: None,
                 store: Arc::new(MemoryTokenStore::new()),
+                principal: None,
                 person_timeout: Duration::from_secs(300),
                 dpop: None,
             }),
@@ -264,6 +268,15 @@ impl Authorization {
         self
     }
 
+    /// Whom the tokens act for (a person, a tenant), when one service
+    /// authorizes for many: the store keeps each principal's tokens, leases
+    /// and refreshes apart from every other's.
+    #[must_use]
+    pub fn for_principal(mut self, principal: impl Into<String>) -> Self {
+        self.settings().principal = Some(principal.into());
+        self
+    }
+
     /// Asks for DPoP-bound tokens (RFC 9449): every token request carries a
     /// proof of `key`, and a token the server binds to it goes to the
     /// resource as `Authorization: DPoP` with a fresh proof per request. A
@@ -292,6 +305,21 @@ impl Authorization {
 }
 
 impl Authorization {
+    /// Where the store files the tokens `issuer` gives for `resource`.
+    fn token_key(&self, resource: &str, issuer: &str) -> TokenKey {
+        let settings = &self.settings;
+        let client = settings
+            .client_id
+            .as_deref()
+            .or(settings.client_metadata_url.as_deref())
+            .unwrap_or("");
+        let key = TokenKey::new(resource, issuer, client);
+        match &settings.principal {
+            Some(principal) => key.for_principal(principal.as_str()),
+            None => key,
+        }
+    }
+
     /// `client` with the bearer layer for the server at `server`.
     pub(crate) fn bearer(
         &self,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use mcp_connect_layers::deadline::DeadlinePause;
 
 use super::store::{passed_over, Lease};
+use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
 use super::{AuthError, Authorization};
 
@@ -27,30 +28,30 @@ pub(super) enum Turn {
     Theirs(Tokens),
 }
 
-/// The lease name of a resource's authorization (its refresh lease is the
-/// resource itself).
-fn lease_name(resource: &str) -> String {
-    format!("{resource} authorize")
-}
-
-/// Takes the authorization lease of `resource`, or waits for the tokens
+/// Takes the authorization lease of `key`, or waits for the tokens
 /// its holder stores.
 pub(super) async fn turn(
     auth: &Authorization,
-    resource: &str,
+    key: &TokenKey,
     pause: Option<&DeadlinePause>,
 ) -> Result<Turn, AuthError> {
     let store = &*auth.settings.store;
     let limit = auth.settings.person_timeout;
-    let name = lease_name(resource);
-    let before = match store.load(resource).await {
+    let before = match store.load(key).await {
         Ok(stored) => stored.map(|t| t.access_token().to_owned()),
         Err(_) => {
             passed_over("read");
             return Ok(Turn::Mine(None));
         }
     };
-    match store.lease(&name, limit + Duration::from_secs(5)).await {
+    match store
+        .lease(
+            key,
+            LeaseKind::Authorization,
+            limit + Duration::from_secs(5),
+        )
+        .await
+    {
         Ok(Some(lease)) => return Ok(Turn::Mine(Some(lease))),
         Ok(None) => {}
         Err(_) => {
@@ -64,7 +65,7 @@ pub(super) async fn turn(
     let until = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < until {
         tokio::time::sleep(WAIT_STEP).await;
-        if let Ok(Some(stored)) = store.load(resource).await {
+        if let Ok(Some(stored)) = store.load(key).await {
             if Some(stored.access_token()) != before.as_deref() {
                 return Ok(Turn::Theirs(stored));
             }
@@ -74,12 +75,12 @@ pub(super) async fn turn(
 }
 
 /// Gives the authorization lease back.
-pub(super) async fn done(auth: &Authorization, resource: &str, lease: Option<Lease>) {
+pub(super) async fn done(auth: &Authorization, key: &TokenKey, lease: Option<Lease>) {
     if let Some(lease) = lease {
         if auth
             .settings
             .store
-            .release(&lease_name(resource), &lease)
+            .release(key, LeaseKind::Authorization, &lease)
             .await
             .is_err()
         {

@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::endpoint::{identity, TokenEndpoint};
 use super::http::AuthHttp;
 use super::store::{passed_over, Lease};
+use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
 use super::{AuthError, Authorization, Authorized};
 use crate::auth::discovery::Discovered;
@@ -28,7 +29,7 @@ const WAIT_STEP: Duration = Duration::from_millis(25);
 /// authorization can help (nothing to refresh, or the refresh was refused).
 pub(super) async fn before_new(
     auth: &Authorization,
-    resource: &str,
+    key: &TokenKey,
     token: &TokenEndpoint<'_>,
     http: &AuthHttp,
     discovered: &Discovered,
@@ -41,7 +42,7 @@ pub(super) async fn before_new(
     let mut shared = true;
     loop {
         let stored = if shared {
-            match store.load(resource).await {
+            match store.load(key).await {
                 Ok(stored) => stored,
                 Err(_) => {
                     shared = false;
@@ -66,16 +67,15 @@ pub(super) async fn before_new(
             return Ok(None);
         };
         let lease = if shared {
-            match store.lease(resource, lasting).await {
+            match store.lease(key, LeaseKind::Refresh, lasting).await {
                 Ok(Some(lease)) => Some(lease),
                 Ok(None) => {
                     // Another holder is refreshing: its tokens, or its
                     // lease's end, then look again.
-                    wait_for_change(auth, resource, &base, lasting).await;
+                    wait_for_change(auth, key, &base, lasting).await;
                     continue;
                 }
                 Err(_) => {
-                    shared = false;
                     passed_over("lease");
                     None
                 }
@@ -83,19 +83,9 @@ pub(super) async fn before_new(
         } else {
             None
         };
-        let outcome = refresh(
-            auth,
-            resource,
-            token,
-            http,
-            discovered,
-            &base,
-            &refresh_token,
-            shared,
-        )
-        .await;
+        let outcome = refresh(auth, key, token, http, discovered, &base, &refresh_token).await;
         if let Some(lease) = &lease {
-            release(auth, resource, lease).await;
+            release(auth, key, lease).await;
         }
         return outcome;
     }
@@ -111,38 +101,37 @@ fn usable_instead_of(stored: &Tokens, refused: Option<&Tokens>) -> bool {
 }
 
 /// Waits until the stored tokens are no longer `base`, or `lasting` has
-/// passed (the lease holder may have died).
-async fn wait_for_change(auth: &Authorization, resource: &str, base: &Tokens, lasting: Duration) {
+/// passed (the lease holder may have died). A store that fails meanwhile
+/// (slow, or gone) is looked at again until then: refreshing with `base`
+/// while its holder may be refreshing too would cost the grant.
+async fn wait_for_change(auth: &Authorization, key: &TokenKey, base: &Tokens, lasting: Duration) {
     let until = tokio::time::Instant::now() + lasting;
     while tokio::time::Instant::now() < until {
         tokio::time::sleep(WAIT_STEP).await;
-        match auth.settings.store.load(resource).await {
+        match auth.settings.store.load(key).await {
             Ok(Some(stored)) if stored.access_token() != base.access_token() => return,
-            Ok(_) => {}
-            Err(_) => return,
+            Ok(_) | Err(_) => {}
         }
     }
 }
 
 /// One refresh with `refresh_token`; the new tokens stored only over the
 /// ones it started from.
-#[allow(clippy::too_many_arguments)]
 async fn refresh(
     auth: &Authorization,
-    resource: &str,
+    key: &TokenKey,
     token: &TokenEndpoint<'_>,
     http: &AuthHttp,
     discovered: &Discovered,
     base: &Tokens,
     refresh_token: &str,
-    shared: bool,
 ) -> Result<Option<Authorized>, AuthError> {
     let store = &*auth.settings.store;
     let client = identity(auth, http, discovered).await?;
     let form = vec![
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token),
-        ("resource", resource),
+        ("resource", key.resource()),
     ];
     let (tokens, outcome) = match token.request(form, &client).await {
         Ok(response) => (
@@ -152,19 +141,25 @@ async fn refresh(
         // Refused once: forgotten, and a new authorization follows.
         Err(_) => (base.clone().without_refresh(), None),
     };
-    if shared {
-        match store.replace(resource, Some(refresh_token), &tokens).await {
-            // Newer tokens are there: ours work too, but do not replace them.
-            Ok(_) => {}
-            Err(_) => passed_over("write"),
-        }
+    // Written even when the store failed before: a store that keeps
+    // failed writes (the Redis one) writes them back once it answers.
+    match store.replace(key, Some(refresh_token), &tokens).await {
+        // Newer tokens are there: ours work too, but do not replace them.
+        Ok(_) => {}
+        Err(_) => passed_over("write"),
     }
     auth.state.set_tokens(outcome.map(|_| tokens));
     Ok(outcome)
 }
 
-async fn release(auth: &Authorization, resource: &str, lease: &Lease) {
-    if auth.settings.store.release(resource, lease).await.is_err() {
+async fn release(auth: &Authorization, key: &TokenKey, lease: &Lease) {
+    if auth
+        .settings
+        .store
+        .release(key, LeaseKind::Refresh, lease)
+        .await
+        .is_err()
+    {
         passed_over("release");
     }
 }

@@ -25,6 +25,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
 
 /// A client registered dynamically at an authorization server (RFC 7591),
@@ -57,58 +58,70 @@ impl fmt::Debug for Registration {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease(pub String);
 
-/// Where tokens live, keyed by the protected resource's canonical URI.
-/// [`MemoryTokenStore`] coordinates every `Authorization` of one process
-/// that shares it; a shared backend coordinates replicas.
+/// Where tokens live, filed by [`TokenKey`] (resource, issuer, client and
+/// principal). [`MemoryTokenStore`] coordinates every `Authorization` of
+/// one process that shares it; a shared backend coordinates replicas.
 pub trait TokenStore: Send + Sync + 'static {
-    /// The tokens kept for `resource`, if any.
-    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>>;
+    /// The tokens kept under `key`, if any.
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>>;
 
-    /// Keeps `tokens` for `resource`.
+    /// Keeps `tokens` under `key`.
     fn save<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Forgets the tokens of `resource` (they were refused).
-    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Forgets the tokens under `key` (they were refused).
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Keeps `tokens` for `resource` unless the stored tokens no longer
-    /// carry the refresh token `from`: `Ok(false)` when another holder
-    /// stored newer ones meanwhile. With nothing stored (a store that lost
-    /// its contents, a first save) the tokens go in.
+    /// Keeps `tokens` under `key` unless the stored tokens no longer carry
+    /// the refresh token `from`: `Ok(false)` when another holder stored
+    /// newer ones meanwhile. With nothing stored (a store that lost its
+    /// contents, a first save) the tokens go in.
     ///
     /// The default reads then writes, which is enough for a store only one
     /// process uses under its own lease; a shared backend does it
     /// atomically.
     fn replace<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         from: Option<&'a str>,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let stored = self.load(resource).await?;
+            let stored = self.load(key).await?;
             if stored.is_some_and(|s| s.refresh_token() != from) {
                 return Ok(false);
             }
-            self.save(resource, tokens).await.map(|()| true)
+            self.save(key, tokens).await.map(|()| true)
         })
     }
 
-    /// The refresh lease of `resource` for `lasting`, if no other holder
-    /// has it (`Ok(None)`: wait for its tokens). A lease ends when released
-    /// or when `lasting` has passed, so a holder that died frees it.
+    /// The lease of `kind` on `key` for `lasting`, if no other holder has
+    /// it (`Ok(None)`: wait for its tokens). A lease ends when released or
+    /// when `lasting` has passed, so a holder that died frees it.
     ///
     /// The default grants every lease: a store nobody else uses needs none.
     fn lease<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lasting: Duration,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
-        let _ = (resource, lasting);
+        let _ = (key, kind, lasting);
         Box::pin(async { Ok(Some(Lease(String::new()))) })
+    }
+
+    /// Gives back a lease (only its holder's token releases it).
+    fn release<'a>(
+        &'a self,
+        key: &'a TokenKey,
+        kind: LeaseKind,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (key, kind, lease);
+        Box::pin(async { Ok(()) })
     }
 
     /// The client registered at `issuer`, if a holder kept one.
@@ -131,53 +144,45 @@ pub trait TokenStore: Send + Sync + 'static {
         let _ = (issuer, registration);
         Box::pin(async { Ok(()) })
     }
-
-    /// Gives back a lease (only its holder's token releases it).
-    fn release<'a>(
-        &'a self,
-        resource: &'a str,
-        lease: &'a Lease,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let _ = (resource, lease);
-        Box::pin(async { Ok(()) })
-    }
 }
 
 impl<T: TokenStore> TokenStore for Arc<T> {
-    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
-        (**self).load(resource)
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        (**self).load(key)
     }
     fn save<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        (**self).save(resource, tokens)
+        (**self).save(key, tokens)
     }
-    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        (**self).forget(resource)
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).forget(key)
     }
     fn replace<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         from: Option<&'a str>,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        (**self).replace(resource, from, tokens)
+        (**self).replace(key, from, tokens)
     }
     fn lease<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lasting: Duration,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
-        (**self).lease(resource, lasting)
+        (**self).lease(key, kind, lasting)
     }
     fn release<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        (**self).release(resource, lease)
+        (**self).release(key, kind, lease)
     }
     fn load_registration<'a>(
         &'a self,
@@ -226,9 +231,9 @@ pub struct MemoryTokenStore {
 
 #[derive(Default)]
 struct Memory {
-    tokens: HashMap<String, Tokens>,
+    tokens: HashMap<TokenKey, Tokens>,
     registrations: HashMap<String, Registration>,
-    leases: HashMap<String, (u64, Instant)>,
+    leases: HashMap<(TokenKey, LeaseKind), (u64, Instant)>,
     next_lease: u64,
 }
 
@@ -250,39 +255,39 @@ impl fmt::Debug for MemoryTokenStore {
 }
 
 impl TokenStore for MemoryTokenStore {
-    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
-        let found = self.with(|m| m.tokens.get(resource).cloned());
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        let found = self.with(|m| m.tokens.get(key).cloned());
         Box::pin(async move { Ok(found) })
     }
 
     fn save<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.with(|m| m.tokens.insert(resource.to_owned(), tokens.clone()));
+        self.with(|m| m.tokens.insert(key.clone(), tokens.clone()));
         Box::pin(async { Ok(()) })
     }
 
-    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.with(|m| m.tokens.remove(resource));
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.with(|m| m.tokens.remove(key));
         Box::pin(async { Ok(()) })
     }
 
     fn replace<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         from: Option<&'a str>,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let replaced = self.with(|m| {
             if m.tokens
-                .get(resource)
+                .get(key)
                 .is_some_and(|stored| stored.refresh_token() != from)
             {
                 return false;
             }
-            m.tokens.insert(resource.to_owned(), tokens.clone());
+            m.tokens.insert(key.clone(), tokens.clone());
             true
         });
         Box::pin(async move { Ok(replaced) })
@@ -290,20 +295,19 @@ impl TokenStore for MemoryTokenStore {
 
     fn lease<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lasting: Duration,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
         let now = Instant::now();
+        let name = (key.clone(), kind);
         let granted = self.with(|m| {
-            if m.leases
-                .get(resource)
-                .is_some_and(|(_, until)| *until > now)
-            {
+            if m.leases.get(&name).is_some_and(|(_, until)| *until > now) {
                 return None;
             }
             m.next_lease += 1;
             let id = m.next_lease;
-            m.leases.insert(resource.to_owned(), (id, now + lasting));
+            m.leases.insert(name, (id, now + lasting));
             Some(Lease(id.to_string()))
         });
         Box::pin(async move { Ok(granted) })
@@ -311,15 +315,17 @@ impl TokenStore for MemoryTokenStore {
 
     fn release<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let name = (key.clone(), kind);
         self.with(|m| {
             if m.leases
-                .get(resource)
+                .get(&name)
                 .is_some_and(|(id, _)| id.to_string() == lease.0)
             {
-                m.leases.remove(resource);
+                m.leases.remove(&name);
             }
         });
         Box::pin(async { Ok(()) })
@@ -393,31 +399,31 @@ impl fmt::Debug for FileTokenStore {
 }
 
 impl TokenStore for FileTokenStore {
-    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let found = self.read().remove(resource);
+        let found = self.read().remove(&key.canonical());
         Box::pin(async move { Ok(found) })
     }
 
     fn save<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let saved = {
             let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             let mut map = self.read();
-            map.insert(resource.to_owned(), tokens.clone());
+            map.insert(key.canonical(), tokens.clone());
             self.write(&map).map_err(StoreError::from)
         };
         Box::pin(async move { saved })
     }
 
-    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
         let forgotten = {
             let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             let mut map = self.read();
-            if map.remove(resource).is_some() {
+            if map.remove(&key.canonical()).is_some() {
                 self.write(&map).map_err(StoreError::from)
             } else {
                 Ok(())
@@ -445,19 +451,17 @@ mod file_tests {
         .unwrap()
         .into_tokens(None);
         assert!(tokens.is_dpop_bound());
+        let key = TokenKey::new("https://x/mcp", "https://as", "");
         let store = FileTokenStore::new(&path);
-        store.save("https://x/mcp", &tokens).await.unwrap();
+        store.save(&key, &tokens).await.unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert_eq!(
-            FileTokenStore::new(&path)
-                .load("https://x/mcp")
-                .await
-                .unwrap(),
+            FileTokenStore::new(&path).load(&key).await.unwrap(),
             Some(tokens)
         );
-        store.forget("https://x/mcp").await.unwrap();
-        assert_eq!(store.load("https://x/mcp").await.unwrap(), None);
+        store.forget(&key).await.unwrap();
+        assert_eq!(store.load(&key).await.unwrap(), None);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -471,7 +475,7 @@ mod file_tests {
             .unwrap()
             .into_tokens(None);
         let error = FileTokenStore::new(&path)
-            .save("https://x/mcp", &tokens)
+            .save(&TokenKey::new("https://x/mcp", "https://as", ""), &tokens)
             .await
             .unwrap_err();
         let io = std::error::Error::source(&error)

@@ -5,8 +5,8 @@
 
 use futures_util::future::BoxFuture;
 use mcp_connect::auth::{
-    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, Registration,
-    StoreError, TokenStore, Tokens,
+    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, LeaseKind,
+    Registration, StoreError, TokenKey, TokenStore, Tokens,
 };
 use mcp_connect::fleet::{RedisEraStore, RedisTokenStore, SealingKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
@@ -381,41 +381,35 @@ fn file_uri(path: &std::path::Path) -> String {
 struct Reported<S>(S);
 
 impl<S: TokenStore> TokenStore for Reported<S> {
-    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
-        self.0.load(resource)
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        self.0.load(key)
     }
 
     fn save<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            reported(
-                self.0.save(resource, tokens).await,
-                "the tokens were not saved",
-            )
-        })
+        Box::pin(
+            async move { reported(self.0.save(key, tokens).await, "the tokens were not saved") },
+        )
     }
 
-    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            reported(
-                self.0.forget(resource).await,
-                "refused tokens were not removed",
-            )
-        })
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(
+            async move { reported(self.0.forget(key).await, "refused tokens were not removed") },
+        )
     }
 
     fn replace<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         from: Option<&'a str>,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             reported(
-                self.0.replace(resource, from, tokens).await,
+                self.0.replace(key, from, tokens).await,
                 "the tokens were not saved",
             )
         })
@@ -423,19 +417,22 @@ impl<S: TokenStore> TokenStore for Reported<S> {
 
     fn lease<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lasting: std::time::Duration,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
-        self.0.lease(resource, lasting)
+        self.0.lease(key, kind, lasting)
     }
 
     fn release<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.release(resource, lease)
+        self.0.release(key, kind, lease)
     }
+
     fn load_registration<'a>(
         &'a self,
         issuer: &'a str,

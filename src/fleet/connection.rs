@@ -43,6 +43,19 @@ impl Connection {
         format!("{}:{kind}:{}", self.prefix, hex(&Sha256::digest(name)))
     }
 
+    /// `PREFIX:KIND:H1:H2:...`: one hashed segment (128 bits of SHA-256)
+    /// per part, outermost first, so keys group by their leading parts
+    /// (`SCAN PREFIX:tokens:H1:*` lists one issuer's) and name nothing in
+    /// clear.
+    pub(super) fn key_of(&self, kind: &str, parts: &[&str]) -> String {
+        let mut key = format!("{}:{kind}", self.prefix);
+        for part in parts {
+            key.push(':');
+            key.push_str(&hex(&Sha256::digest(part)[..16]));
+        }
+        key
+    }
+
     /// Runs `operation` on the shared connection within the timeout,
     /// connecting first when there is none yet. A connection that broke
     /// (Redis restarted, the socket dropped) is replaced and the operation
@@ -82,15 +95,6 @@ impl Connection {
         self.run(move |c| {
             let command = command.clone();
             Box::pin(async move { command.query_async(c).await })
-        })
-        .await
-    }
-
-    /// Commands run as one transaction.
-    pub(super) async fn atomically(&self, pipeline: redis::Pipeline) -> Result<(), StoreError> {
-        self.run(move |c| {
-            let pipeline = pipeline.clone();
-            Box::pin(async move { pipeline.query_async(c).await })
         })
         .await
     }

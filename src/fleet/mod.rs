@@ -29,6 +29,7 @@ mod connection;
 mod eras;
 mod responses;
 mod seal;
+mod token_writes;
 mod tokens;
 
 pub use eras::RedisEraStore;

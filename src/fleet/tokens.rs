@@ -1,33 +1,33 @@
-//! [`RedisTokenStore`]: tokens per protected resource in Redis, sealed.
+//! [`RedisTokenStore`]: tokens in Redis, sealed, one entry per
+//! [`TokenKey`].
 //!
-//! Each resource is one hash, `PREFIX:tokens:SHA256(resource)`, with `v`
-//! (the sealed tokens) and `rt` (the SHA-256 of the refresh token, which
-//! the compare-and-set compares, so the script never needs the key). Its
-//! refresh lease is `PREFIX:lease:SHA256(resource)`, set with `NX PX` and
+//! Keys are namespaced by the application's prefix, then by each part of
+//! the token key, hashed (no URL, client id or principal in clear):
+//! `PREFIX:tokens:ISSUER:CLIENT:PRINCIPAL:RESOURCE`. Each entry is a hash
+//! with `v` (the sealed tokens), `rt` (the SHA-256 of the refresh token,
+//! which the compare-and-set compares, so no script needs the sealing key)
+//! and `ts` (when this process obtained them, Unix milliseconds). Leases
+//! are `PREFIX:lease:KIND:...` with the same parts, set with `NX PX` and
 //! released only by the holder's id. A dynamically registered client is
 //! `PREFIX:registration:SHA256(issuer)`, sealed (it may hold a secret).
-//! Tokens without a refresh token expire
-//! from Redis with the access token; tokens with one stay until replaced.
+//! Tokens without a refresh token expire from Redis with the access token;
+//! tokens with one stay until replaced.
+//!
+//! A write that fails (Redis down or slow) is not lost: it is written back
+//! when Redis answers again ([`super::token_writes`]), unless newer tokens
+//! got there first.
 
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use sha2::{Digest as _, Sha256};
 
 use super::connection::{hex, Connection};
 use super::seal::SealingKey;
-use crate::auth::{Lease, Registration, StoreError, TokenStore, Tokens};
-
-/// The compare-and-set: the new value goes in over no entry, or over the
-/// tokens whose refresh token's digest is `ARGV[1]` ("" for none).
-const REPLACE: &str = r"
-local current = redis.call('HGET', KEYS[1], 'rt')
-if current and current ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'rt', ARGV[3])
-if ARGV[4] == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('EXPIREAT', KEYS[1], ARGV[4]) end
-return 1
-";
+use super::token_writes::{run_write, Shared, TokenWrite, WriteBack};
+use crate::auth::{Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens};
 
 /// A lease ends only by its holder's id.
 const RELEASE: &str = r"
@@ -51,7 +51,7 @@ return 0
 /// # drop(auth); Ok(()) }
 /// ```
 pub struct RedisTokenStore {
-    redis: Connection,
+    shared: Arc<Shared>,
 }
 
 impl RedisTokenStore {
@@ -60,13 +60,23 @@ impl RedisTokenStore {
     /// `key`. Nothing is sent until the store is first used, so a Redis
     /// that is down at start costs nothing but a warning then.
     pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
-        Connection::open(url, prefix.into(), Some(key)).map(|redis| RedisTokenStore { redis })
+        Self::open(url, prefix.into(), Some(key))
     }
 
     /// A store whose values are kept in clear: only for a Redis the
     /// application trusts with its tokens as they are.
     pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
-        Connection::open(url, prefix.into(), None).map(|redis| RedisTokenStore { redis })
+        Self::open(url, prefix.into(), None)
+    }
+
+    fn open(url: &str, prefix: String, key: Option<SealingKey>) -> Result<Self, StoreError> {
+        let redis = Connection::open(url, prefix, key)?;
+        Ok(RedisTokenStore {
+            shared: Arc::new(Shared {
+                redis,
+                unwritten: WriteBack::default(),
+            }),
+        })
     }
 
     /// How long one Redis operation may take (500 ms by default): past it
@@ -74,21 +84,73 @@ impl RedisTokenStore {
     /// the store.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.redis.timeout = timeout;
+        Arc::get_mut(&mut self.shared)
+            .expect("a store being built is not shared yet")
+            .redis
+            .timeout = timeout;
         self
     }
 
-    fn seal(&self, place: &str, tokens: &Tokens) -> Vec<u8> {
-        self.redis.seal(
-            place,
-            &serde_json::to_vec(tokens).expect("tokens serialize"),
-        )
+    fn redis(&self) -> &Connection {
+        &self.shared.redis
     }
 
-    fn unseal(&self, place: &str, value: &[u8]) -> Result<Tokens, StoreError> {
-        serde_json::from_slice(&self.redis.unseal(place, value)?)
-            .map_err(|e| StoreError(Box::new(e)))
+    /// The entry of `key`: one hashed segment per part.
+    fn place(&self, key: &TokenKey) -> String {
+        self.redis().key_of("tokens", &key_parts(key))
     }
+
+    fn lease_place(&self, key: &TokenKey, kind: LeaseKind) -> String {
+        self.redis()
+            .key_of(&format!("lease:{}", kind.as_str()), &key_parts(key))
+    }
+
+    /// `tokens` ready to go in at `place`.
+    fn write_of(&self, place: &str, tokens: &Tokens) -> TokenWrite {
+        let json = serde_json::to_vec(tokens).expect("tokens serialize");
+        TokenWrite {
+            sealed: self.redis().seal(place, &json),
+            fingerprint: fingerprint(tokens.refresh_token()),
+            expire_at: expire_at(tokens),
+            obtained_ms: now_ms(),
+        }
+    }
+
+    /// Runs one write in `mode`; one that fails is kept for write-back.
+    async fn write(
+        &self,
+        place: String,
+        mode: &'static str,
+        expected: &str,
+        write: TokenWrite,
+    ) -> Result<bool, StoreError> {
+        match run_write(self.redis(), &place, mode, expected, &write).await {
+            Ok(done) => {
+                self.shared.unwritten.settled(&place);
+                Ok(done)
+            }
+            Err(error) => {
+                WriteBack::keep(&self.shared, place, write);
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The parts a token key is namespaced by, outermost first.
+fn key_parts(key: &TokenKey) -> [&str; 4] {
+    [
+        key.issuer(),
+        key.client(),
+        key.principal().unwrap_or(""),
+        key.resource(),
+    ]
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The digest the compare-and-set compares: of the refresh token, "" for
@@ -107,76 +169,66 @@ fn expire_at(tokens: &Tokens) -> String {
 }
 
 impl TokenStore for RedisTokenStore {
-    fn load<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("tokens", resource);
+            let place = self.place(key);
             let value: Option<Vec<u8>> = self
-                .redis
-                .query(redis::cmd("HGET").arg(&key).arg("v").clone())
+                .redis()
+                .query(redis::cmd("HGET").arg(&place).arg("v").clone())
                 .await?;
-            value.map(|v| self.unseal(&key, &v)).transpose()
+            value
+                .map(|v| {
+                    serde_json::from_slice(&self.redis().unseal(&place, &v)?)
+                        .map_err(|e| StoreError(Box::new(e)))
+                })
+                .transpose()
         })
     }
 
     fn save<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("tokens", resource);
-            let mut pipeline = redis::pipe();
-            pipeline
-                .atomic()
-                .cmd("HSET")
-                .arg(&key)
-                .arg("v")
-                .arg(self.seal(&key, tokens))
-                .arg("rt")
-                .arg(fingerprint(tokens.refresh_token()))
-                .ignore();
-            match expire_at(tokens).as_str() {
-                "0" => pipeline.cmd("PERSIST").arg(&key).ignore(),
-                at => pipeline.cmd("EXPIREAT").arg(&key).arg(at).ignore(),
-            };
-            self.redis.atomically(pipeline).await
+            let place = self.place(key);
+            let write = self.write_of(&place, tokens);
+            self.write(place, "save", "", write).await.map(|_| ())
         })
     }
 
-    fn forget<'a>(&'a self, resource: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("tokens", resource);
-            self.redis.query(redis::cmd("DEL").arg(&key).clone()).await
+            let place = self.place(key);
+            self.shared.unwritten.settled(&place);
+            self.redis()
+                .query(redis::cmd("DEL").arg(&place).clone())
+                .await
         })
     }
 
     fn replace<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
         from: Option<&'a str>,
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("tokens", resource);
-            let sealed = self.seal(&key, tokens);
-            let (expected, next, at) = (
-                fingerprint(from),
-                fingerprint(tokens.refresh_token()),
-                expire_at(tokens),
-            );
-            let args: [&[u8]; 4] = [expected.as_bytes(), &sealed, next.as_bytes(), at.as_bytes()];
-            let replaced: i64 = self.redis.script(REPLACE, &key, &args).await?;
-            Ok(replaced == 1)
+            let place = self.place(key);
+            let write = self.write_of(&place, tokens);
+            self.write(place, "replace", &fingerprint(from), write)
+                .await
         })
     }
 
     fn lease<'a>(
         &'a self,
-        resource: &'a str,
+        key: &'a TokenKey,
+        kind: LeaseKind,
         lasting: Duration,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("lease", resource);
+            let place = self.lease_place(key, kind);
             let mut id = [0u8; 16];
             getrandom::fill(&mut id).map_err(|e| StoreError(Box::new(e)))?;
             let id = hex(&id);
@@ -184,10 +236,10 @@ impl TokenStore for RedisTokenStore {
                 .unwrap_or(u64::MAX)
                 .max(1);
             let granted: Option<String> = self
-                .redis
+                .redis()
                 .query(
                     redis::cmd("SET")
-                        .arg(&key)
+                        .arg(&place)
                         .arg(&id)
                         .arg("NX")
                         .arg("PX")
@@ -199,13 +251,29 @@ impl TokenStore for RedisTokenStore {
         })
     }
 
+    fn release<'a>(
+        &'a self,
+        key: &'a TokenKey,
+        kind: LeaseKind,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let place = self.lease_place(key, kind);
+            let _: i64 = self
+                .redis()
+                .script(RELEASE, &place, &[lease.0.as_bytes()])
+                .await?;
+            Ok(())
+        })
+    }
+
     fn load_registration<'a>(
         &'a self,
         issuer: &'a str,
     ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("registration", issuer);
-            self.redis.get_json(&key).await
+            let place = self.redis().key("registration", issuer);
+            self.redis().get_json(&place).await
         })
     }
 
@@ -215,23 +283,8 @@ impl TokenStore for RedisTokenStore {
         registration: &'a Registration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let key = self.redis.key("registration", issuer);
-            self.redis.set_json(&key, registration, None).await
-        })
-    }
-
-    fn release<'a>(
-        &'a self,
-        resource: &'a str,
-        lease: &'a Lease,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let key = self.redis.key("lease", resource);
-            let _: i64 = self
-                .redis
-                .script(RELEASE, &key, &[lease.0.as_bytes()])
-                .await?;
-            Ok(())
+            let place = self.redis().key("registration", issuer);
+            self.redis().set_json(&place, registration, None).await
         })
     }
 }
@@ -239,7 +292,7 @@ impl TokenStore for RedisTokenStore {
 impl fmt::Debug for RedisTokenStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisTokenStore")
-            .field("redis", &self.redis)
-            .finish()
+            .field("redis", self.redis())
+            .finish_non_exhaustive()
     }
 }

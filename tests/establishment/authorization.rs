@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::oauth::{start, As};
+use crate::support::oauth::{key, start, As};
 use crate::support::{watchdog, Recorded, ScriptServer};
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::error::ConfigError;
@@ -157,8 +157,7 @@ async fn stored_tokens_are_used_before_a_refresh_and_a_refresh_before_a_new_auth
             .await
             .unwrap();
         assert_eq!(at(&server, "/as/token").len(), 1);
-        let resource = server.url();
-        let stored = store.load(&resource).await.unwrap().unwrap();
+        let stored = store.load(&key(&server, "svc")).await.unwrap().unwrap();
         assert_eq!(stored.refresh_token(), Some("canary-refresh-token"));
 
         // A new process (a new Authorization over the same store) uses the

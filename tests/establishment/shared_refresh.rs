@@ -13,7 +13,7 @@ use mcp_connect::auth::{Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector};
 
-use crate::support::oauth::{call_together, grants, rotating, start, As};
+use crate::support::oauth::{call_together, grants, key, rotating, start, As};
 use crate::support::{watchdog, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -62,7 +62,7 @@ async fn holders_of_one_store_refresh_once_when_refused_together() {
             ["client_credentials", "refresh_token"],
             "no new authorization"
         );
-        let stored = store.load(&server.url()).await.unwrap().unwrap();
+        let stored = store.load(&key(&server, "svc")).await.unwrap().unwrap();
         assert_eq!(
             stored.refresh_token(),
             Some("canary-refresh-1"),
@@ -86,10 +86,10 @@ async fn holders_with_a_copy_each_lose_the_grant() {
             .connect(request(&server, auth))
             .await
             .unwrap()];
-        let copied = first.load(&server.url()).await.unwrap().unwrap();
+        let copied = first.load(&key(&server, "svc")).await.unwrap().unwrap();
         for _ in 1..HOLDERS {
             let own = Arc::new(MemoryTokenStore::new());
-            own.save(&server.url(), &copied).await.unwrap();
+            own.save(&key(&server, "svc"), &copied).await.unwrap();
             let auth =
                 Authorization::client_credentials("svc", "canary-secret").with_token_store(own);
             sessions.push(

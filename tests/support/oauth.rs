@@ -340,6 +340,12 @@ pub async fn start_named(behaviour: As, host: &str) -> ScriptServer {
     server
 }
 
+/// Where a store files the tokens this server's authorization server
+/// gives `client` (an id configured, or "" when registered dynamically).
+pub fn key(server: &ScriptServer, client: &str) -> mcp_connect::auth::TokenKey {
+    mcp_connect::auth::TokenKey::new(server.url(), server.url_for("/as"), client)
+}
+
 /// The grant types the token endpoint was asked for, in order.
 pub fn grants(server: &ScriptServer) -> Vec<String> {
     server
