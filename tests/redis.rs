@@ -400,6 +400,52 @@ async fn a_write_back_goes_in_but_never_over_newer_tokens() {
     .await;
 }
 
+/// Item 4, slow: a Redis that takes connections and answers nothing
+/// (stopped with SIGSTOP). Eight replicas keep calling with the tokens
+/// they hold; one refused meanwhile refreshes on its own, its store
+/// operations each given up at their 500 ms bound; once Redis goes on, the
+/// tokens that replica obtained are written back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_stalled_redis_holds_no_call_past_its_bound() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let (server, rotation, expired) = rotating().await;
+        let mut sessions = Vec::new();
+        for _ in 0..REPLICAS {
+            sessions.push(
+                Connector::new()
+                    .connect(replica(&server, &redis))
+                    .await
+                    .unwrap(),
+            );
+        }
+        redis.freeze();
+        assert_eq!(call_together(&sessions).await, REPLICAS);
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        sessions[0].call_tool("x", &json!({})).await.unwrap();
+        let took = started.elapsed();
+        // A read and a write, 500 ms each at most, plus the HTTP.
+        assert!(took < Duration::from_secs(3), "took {took:?}");
+        redis.thaw();
+        let kept = store(&redis);
+        let mut written_back = None;
+        for _ in 0..100 {
+            if let Ok(Some(tokens)) = kept.load(&key(&server, "svc")).await {
+                if tokens.refresh_token() == Some(rotation.books().current.as_str()) {
+                    written_back = Some(tokens);
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(written_back.is_some(), "the refreshed tokens reached Redis");
+        assert_eq!(rotation.books().invalid_grants, 0);
+    })
+    .await;
+}
+
 /// Item 4: a Redis that answers something else than what was stored is a
 /// typed store failure, never a panic, and authorization goes on.
 #[tokio::test]
@@ -572,6 +618,69 @@ async fn eight_command_processes_sharing_redis_refresh_once() {
         ["client_credentials", "refresh_token"],
         "no new authorization"
     );
+}
+
+/// Done when, item 1, the other half: the same eight processes with the
+/// shared store off, each with its own token file (a copy of the first
+/// run's, as replicas deployed with the same state would hold), refused
+/// together: each refreshes with the one refresh token, and the rotating
+/// server sees the reuse and revokes the grant. This is what the test
+/// above shows does not happen through Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn eight_command_processes_with_their_own_files_lose_the_grant() {
+    let dir = std::env::temp_dir().join(format!("mcp-connect-own-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (server, rotation, expired) = rotating().await;
+    let run = |file: &std::path::Path, call: bool| {
+        let mut args = vec![
+            "--json",
+            "--pin",
+            "2025-11-25",
+            "--client-credentials",
+            "--client-id",
+            "svc",
+            "--client-secret-env",
+            "MCP_TEST_SECRET",
+        ];
+        if call {
+            args.extend(["--call-tool", "x"]);
+        }
+        let mut command = support::cli::command(&args);
+        command
+            .arg("--token-store")
+            .arg(file)
+            .arg(server.url())
+            .env("MCP_TEST_SECRET", "canary-secret");
+        command.spawn().unwrap()
+    };
+    let first = dir.join("first.json");
+    let output = support::cli::finish(run(&first, false), support::cli::COMMAND_LIMIT);
+    assert!(output.status.success());
+    let files: Vec<_> = (0..REPLICAS)
+        .map(|n| {
+            let own = dir.join(format!("{n}.json"));
+            std::fs::copy(&first, &own).unwrap();
+            own
+        })
+        .collect();
+    expired.store(true, std::sync::atomic::Ordering::SeqCst);
+    let children: Vec<_> = files.iter().map(|file| run(file, true)).collect();
+    tokio::task::spawn_blocking(move || {
+        for child in children {
+            support::cli::finish(child, support::cli::COMMAND_LIMIT);
+        }
+    })
+    .await
+    .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let books = rotation.books();
+    assert_eq!(books.refreshed, 1, "{books:?}");
+    assert!(
+        books.invalid_grants as usize >= REPLICAS - 1,
+        "every other process reused the refresh token: {books:?}"
+    );
+    assert!(books.revoked, "the grant was revoked");
 }
 
 /// The command with its Redis down: the run goes on (authorizing with what
