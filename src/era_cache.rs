@@ -45,6 +45,7 @@ use crate::auth::StoreError;
 use crate::protocol::{DiscoverResult, ProtocolVersion};
 use crate::redact::SafeUri;
 use crate::response_cache::{CacheScope, Context, Hints};
+use crate::store_health::StoreHealth;
 use crate::target::Target;
 use crate::transport::TransportKind;
 
@@ -158,10 +159,22 @@ pub trait EraStore: Send + Sync + 'static {
 }
 
 /// A shareable, serializable map from server to [`Verdict`].
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct EraCache {
     entries: Arc<Mutex<HashMap<String, Verdict>>>,
     shared: Option<Arc<dyn EraStore>>,
+    /// Whether the store failed when last used: one warning per outage.
+    health: Arc<StoreHealth>,
+}
+
+impl Default for EraCache {
+    fn default() -> Self {
+        EraCache {
+            entries: Arc::default(),
+            shared: None,
+            health: Arc::new(StoreHealth::new("eras")),
+        }
+    }
 }
 
 impl EraCache {
@@ -198,17 +211,9 @@ impl EraCache {
         }
         let shared = self.shared.as_ref()?;
         let key = Self::key(target);
-        match shared.get(&key).await {
-            Ok(Some(verdict)) => {
-                self.lock().insert(key, verdict.clone());
-                Some(verdict)
-            }
-            Ok(None) => None,
-            Err(_) => {
-                passed_over("read");
-                None
-            }
-        }
+        let verdict = self.health.observe("read", shared.get(&key).await)??;
+        self.lock().insert(key, verdict.clone());
+        Some(verdict)
     }
 
     /// Records a verdict (and writes it to the store in the background).
@@ -252,11 +257,9 @@ impl EraCache {
         else {
             return;
         };
-        let store = Arc::clone(store);
+        let (store, health) = (Arc::clone(store), Arc::clone(&self.health));
         runtime.spawn(async move {
-            if write(store).await.is_err() {
-                passed_over("write");
-            }
+            health.observe("write", write(store).await);
         });
     }
 
@@ -282,7 +285,7 @@ impl EraCache {
         let entries: HashMap<String, Verdict> = serde_json::from_str(json)?;
         Ok(EraCache {
             entries: Arc::new(Mutex::new(entries)),
-            shared: None,
+            ..EraCache::default()
         })
     }
 
@@ -290,16 +293,6 @@ impl EraCache {
         // Held for one map operation, which cannot panic: never poisoned.
         self.entries.lock().expect("era cache lock poisoned")
     }
-}
-
-/// A store that failed does not fail the establishment: one payload-free
-/// warning naming the operation.
-fn passed_over(operation: &'static str) {
-    tracing::warn!(
-        target: "mcp_connect::era_cache",
-        operation,
-        "the era store failed; going on without it"
-    );
 }
 
 impl fmt::Debug for EraCache {

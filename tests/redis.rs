@@ -25,7 +25,7 @@ use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
 
-use support::oauth::{call_together, grants, key, rotating, start, As, TOKEN};
+use support::oauth::{call_together, grants, key, person, rotating, start, As, TOKEN};
 use support::redis::{Redis, PASSWORD};
 use support::{watchdog, ScriptServer};
 
@@ -297,6 +297,49 @@ async fn keys_are_namespaced_by_issuer_client_principal_and_resource() {
     .await;
 }
 
+/// Item 3, the person: four replicas (each its own store over one Redis)
+/// that need a new authorization at the same moment ask the person once,
+/// register one client and make one authorization; the others wait for
+/// the tokens through Redis and use them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn one_person_authorizes_for_the_fleet() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let server = start(As::default()).await;
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let connects = (0..4).map(|_| {
+            let auth = Authorization::authorization_code(person(&asked, false))
+                .with_token_store(store(&redis));
+            let request = ConnectRequest::http(&server.url())
+                .unwrap()
+                .with_pin(ProtocolVersion::V2025_11_25)
+                .with_authorization(auth);
+            async move { Connector::new().connect(request).await }
+        });
+        let sessions = futures_util::future::join_all(connects).await;
+        assert!(
+            sessions.iter().all(Result::is_ok),
+            "every replica connected"
+        );
+        assert_eq!(
+            asked.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one person"
+        );
+        let at = |route: &str| {
+            server
+                .recorded()
+                .iter()
+                .filter(|r| r.route() == route)
+                .count()
+        };
+        assert_eq!(at("/as/authorize"), 1, "one authorization");
+        assert_eq!(at("/as/register"), 1, "one registration");
+    })
+    .await;
+}
+
 /// Item 4: Redis killed mid-run: calls go on with the tokens the replicas
 /// hold, nothing waits past its bound, no token is lost; Redis back, the
 /// store works again.
@@ -446,6 +489,45 @@ async fn a_stalled_redis_holds_no_call_past_its_bound() {
     .await;
 }
 
+/// Item 4, "one diagnostic event": an outage is one warning per store,
+/// however many operations fail in it, and its end one info event. The
+/// token store fails a read and a write in one refresh; the era cache fails
+/// three lookups; each warns once, and the era cache says once that Redis
+/// answers again.
+#[test]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+fn an_outage_is_one_warning_per_store_and_one_event_when_it_ends() {
+    let (capture, _guard, runtime) = support::capture::on_this_thread();
+    runtime.block_on(watchdog(LIMIT, async {
+        let mut redis = Redis::start();
+        let (server, _rotation, expired) = rotating().await;
+        let session = Connector::new()
+            .connect(replica(&server, &redis))
+            .await
+            .unwrap();
+        let cache = eras(&redis);
+        let request = ConnectRequest::http(&server.url()).unwrap();
+        redis.kill();
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        session.call_tool("x", &json!({})).await.unwrap();
+        for _ in 0..3 {
+            assert!(cache.lookup(request.target()).await.is_none());
+        }
+        redis.restart();
+        assert!(cache.lookup(request.target()).await.is_none());
+    }));
+    let traced = capture.text();
+    let count = |needle: &str| traced.matches(needle).count();
+    assert_eq!(count("store=\"tokens\" operation=\"read\""), 1, "{traced}");
+    assert_eq!(
+        count("the store failed; going on"),
+        2,
+        "one per store: {traced}"
+    );
+    assert!(count("the store failed again") >= 3, "{traced}");
+    assert_eq!(count("the store answers again"), 1, "{traced}");
+}
+
 /// Item 4: a Redis that answers something else than what was stored is a
 /// typed store failure, never a panic, and authorization goes on.
 #[tokio::test]
@@ -499,6 +581,7 @@ async fn garbage_in_redis_is_a_store_error_not_a_panic() {
 #[test]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 fn redis_holds_nothing_in_clear_and_nothing_is_logged() {
+    support::capture::keep_every_call_site_open();
     let capture = support::capture::Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     let _guard = tracing::subscriber::set_default(subscriber);

@@ -24,11 +24,11 @@ use url::Url;
 use super::challenge::Challenge;
 use super::dpop::{self, DpopKey, Nonces, Party};
 use super::tokens::Tokens;
+use crate::store_health::StoreHealth;
 use crate::transport::{HttpBody, HttpClient};
 
 /// The token in force and the last challenge, shared by the bearer layer,
 /// the authorization stage and every session of one [`Authorization`](super::Authorization).
-#[derive(Default)]
 pub(crate) struct AuthState {
     tokens: RwLock<Option<Tokens>>,
     header: RwLock<Option<Credential>>,
@@ -38,6 +38,22 @@ pub(crate) struct AuthState {
     registered: Mutex<Option<Registered>>,
     /// The DPoP nonces servers gave, per origin.
     pub(crate) nonces: Nonces,
+    /// Whether the token store failed when last used: one warning per
+    /// outage.
+    pub(crate) store_health: StoreHealth,
+}
+
+impl Default for AuthState {
+    fn default() -> Self {
+        AuthState {
+            tokens: RwLock::default(),
+            header: RwLock::default(),
+            challenge: Mutex::default(),
+            registered: Mutex::default(),
+            nonces: Nonces::default(),
+            store_health: StoreHealth::new("tokens"),
+        }
+    }
 }
 
 /// What goes with a request to the resource: the `Authorization` value,

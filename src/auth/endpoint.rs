@@ -59,24 +59,22 @@ pub(super) async fn identity(
     }
     // Another holder of the store registered here: the tokens it stored
     // were issued to that client, so refreshes must come from it too.
-    match settings.store.load_registration(&discovered.issuer).await {
-        Ok(Some(kept)) => {
-            auth.state.set_registered(super::bearer::Registered {
-                issuer: discovered.issuer.clone(),
-                id: kept.client_id.clone(),
-                secret: kept.client_secret.clone(),
-                method: kept.token_endpoint_auth_method.clone(),
-            });
-            return Ok(Client {
-                id: kept.client_id,
-                secret: kept.client_secret,
-                key: None,
-                method: kept.token_endpoint_auth_method,
-            });
-        }
-        Ok(None) => {}
-        Err(_) => super::store::passed_over("read"),
+    let kept = settings.store.load_registration(&discovered.issuer).await;
+    if let Some(Some(kept)) = auth.store_said("read", kept) {
+        auth.state.set_registered(super::bearer::Registered {
+            issuer: discovered.issuer.clone(),
+            id: kept.client_id.clone(),
+            secret: kept.client_secret.clone(),
+            method: kept.token_endpoint_auth_method.clone(),
+        });
+        return Ok(Client {
+            id: kept.client_id,
+            secret: kept.client_secret,
+            key: None,
+            method: kept.token_endpoint_auth_method,
+        });
     }
+
     let Some(registration) = discovered.server.registration_endpoint.as_deref() else {
         return Err(AuthError::NoClientIdentity);
     };
@@ -113,14 +111,11 @@ pub(super) async fn identity(
         client_secret: registered.client_secret.clone(),
         token_endpoint_auth_method: registered.token_endpoint_auth_method.clone(),
     };
-    if settings
+    let saved = settings
         .store
         .save_registration(&discovered.issuer, &kept)
-        .await
-        .is_err()
-    {
-        super::store::passed_over("write");
-    }
+        .await;
+    let _ = auth.store_said("write", saved);
     Ok(Client {
         id: registered.client_id,
         secret: registered.client_secret,

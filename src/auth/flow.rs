@@ -62,7 +62,25 @@ pub(crate) async fn authorize(
         .scope
         .clone()
         .or_else(|| choose_scope(challenge.as_ref(), &discovered));
-    let client = identity(auth, &http, &discovered).await?;
+    // A person's authorization takes the fleet's turn first: a holder that
+    // waits for another's person uses its tokens, and registers nothing.
+    let turn = match &settings.grant {
+        Grant::Code(_) => match super::once::turn(auth, &key, pause).await? {
+            super::once::Turn::Theirs(tokens) => {
+                auth.state.set_tokens(Some(tokens));
+                return Ok(Authorized::Refreshed);
+            }
+            super::once::Turn::Mine(lease) => Some(lease),
+        },
+        _ => None,
+    };
+    let client = match identity(auth, &http, &discovered).await {
+        Ok(client) => client,
+        Err(error) => {
+            super::once::done(auth, &key, turn.flatten()).await;
+            return Err(error);
+        }
+    };
     let tokens = match &settings.grant {
         Grant::ClientCredentials => {
             let mut form = vec![
@@ -103,36 +121,29 @@ pub(crate) async fn authorize(
                 .await?
                 .into_tokens(None)
         }
-        Grant::Code(person) => match super::once::turn(auth, &key, pause).await? {
-            // Another holder asked the person; its tokens serve here too.
-            super::once::Turn::Theirs(tokens) => {
-                auth.state.set_tokens(Some(tokens));
-                return Ok(Authorized::Refreshed);
-            }
-            super::once::Turn::Mine(lease) => {
-                let flow = code_flow(
-                    settings,
-                    person.as_ref(),
-                    pause,
-                    &token,
-                    &client,
-                    &resource,
-                    scope.as_deref(),
-                )
-                .await;
-                // Stored before the lease is given back, so the holders
-                // waiting for them find them.
-                let outcome = match flow {
-                    Ok(tokens) => {
-                        keep(auth, &key, tokens).await;
-                        Ok(Authorized::New)
-                    }
-                    Err(error) => Err(error),
-                };
-                super::once::done(auth, &key, lease).await;
-                return outcome;
-            }
-        },
+        Grant::Code(person) => {
+            let flow = code_flow(
+                settings,
+                person.as_ref(),
+                pause,
+                &token,
+                &client,
+                &resource,
+                scope.as_deref(),
+            )
+            .await;
+            // Stored before the lease is given back, so the holders
+            // waiting for them find them.
+            let outcome = match flow {
+                Ok(tokens) => {
+                    keep(auth, &key, tokens).await;
+                    Ok(Authorized::New)
+                }
+                Err(error) => Err(error),
+            };
+            super::once::done(auth, &key, turn.flatten()).await;
+            return outcome;
+        }
     };
     keep(auth, &key, tokens).await;
     Ok(Authorized::New)
@@ -156,9 +167,8 @@ fn jwt_bearer_form<'a>(
 }
 
 async fn keep(auth: &Authorization, key: &TokenKey, tokens: Tokens) {
-    if auth.settings.store.save(key, &tokens).await.is_err() {
-        super::store::passed_over("write");
-    }
+    let saved = auth.settings.store.save(key, &tokens).await;
+    let _ = auth.store_said("write", saved);
     auth.state.set_tokens(Some(tokens));
 }
 

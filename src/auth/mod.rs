@@ -305,6 +305,13 @@ impl Authorization {
 }
 
 impl Authorization {
+    /// `result` of a store `operation`; a failure is passed over (`None`:
+    /// authorization goes on with what this process holds) and said once
+    /// per outage.
+    fn store_said<T>(&self, operation: &'static str, result: Result<T, StoreError>) -> Option<T> {
+        self.state.store_health.observe(operation, result)
+    }
+
     /// Where the store files the tokens `issuer` gives for `resource`.
     fn token_key(&self, resource: &str, issuer: &str) -> TokenKey {
         let settings = &self.settings;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mcp_connect_layers::deadline::DeadlinePause;
 
-use super::store::{passed_over, Lease};
+use super::store::Lease;
 use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
 use super::{AuthError, Authorization};
@@ -37,27 +37,16 @@ pub(super) async fn turn(
 ) -> Result<Turn, AuthError> {
     let store = &*auth.settings.store;
     let limit = auth.settings.person_timeout;
-    let before = match store.load(key).await {
-        Ok(stored) => stored.map(|t| t.access_token().to_owned()),
-        Err(_) => {
-            passed_over("read");
-            return Ok(Turn::Mine(None));
-        }
+    let Some(before) = auth.store_said("read", store.load(key).await) else {
+        return Ok(Turn::Mine(None));
     };
-    match store
-        .lease(
-            key,
-            LeaseKind::Authorization,
-            limit + Duration::from_secs(5),
-        )
-        .await
-    {
-        Ok(Some(lease)) => return Ok(Turn::Mine(Some(lease))),
-        Ok(None) => {}
-        Err(_) => {
-            passed_over("lease");
-            return Ok(Turn::Mine(None));
-        }
+    let before = before.map(|t| t.access_token().to_owned());
+    let lasting = limit + Duration::from_secs(5);
+    let lease = store.lease(key, LeaseKind::Authorization, lasting).await;
+    match auth.store_said("lease", lease) {
+        Some(Some(lease)) => return Ok(Turn::Mine(Some(lease))),
+        Some(None) => {}
+        None => return Ok(Turn::Mine(None)),
     }
     // Another holder is asking the person: their wait, not the machine's,
     // so the establishment deadline does not count it either.
@@ -65,7 +54,7 @@ pub(super) async fn turn(
     let until = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < until {
         tokio::time::sleep(WAIT_STEP).await;
-        if let Ok(Some(stored)) = store.load(key).await {
+        if let Some(Some(stored)) = auth.store_said("read", store.load(key).await) {
             if Some(stored.access_token()) != before.as_deref() {
                 return Ok(Turn::Theirs(stored));
             }
@@ -77,14 +66,11 @@ pub(super) async fn turn(
 /// Gives the authorization lease back.
 pub(super) async fn done(auth: &Authorization, key: &TokenKey, lease: Option<Lease>) {
     if let Some(lease) = lease {
-        if auth
+        let released = auth
             .settings
             .store
             .release(key, LeaseKind::Authorization, &lease)
-            .await
-            .is_err()
-        {
-            passed_over("release");
-        }
+            .await;
+        let _ = auth.store_said("release", released);
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::endpoint::{identity, TokenEndpoint};
 use super::http::AuthHttp;
-use super::store::{passed_over, Lease};
+use super::store::Lease;
 use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
 use super::{AuthError, Authorization, Authorized};
@@ -42,11 +42,10 @@ pub(super) async fn before_new(
     let mut shared = true;
     loop {
         let stored = if shared {
-            match store.load(key).await {
-                Ok(stored) => stored,
-                Err(_) => {
+            match auth.store_said("read", store.load(key).await) {
+                Some(stored) => stored,
+                None => {
                     shared = false;
-                    passed_over("read");
                     None
                 }
             }
@@ -67,18 +66,15 @@ pub(super) async fn before_new(
             return Ok(None);
         };
         let lease = if shared {
-            match store.lease(key, LeaseKind::Refresh, lasting).await {
-                Ok(Some(lease)) => Some(lease),
-                Ok(None) => {
+            match auth.store_said("lease", store.lease(key, LeaseKind::Refresh, lasting).await) {
+                Some(Some(lease)) => Some(lease),
+                Some(None) => {
                     // Another holder is refreshing: its tokens, or its
                     // lease's end, then look again.
                     wait_for_change(auth, key, &base, lasting).await;
                     continue;
                 }
-                Err(_) => {
-                    passed_over("lease");
-                    None
-                }
+                None => None,
             }
         } else {
             None
@@ -108,9 +104,12 @@ async fn wait_for_change(auth: &Authorization, key: &TokenKey, base: &Tokens, la
     let until = tokio::time::Instant::now() + lasting;
     while tokio::time::Instant::now() < until {
         tokio::time::sleep(WAIT_STEP).await;
-        match auth.settings.store.load(key).await {
-            Ok(Some(stored)) if stored.access_token() != base.access_token() => return,
-            Ok(_) | Err(_) => {}
+        let stored = auth.store_said("read", auth.settings.store.load(key).await);
+        if stored
+            .flatten()
+            .is_some_and(|s| s.access_token() != base.access_token())
+        {
+            return;
         }
     }
 }
@@ -143,23 +142,20 @@ async fn refresh(
     };
     // Written even when the store failed before: a store that keeps
     // failed writes (the Redis one) writes them back once it answers.
-    match store.replace(key, Some(refresh_token), &tokens).await {
-        // Newer tokens are there: ours work too, but do not replace them.
-        Ok(_) => {}
-        Err(_) => passed_over("write"),
-    }
+    // Refused (newer tokens are there), ours work too: they stay here.
+    let _ = auth.store_said(
+        "write",
+        store.replace(key, Some(refresh_token), &tokens).await,
+    );
     auth.state.set_tokens(outcome.map(|_| tokens));
     Ok(outcome)
 }
 
 async fn release(auth: &Authorization, key: &TokenKey, lease: &Lease) {
-    if auth
+    let released = auth
         .settings
         .store
         .release(key, LeaseKind::Refresh, lease)
-        .await
-        .is_err()
-    {
-        passed_over("release");
-    }
+        .await;
+    let _ = auth.store_said("release", released);
 }

@@ -199,16 +199,6 @@ impl<T: TokenStore> TokenStore for Arc<T> {
     }
 }
 
-/// A store that failed does not fail the authorization (the tokens work
-/// for this process): one payload-free warning naming the operation.
-pub(super) fn passed_over(operation: &'static str) {
-    tracing::warn!(
-        target: "mcp_connect::auth",
-        operation,
-        "the token store failed; going on with this process's tokens"
-    );
-}
-
 /// A token store failed. The source says why (for [`FileTokenStore`], the
 /// I/O error); never the tokens.
 #[derive(Debug, thiserror::Error)]

@@ -21,6 +21,7 @@ use super::connection::{hex, Connection};
 use super::seal::SealingKey;
 use crate::auth::StoreError;
 use crate::response_cache::{CacheKey, CachedResult, Invalidation, ResponseStore};
+use crate::store_health::StoreHealth;
 
 /// Keys one invalidation looks at, at most: past it the rest expire by
 /// their own time.
@@ -31,6 +32,9 @@ const SCAN_LIMIT: usize = 100_000;
 pub struct RedisResponseStore {
     redis: Connection,
     prefix: String,
+    /// The cache sees a failure as a miss: the store says it, once per
+    /// outage.
+    health: StoreHealth,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -43,16 +47,20 @@ impl RedisResponseStore {
     /// A store at `url`, its keys under `prefix`, its values sealed with
     /// `key` (see [`RedisTokenStore::new`](super::RedisTokenStore::new)).
     pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
-        let prefix = prefix.into();
-        Connection::open(url, prefix.clone(), Some(key))
-            .map(|redis| RedisResponseStore { redis, prefix })
+        Self::open(url, prefix.into(), Some(key))
     }
 
     /// A store whose values are kept in clear.
     pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
-        let prefix = prefix.into();
-        Connection::open(url, prefix.clone(), None)
-            .map(|redis| RedisResponseStore { redis, prefix })
+        Self::open(url, prefix.into(), None)
+    }
+
+    fn open(url: &str, prefix: String, key: Option<SealingKey>) -> Result<Self, StoreError> {
+        Ok(RedisResponseStore {
+            redis: Connection::open(url, prefix.clone(), key)?,
+            prefix,
+            health: StoreHealth::new("responses"),
+        })
     }
 
     /// How long one Redis operation may take (500 ms by default).
@@ -141,12 +149,12 @@ impl RedisResponseStore {
 
 impl ResponseStore for RedisResponseStore {
     fn get<'a>(&'a self, key: &'a CacheKey) -> BoxFuture<'a, Option<CachedResult>> {
-        Box::pin(async move { self.fetch(key).await.ok().flatten() })
+        Box::pin(async move { self.health.observe("read", self.fetch(key).await).flatten() })
     }
 
     fn put(&self, key: CacheKey, value: CachedResult) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let _ = self.store(&key, &value).await;
+            let _ = self.health.observe("write", self.store(&key, &value).await);
         })
     }
 
@@ -161,7 +169,9 @@ impl ResponseStore for RedisResponseStore {
                 }
                 None => pattern.push('*'),
             }
-            let _ = self.drop_matching(pattern).await;
+            let _ = self
+                .health
+                .observe("invalidate", self.drop_matching(pattern).await);
         })
     }
 }

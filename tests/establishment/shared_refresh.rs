@@ -13,7 +13,7 @@ use mcp_connect::auth::{Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector};
 
-use crate::support::oauth::{call_together, grants, key, rotating, start, As};
+use crate::support::oauth::{call_together, grants, key, person, rotating, start, As};
 use crate::support::{watchdog, ScriptServer};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -112,40 +112,6 @@ async fn holders_with_a_copy_each_lose_the_grant() {
     .await;
 }
 
-/// The person's part, counted (and slowed, so that the holders overlap).
-struct CountingPerson {
-    approve: mcp_connect::testkit::AutoApprove,
-    asked: Arc<std::sync::atomic::AtomicUsize>,
-    hangs: bool,
-}
-
-impl mcp_connect::auth::Authorize for CountingPerson {
-    fn authorize(
-        &self,
-        url: String,
-    ) -> futures_util::future::BoxFuture<'static, Result<String, mcp_connect::error::BoxError>>
-    {
-        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let hangs = self.hangs;
-        let approved = self.approve.authorize(url);
-        Box::pin(async move {
-            if hangs {
-                std::future::pending::<()>().await;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            approved.await
-        })
-    }
-}
-
-fn person(asked: &Arc<std::sync::atomic::AtomicUsize>, hangs: bool) -> CountingPerson {
-    CountingPerson {
-        approve: mcp_connect::testkit::AutoApprove::new(),
-        asked: Arc::clone(asked),
-        hangs,
-    }
-}
-
 /// Issue 31, item 3: holders of one store that need a person at the same
 /// moment ask the person once; the others use the tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,6 +142,15 @@ async fn one_person_authorizes_for_every_holder_of_the_store() {
             .filter(|r| r.route() == "/as/authorize")
             .count();
         assert_eq!(authorize, 1, "one authorization at the server");
+        let registrations = server
+            .recorded()
+            .iter()
+            .filter(|r| r.route() == "/as/register")
+            .count();
+        assert_eq!(
+            registrations, 1,
+            "the holders that waited registered nothing"
+        );
     })
     .await;
 }

@@ -41,6 +41,7 @@ impl LifecycleMetrics for Metrics {
 /// Runs `body` on a current-thread runtime with every tracing event, at
 /// every level, captured; the events as text.
 fn traced(body: impl std::future::Future<Output = ()>) -> String {
+    crate::support::capture::keep_every_call_site_open();
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(
         capture

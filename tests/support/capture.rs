@@ -54,6 +54,7 @@ pub fn on_this_thread() -> (
     tokio::runtime::Runtime,
 ) {
     use tracing_subscriber::layer::SubscriberExt as _;
+    keep_every_call_site_open();
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     let guard = tracing::subscriber::set_default(subscriber);
@@ -62,4 +63,19 @@ pub fn on_this_thread() -> (
         .build()
         .expect("a runtime");
     (capture, guard, runtime)
+}
+
+/// tracing caches each call site's interest for the whole process. A call
+/// site first reached on another test's thread while this thread's capture
+/// is being installed can be cached as "never" (the registration races
+/// with the rebuild of interests in tracing-core), and this capture then
+/// misses it: a canary test failing about once in twenty runs. A
+/// process-wide subscriber that wants everything and keeps nothing holds
+/// every call site's interest at "sometimes" or more, so each thread's own
+/// subscriber decides.
+pub fn keep_every_call_site_open() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+    });
 }

@@ -385,3 +385,37 @@ pub async fn call_together(sessions: &[mcp_connect::Session]) -> usize {
         .filter(|r| r.is_ok())
         .count()
 }
+
+/// The person's part, counted (and slowed, so that the holders overlap).
+pub struct CountingPerson {
+    approve: mcp_connect::testkit::AutoApprove,
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    hangs: bool,
+}
+
+impl mcp_connect::auth::Authorize for CountingPerson {
+    fn authorize(
+        &self,
+        url: String,
+    ) -> futures_util::future::BoxFuture<'static, Result<String, mcp_connect::error::BoxError>>
+    {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let hangs = self.hangs;
+        let approved = self.approve.authorize(url);
+        Box::pin(async move {
+            if hangs {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            approved.await
+        })
+    }
+}
+
+pub fn person(asked: &Arc<std::sync::atomic::AtomicUsize>, hangs: bool) -> CountingPerson {
+    CountingPerson {
+        approve: mcp_connect::testkit::AutoApprove::new(),
+        asked: Arc::clone(asked),
+        hangs,
+    }
+}

@@ -1,0 +1,118 @@
+//! One warning per store outage, not one per operation.
+//!
+//! A store shared by replicas (Redis) that stops answering fails every
+//! operation until it returns. Each failure is passed over (the caller goes
+//! on with what its process holds), and an operator needs to know that it
+//! happened and when it ended, not a warning per token read. So the first
+//! failure after a success is one warning, the failures after it are debug
+//! events, and the first success after them is one info event: two lines
+//! per outage for each store. Events name the store and the operation,
+//! never a key or a value.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether a store was failing when last used, and the events that say
+/// when that changes.
+#[derive(Debug)]
+pub(crate) struct StoreHealth {
+    store: &'static str,
+    failing: AtomicBool,
+}
+
+impl StoreHealth {
+    /// The health of the store named `store` in events ("tokens", "eras",
+    /// "responses").
+    pub(crate) const fn new(store: &'static str) -> Self {
+        StoreHealth {
+            store,
+            failing: AtomicBool::new(false),
+        }
+    }
+
+    /// `result` of `operation`, with its failure passed over: `None`.
+    pub(crate) fn observe<T, E>(&self, operation: &'static str, result: Result<T, E>) -> Option<T> {
+        match result {
+            Ok(value) => {
+                self.answered();
+                Some(value)
+            }
+            Err(_) => {
+                self.failed(operation);
+                None
+            }
+        }
+    }
+
+    /// An operation failed.
+    pub(crate) fn failed(&self, operation: &'static str) {
+        let store = self.store;
+        if self.failing.swap(true, Ordering::AcqRel) {
+            tracing::debug!(target: "mcp_connect::store", store, operation, "the store failed again");
+        } else {
+            tracing::warn!(
+                target: "mcp_connect::store",
+                store,
+                operation,
+                "the store failed; going on with this process's own copy until it answers"
+            );
+        }
+    }
+
+    /// An operation went through.
+    pub(crate) fn answered(&self) {
+        if self.failing.swap(false, Ordering::AcqRel) {
+            let store = self.store;
+            tracing::info!(target: "mcp_connect::store", store, "the store answers again");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+
+    /// The level of every event, in order.
+    #[derive(Clone, Default)]
+    struct Levels(Arc<Mutex<Vec<tracing::Level>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Levels {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            self.0.lock().unwrap().push(*event.metadata().level());
+        }
+    }
+
+    #[test]
+    fn an_outage_is_one_warning_and_its_end_one_event() {
+        let levels = Levels::default();
+        let subscriber = tracing_subscriber::registry().with(levels.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            let health = StoreHealth::new("tokens");
+            assert_eq!(health.observe("read", Ok::<_, ()>(1)), Some(1));
+            for _ in 0..3 {
+                assert_eq!(health.observe("read", Err::<u8, _>(())), None);
+            }
+            assert_eq!(health.observe("write", Ok::<_, ()>(())), Some(()));
+            assert_eq!(health.observe("write", Ok::<_, ()>(())), Some(()));
+            assert_eq!(health.observe("lease", Err::<u8, _>(())), None);
+        });
+        use tracing::Level;
+        assert_eq!(
+            *levels.0.lock().unwrap(),
+            [
+                Level::WARN,
+                Level::DEBUG,
+                Level::DEBUG,
+                Level::INFO,
+                Level::WARN
+            ]
+        );
+    }
+}
