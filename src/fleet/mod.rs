@@ -18,7 +18,10 @@
 //! Every Redis operation is bounded ([`RedisTokenStore::with_timeout`]): a
 //! Redis that is down or slow is a [`StoreError`](crate::auth::StoreError)
 //! after at most that long, and the authorization stage then goes on with
-//! the tokens its process holds. A Redis that answers something else than
+//! the tokens its process holds. An outage is one warning per store when
+//! it starts and one info event when it ends (target `mcp_connect::store`),
+//! and tokens obtained during it are written to Redis once it answers,
+//! never over newer ones. A Redis that answers something else than
 //! what was stored (another type, a value that does not open) is a
 //! `StoreError` too, never a panic.
 //!
