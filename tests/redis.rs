@@ -46,6 +46,20 @@ fn replica(server: &ScriptServer, redis: &Redis) -> ConnectRequest {
         .with_authorization(auth)
 }
 
+/// Eight replicas connected, each its own `Authorization` and store.
+async fn replicas(server: &ScriptServer, redis: &Redis) -> Vec<mcp_connect::Session> {
+    let mut sessions = Vec::new();
+    for _ in 0..REPLICAS {
+        sessions.push(
+            Connector::new()
+                .connect(replica(server, redis))
+                .await
+                .unwrap(),
+        );
+    }
+    sessions
+}
+
 /// Done when, item 1 and 2: eight replicas refused together make exactly
 /// one refresh; a replica started after the first authorized makes no
 /// authorization request at all.
@@ -55,15 +69,7 @@ async fn eight_replicas_sharing_redis_refresh_once_and_later_ones_ask_nothing() 
     watchdog(LIMIT, async {
         let redis = Redis::start();
         let (server, rotation, expired) = rotating().await;
-        let mut sessions = Vec::new();
-        for _ in 0..REPLICAS {
-            sessions.push(
-                Connector::new()
-                    .connect(replica(&server, &redis))
-                    .await
-                    .unwrap(),
-            );
-        }
+        let sessions = replicas(&server, &redis).await;
         assert_eq!(
             grants(&server),
             ["client_credentials"],
@@ -349,15 +355,7 @@ async fn with_redis_down_the_replicas_go_on_and_the_store_comes_back() {
     watchdog(LIMIT, async {
         let mut redis = Redis::start();
         let (server, rotation, expired) = rotating().await;
-        let mut sessions = Vec::new();
-        for _ in 0..REPLICAS {
-            sessions.push(
-                Connector::new()
-                    .connect(replica(&server, &redis))
-                    .await
-                    .unwrap(),
-            );
-        }
+        let sessions = replicas(&server, &redis).await;
         // A store already connected before the crash.
         let kept = store(&redis);
         kept.load(&key(&server, "svc")).await.unwrap();
@@ -454,15 +452,7 @@ async fn a_stalled_redis_holds_no_call_past_its_bound() {
     watchdog(LIMIT, async {
         let redis = Redis::start();
         let (server, rotation, expired) = rotating().await;
-        let mut sessions = Vec::new();
-        for _ in 0..REPLICAS {
-            sessions.push(
-                Connector::new()
-                    .connect(replica(&server, &redis))
-                    .await
-                    .unwrap(),
-            );
-        }
+        let sessions = replicas(&server, &redis).await;
         redis.freeze();
         assert_eq!(call_together(&sessions).await, REPLICAS);
         expired.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -915,15 +905,11 @@ async fn thirty_seconds_of_calls_across_a_redis_outage() {
 
     let mut redis = Redis::start();
     let (server, rotation, expired) = rotating().await;
-    let mut sessions = Vec::new();
-    for _ in 0..REPLICAS {
-        sessions.push(Arc::new(
-            Connector::new()
-                .connect(replica(&server, &redis))
-                .await
-                .unwrap(),
-        ));
-    }
+    let sessions: Vec<_> = replicas(&server, &redis)
+        .await
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let started = Instant::now();
     let run_for = Duration::from_secs(30);
