@@ -16,7 +16,11 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 
 pub(super) struct Connection {
     client: redis::Client,
-    connection: tokio::sync::Mutex<Option<ConnectionManager>>,
+    /// The connection in use and its generation (which connect made it):
+    /// locked only to take a handle or to replace a broken one, so
+    /// operations run side by side on the one multiplexed connection.
+    connection: tokio::sync::Mutex<Option<(u64, ConnectionManager)>>,
+    connects: std::sync::atomic::AtomicU64,
     prefix: String,
     sealing: Option<SealingKey>,
     pub(super) timeout: Duration,
@@ -32,6 +36,7 @@ impl Connection {
         Ok(Connection {
             client,
             connection: tokio::sync::Mutex::new(None),
+            connects: std::sync::atomic::AtomicU64::new(0),
             prefix,
             sealing,
             timeout: DEFAULT_TIMEOUT,
@@ -66,15 +71,15 @@ impl Connection {
         F: for<'c> Fn(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
     {
         let work = async {
-            let mut held = self.connection.lock().await;
             for fresh in [false, true] {
-                if held.is_none() {
-                    *held = Some(ConnectionManager::new(self.client.clone()).await?);
-                }
-                let connection = held.as_mut().expect("connected above");
-                match operation(connection).await {
+                let (generation, mut connection) = self.connection_in_use().await?;
+                match operation(&mut connection).await {
                     Err(e) if !fresh && (e.is_io_error() || e.is_connection_dropped()) => {
-                        *held = None;
+                        // Replaced, unless another operation already has.
+                        let mut held = self.connection.lock().await;
+                        if held.as_ref().is_some_and(|(g, _)| *g == generation) {
+                            *held = None;
+                        }
                     }
                     outcome => return outcome,
                 }
@@ -85,6 +90,19 @@ impl Connection {
             Ok(result) => result.map_err(|e| StoreError(Box::new(e))),
             Err(elapsed) => Err(StoreError(Box::new(elapsed))),
         }
+    }
+
+    /// A handle on the connection in use, connecting first when there is
+    /// none (under the lock, so concurrent operations share one connect).
+    async fn connection_in_use(&self) -> redis::RedisResult<(u64, ConnectionManager)> {
+        let mut held = self.connection.lock().await;
+        if let Some(in_use) = held.as_ref() {
+            return Ok(in_use.clone());
+        }
+        let generation = self.connects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let connection = ConnectionManager::new(self.client.clone()).await?;
+        *held = Some((generation, connection.clone()));
+        Ok((generation, connection))
     }
 
     /// One command.
