@@ -149,12 +149,45 @@ async fn group_ready(urls: &[String]) -> Duration {
         group.add(Server::new(stack.clone(), request)).unwrap();
     }
     group.settled().await;
+    // Settled means no member is still on its first establishment; one
+    // whose first listing failed on transport (a loaded machine) is
+    // degraded, usable, and not listed yet. Ready means listed: wait for
+    // that, and count the wait.
+    let bound = Instant::now() + Duration::from_secs(10);
+    while !group
+        .healths()
+        .iter()
+        .all(|(_, h)| h.state == mcp_connect::group::HealthState::Ready)
+        && Instant::now() < bound
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     let took = started.elapsed();
     assert!(
         group.healths().iter().all(|(_, h)| h.state.is_usable()),
         "every server ready"
     );
-    assert_eq!(group.catalogue().tools().len(), 4 * urls.len());
+    let catalogue = group.catalogue();
+    if catalogue.tools().len() != 4 * urls.len() {
+        let mut per_server = std::collections::BTreeMap::<&str, usize>::new();
+        for tool in catalogue.tools() {
+            *per_server.entry(&tool.server).or_default() += 1;
+        }
+        for (name, health) in group.healths() {
+            if per_server.get(&*name).copied().unwrap_or(0) != 4 {
+                eprintln!(
+                    "{name}: {:?}, tools {:?}, last error {:?}, left out {}",
+                    health,
+                    per_server.get(&*name),
+                    group
+                        .last_error(&name)
+                        .map(|e| mcp_connect::layers::Classify::failure(&*e)),
+                    catalogue.left_out().len()
+                );
+            }
+        }
+        panic!("{} tools of {}", catalogue.tools().len(), 4 * urls.len());
+    }
     group.shutdown().await;
     took
 }
