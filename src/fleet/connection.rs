@@ -99,7 +99,9 @@ impl Connection {
         if let Some(in_use) = held.as_ref() {
             return Ok(in_use.clone());
         }
-        let generation = self.connects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let generation = self
+            .connects
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let connection = ConnectionManager::new(self.client.clone()).await?;
         *held = Some((generation, connection.clone()));
         Ok((generation, connection))
