@@ -53,7 +53,8 @@ impl fmt::Debug for Registration {
     }
 }
 
-/// A refresh lease granted by [`TokenStore::lease`]: the holder's token,
+/// A lease granted by [`TokenStore::lease`] (to refresh, or to ask the
+/// person): the holder's token,
 /// given back to [`TokenStore::release`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease(pub String);
