@@ -54,8 +54,7 @@ impl fmt::Debug for Registration {
 }
 
 /// A lease granted by [`TokenStore::lease`] (to refresh, or to ask the
-/// person): the holder's token,
-/// given back to [`TokenStore::release`].
+/// person): the holder's token, given back to [`TokenStore::release`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease(pub String);
 
