@@ -610,6 +610,38 @@ fn redis_holds_nothing_in_clear_and_nothing_is_logged() {
     }
 }
 
+/// An `mcp-connect` run as a service (client credentials, the secret in
+/// the environment) against `server`, its tokens in `store` (a file or a
+/// Redis URL), with `extra` options; with `call`, it calls the tool `x`.
+fn service_command(
+    server: &ScriptServer,
+    store: impl AsRef<std::ffi::OsStr>,
+    extra: &[&str],
+    call: bool,
+) -> std::process::Command {
+    let mut args = vec![
+        "--json",
+        "--pin",
+        "2025-11-25",
+        "--client-credentials",
+        "--client-id",
+        "svc",
+        "--client-secret-env",
+        "MCP_TEST_SECRET",
+    ];
+    args.extend(extra);
+    if call {
+        args.extend(["--call-tool", "x"]);
+    }
+    let mut command = support::cli::command(&args);
+    command
+        .arg("--token-store")
+        .arg(store)
+        .arg(server.url())
+        .env("MCP_TEST_SECRET", "canary-secret");
+    command
+}
+
 /// Done when, item 1 as written: eight `mcp-connect` processes sharing one
 /// Redis (`--token-store redis://...`), their tokens expired together, each
 /// calling a tool at the same instant: exactly one refresh reaches the
@@ -622,28 +654,13 @@ async fn eight_command_processes_sharing_redis_refresh_once() {
     let redis = Redis::start();
     let (server, rotation, expired) = rotating().await;
     let run = |call: bool| {
-        let mut args = vec![
-            "--json",
-            "--pin",
-            "2025-11-25",
-            "--client-credentials",
-            "--client-id",
-            "svc",
-            "--client-secret-env",
-            "MCP_TEST_SECRET",
-            "--store-key-env",
-            "MCP_TEST_STORE_KEY",
-        ];
-        if call {
-            args.extend(["--call-tool", "x"]);
-        }
-        let store = redis.url();
-        let url = server.url();
-        let mut command = support::cli::command(&args);
-        command
-            .args(["--token-store", &store, &url])
-            .env("MCP_TEST_SECRET", "canary-secret")
-            .env("MCP_TEST_STORE_KEY", KEY_HEX);
+        let mut command = service_command(
+            &server,
+            redis.url(),
+            &["--store-key-env", "MCP_TEST_STORE_KEY"],
+            call,
+        );
+        command.env("MCP_TEST_STORE_KEY", KEY_HEX);
         command.spawn().unwrap()
     };
     // The first run authorizes and leaves its tokens in Redis.
@@ -706,26 +723,7 @@ async fn eight_command_processes_with_their_own_files_lose_the_grant() {
     std::fs::create_dir_all(&dir).unwrap();
     let (server, rotation, expired) = rotating().await;
     let run = |file: &std::path::Path, call: bool| {
-        let mut args = vec![
-            "--json",
-            "--pin",
-            "2025-11-25",
-            "--client-credentials",
-            "--client-id",
-            "svc",
-            "--client-secret-env",
-            "MCP_TEST_SECRET",
-        ];
-        if call {
-            args.extend(["--call-tool", "x"]);
-        }
-        let mut command = support::cli::command(&args);
-        command
-            .arg("--token-store")
-            .arg(file)
-            .arg(server.url())
-            .env("MCP_TEST_SECRET", "canary-secret");
-        command.spawn().unwrap()
+        service_command(&server, file, &[], call).spawn().unwrap()
     };
     let first = dir.join("first.json");
     let output = support::cli::finish(run(&first, false), support::cli::COMMAND_LIMIT);

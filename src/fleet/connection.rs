@@ -193,6 +193,13 @@ impl Connection {
     }
 }
 
+/// `at` in Unix milliseconds (0 before the epoch), as Redis expiries and
+/// the token writes' `ts` count time.
+pub(super) fn unix_ms(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

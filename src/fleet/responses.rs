@@ -17,7 +17,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use super::connection::{hex, Connection};
+use super::connection::{hex, unix_ms, Connection};
 use super::seal::SealingKey;
 use crate::auth::StoreError;
 use crate::response_cache::{CacheKey, CachedResult, Invalidation, ResponseStore};
@@ -103,10 +103,7 @@ impl RedisResponseStore {
         if value.expires <= SystemTime::now() {
             return Ok(());
         }
-        let expires_ms = value
-            .expires
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let expires_ms = unix_ms(value.expires);
         let entry = Entry {
             result: value.result.to_string(),
             expires_ms,

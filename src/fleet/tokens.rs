@@ -19,12 +19,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use futures_util::future::BoxFuture;
 use sha2::{Digest as _, Sha256};
 
-use super::connection::{hex, Connection};
+use super::connection::{hex, unix_ms, Connection};
 use super::seal::SealingKey;
 use super::token_writes::{run_write, Shared, TokenWrite, WriteBack};
 use crate::auth::{Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens};
@@ -112,7 +112,7 @@ impl RedisTokenStore {
             sealed: self.redis().seal(place, &json),
             fingerprint: fingerprint(tokens.refresh_token()),
             expire_at: expire_at(tokens),
-            obtained_ms: now_ms(),
+            obtained_ms: unix_ms(SystemTime::now()),
         }
     }
 
@@ -145,12 +145,6 @@ fn key_parts(key: &TokenKey) -> [&str; 4] {
         key.principal().unwrap_or(""),
         key.resource(),
     ]
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The digest the compare-and-set compares: of the refresh token, "" for
