@@ -8,8 +8,11 @@
 //! fresh transport. Only unpinned, uncapped connections read or write it, so
 //! a pin always wins over what was cached.
 //!
-//! Keys never hold secrets: HTTP targets are keyed by scheme, host, port and
-//! path (no userinfo, no query); stdio targets by a hash of the command line.
+//! Keys never hold secrets: a target's [`Target::identity`], which shows
+//! an HTTP target's scheme, host, port and path and hashes everything that
+//! can select a server or a principal (the whole URL with its query and
+//! userinfo, the headers; a stdio command's program, arguments,
+//! environment and working directory).
 //!
 //! Replicas share what they learn through an [`EraStore`]
 //! ([`EraCache::with_store`]; `fleet::RedisEraStore` with the `redis`
@@ -43,7 +46,6 @@ use serde_json::Value;
 
 use crate::auth::StoreError;
 use crate::protocol::{DiscoverResult, ProtocolVersion};
-use crate::redact::SafeUri;
 use crate::response_cache::{CacheScope, Context, Hints};
 use crate::store_health::StoreHealth;
 use crate::target::Target;
@@ -183,12 +185,9 @@ impl EraCache {
         Self::default()
     }
 
-    /// The cache key of a target.
+    /// The cache key of a target: its [`Target::identity`].
     pub fn key(target: &Target) -> String {
-        match target {
-            Target::Http { url, .. } => format!("http {}", SafeUri(url)),
-            Target::Stdio(command) => format!("stdio {:016x}", command.fingerprint()),
-        }
+        target.identity()
     }
 
     /// This cache over `store`, shared with every replica that uses it.
@@ -312,15 +311,48 @@ mod tests {
     #[test]
     fn keys_hold_no_query_userinfo_or_arguments() {
         let request = ConnectRequest::http("http://user:pw@127.0.0.1:9/mcp?token=secret").unwrap();
-        assert_eq!(
-            EraCache::key(request.target()),
-            "http http://127.0.0.1:9/mcp"
-        );
+        let key = EraCache::key(request.target());
+        assert!(key.starts_with("http http://127.0.0.1:9/mcp "), "{key}");
+        assert!(!key.contains("secret") && !key.contains("pw"), "{key}");
         let stdio = ConnectRequest::stdio(StdioCommand::new("server").args(["--token", "secret"]));
         let key = EraCache::key(stdio.target());
         assert!(
             key.starts_with("stdio ") && !key.contains("secret"),
             "{key}"
+        );
+    }
+
+    /// Issue 40, items 1 and 2: whatever selects a server or a principal
+    /// is part of the key.
+    #[test]
+    fn query_userinfo_headers_env_and_cwd_are_part_of_the_key() {
+        let key = |url: &str| EraCache::key(ConnectRequest::http(url).unwrap().target());
+        let base = key("http://127.0.0.1:9/mcp?api_key=a");
+        assert_eq!(base, key("http://127.0.0.1:9/mcp?api_key=a"));
+        assert_ne!(base, key("http://127.0.0.1:9/mcp?api_key=b"));
+        assert_ne!(base, key("http://127.0.0.1:9/mcp"));
+        assert_ne!(base, key("http://u:p@127.0.0.1:9/mcp?api_key=a"));
+        let headed = |value: &str| {
+            let request = ConnectRequest::http("http://127.0.0.1:9/mcp")
+                .unwrap()
+                .with_header("x-tenant", value)
+                .unwrap();
+            EraCache::key(request.target())
+        };
+        assert_ne!(headed("a"), headed("b"));
+        let stdio = |command: StdioCommand| EraCache::key(ConnectRequest::stdio(command).target());
+        let plain = StdioCommand::new("node").args(["index.js"]);
+        let work = stdio(plain.clone().env("GITHUB_TOKEN", "work"));
+        assert_ne!(work, stdio(plain.clone().env("GITHUB_TOKEN", "personal")));
+        assert_ne!(work, stdio(plain.clone()));
+        assert_ne!(
+            stdio(plain.clone().current_dir("/srv/a")),
+            stdio(plain.clone().current_dir("/srv/b"))
+        );
+        // An argument's bytes cannot move into the next one unseen.
+        assert_ne!(
+            stdio(StdioCommand::new("a").args(["bc"])),
+            stdio(StdioCommand::new("ab").args(["c"]))
         );
     }
 

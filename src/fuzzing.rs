@@ -136,7 +136,7 @@ pub fn connect_request(data: &[u8]) {
     let _ = request.validate();
     let key = crate::era_cache::EraCache::key(request.target());
     // No query, and no userinfo in the key's authority (a path may hold an
-    // `@` of its own).
+    // `@` of its own); the query and userinfo are in its fingerprint.
     assert!(!key.contains('?'), "a query in a key");
     if let Some((_, rest)) = key.split_once("://") {
         let authority = rest.split('/').next().unwrap_or_default();

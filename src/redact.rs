@@ -30,6 +30,16 @@ impl fmt::Debug for SafeUri<'_> {
     }
 }
 
+/// Lower-case hex of `bytes`, for fingerprints in keys.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,6 +48,42 @@ impl fmt::Display for Target {
 }
 
 impl Target {
+    /// Who this server is, as a key that reveals no secret: for HTTP the
+    /// scheme, host, port and path in clear, then a 128-bit SHA-256
+    /// fingerprint of everything else that can select a server or a
+    /// principal (the whole URL with its userinfo and query, and every
+    /// header); for stdio a fingerprint of the program, arguments,
+    /// environment and working directory
+    /// ([`StdioCommand::fingerprint`]). Every cache keys its entries by it,
+    /// so a hosted service's `?api_key=` or a second token in `env` is a
+    /// second server, never sharing anything with the first.
+    pub fn identity(&self) -> String {
+        match self {
+            Target::Http { url, headers } => {
+                use sha2::{Digest, Sha256};
+                let mut hash = Sha256::new();
+                hash.update(b"mcp-connect http server v2\0");
+                let whole = url.to_string();
+                hash.update((whole.len() as u64).to_be_bytes());
+                hash.update(whole.as_bytes());
+                let mut pairs: Vec<(&str, &[u8])> = headers
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.as_bytes()))
+                    .collect();
+                pairs.sort_unstable();
+                for (name, value) in pairs {
+                    hash.update((name.len() as u64).to_be_bytes());
+                    hash.update(name.as_bytes());
+                    hash.update((value.len() as u64).to_be_bytes());
+                    hash.update(value);
+                }
+                let digest = crate::redact::hex(&hash.finalize()[..16]);
+                format!("http {} {digest}", SafeUri(url))
+            }
+            Target::Stdio(command) => format!("stdio {}", command.fingerprint()),
+        }
+    }
+
     /// The headers every HTTP request carries (none for stdio).
     pub(crate) fn headers(&self) -> Option<&http::HeaderMap> {
         match self {

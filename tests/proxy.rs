@@ -465,20 +465,23 @@ async fn the_command_reads_the_proxy_variables_and_no_proxy_bypasses_them() {
         .count();
     assert!(connects >= 1);
 
-    // NO_PROXY=127.0.0.1: the proxy sees nothing, for either scheme.
+    // NO_PROXY=127.0.0.1, and NO_PROXY=* (issue 40, item 5: curl exempts
+    // IP literals too): the proxy sees nothing, for either scheme.
     let before = proxy.requests().len();
-    for target in [plain.url(), tls.url()] {
-        let (line, printed) = summary(command(
-            &["--json", "--cacert", ca, &target],
-            &[
-                ("HTTP_PROXY", &url),
-                ("HTTPS_PROXY", &url),
-                ("NO_PROXY", "127.0.0.1"),
-            ],
-        ))
-        .await;
-        assert_eq!(line["outcome"], "established", "{printed}");
-        assert_eq!(line["proxy"], Value::Null);
+    for no_proxy in ["127.0.0.1", "*", "example.internal, *"] {
+        for target in [plain.url(), tls.url()] {
+            let (line, printed) = summary(command(
+                &["--json", "--cacert", ca, &target],
+                &[
+                    ("HTTP_PROXY", &url),
+                    ("HTTPS_PROXY", &url),
+                    ("NO_PROXY", no_proxy),
+                ],
+            ))
+            .await;
+            assert_eq!(line["outcome"], "established", "{no_proxy}: {printed}");
+            assert_eq!(line["proxy"], Value::Null, "{no_proxy}");
+        }
     }
     assert_eq!(
         proxy.requests().len(),

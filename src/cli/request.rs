@@ -104,7 +104,7 @@ pub(super) fn request_from(
         return Err(format!("{option} needs --auth or --client-credentials"));
     }
     if let Some(place) = &args.token_store {
-        if redis_url(place).is_none() {
+        if redis_url(place, "--token-store")?.is_none() {
             check_token_store(std::path::Path::new(place))?;
         }
     }
@@ -208,31 +208,39 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
         let key = DpopKey::generate().map_err(|e| format!("--dpop: {}", chain(&e)))?;
         auth = auth.with_dpop(key);
     }
-    match args
-        .token_store
-        .as_deref()
-        .map(|place| (place, redis_url(place)))
-    {
-        Some((_, Some(url))) => auth = auth.with_token_store(Reported(redis_store(args, url)?)),
-        Some((path, None)) => auth = auth.with_token_store(Reported(FileTokenStore::new(path))),
-        None => {}
+    if let Some(place) = args.token_store.as_deref() {
+        match redis_url(place, "--token-store")? {
+            Some(url) => auth = auth.with_token_store(Reported(redis_store(args, url)?)),
+            None => auth = auth.with_token_store(Reported(FileTokenStore::new(place))),
+        }
     }
     Ok(Some(auth))
 }
 
-/// `place` as a Redis URL, when it is one, with REDIS_PASSWORD put in
-/// when the URL has no password of its own.
-pub(super) fn redis_url(place: &str) -> Option<String> {
-    if !(place.starts_with("redis://") || place.starts_with("rediss://")) {
-        return None;
+/// `place` as a Redis URL, when it names one (`redis://` or `rediss://`,
+/// any case), with REDIS_PASSWORD put in when the URL has no password of
+/// its own; `None` for a file path. A Redis URL that cannot be used is a
+/// usage error naming `option`, never a file: a file store's path never
+/// comes from a URL (it would hold the password in its name and the
+/// tokens in clear although sealing was asked for). The message names
+/// neither the URL nor the password.
+pub(super) fn redis_url(place: &str, option: &str) -> Result<Option<String>, String> {
+    let scheme = place.split_once("://").map(|(scheme, _)| scheme);
+    if !scheme.is_some_and(|s| s.eq_ignore_ascii_case("redis") || s.eq_ignore_ascii_case("rediss"))
+    {
+        return Ok(None);
     }
-    let mut url = url::Url::parse(place).ok()?;
+    let unusable = || format!("{option}: not a usable Redis URL (redis://[:PASSWORD@]HOST:PORT/)");
+    let mut url = url::Url::parse(place).map_err(|_| unusable())?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(unusable());
+    }
     if url.password().is_none() {
         if let Ok(password) = std::env::var("REDIS_PASSWORD") {
-            url.set_password(Some(&password)).ok()?;
+            url.set_password(Some(&password)).map_err(|()| unusable())?;
         }
     }
-    Some(url.into())
+    Ok(Some(url.into()))
 }
 
 /// How long one Redis operation of the command may take: a run is a new

@@ -96,10 +96,15 @@ async fn run(args: Args) -> ExitCode {
         Err(message) => return usage(&message),
     };
 
-    let era_redis = args
+    let era_redis = match args
         .era_cache
         .as_deref()
-        .and_then(super::request::redis_url);
+        .map(|place| super::request::redis_url(place, "--era-cache"))
+        .transpose()
+    {
+        Ok(url) => url.flatten(),
+        Err(message) => return usage(&message),
+    };
     let era_cache = match (&args.era_cache, &era_redis) {
         (None, _) => None,
         (Some(_), Some(url)) => match super::request::redis_era_store(&args, url) {

@@ -360,6 +360,37 @@ mod tests {
         assert_eq!(catalogue.version(), 1);
     }
 
+    /// Issue 40, item 3: a server that lists a tool literally named
+    /// `files__read` neither knocks `files`'s `read` out (a) nor receives
+    /// the calls meant for `files__read` once `files` is gone (b).
+    #[test]
+    fn a_server_given_name_never_takes_another_servers_namespace() {
+        for naming in [Naming::OnCollision, Naming::Always] {
+            // git's `read` makes files's `files__read` under either rule.
+            let both = listings(&[
+                ("files", &["read"]),
+                ("git", &["read"]),
+                ("evil", &["files__read"]),
+            ]);
+            let catalogue = next(&Catalogue::default(), &both, &naming);
+            let routed = catalogue.tool("files__read").expect("files's read");
+            assert_eq!(&*routed.server, "files", "{naming:?}");
+            assert_eq!(routed.item.name, "read");
+            let squat = catalogue.tool("evil__files__read").expect("evil's own");
+            assert_eq!(&*squat.server, "evil");
+            assert!(
+                catalogue.left_out().is_empty(),
+                "{:?}",
+                catalogue.left_out()
+            );
+
+            let gone = listings(&[("git", &["read"]), ("evil", &["files__read"])]);
+            let catalogue = next(&Catalogue::default(), &gone, &naming);
+            assert!(catalogue.tool("files__read").is_none(), "{naming:?}");
+            assert!(catalogue.tool("evil__files__read").is_some());
+        }
+    }
+
     #[test]
     fn the_version_moves_only_with_the_content() {
         let servers = listings(&[("a", &["x"])]);

@@ -8,6 +8,14 @@
 //! character outside the set becomes `_`. The catalogue remembers which
 //! server and which original name each catalogue name stands for, so a
 //! changed name still reaches the right tool.
+//!
+//! The separator `__` belongs to the group, never to a server. A name a
+//! server gives that holds it (a tool literally named `files__read`) is
+//! always shown under its own server's prefix (`evil__files__read`), and a
+//! server's name in a prefix never holds it nor ends in `_`, so the first
+//! `__` of a catalogue name always ends the name of the server it routes
+//! to: no server can take or block a name in another server's namespace,
+//! whether that server is up, down or removed.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -48,9 +56,35 @@ pub fn fit(name: &str) -> Cow<'_, str> {
         .collect()
 }
 
+/// A server's name as a prefix: made to fit, every run of `_` made one
+/// and a trailing `_` dropped, so it never holds the separator nor runs
+/// into it (`a_` and `__b` would make `a___b` ambiguous).
+pub(crate) fn fit_server(server: &str) -> String {
+    let fitted = fit(server);
+    let mut out = String::with_capacity(fitted.len());
+    for c in fitted.chars() {
+        if c == '_' && out.ends_with('_') {
+            continue;
+        }
+        out.push(c);
+    }
+    let trimmed = out.trim_end_matches('_');
+    if trimmed.is_empty() {
+        "server".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
 /// The common prefixed form, `server__tool`, both parts made to fit.
 pub fn prefixed(server: &str, name: &str) -> String {
-    format!("{}{SEPARATOR}{}", fit(server), fit(name))
+    format!("{}{SEPARATOR}{}", fit_server(server), fit(name))
+}
+
+/// Whether a server-given name, made to fit, holds the group's separator
+/// and so must never be shown without its own server's prefix.
+fn holds_separator(name: &str) -> bool {
+    fit(name).contains(SEPARATOR)
 }
 
 /// What a naming rule is asked for one tool or prompt.
@@ -80,7 +114,8 @@ pub enum Naming {
     /// The default: a name only one server offers is kept (made to fit);
     /// a name several servers offer becomes `server__name` on every one of
     /// them, so no server wins by starting first and the name a caller
-    /// used keeps meaning the same tool while the set of servers holds.
+    /// used keeps meaning the same tool while the set of servers holds. A
+    /// name that holds `__` is always prefixed (see the module docs).
     #[default]
     OnCollision,
     /// Every name becomes `server__name`: stable whatever other servers
@@ -101,7 +136,9 @@ impl Naming {
     /// The catalogue name for one item.
     pub(crate) fn name(&self, request: &NameRequest<'_>) -> String {
         match self {
-            Naming::OnCollision if !request.collides => fit(request.name).into_owned(),
+            Naming::OnCollision if !request.collides && !holds_separator(request.name) => {
+                fit(request.name).into_owned()
+            }
             Naming::OnCollision | Naming::Always => prefixed(request.server, request.name),
             Naming::Custom(rule) => rule(request),
         }
@@ -150,5 +187,26 @@ mod tests {
         assert_eq!(Naming::Always.name(&request(false)), "files__read");
         let dotted = Naming::custom(|r| format!("{}.{}", r.server, r.name));
         assert_eq!(dotted.name(&request(false)), "files.read");
+    }
+
+    /// Issue 40, item 3: a server's name never holds the separator nor
+    /// runs into it, and a server-given name holding it is prefixed.
+    #[test]
+    fn the_separator_is_the_groups() {
+        assert_eq!(fit_server("my__files"), "my_files");
+        assert_eq!(fit_server("a_"), "a");
+        assert_eq!(fit_server("__"), "server");
+        assert_eq!(prefixed("a_", "_b"), "a___b");
+        let squatter = NameRequest {
+            server: "evil",
+            name: "files__read",
+            collides: false,
+        };
+        assert_eq!(Naming::OnCollision.name(&squatter), "evil__files__read");
+        let slashed = NameRequest {
+            name: "files//read",
+            ..squatter
+        };
+        assert_eq!(Naming::OnCollision.name(&slashed), "evil__files__read");
     }
 }

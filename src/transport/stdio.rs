@@ -106,18 +106,35 @@ impl StdioCommand {
         &self.program
     }
 
-    /// A stable 64-bit FNV-1a hash of the program and arguments (not the
-    /// environment), for keys that must not reveal the arguments.
-    pub fn fingerprint(&self) -> u64 {
+    /// A stable 128-bit fingerprint (hex, SHA-256) of everything that
+    /// selects the server this command starts: the program, the arguments,
+    /// the environment set for it and its working directory. Two commands
+    /// that differ only in a token in `env` (`github-work` and
+    /// `github-personal`) or in `cwd` (two `node index.js` projects) are two
+    /// servers. For keys that must not reveal any of it.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
         use std::os::unix::ffi::OsStrExt;
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for part in std::iter::once(&self.program).chain(&self.args) {
-            for &byte in part.as_bytes().iter().chain(&[0u8]) {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
+        let mut hash = Sha256::new();
+        hash.update(b"mcp-connect stdio server v2\0");
+        let mut part = |tag: &[u8], bytes: &[u8]| {
+            // Length-prefixed, so no two different commands hash alike.
+            hash.update(tag);
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        };
+        part(b"p", self.program.as_bytes());
+        for arg in &self.args {
+            part(b"a", arg.as_bytes());
         }
-        hash
+        for (key, value) in &self.env {
+            part(b"k", key.as_bytes());
+            part(b"v", value.as_bytes());
+        }
+        if let Some(dir) = &self.current_dir {
+            part(b"d", dir.as_os_str().as_bytes());
+        }
+        crate::redact::hex(&hash.finalize()[..16])
     }
 }
 

@@ -197,6 +197,45 @@ fn an_unwritable_token_store_is_a_usage_error_before_connecting() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Issue 40, item 4: a `redis://` URL that cannot be parsed (port out of
+/// range) is a usage error, never a file store in the working directory
+/// named after the URL (with the password in its name and the tokens in
+/// clear although sealing was asked for); the password is never printed.
+#[test]
+fn an_unparsable_redis_url_is_a_usage_error_and_never_a_file() {
+    let url = closed_port_url();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-redis-url-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = "0".repeat(64);
+    for (option, place) in [
+        ("--token-store", "redis://:Sekrit-PW-1@127.0.0.1:99999"),
+        ("--token-store", "REDISS://:Sekrit-PW-1@[::1"),
+        ("--era-cache", "redis://:Sekrit-PW-1@127.0.0.1:99999"),
+    ] {
+        let mut command = crate::support::cli::command(&[
+            "--auth",
+            option,
+            place,
+            "--store-key-env",
+            "MCP_TEST_KEY",
+            url.as_str(),
+        ]);
+        command.current_dir(&dir).env("MCP_TEST_KEY", &key);
+        let output = crate::support::cli::run_command(command);
+        assert_eq!(output.status.code(), Some(2), "{option} {place}");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(printed.contains("not a usable Redis URL"), "{printed}");
+        assert!(!printed.contains("Sekrit-PW-1"), "{printed}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "a file store was made: {left:?}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Item 3.12: `--request-timeout` bounds a stuck call (the fixed 60 s limit
 /// had no option) and `--help` shows its default.
 #[tokio::test(flavor = "multi_thread")]

@@ -251,6 +251,43 @@ async fn a_private_entry_never_serves_another_token() {
     assert_eq!(server.count("tools/list"), 1);
 }
 
+/// Issue 40, item 1: a key in the query (`?api_key=`) selects a principal
+/// (or a server): neither a private nor a public entry crosses to another
+/// query, and the same query is served again.
+#[tokio::test]
+async fn a_key_in_the_query_is_another_principal() {
+    for scope in ["private", "public"] {
+        let hints = Hints {
+            ttl_ms: 60_000,
+            scope,
+        };
+        let server = ScriptServer::start(modern(hints, None)).await;
+        let cache = ResponseCache::new();
+        let url = |key: &str| format!("{}?api_key={key}", server.url());
+        connect(&url("alice"), &cache)
+            .await
+            .list_tools()
+            .await
+            .unwrap();
+        connect(&url("bob"), &cache)
+            .await
+            .list_tools()
+            .await
+            .unwrap();
+        assert_eq!(
+            server.count("tools/list"),
+            2,
+            "bob's key was served alice's {scope} listing"
+        );
+        connect(&url("alice"), &cache)
+            .await
+            .list_tools()
+            .await
+            .unwrap();
+        assert_eq!(server.count("tools/list"), 2, "{scope}");
+    }
+}
+
 #[tokio::test]
 async fn a_new_sessions_first_call_sends_the_cached_tools_param_headers() {
     let server = ScriptServer::start(modern(public(60_000), None)).await;

@@ -81,6 +81,8 @@ pub enum ProxyUrlProblem {
     NoHost,
     /// It has a path or a query, which a proxy URL does not.
     HasPath,
+    /// Its port is not a number from 1 to 65535.
+    BadPort,
 }
 
 impl std::fmt::Display for ProxyUrlProblem {
@@ -90,6 +92,7 @@ impl std::fmt::Display for ProxyUrlProblem {
             ProxyUrlProblem::UnsupportedScheme => "the scheme is not http://",
             ProxyUrlProblem::NoHost => "no host",
             ProxyUrlProblem::HasPath => "a proxy URL has no path or query",
+            ProxyUrlProblem::BadPort => "the port is not from 1 to 65535",
         })
     }
 }

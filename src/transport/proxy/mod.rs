@@ -185,7 +185,64 @@ fn check(setting: &'static str, value: &str) -> Result<(), ProxyConfigError> {
     if uri.query().is_some() || !matches!(uri.path(), "" | "/") {
         return Err(fail(ProxyUrlProblem::HasPath));
     }
+    // `http::Uri` takes any digits after the host; only 1..=65535 reach a
+    // proxy.
+    if let Some(port) = port_text(uri.authority().map_or("", |a| a.as_str())) {
+        if !port.parse::<u16>().is_ok_and(|port| port != 0) {
+            return Err(fail(ProxyUrlProblem::BadPort));
+        }
+    }
     Ok(())
+}
+
+/// The text after the host's `:` in an authority, if it has one.
+fn port_text(authority: &str) -> Option<&str> {
+    let host_start = authority.rfind('@').map_or(0, |at| at + 1);
+    let host = &authority[host_start..];
+    let after_brackets = host.rfind(']').map_or(0, |end| end + 1);
+    host[after_brackets..]
+        .rsplit_once(':')
+        .map(|(_, port)| port)
+}
+
+/// The `NO_PROXY` rules curl follows that hyper-util's matcher does not:
+/// `*` alone exempts every host (IP literals included), and an IP literal
+/// may be written in brackets (`[::1]`). Read once per client.
+#[derive(Debug, Default)]
+struct Exempt {
+    every_host: bool,
+    addresses: Vec<std::net::IpAddr>,
+}
+
+impl Exempt {
+    fn parse(rules: &str) -> Exempt {
+        let mut exempt = Exempt::default();
+        for rule in rules.split(',').map(str::trim) {
+            if rule == "*" {
+                exempt.every_host = true;
+            } else if let Some(inner) = rule.strip_prefix('[').and_then(|r| r.split_once(']')) {
+                if let Ok(ip) = inner.0.parse() {
+                    exempt.addresses.push(ip);
+                }
+            } else if let Ok(ip) = rule.parse() {
+                exempt.addresses.push(ip);
+            }
+        }
+        exempt
+    }
+
+    fn covers(&self, dst: &http::Uri) -> bool {
+        if self.every_host {
+            return true;
+        }
+        let host = dst.host().unwrap_or_default();
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        host.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| self.addresses.contains(&ip))
+    }
 }
 
 /// Where each request goes: direct, or through which proxy. Built once per
@@ -193,6 +250,7 @@ fn check(setting: &'static str, value: &str) -> Result<(), ProxyConfigError> {
 #[derive(Debug)]
 pub(crate) struct Routes {
     matcher: Matcher,
+    exempt: Exempt,
     /// A proxy for `http://` targets is set but unusable.
     http_unusable: Option<ProxyConfigError>,
     /// The same for `https://` targets.
@@ -233,6 +291,7 @@ impl Routes {
             .build();
         Routes {
             matcher,
+            exempt: Exempt::parse(no.unwrap_or_default()),
             http_unusable,
             https_unusable,
             proxies_http,
@@ -246,6 +305,9 @@ impl Routes {
             Some("https") => &self.https_unusable,
             _ => &None,
         };
+        if self.exempt.covers(dst) {
+            return Ok(None);
+        }
         if let Some(error) = unusable {
             return Err(ProxyError::Setting(error.clone()));
         }
@@ -294,6 +356,52 @@ mod tests {
             .route(&uri("http://a/"))
             .expect("ok")
             .is_none());
+    }
+
+    /// Issue 40, item 5: `NO_PROXY=*` exempts IP literals too (curl's
+    /// rule), and a bracketed IPv6 literal is honoured.
+    #[test]
+    fn a_star_and_bracketed_addresses_are_exempt() {
+        let star = Proxy::url("http://127.0.0.1:3128")
+            .expect("valid")
+            .with_no_proxy("*")
+            .routes();
+        for direct in [
+            "http://127.0.0.1:9/mcp",
+            "https://127.0.0.1:9/mcp",
+            "http://[::1]:9/mcp",
+            "https://mcp.example.com/",
+        ] {
+            assert!(star.route(&uri(direct)).expect("ok").is_none(), "{direct}");
+        }
+        let bracketed = Proxy::url("http://127.0.0.1:3128")
+            .expect("valid")
+            .with_no_proxy("[::1], 127.0.0.2")
+            .routes();
+        for direct in ["http://[::1]:9/mcp", "https://127.0.0.2/"] {
+            let route = bracketed.route(&uri(direct)).expect("ok");
+            assert!(route.is_none(), "{direct}");
+        }
+        assert!(bracketed
+            .route(&uri("http://127.0.0.1:9/"))
+            .expect("ok")
+            .is_some());
+    }
+
+    /// Issue 40, item 15: a port outside 1..=65535 is a configuration
+    /// error, not a proxy that fails at connect.
+    #[test]
+    fn a_port_out_of_range_is_unusable() {
+        for value in [
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:0",
+            "127.0.0.1:70000",
+        ] {
+            let error = Proxy::url(value).expect_err(value);
+            assert_eq!(error.problem, ProxyUrlProblem::BadPort, "{value}");
+        }
+        assert!(Proxy::url("http://[::1]:3128").is_ok());
+        assert!(Proxy::url("http://proxy").is_ok());
     }
 
     #[test]
