@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use mcp_connect::config::ServersConfig;
 use mcp_connect::group::{Catalogue, HealthState, ItemKind, LeftOutReason, Server, ServerGroup};
-use mcp_connect::layers::Failure;
+use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::{Connector, EstablishBuilder};
 use serde_json::json;
 use tokio::time::Instant;
@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::Args;
 use super::output::{chain, failure_json, shown, Printer};
 use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
+use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
 
 /// Runs `--config`; the exit code as the option's help says.
@@ -29,6 +30,7 @@ pub(super) async fn run(
     path: &Path,
     printer: &Printer,
     cancel: &CancellationToken,
+    signals: &Signals,
 ) -> ExitCode {
     let config = match ServersConfig::read(path) {
         Ok(config) => config,
@@ -72,37 +74,51 @@ pub(super) async fn run(
         // Names in a config file are unique: this cannot be a duplicate.
         let _ = group.add(Server::new(stack.clone(), request));
     }
-    // Each server's first settled state, printed as it comes. The stream
-    // only wakes this loop; the states are read from the group, so a
-    // reader that fell behind the stream (thousands of servers) misses
-    // nobody.
+    // Each server's first settled state, printed as it comes. A change
+    // names its server, so each costs one look, whatever the number of
+    // servers; only a reader that fell behind the stream looks at every
+    // server again. Everything ends at the run's deadline (`--deadline`
+    // from the start: a listing that never answers included) or at the
+    // first signal.
     let mut settled: BTreeMap<Arc<str>, bool> = BTreeMap::new();
-    loop {
-        for (name, health) in group.healths() {
-            if settled.contains_key(&name) {
-                continue;
+    let run_deadline = started + args.deadline;
+    let mut missed = 0;
+    let mut next: Vec<Arc<str>> = group.names();
+    let ended = loop {
+        for name in next.drain(..) {
+            if let Some(health) = group.health(&name) {
+                settle(printer, &group, &mut settled, name, health.state, started).await;
             }
-            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-            let ready = match health.state {
-                HealthState::Ready => {
-                    established(printer, &group, &name, elapsed_ms).await;
-                    true
-                }
-                // Degraded before it was ever ready: its session broke
-                // while listing; the group keeps trying, the command
-                // reports it.
-                HealthState::Failed(failure)
-                | HealthState::NeedsAuthorization(failure)
-                | HealthState::Degraded(failure) => {
-                    not_established(printer, &group, &name, &failure, elapsed_ms);
-                    false
-                }
-                _ => continue,
-            };
-            settled.insert(name, ready);
         }
-        if settled.len() >= servers.len() || changes.recv().await.is_none() {
-            break;
+        if settled.len() >= servers.len() {
+            break None;
+        }
+        tokio::select! {
+            change = changes.recv() => match change {
+                Some(change) if changes.missed() == missed => next.push(change.server),
+                Some(_) => {
+                    missed = changes.missed();
+                    next = group.names();
+                }
+                None => break None,
+            },
+            () = tokio::time::sleep_until(run_deadline) => break Some(FailureKind::Timeout),
+            () = cancel.cancelled() => break Some(FailureKind::Cancelled),
+        }
+    };
+    if let Some(kind) = ended {
+        // What had not settled ends with the run: a failure of its own.
+        let source = match kind {
+            FailureKind::Timeout => CancelSource::Deadline,
+            _ => CancelSource::Caller,
+        };
+        let failure = Failure::new(Stage::REQUEST, kind).with_cancel_source(source);
+        for name in group.names() {
+            if !settled.contains_key(&name) {
+                let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+                not_established(printer, &group, &name, &failure, elapsed_ms);
+                settled.insert(name, false);
+            }
         }
     }
     if args.list_tools {
@@ -113,16 +129,55 @@ pub(super) async fn run(
     group.shutdown_within(CLOSE_BOUND).await;
     let count = invalid.len() + servers.len();
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let signal = signals.received();
+    let by = signal
+        .map(|s| format!(", ended by {}", s.name()))
+        .unwrap_or_default();
     printer.line(
-        &format!("{established} of {count} servers established, {failed} not, {elapsed_ms:.3} ms"),
+        &format!(
+            "{established} of {count} servers established, {failed} not, {elapsed_ms:.3} ms{by}"
+        ),
         json!({ "event": "summary", "servers": count, "established": established,
-                "failed": failed, "elapsed_ms": elapsed_ms }),
+                "failed": failed, "elapsed_ms": elapsed_ms,
+                "signal": signal.map(Received::name) }),
     );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    match signal {
+        Some(signal) => ExitCode::from(signal.exit_code()),
+        None if failed == 0 => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
     }
+}
+
+/// Prints a server's line the first time it settles (ready, failed,
+/// needing authorization, or degraded before it was ever ready: its
+/// session broke while listing; the group keeps trying, the command
+/// reports it).
+async fn settle(
+    printer: &Printer,
+    group: &ServerGroup,
+    settled: &mut BTreeMap<Arc<str>, bool>,
+    name: Arc<str>,
+    state: HealthState,
+    started: Instant,
+) {
+    if settled.contains_key(&name) {
+        return;
+    }
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let ready = match state {
+        HealthState::Ready => {
+            established(printer, group, &name, elapsed_ms).await;
+            true
+        }
+        HealthState::Failed(failure)
+        | HealthState::NeedsAuthorization(failure)
+        | HealthState::Degraded(failure) => {
+            not_established(printer, group, &name, &failure, elapsed_ms);
+            false
+        }
+        _ => return,
+    };
+    settled.insert(name, ready);
 }
 
 /// A server's line once it is ready: its era, version and transport, the
@@ -135,17 +190,7 @@ async fn established(printer: &Printer, group: &ServerGroup, name: &str, elapsed
     let Ok((session, _)) = client.session().await else {
         return;
     };
-    let catalogue = group.catalogue();
-    let tools = catalogue
-        .tools()
-        .iter()
-        .filter(|t| &*t.server == name)
-        .count()
-        + catalogue
-            .left_out()
-            .iter()
-            .filter(|l| l.kind == ItemKind::Tool && &*l.server == name)
-            .count();
+    let tools = group.listed_tools(name).unwrap_or(0);
     printer.line(
         &format!(
             "{}: established: {} era, protocol {}, over {}, {elapsed_ms:.3} ms, {tools} tools",

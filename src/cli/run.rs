@@ -75,7 +75,7 @@ async fn run(args: Args) -> ExitCode {
     };
     let printer = Arc::new(Printer::new(args.json));
     if let Some(path) = &args.config {
-        return super::config::run(&args, path, &printer, &cancel).await;
+        return super::config::run(&args, path, &printer, &cancel, &signals).await;
     }
     let started = Instant::now();
 

@@ -7,13 +7,23 @@
 //! listing when the server announces a change or a new generation appears,
 //! pings legacy sessions when a keepalive is asked for, and, after a call
 //! failed on transport, builds a new session in the background, paced by
-//! the client's own cool-down. It never retries what the conservative
+//! the client's own cool-down.
+//!
+//! Relistings are coalesced: at most one runs at a time and one more is
+//! pending per kind, and a kind is listed again no sooner than
+//! [`RELIST_INTERVAL`] after its last listing, so a server that floods
+//! `list_changed` costs a few listings a second, not one per notification.
+//! A listing the server could not be asked for (it timed out, outgrew the
+//! size or page limit, or answered something that is no listing) fails the
+//! member; one the server declined with an error leaves that kind empty. It never retries what the conservative
 //! classifier forbids (auth, throttling, DNS, TLS, configuration, an
 //! overall deadline): those leave the server failed, or needing
 //! authorization, until the application restarts it.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_connect_layers::classify::Conservative;
 use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
@@ -186,6 +196,61 @@ fn on_transport(error: &ClientError) -> bool {
         )
 }
 
+/// The least time between two listings of one kind of one member.
+pub const RELIST_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Why a listing did not complete.
+enum ListingFailed {
+    /// On the connection: build a new session.
+    Transport(Failure),
+    /// The listing could not be had (timed out, over a limit, no
+    /// listing): the member has failed.
+    Unserved(Failure),
+}
+
+impl ListingFailed {
+    fn step(self) -> Step {
+        match self {
+            ListingFailed::Transport(failure) => Step::Reconnect(failure),
+            ListingFailed::Unserved(failure) => Step::Failed(failure),
+        }
+    }
+}
+
+/// The kinds a member must list again, and when it may.
+#[derive(Default)]
+struct Relist {
+    pending: Vec<ListKind>,
+    last: Option<Instant>,
+}
+
+impl Relist {
+    fn add(&mut self, kind: ListKind) {
+        if !self.pending.contains(&kind) {
+            self.pending.push(kind);
+        }
+    }
+
+    /// When the pending kinds may be listed: at once, or
+    /// [`RELIST_INTERVAL`] after the last listing.
+    fn due(&self) -> Option<Instant> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        Some(
+            self.last
+                .map_or_else(Instant::now, |last| last + RELIST_INTERVAL),
+        )
+    }
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// What a supervisor does next.
 enum Step {
     /// Serve a usable member.
@@ -230,7 +295,7 @@ impl Supervisor {
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => Step::Serve,
-                        Err(failure) => Step::Reconnect(failure),
+                        Err(failed) => failed.step(),
                     }
                 }
                 Err(error) => Step::Failed(self.keep(error)),
@@ -258,20 +323,23 @@ impl Supervisor {
             (ticker, keepalive)
         });
         let mut missed_pings = 0;
+        let mut relist = Relist::default();
         loop {
             tokio::select! {
                 notification = self.notifications.recv() => {
                     let Some(notification) = notification else { return Step::GroupGone };
-                    let changed = match notification.known() {
-                        Known::ListChanged(kind) => Some(kind),
-                        _ => None,
-                    };
+                    if let Known::ListChanged(kind) = notification.known() {
+                        relist.add(kind);
+                    }
                     for listener in &self.forward {
                         listener.deliver(notification.clone());
                     }
-                    if let Some(kind) = changed {
-                        if let Err(failure) = self.refresh_kind(kind).await {
-                            return Step::Reconnect(failure);
+                }
+                () = sleep_until(relist.due()) => {
+                    relist.last = Some(Instant::now());
+                    for kind in std::mem::take(&mut relist.pending) {
+                        if let Err(failed) = self.refresh_kind(kind).await {
+                            return failed.step();
                         }
                     }
                 }
@@ -283,7 +351,7 @@ impl Supervisor {
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => self.set(HealthState::Ready),
-                        Err(failure) => return Step::Reconnect(failure),
+                        Err(failed) => return failed.step(),
                     }
                 }
                 () = self.member.wake.notified() => match self.member.take_intent() {
@@ -348,7 +416,10 @@ impl Supervisor {
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => return Step::Serve,
-                        Err(failure) => self.set(HealthState::Degraded(failure)),
+                        Err(ListingFailed::Transport(failure)) => {
+                            self.set(HealthState::Degraded(failure));
+                        }
+                        Err(ListingFailed::Unserved(failure)) => return Step::Failed(failure),
                     }
                 }
                 Err(ClientError::CoolingDown { retry_in, .. }) => {
@@ -392,7 +463,7 @@ impl Supervisor {
                     generations.borrow_and_update();
                     return match self.refresh().await {
                         Ok(()) => Step::Serve,
-                        Err(failure) => Step::Reconnect(failure),
+                        Err(failed) => failed.step(),
                     };
                 }
             }
@@ -411,7 +482,7 @@ impl Supervisor {
 
     /// Lists everything the server's capabilities offer, on the current
     /// session, and publishes it; a usable member is then ready.
-    async fn refresh(&mut self) -> Result<(), Failure> {
+    async fn refresh(&mut self) -> Result<(), ListingFailed> {
         let mut listing = Listing::default();
         for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
             self.list(kind, &mut listing).await?;
@@ -422,7 +493,7 @@ impl Supervisor {
     }
 
     /// Lists one kind again after the server said it changed.
-    async fn refresh_kind(&mut self, kind: ListKind) -> Result<(), Failure> {
+    async fn refresh_kind(&mut self, kind: ListKind) -> Result<(), ListingFailed> {
         let current = self.member.listing.lock().expect("listing lock").clone();
         let Some(current) = current else {
             return Ok(());
@@ -438,9 +509,11 @@ impl Supervisor {
     /// without tools answers with an error, which leaves the list empty);
     /// prompts and resources only when the server's capabilities offer
     /// them, which saves two requests per server that has neither. A
-    /// failure on transport is the caller's to handle; any other (a server
-    /// that cannot serve the listing) leaves that kind empty.
-    async fn list(&self, kind: ListKind, listing: &mut Listing) -> Result<(), Failure> {
+    /// failure on transport is the caller's to handle; a server that
+    /// declines the listing (a JSON-RPC error, an HTTP error status) leaves
+    /// that kind empty; any other failure (a timeout, a size or page limit,
+    /// an answer that is no listing) is the member's, its error kept.
+    async fn list(&self, kind: ListKind, listing: &mut Listing) -> Result<(), ListingFailed> {
         let client = &self.member.client;
         let offered = match kind {
             ListKind::Tools => true,
@@ -452,15 +525,24 @@ impl Supervisor {
                     };
                     session.capabilities().get(key).is_some()
                 }
-                Err(error) => return Err(error.failure()),
+                Err(error) => return Err(ListingFailed::Transport(error.failure())),
             },
         };
         if !offered {
             return Ok(());
         }
         let kept = |result: Result<(), ClientError>| match result {
-            Err(error) if on_transport(&error) => Err(error.failure()),
-            _ => Ok(()),
+            Err(error) if on_transport(&error) => Err(ListingFailed::Transport(error.failure())),
+            Err(error)
+                if matches!(
+                    error.failure().kind,
+                    FailureKind::Rpc | FailureKind::HttpStatus
+                ) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(ListingFailed::Unserved(self.keep(error))),
+            Ok(()) => Ok(()),
         };
         match kind {
             ListKind::Tools => kept(client.list_tools().await.map(|listed| {

@@ -85,7 +85,7 @@ pub use catalogue::{Catalogue, ItemKind, LeftOut, LeftOutReason, Listed, Named};
 pub use error::GroupError;
 pub use filter::ToolFilter;
 pub use health::{HealthChange, HealthChanges, HealthState, ServerHealth};
-pub use member::{Keepalive, Server};
+pub use member::{Keepalive, Server, RELIST_INTERVAL};
 use member::{Member, Supervisor};
 pub use naming::{
     fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR,
@@ -359,6 +359,15 @@ impl ServerGroup {
     /// One server's health.
     pub fn health(&self, name: &str) -> Option<ServerHealth> {
         self.members().get(name).map(|member| member.health())
+    }
+
+    /// How many tools the server's current listing holds after its filter
+    /// (shown in the catalogue or left out of it); `None` while it has no
+    /// listing. Reads one member, whatever the size of the group.
+    pub fn listed_tools(&self, name: &str) -> Option<usize> {
+        let member = self.members().get(name).cloned()?;
+        let listing = member.listing.lock().expect("listing lock").clone();
+        listing.map(|listing| listing.tools.len())
     }
 
     /// Why the server's last establishment failed, while it is not ready:

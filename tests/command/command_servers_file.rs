@@ -202,3 +202,128 @@ async fn list_tools_prints_the_merged_catalogue_by_catalogue_name() {
     assert!(human.contains("tool files__echo (files: echo)"), "{human}");
     assert!(human.contains("tool log (git)"), "{human}");
 }
+
+/// A legacy server whose `tools/list` never answers, or whose pages never
+/// end (a new cursor each page, a little slowly).
+fn listing_never_ends(stall: bool) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
+    move |request: &Recorded| match request.rpc_method() {
+        "tools/list" if stall => Script::Stall,
+        "tools/list" => {
+            let cursor = request.body["params"]["cursor"].as_str().unwrap_or("0");
+            let next = cursor.parse::<u64>().unwrap_or(0) + 1;
+            Script::Delayed(
+                Duration::from_millis(20),
+                Box::new(Script::Json(
+                    200,
+                    result(
+                        request,
+                        serde_json::json!({ "tools": [], "nextCursor": next.to_string() }),
+                    ),
+                )),
+            )
+        }
+        _ => legacy(request),
+    }
+}
+
+/// Issue 40, item 6: a member's listing is bounded by the run's deadline
+/// (a stalled page used to hold the run for its 60 s request timeout, and
+/// an endless pagination for 1,000 pages), and a listing that did not
+/// complete is that member's failure, never "established, 0 tools".
+#[tokio::test]
+async fn a_listing_that_never_ends_is_bounded_by_the_deadline_and_fails() {
+    let healthy = ScriptServer::start(one_tool).await;
+    let stalled = ScriptServer::start(listing_never_ends(true)).await;
+    let endless = ScriptServer::start(listing_never_ends(false)).await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{
+            "healthy": {{ "url": "{}" }},
+            "stalled": {{ "url": "{}" }},
+            "endless": {{ "url": "{}" }}
+        }} }}"#,
+        healthy.url(),
+        stalled.url(),
+        endless.url()
+    ));
+    let started = Instant::now();
+    let output = run_async(&[
+        "--config",
+        config.as_str(),
+        "--deadline",
+        "1500ms",
+        "--pin",
+        "2025-11-25",
+        "--json",
+    ])
+    .await;
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(took < Duration::from_secs(6), "took {took:?}: {text}");
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let lines = json_lines(&output);
+    let of = |name: &str| {
+        lines
+            .iter()
+            .find(|line| line["name"] == name)
+            .unwrap_or_else(|| panic!("no line for {name}: {text}"))
+    };
+    assert_eq!(of("healthy")["outcome"], "established", "{text}");
+    for name in ["stalled", "endless"] {
+        assert_eq!(of(name)["outcome"], "failed", "{name}: {text}");
+        assert_eq!(of(name)["failure"]["kind"], "timeout", "{name}: {text}");
+    }
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["established"], 1, "{text}");
+    assert!(summary["signal"].is_null());
+}
+
+/// Issue 40, item 6: the first SIGINT or SIGTERM ends a `--config` run
+/// at once (it used to be ignored while a listing stalled), with the
+/// signal in the summary and exit 130 / 143 as for a single target.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_signal_ends_a_config_run() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let stalled = ScriptServer::start(listing_never_ends(true)).await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{ "stalled": {{ "url": "{}" }} }} }}"#,
+        stalled.url()
+    ));
+    for (signal, code, name) in [
+        (Signal::SIGINT, 130, "SIGINT"),
+        (Signal::SIGTERM, 143, "SIGTERM"),
+    ] {
+        let listed = stalled.count("tools/list");
+        let child = crate::support::cli::command(&[
+            "--config",
+            config.as_str(),
+            "--deadline",
+            "60s",
+            "--pin",
+            "2025-11-25",
+            "--json",
+        ])
+        .spawn()
+        .unwrap();
+        crate::support::watchdog(Duration::from_secs(20), async {
+            while stalled.count("tools/list") == listed {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        let signalled = Instant::now();
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let output = tokio::task::spawn_blocking(move || {
+            crate::support::cli::finish(child, Duration::from_secs(30))
+        })
+        .await
+        .unwrap();
+        assert!(signalled.elapsed() < Duration::from_secs(5));
+        assert_eq!(output.status.code(), Some(code), "{output:?}");
+        let lines = json_lines(&output);
+        let summary = lines.last().unwrap();
+        assert_eq!(summary["signal"], name, "{lines:?}");
+        let member = lines.iter().find(|l| l["name"] == "stalled").unwrap();
+        assert_eq!(member["failure"]["kind"], "cancelled", "{lines:?}");
+    }
+}

@@ -607,3 +607,81 @@ async fn prompts_and_resources_are_routed_and_notifications_forwarded() {
     })
     .await;
 }
+
+/// Issue 40, item 8: a server flooding `tools/list_changed` gets a few
+/// listings (at most one in flight and one pending, one per
+/// [`RELIST_INTERVAL`](mcp_connect::group::RELIST_INTERVAL)), not one per
+/// notification, and the change the flood announced still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_flood_is_coalesced() {
+    watchdog(Duration::from_secs(30), async {
+        let flooder = Scripted::new("flood", &["a"], Duration::ZERO);
+        let server = flooder.start().await;
+        let group = ServerGroup::new();
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&server.url(), "flood"),
+            ))
+            .unwrap();
+        group.settled().await;
+        while flooder.stream.lock().unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let listed_before = server.count("tools/list");
+        flooder.tools.lock().unwrap().push("b".into());
+        let started = Instant::now();
+        for _ in 0..2_000 {
+            flooder.announce_tools_changed();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while group.catalogue().tool("b").is_none() {
+            assert!(Instant::now() < deadline, "the change never arrived");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Let every queued notification be read, then count.
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        let listings = server.count("tools/list") - listed_before;
+        let allowed = 2 + (started.elapsed().as_millis() / 250) as usize;
+        assert!(
+            listings <= allowed,
+            "{listings} listings for 2,000 notifications in {:?}",
+            started.elapsed()
+        );
+    })
+    .await;
+}
+
+/// Issue 40, item 6: a listing that never answers fails its member (a
+/// timeout, its error kept) instead of leaving it ready with no tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_listing_fails_the_member() {
+    watchdog(Duration::from_secs(30), async {
+        let healthy = Scripted::new("healthy", &["t"], Duration::ZERO);
+        let stalled = Scripted::new("stalled", &["u"], Duration::ZERO);
+        let good = healthy.start().await;
+        let stalling = ScriptServer::start(move |request| match request.rpc_method() {
+            "tools/list" => Script::Stall,
+            _ => stalled.respond(request),
+        })
+        .await;
+        let group = ServerGroup::new();
+        let limits = mcp_connect::request::Limits::default()
+            .with_request_timeout(Duration::from_millis(300));
+        for (url, name) in [(good.url(), "healthy"), (stalling.url(), "stalled")] {
+            let request = named(&url, name).with_limits(limits.clone());
+            group
+                .add(Server::new(stack(Duration::from_secs(5)), request))
+                .unwrap();
+        }
+        group.settled().await;
+        assert_eq!(group.health("healthy").unwrap().state, HealthState::Ready);
+        match group.health("stalled").unwrap().state {
+            HealthState::Failed(failure) => assert_eq!(failure.kind, FailureKind::Timeout),
+            other => panic!("{other:?}"),
+        }
+        assert!(group.last_error("stalled").is_some());
+        assert!(group.catalogue().tool("t").is_some());
+    })
+    .await;
+}
