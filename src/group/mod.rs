@@ -59,7 +59,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -205,7 +205,8 @@ impl ServerGroupBuilder {
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,
                 health: broadcast::channel(HEALTH_CAPACITY).0,
                 changes: watch::channel(0).0,
-                dirty: AtomicBool::new(false),
+                listings_changed: AtomicU64::new(0),
+                built: AtomicU64::new(0),
                 rebuild_scheduled: AtomicBool::new(false),
                 rebuilding: Mutex::new(()),
                 this: this.clone(),
@@ -239,8 +240,12 @@ struct Shared {
     health: broadcast::Sender<HealthChange>,
     /// Bumped on every health change: what the waits watch.
     changes: watch::Sender<u64>,
-    /// A listing changed since the catalogue was last built.
-    dirty: AtomicBool,
+    /// How many times a listing changed.
+    listings_changed: AtomicU64,
+    /// The count of [`listings_changed`](Self::listings_changed) the
+    /// published catalogue includes: set after it is published, so a
+    /// reader that finds it behind waits for the rebuild under way.
+    built: AtomicU64,
     /// A rebuild task is scheduled.
     rebuild_scheduled: AtomicBool,
     /// Held for one rebuild, which never awaits.
@@ -625,7 +630,7 @@ impl Shared {
     /// is pending; watchers get the new one from a task scheduled here.
     fn set_listing(&self, member: &Member, listing: Option<Listing>) {
         *member.listing.lock().expect("listing lock poisoned") = listing.map(Arc::new);
-        self.dirty.store(true, Ordering::Release);
+        self.listings_changed.fetch_add(1, Ordering::AcqRel);
         if self.rebuild_scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -643,13 +648,16 @@ impl Shared {
     /// Rebuilds the catalogue if a listing changed since the last rebuild,
     /// and publishes it if its content changed.
     fn rebuild(&self) {
-        // Most reads find nothing pending: no lock for them.
-        if !self.dirty.load(Ordering::Acquire) {
+        // Most reads find nothing pending: no lock for them. A rebuild
+        // under way counts as pending until it has published, so a read
+        // racing it waits for it instead of returning the catalogue before.
+        if self.built.load(Ordering::Acquire) == self.listings_changed.load(Ordering::Acquire) {
             return;
         }
         // One rebuild at a time, so versions follow each other.
         let _rebuilding = self.rebuilding.lock().expect("rebuild lock poisoned");
-        if !self.dirty.swap(false, Ordering::AcqRel) {
+        let changed = self.listings_changed.load(Ordering::Acquire);
+        if self.built.load(Ordering::Acquire) == changed {
             return;
         }
         let listings: BTreeMap<Arc<str>, Arc<Listing>> = self
@@ -673,6 +681,7 @@ impl Shared {
                 None => false,
             }
         });
+        self.built.store(changed, Ordering::Release);
     }
 }
 

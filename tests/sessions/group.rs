@@ -685,3 +685,66 @@ async fn a_stalled_listing_fails_the_member() {
     })
     .await;
 }
+
+/// Issue 40, item 17: a catalogue read racing a rebuild never returns the
+/// catalogue from before it: whenever a member shows ready, its tools are
+/// in the catalogue read next, however the reads and rebuilds interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalogue_read_never_misses_a_ready_member() {
+    watchdog(Duration::from_secs(60), async {
+        for _round in 0..5 {
+            let scripted: Vec<Scripted> = (0..40)
+                .map(|i| {
+                    let name: &'static str = Box::leak(format!("m{i:02}").into_boxed_str());
+                    let tool: &'static str = Box::leak(format!("tool_{i:02}").into_boxed_str());
+                    Scripted::new(name, &[tool], Duration::from_millis(i % 7))
+                })
+                .collect();
+            let mut servers = Vec::new();
+            for s in &scripted {
+                servers.push(s.start().await);
+            }
+            let group = ServerGroup::new();
+            let reader = {
+                let group = group.clone();
+                std::thread::spawn(move || {
+                    let mut checks = 0u64;
+                    loop {
+                        let ready: Vec<_> = group
+                            .healths()
+                            .into_iter()
+                            .filter(|(_, h)| h.state == HealthState::Ready)
+                            .map(|(name, _)| name)
+                            .collect();
+                        let catalogue = group.catalogue();
+                        for name in &ready {
+                            let tool = format!("tool_{}", &name[1..]);
+                            assert!(
+                                catalogue.tool(&tool).is_some(),
+                                "{name} is ready but the catalogue lacks {tool}"
+                            );
+                        }
+                        checks += 1;
+                        if ready.len() == 40 {
+                            return checks;
+                        }
+                    }
+                })
+            };
+            for (i, server) in servers.iter().enumerate() {
+                let name = format!("m{i:02}");
+                group
+                    .add(Server::new(
+                        stack(Duration::from_secs(10)),
+                        named(&server.url(), &name),
+                    ))
+                    .unwrap();
+            }
+            let checks = tokio::task::spawn_blocking(move || reader.join().expect("no stale read"))
+                .await
+                .unwrap();
+            assert!(checks > 0);
+        }
+    })
+    .await;
+}
