@@ -16,7 +16,9 @@ use crate::error::{Error, ErrorKind};
 use crate::extensions::tasks::{
     self, Called, Task, TaskDetail, TaskError, TaskState, DEFAULT_TASK_WAIT,
 };
+use crate::inbound::InputRequiredError;
 use crate::protocol::{meta_keys, CallToolParams, CallToolResult, Era};
+use crate::session::MAX_INPUT_ROUNDS;
 
 /// The poll interval when the server suggests none, and the bounds put on
 /// a suggestion (a server cannot make a client spin, nor go silent).
@@ -100,7 +102,9 @@ impl Session {
 
     /// Waits for `task`'s result: polls `tasks/get` at the server's
     /// suggested interval (20 ms to 30 s; 500 ms when it suggests none),
-    /// answers requests for input with the session's handler, and returns
+    /// answers requests for input with the session's handler (at most
+    /// [`MAX_INPUT_ROUNDS`] times, each followed by a poll interval; one
+    /// more is [`InputRequiredError::TooManyRounds`]), and returns
     /// the result when the task completes. A failed task is the server's
     /// error ([`ErrorKind::Rpc`]), a cancelled one
     /// [`TaskError::Cancelled`].
@@ -140,6 +144,7 @@ impl Session {
 
     async fn poll_task(&self, task: &Task) -> Result<CallToolResult, Error> {
         let mut interval = task.poll_interval_ms;
+        let mut rounds = 0;
         loop {
             let state = self.get_task(&task.task_id).await?;
             interval = state.task.poll_interval_ms.or(interval);
@@ -150,13 +155,24 @@ impl Session {
                 }
                 TaskDetail::Cancelled => return Err(task_error(TaskError::Cancelled)),
                 TaskDetail::InputRequired(requests) => {
+                    // Capped like a request's input rounds, and paced like
+                    // polls: a server asking on every poll cannot make the
+                    // handler (a person, a model) spin.
+                    rounds += 1;
+                    if rounds > MAX_INPUT_ROUNDS {
+                        return Err(Error::new(
+                            Stage::REQUEST,
+                            ErrorKind::InputRequired(InputRequiredError::TooManyRounds {
+                                limit: MAX_INPUT_ROUNDS,
+                            }),
+                        ));
+                    }
                     let responses = self
                         .inbound
                         .answer_inputs(&requests)
                         .await
                         .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::InputRequired(e)))?;
                     self.update_task(&task.task_id, responses).await?;
-                    continue;
                 }
                 TaskDetail::Working => {}
             }

@@ -213,3 +213,74 @@ async fn the_long_lived_client_makes_and_waits_for_a_task() {
     })
     .await;
 }
+
+/// Issue 40, item 7: a task that asks for input on every poll is answered
+/// at most `MAX_INPUT_ROUNDS` times, each round paced by the poll
+/// interval, then the wait ends typed (it used to drive thousands of
+/// polls and handler calls a second until the wait's timeout).
+#[tokio::test]
+async fn a_task_asking_for_input_forever_is_paced_and_capped() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    watchdog(LIMIT, async {
+        let tasks = TasksServer::new(TaskPlan::new(0).asking_input().polling_every(50));
+        let responder = tasks.clone();
+        // Every poll asks again, whatever was answered.
+        let server = ScriptServer::start(move |r| match r.rpc_method() {
+            "tasks/get" => {
+                let id = r.body["params"]["taskId"].as_str().unwrap_or_default();
+                mcp_connect::testkit::Script::Json(200, mcp_connect::testkit::result(r, json!({
+                    "resultType": "complete", "taskId": id, "status": "input_required",
+                    "createdAt": "2026-12-02T00:00:00Z", "lastUpdatedAt": "2026-12-02T00:00:00Z",
+                    "ttlMs": 60_000, "pollIntervalMs": 50,
+                    "inputRequests": { "name": { "method": "elicitation/create", "params": {
+                        "message": "name?", "requestedSchema": { "type": "object",
+                        "properties": { "name": { "type": "string", "default": "Ada" } } } } } }
+                })))
+            }
+            _ => responder.respond(r),
+        })
+        .await;
+        let asked = Arc::new(AtomicU32::new(0));
+        let counted = Arc::clone(&asked);
+        let handler = ClientHandler::new().on_elicitation(move |request| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            async move { Ok(ElicitResult::accept(elicitation_defaults(&request))) }
+        });
+        let session = Connector::new()
+            .connect(
+                ConnectRequest::http(&server.url())
+                    .unwrap()
+                    .with_handler(handler),
+            )
+            .await
+            .unwrap();
+        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        else {
+            panic!("a task")
+        };
+        let started = std::time::Instant::now();
+        let error = session
+            .wait_task(
+                &task,
+                &RequestOptions::new().with_timeout(Duration::from_secs(5)),
+            )
+            .await
+            .unwrap_err();
+        let limit = mcp_connect::session::MAX_INPUT_ROUNDS;
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::InputRequired(
+                    mcp_connect::inbound::InputRequiredError::TooManyRounds { .. }
+                )
+            ),
+            "{error:?}"
+        );
+        assert_eq!(asked.load(Ordering::Relaxed), limit);
+        assert_eq!(server.recorded_for("tasks/get").len(), limit as usize + 1);
+        // Paced: a poll interval after each round.
+        assert!(started.elapsed() >= Duration::from_millis(50) * limit);
+    })
+    .await;
+}
