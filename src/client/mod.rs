@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::recovery::Backoff;
-use mcp_connect_layers::{Classify, Failure};
+use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tower::util::rng::HasherRng;
@@ -62,6 +62,19 @@ pub use error::ClientError;
 /// The cool-down after failed reconnects: full jitter under a ceiling of
 /// 100 ms doubling to 30 s.
 const COOL_DOWN: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
+
+/// A session that lived less than this before it died was short-lived:
+/// from the second such session in a row, the next establishment waits out
+/// the cool-down as after a failed reconnect, so a server that dies just
+/// after every start is not respawned several times a second.
+pub const STABLE_AFTER: Duration = Duration::from_secs(5);
+
+/// When the last session was made, and how many in a row died young.
+#[derive(Default)]
+struct Flaps {
+    established: Option<Instant>,
+    short_lived: u32,
+}
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,6 +123,8 @@ struct Inner {
     loss: std::sync::Mutex<SessionLossRule>,
     /// The refusals that replaced sessions, to bound them.
     suspicion: std::sync::Mutex<Suspicion>,
+    /// Sessions that died young, toward the cool-down. Held for one look.
+    flaps: std::sync::Mutex<Flaps>,
 }
 
 /// A new session of an [`McpClient`], as reported by
@@ -163,6 +178,7 @@ impl McpClient {
                 generations: watch::channel(Generation::default()).0,
                 loss: std::sync::Mutex::new(SessionLossRule::default()),
                 suspicion: std::sync::Mutex::new(Suspicion::default()),
+                flaps: std::sync::Mutex::new(Flaps::default()),
             }),
             reconnect: Reconnect::OnNextCall,
             replay: ReplayPolicy::Never,
@@ -275,12 +291,16 @@ impl McpClient {
         if let Some(current) = self.current().await? {
             return Ok(current);
         }
+        if let Some(refusal) = self.after_a_short_life() {
+            return Err(refusal);
+        }
         let failures = match &*self.state() {
             State::CoolingDown { failures, .. } => failures.saturating_add(1),
             _ => 1,
         };
         match self.inner.stack.connect(self.inner.request.clone()).await {
             Ok(session) => {
+                self.flaps().established = Some(Instant::now());
                 let generation = self.generation() + 1;
                 self.suspicion().on_session(generation);
                 let report = self.resubscribe(&session, generation).await;
@@ -307,6 +327,50 @@ impl McpClient {
                 Err(ClientError::Connect(error))
             }
         }
+    }
+
+    fn flaps(&self) -> std::sync::MutexGuard<'_, Flaps> {
+        // Held for one look or one change, which cannot panic.
+        self.inner.flaps.lock().expect("flaps lock poisoned")
+    }
+
+    /// Counts the session that just died if it died young; from the second
+    /// in a row, starts the cool-down instead of building at once (the
+    /// first is free: one early loss is what reconnecting is for).
+    fn after_a_short_life(&self) -> Option<ClientError> {
+        let short_lived = {
+            let mut flaps = self.flaps();
+            let established = flaps.established.take()?;
+            if established.elapsed() < STABLE_AFTER {
+                flaps.short_lived = flaps.short_lived.saturating_add(1);
+            } else {
+                flaps.short_lived = 0;
+            }
+            flaps.short_lived
+        };
+        if short_lived < 2 {
+            return None;
+        }
+        let pause = {
+            let (backoff, rng) = &mut *self.cool_down();
+            backoff.delay(short_lived - 1, rng)
+        };
+        let now = Instant::now();
+        let failure = Failure::new(Stage::REQUEST, FailureKind::Closed);
+        *self.state() = State::CoolingDown {
+            until: now.checked_add(pause).unwrap_or(now + STABLE_AFTER),
+            failures: short_lived - 1,
+            failure,
+        };
+        tracing::debug!(
+            target: "mcp_connect::client",
+            short_lived,
+            "sessions keep dying young; cooling down before the next"
+        );
+        Some(ClientError::CoolingDown {
+            failure,
+            retry_in: pause,
+        })
     }
 
     /// The live session; the cool-down's refusal; or `None` when one must
@@ -383,6 +447,8 @@ impl McpClient {
     /// build already under way (another caller's) is not waited for, and
     /// the session it makes serves later calls.
     pub async fn close(&self) -> Result<(), Error> {
+        // Closing is the application's wish: no penalty for the next.
+        *self.flaps() = Flaps::default();
         let current = std::mem::replace(&mut *self.state(), State::Empty);
         match current {
             State::Ready(session, _) => session.close().await,

@@ -127,7 +127,16 @@ async fn a_new_session_refused_the_same_way_stops_the_reconnects() {
     let error = call(&client).await.unwrap_err();
     assert!(error.session_lost(), "{error:?}");
     refusing.store(false, std::sync::atomic::Ordering::SeqCst);
-    call(&client).await.unwrap();
+    // Two sessions in a row died young: the next waits out the cool-down
+    // (issue 40, item 9), then is built.
+    match call(&client).await {
+        Ok(()) => {}
+        Err(ClientError::CoolingDown { retry_in, .. }) => {
+            tokio::time::sleep(retry_in).await;
+            call(&client).await.unwrap();
+        }
+        Err(other) => panic!("{other:?}"),
+    }
     assert_eq!(client.generation(), 3);
 }
 
@@ -250,4 +259,40 @@ async fn a_session_whose_stream_saw_a_404_is_replaced_before_the_call() {
         1,
         "nothing sent to the dead session"
     );
+}
+
+/// Issue 40, item 9: a server that dies just after every start (the stdio
+/// fixture exits on each call) is not respawned on every call: from the
+/// second short-lived session in a row the next one waits out the
+/// cool-down, so a second and a half of calls makes a handful of spawns,
+/// not one per call.
+#[tokio::test]
+async fn a_server_that_dies_after_every_start_is_paced_by_the_cool_down() {
+    let log = crate::support::spawn_log("flapping");
+    let command = crate::support::fixture(&[
+        "--spawn-log",
+        log.to_str().unwrap(),
+        "--exit-on",
+        "tools/call",
+    ]);
+    let request = ConnectRequest::stdio(command).with_pin(ProtocolVersion::V2025_11_25);
+    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let started = std::time::Instant::now();
+    let (mut calls, mut cooling) = (0, 0);
+    while started.elapsed() < Duration::from_millis(1500) {
+        calls += 1;
+        if let Err(ClientError::CoolingDown { retry_in, .. }) = call(&client).await {
+            cooling += 1;
+            tokio::time::sleep(retry_in.min(Duration::from_millis(5))).await;
+        }
+    }
+    let spawns = crate::support::spawned(&log).len();
+    assert!(cooling > 0, "{calls} calls, none cooled down");
+    assert!(
+        spawns <= 10,
+        "{spawns} spawns in 1.5 s for a server that dies after every start ({calls} calls)"
+    );
+    // The application's own close starts afresh: no penalty.
+    client.close().await.unwrap();
+    let _ = std::fs::remove_file(log);
 }
