@@ -1057,3 +1057,28 @@ async fn a_registered_client_is_shared_sealed() {
     })
     .await;
 }
+
+/// Issue 40, item 13: tokens whose expiry is as late as `expires_in` =
+/// u64::MAX makes it are written whole (the script's `EXPIREAT` used to
+/// fail after its `HSET`, leaving a half-written hash and an error), and
+/// read back.
+#[tokio::test]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_token_expiring_at_the_end_of_time_is_written_whole() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let store = store(&redis);
+        let key = &TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
+        let tokens: mcp_connect::auth::Tokens =
+            serde_json::from_value(json!({ "access_token": "at-1", "expires_at": u64::MAX }))
+                .unwrap();
+        store.save(key, &tokens).await.expect("written");
+        let back = store.load(key).await.unwrap().expect("read back");
+        assert_eq!(back.access_token(), "at-1");
+        let keys = redis.cli(&["--scan", "--pattern", "*tokens*"]);
+        let place = keys.lines().next().expect("one key");
+        let ttl: i64 = redis.cli(&["TTL", place]).trim().parse().unwrap();
+        assert!(ttl > 0, "an expiry is set: {ttl}");
+    })
+    .await;
+}

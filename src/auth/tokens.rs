@@ -29,12 +29,34 @@ pub(crate) struct TokenResponse {
     access_token: String,
     #[serde(default)]
     refresh_token: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lifetime")]
     expires_in: Option<u64>,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
     token_type: Option<String>,
+}
+
+/// The latest expiry kept: the last second of the year 9999. Every store
+/// (Redis's `EXPIREAT` included) takes it; a later one is this.
+pub(crate) const LATEST_EXPIRY: u64 = 253_402_300_799;
+
+/// `expires_in` as servers send it: an integer, an integral float
+/// (`3600.0`), a numeric string (`"3600"`, as Azure AD v1 sends it); a
+/// fraction is cut, a value beyond `u64` saturates, and anything else
+/// (negative, not a number, `null`) means no expiry is known rather than a
+/// refused token.
+fn lifetime<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    let seconds = match &value {
+        serde_json::Value::Number(n) => n.as_u64().map(|s| s as f64).or_else(|| n.as_f64()),
+        serde_json::Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    Ok(seconds
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        // `as` saturates at u64::MAX and cuts a fraction.
+        .map(|s| value.as_u64().unwrap_or(s as u64)))
 }
 
 impl TokenResponse {
@@ -51,7 +73,9 @@ impl TokenResponse {
                 .refresh_token
                 .or_else(|| previous.and_then(|p| p.refresh_token.clone())),
             scope: self.scope,
-            expires_at: self.expires_in.map(|s| now.saturating_add(s)),
+            expires_at: self
+                .expires_in
+                .map(|s| now.saturating_add(s).min(LATEST_EXPIRY)),
             token_type: self.token_type,
         }
     }
@@ -114,6 +138,28 @@ impl fmt::Debug for Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 40, item 13: the `expires_in` values real servers send.
+    #[test]
+    fn expires_in_as_servers_send_it() {
+        let read = |value: &str| {
+            let text = format!(r#"{{"access_token":"a","expires_in":{value}}}"#);
+            let response: TokenResponse = serde_json::from_str(&text).expect(value);
+            response.expires_in
+        };
+        assert_eq!(read("3600"), Some(3600));
+        assert_eq!(read("3600.0"), Some(3600));
+        assert_eq!(read(r#""3600""#), Some(3600));
+        assert_eq!(read(r#"" 3600 ""#), Some(3600));
+        assert_eq!(read("1e20"), Some(u64::MAX));
+        assert_eq!(read("18446744073709551615"), Some(u64::MAX));
+        for nonsense in ["-1", "-0.5", r#""soon""#, "null", "true", "{}", "[]"] {
+            assert_eq!(read(nonsense), None, "{nonsense}");
+        }
+        let response: TokenResponse =
+            serde_json::from_str(r#"{"access_token":"a","expires_in":1e20}"#).unwrap();
+        assert_eq!(response.into_tokens(None).expires_at(), Some(LATEST_EXPIRY));
+    }
 
     #[test]
     fn debug_shows_no_token() {

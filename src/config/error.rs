@@ -19,6 +19,15 @@ pub enum ConfigFileError {
         /// The column of the first error, from 1.
         column: usize,
     },
+    /// The file is larger than [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES).
+    #[error("the config file is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// The file is not UTF-8 text.
+    #[error("the config file is not UTF-8 text")]
+    NotUtf8,
     /// The top level is not a JSON object.
     #[error("the config file is not a JSON object")]
     NotAnObject,

@@ -36,11 +36,19 @@
 //! [`ServerConfig::unknown_fields`]. One bad entry is an [`EntryError`]
 //! naming it; the others are read all the same.
 //!
+//! The text may be JSONC as VS Code writes it (`//` and `/* */` comments,
+//! trailing commas) and may start with a UTF-8 byte-order mark. A key
+//! written twice takes its last value, as in VS Code and `JSON.parse`. A
+//! relative `cwd` is relative to the working directory of the process that
+//! starts the server, as a relative `command` is: write an absolute one
+//! when the file is read from elsewhere.
+//!
 //! Where this differs from hosts: nothing is started or connected here,
 //! and nothing here asks a person (`${input:...}` is an error).
 
 mod error;
 mod expand;
+mod jsonc;
 
 use std::fmt;
 use std::path::Path;
@@ -53,6 +61,10 @@ use crate::request::TransportMode;
 use crate::transport::StdioCommand;
 use crate::ConnectRequest;
 use expand::expand;
+
+/// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
+/// beyond any real file.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// The fields this reader understands; every other one is kept as unknown.
 const KNOWN: &[&str] = &["type", "command", "args", "env", "cwd", "url", "headers"];
@@ -74,8 +86,21 @@ pub struct ServerConfig {
 
 impl ServersConfig {
     /// Reads `path`, with variables from this process's environment.
+    /// A file larger than [`MAX_FILE_BYTES`] is refused unread
+    /// (`--config /dev/zero` ends at once).
     pub fn read(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
-        let text = std::fs::read_to_string(path).map_err(ConfigFileError::Io)?;
+        use std::io::Read as _;
+        let file = std::fs::File::open(path).map_err(ConfigFileError::Io)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(ConfigFileError::Io)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(ConfigFileError::TooLarge {
+                limit: MAX_FILE_BYTES,
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| ConfigFileError::NotUtf8)?;
         Self::parse(&text)
     }
 
@@ -90,10 +115,11 @@ impl ServersConfig {
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigFileError> {
-        let file: Value = serde_json::from_str(text).map_err(|e| ConfigFileError::Json {
-            line: e.line(),
-            column: e.column(),
-        })?;
+        let file: Value =
+            serde_json::from_str(&jsonc::to_json(text)).map_err(|e| ConfigFileError::Json {
+                line: e.line(),
+                column: e.column(),
+            })?;
         let Value::Object(file) = file else {
             return Err(ConfigFileError::NotAnObject);
         };

@@ -139,3 +139,26 @@ fn whole_file_failures_are_typed() {
     ));
     assert_eq!(parse(r#"{ "mcpServers": {} }"#).entries().len(), 0);
 }
+
+/// Issue 40, item 14: `.vscode/mcp.json` as VS Code writes it (comments,
+/// trailing commas) and a file Notepad saved (a byte-order mark) are read;
+/// the audit's questions: a file of no end is refused unread.
+#[test]
+fn jsonc_a_bom_and_a_file_without_end() {
+    let dir = std::env::temp_dir().join(format!("mcp-connect-jsonc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.json");
+    std::fs::write(
+        &path,
+        "\u{feff}{\n  // VS Code\n  \"servers\": {\n    \"a\": { \"url\": \"http://127.0.0.1:9/mcp\", },\n  },\n}\n",
+    )
+    .unwrap();
+    let config = ServersConfig::read(&path).expect("read");
+    assert_eq!(config.servers().count(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let endless = ServersConfig::read("/dev/zero").unwrap_err();
+    assert!(
+        matches!(endless, ConfigFileError::TooLarge { .. }),
+        "{endless:?}"
+    );
+}

@@ -27,6 +27,10 @@ use crate::auth::StoreError;
 /// or over tokens obtained before these, so newer ones stay).
 const WRITE: &str = r"
 local mode = ARGV[1]
+local expire = tonumber(ARGV[5])
+if expire == nil or expire < 0 or expire > 253402300799 then
+  return redis.error_reply('the expiry is out of range')
+end
 if mode == 'replace' then
   local current = redis.call('HGET', KEYS[1], 'rt')
   if current and current ~= ARGV[2] then return 0 end

@@ -157,7 +157,8 @@ fn fingerprint(tokens: Option<&str>) -> String {
 /// can renew it, else never ("0").
 fn expire_at(tokens: &Tokens) -> String {
     match (tokens.refresh_token(), tokens.expires_at()) {
-        (None, Some(at)) => at.to_string(),
+        // Within what EXPIREAT takes, so the write is never half done.
+        (None, Some(at)) => at.min(crate::auth::LATEST_EXPIRY).to_string(),
         _ => "0".into(),
     }
 }
