@@ -52,7 +52,8 @@ impl Target {
     /// scheme, host, port and path in clear, then a 128-bit SHA-256
     /// fingerprint of everything else that can select a server or a
     /// principal (the whole URL with its userinfo and query, and every
-    /// header); for stdio a fingerprint of the program, arguments,
+    /// header but `Authorization`, which the authorization context of a
+    /// private result holds instead); for stdio a fingerprint of the program, arguments,
     /// environment and working directory
     /// ([`StdioCommand::fingerprint`]). Every cache keys its entries by it,
     /// so a hosted service's `?api_key=` or a second token in `env` is a
@@ -66,8 +67,12 @@ impl Target {
                 let whole = url.to_string();
                 hash.update((whole.len() as u64).to_be_bytes());
                 hash.update(whole.as_bytes());
+                // `Authorization` names the principal, not the server: it is
+                // the authorization context's (with the OAuth token), so a
+                // result the server marks public is shared across it.
                 let mut pairs: Vec<(&str, &[u8])> = headers
                     .iter()
+                    .filter(|(name, _)| **name != http::header::AUTHORIZATION)
                     .map(|(name, value)| (name.as_str(), value.as_bytes()))
                     .collect();
                 pairs.sort_unstable();

@@ -36,24 +36,12 @@ pub(crate) use subscriptions::{AckWaiter, LiveSubscription};
 use crate::protocol::{codes, error_bytes, result_bytes, RequestId, RpcError};
 use crate::response_cache::ResponseCache;
 
-/// Drops what a notification makes stale, before the application hears of
-/// it (so a listing it makes in answer is fresh): at once for a store that
-/// answers at once (the memory store), on a task for one that waits.
+/// Marks what a notification makes stale before the application hears of
+/// it (so a listing it makes in answer is fresh); the store drops it on
+/// the cache's own worker, coalesced.
 fn invalidate(cache: &ResponseCache, server: &Arc<str>, method: &str, params: Option<&Value>) {
-    let stale = crate::response_cache::invalidation(method, params);
-    if stale.is_empty() {
-        return;
-    }
-    let (cache, server) = (cache.clone(), Arc::clone(server));
-    let mut work = Box::pin(async move {
-        for what in &stale {
-            cache.invalidate(&server, what).await;
-        }
-    });
-    if (&mut work).now_or_never().is_none() {
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(work);
-        }
+    for what in crate::response_cache::invalidation(method, params) {
+        cache.invalidate(server, what);
     }
 }
 

@@ -88,8 +88,10 @@ impl Hints {
     }
 
     /// When a result received now stops being fresh.
+    /// When the entry stops being fresh: `ttlMs` from now, at most
+    /// [`MAX_TTL`](super::MAX_TTL) (a server's "ten years" is a day).
     pub(crate) fn expires(&self) -> Option<SystemTime> {
-        SystemTime::now().checked_add(self.ttl)
+        SystemTime::now().checked_add(self.ttl.min(super::MAX_TTL))
     }
 }
 

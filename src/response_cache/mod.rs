@@ -51,17 +51,21 @@
 
 mod context;
 mod hints;
+mod invalidations;
 mod memory;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use futures_util::future::BoxFuture;
 
 pub(crate) use context::Context;
 pub(crate) use hints::{cacheable, Hints};
 pub use memory::MemoryStore;
+
+/// The longest a result is kept fresh, whatever its `ttlMs`: a day.
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How one request uses the response cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,7 +147,7 @@ impl CachedResult {
 }
 
 /// What a notification makes stale.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Invalidation {
     /// Every entry of this method, every context and params.
@@ -168,6 +172,7 @@ pub trait ResponseStore: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct ResponseCache {
     store: Arc<dyn ResponseStore>,
+    invalidations: Arc<invalidations::Invalidations>,
 }
 
 impl Default for ResponseCache {
@@ -186,7 +191,14 @@ impl ResponseCache {
     pub fn with_store(store: impl ResponseStore) -> Self {
         ResponseCache {
             store: Arc::new(store),
+            invalidations: Arc::default(),
         }
+    }
+
+    /// How many invalidations `server` has had: a lookup takes it, and
+    /// the answer is stored only if none came since.
+    pub(crate) fn epoch(&self, server: &str) -> u64 {
+        self.invalidations.epoch(server)
     }
 
     /// The fresh entry for `method` and `params` of `server` in `context`:
@@ -199,6 +211,11 @@ impl ResponseCache {
         params: &Arc<str>,
     ) -> Option<CachedResult> {
         let private = key(server, Some(context), method, params);
+        // A change notification heard and not yet applied by the store:
+        // the entry is stale already.
+        if self.invalidations.covers(&private) {
+            return None;
+        }
         if let Some(hit) = self
             .store
             .get(&private)
@@ -220,20 +237,30 @@ impl ResponseCache {
         params: &Arc<str>,
         result: &str,
         hints: Hints,
+        epoch: u64,
     ) {
         let Some(expires) = hints.expires() else {
             return;
         };
+        // Fetched before a change the server announced: not stored.
+        if self.epoch(server) != epoch {
+            return;
+        }
         let context = (hints.scope == CacheScope::Private).then_some(context);
         let key = key(server, context, method, params);
+        if self.invalidations.covers(&key) {
+            return;
+        }
         self.store
             .put(key, CachedResult::new(Arc::from(result), expires))
             .await;
     }
 
-    /// Drops what a notification from `server` makes stale.
-    pub(crate) async fn invalidate(&self, server: &str, what: &Invalidation) {
-        self.store.invalidate(server, what).await;
+    /// Marks what a notification from `server` makes stale at once (a
+    /// lookup it covers misses from now on) and has the store drop it
+    /// soon, on this cache's one invalidation worker, coalesced.
+    pub(crate) fn invalidate(&self, server: &Arc<str>, what: Invalidation) {
+        self.invalidations.add(&self.store, server, what);
     }
 }
 

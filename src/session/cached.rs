@@ -49,6 +49,8 @@ pub(super) struct Lookup {
     params: Arc<str>,
     context: Context,
     mode: CacheMode,
+    /// The server's invalidation count when the request went out.
+    epoch: u64,
 }
 
 impl Session {
@@ -103,6 +105,7 @@ impl Session {
             params: params.into(),
             context: Context::of(cache.target.headers(), token.as_deref()),
             mode,
+            epoch: cache.cache.epoch(&cache.server),
         })
     }
 
@@ -138,6 +141,7 @@ impl Session {
                 &lookup.params,
                 raw.get(),
                 hints,
+                lookup.epoch,
             )
             .await;
     }

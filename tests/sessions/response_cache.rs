@@ -192,6 +192,83 @@ async fn list_changed_invalidates_the_listing() {
     );
 }
 
+/// A store whose invalidations take their time (a shared store under
+/// load), counting them.
+struct SlowInvalidations {
+    inner: MemoryStore,
+    invalidations: AtomicU64,
+}
+
+impl mcp_connect::response_cache::ResponseStore for SlowInvalidations {
+    fn get<'a>(
+        &'a self,
+        key: &'a mcp_connect::response_cache::CacheKey,
+    ) -> futures_util::future::BoxFuture<'a, Option<mcp_connect::response_cache::CachedResult>>
+    {
+        self.inner.get(key)
+    }
+
+    fn put(
+        &self,
+        key: mcp_connect::response_cache::CacheKey,
+        value: mcp_connect::response_cache::CachedResult,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        self.inner.put(key, value)
+    }
+
+    fn invalidate<'a>(
+        &'a self,
+        server: &'a str,
+        what: &'a mcp_connect::response_cache::Invalidation,
+    ) -> futures_util::future::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            self.invalidations.fetch_add(1, Ordering::Relaxed);
+            self.inner.invalidate(server, what).await;
+        })
+    }
+}
+
+/// Issue 40, items 8 and 11: with a store whose invalidation is slow, a
+/// listing made on hearing `list_changed` is fresh all the same (the
+/// entry is passed over until the store has dropped it), and a flood of
+/// notifications makes at most two store invalidations in flight, not one
+/// per notification.
+#[tokio::test]
+async fn a_slow_invalidation_never_serves_the_stale_listing_and_floods_coalesce() {
+    let changed = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
+    let server = ScriptServer::start(modern(public(60_000), Some(changed))).await;
+    let store = Arc::new(SlowInvalidations {
+        inner: MemoryStore::default(),
+        invalidations: AtomicU64::new(0),
+    });
+    let cache = ResponseCache::with_store(Arc::clone(&store));
+    let session = connect(&server.url(), &cache).await;
+    session.list_tools().await.unwrap();
+    session.call_tool("echo", &json!({})).await.unwrap();
+    session.list_tools().await.unwrap();
+    assert_eq!(
+        server.count("tools/list"),
+        2,
+        "the stale listing was served"
+    );
+    // Fifty notifications while the first invalidation runs.
+    for _ in 0..50 {
+        session.call_tool("echo", &json!({})).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let ran = store.invalidations.load(Ordering::Relaxed);
+    assert!(
+        (1..=3).contains(&ran),
+        "{ran} store invalidations for 51 notifications"
+    );
+    // Settled: the cache serves again.
+    session.list_tools().await.unwrap();
+    let listed = server.count("tools/list");
+    session.list_tools().await.unwrap();
+    assert_eq!(server.count("tools/list"), listed);
+}
+
 #[tokio::test]
 async fn resources_updated_invalidates_that_resource_only() {
     let updated = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated",
