@@ -1082,3 +1082,77 @@ async fn a_token_expiring_at_the_end_of_time_is_written_whole() {
     })
     .await;
 }
+
+/// Issue 40, items 8 and 11, through Redis: a listing made on hearing
+/// `list_changed` is fresh (it returned the pre-change listing in 2 of 3
+/// runs), and a flood of notifications scans no keyspace: each is at most
+/// one `INCR` of a generation, on the cache's one worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_list_changed_flood_through_redis_is_fresh_and_cheap() {
+    use mcp_connect::fleet::RedisResponseStore;
+    use mcp_connect::response_cache::ResponseCache;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let listed = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&listed);
+        let server = ScriptServer::start(move |r: &support::Recorded| match r.rpc_method() {
+            "server/discover" => support::Script::Json(
+                200,
+                support::result(r, json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": { "listChanged": true } } })),
+            ),
+            "tools/list" => {
+                let n = counter.fetch_add(1, Ordering::SeqCst);
+                support::Script::Json(
+                    200,
+                    support::result(r, json!({ "resultType": "complete", "ttlMs": 60000,
+                        "cacheScope": "public",
+                        "tools": [{ "name": format!("v{n}"), "inputSchema": { "type": "object" } }] })),
+                )
+            }
+            "tools/call" => {
+                let answer = support::result(r, json!({ "resultType": "complete", "content": [] }));
+                support::Script::Sse(vec![
+                    "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n".into(),
+                    format!("data: {answer}\n\n"),
+                ])
+            }
+            _ => support::Script::Json(200, support::error(r, -32601, None)),
+        })
+        .await;
+        let store =
+            RedisResponseStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap())
+                .unwrap();
+        let request = ConnectRequest::http(&server.url())
+            .unwrap()
+            .with_response_cache(ResponseCache::with_store(store));
+        let session = Connector::new().connect(request).await.unwrap();
+        assert_eq!(session.list_tools().await.unwrap().tools[0].name, "v0");
+        for round in 1..=3 {
+            session.call_tool("change", &json!({})).await.unwrap();
+            let now = session.list_tools().await.unwrap();
+            assert_eq!(now.tools[0].name, format!("v{round}"), "a stale listing");
+        }
+        redis.cli(&["CONFIG", "RESETSTAT"]);
+        for _ in 0..100 {
+            session.call_tool("change", &json!({})).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let stats = redis.cli(&["INFO", "commandstats"]);
+        assert!(!stats.contains("cmdstat_scan"), "{stats}");
+        let incr = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_incr:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse::<u64>().unwrap());
+        // One O(1) move per notification at most (fewer when they come
+        // faster than Redis answers), never a scan.
+        assert!(
+            (1..=100).contains(&incr),
+            "{incr} generation moves for 100 notifications: {stats}"
+        );
+    })
+    .await;
+}

@@ -2,12 +2,18 @@
 //! so a listing one replica fetched serves the others for as long as the
 //! server said it is fresh.
 //!
-//! Each entry is `PREFIX:resp:S:M:P:C` (S, M, P the SHA-256 of the server,
-//! the method and the canonical params; C the authorization context's
-//! fingerprint, or `-` for a public result), sealed, and expires from Redis
-//! when the server said it goes stale. An invalidation deletes the keys
-//! under its server, method and (for a resource) params, every context, by
-//! `SCAN`. Every failure is a miss, as the trait asks.
+//! Each entry is `PREFIX:resp:S:M:P:C:G1.G2` (S, M, P the SHA-256 of the
+//! server, the method and the canonical params; C the authorization
+//! context's fingerprint, or `-` for a public result; G1 and G2 the
+//! generations of `PREFIX:resp:S:M:gen` and `PREFIX:resp:S:M:P:gen`),
+//! sealed, and expires from Redis when the server said it goes stale. An
+//! invalidation is one `INCR` of the generation it covers (the method's,
+//! or one resource's): the entries under the old generation are never read
+//! again and expire by their own time. No keyspace scan, whatever the
+//! number of entries or of notifications. A generation key outlives every
+//! entry written under it, so it never starts again from 0 while an old
+//! entry could answer. Reads and writes are one script each. Every failure
+//! is a miss, as the trait asks.
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,9 +29,35 @@ use crate::auth::StoreError;
 use crate::response_cache::{CacheKey, CachedResult, Invalidation, ResponseStore};
 use crate::store_health::StoreHealth;
 
-/// Keys one invalidation looks at, at most: past it the rest expire by
-/// their own time.
-const SCAN_LIMIT: usize = 100_000;
+/// Reads the entry under the current generations (`ARGV[1]`, `ARGV[2]`
+/// the generation keys; `KEYS[1]` the entry's key without them).
+const READ: &str = r"
+local g1 = redis.call('GET', ARGV[1]) or '0'
+local g2 = redis.call('GET', ARGV[2]) or '0'
+return redis.call('GET', KEYS[1] .. ':' .. g1 .. '.' .. g2)
+";
+
+/// Writes the entry (`ARGV[3]`, expiring at `ARGV[4]` Unix ms) under the
+/// current generations, and keeps each existing generation key a minute
+/// longer than the entry.
+const WRITE: &str = r"
+local g1 = redis.call('GET', ARGV[1]) or '0'
+local g2 = redis.call('GET', ARGV[2]) or '0'
+redis.call('SET', KEYS[1] .. ':' .. g1 .. '.' .. g2, ARGV[3], 'PXAT', ARGV[4])
+local keep = tonumber(ARGV[4]) + 60000
+for i = 1, 2 do
+  if redis.call('PTTL', ARGV[i]) >= 0 then redis.call('PEXPIREAT', ARGV[i], keep, 'GT') end
+end
+return 1
+";
+
+/// Moves a generation on (`KEYS[1]`), kept at least `ARGV[1]` ms.
+const INVALIDATE: &str = r"
+redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1
+";
 
 /// Cached results shared through Redis, for
 /// [`ResponseCache::with_store`](crate::response_cache::ResponseCache::with_store).
@@ -70,7 +102,7 @@ impl RedisResponseStore {
         self
     }
 
-    /// `PREFIX:resp:S:M:` and what follows it.
+    /// `PREFIX:resp:S:M:`.
     fn scope(&self, server: &str, method: &str) -> String {
         format!(
             "{}:resp:{}:{}:",
@@ -80,6 +112,15 @@ impl RedisResponseStore {
         )
     }
 
+    /// The method's generation key and the params' one.
+    fn generations(&self, server: &str, method: &str, params: &str) -> (String, String) {
+        let scope = self.scope(server, method);
+        let params = hex(&Sha256::digest(params.as_bytes()));
+        (format!("{scope}gen"), format!("{scope}{params}:gen"))
+    }
+
+    /// The entry's key without its generations (also what its seal is
+    /// bound to).
     fn key(&self, key: &CacheKey) -> String {
         format!(
             "{}{}:{}",
@@ -90,13 +131,21 @@ impl RedisResponseStore {
     }
 
     async fn fetch(&self, key: &CacheKey) -> Result<Option<CachedResult>, StoreError> {
-        let entry: Option<Entry> = self.redis.get_json(&self.key(key)).await?;
-        Ok(entry.map(|entry| {
-            CachedResult::new(
-                Arc::from(entry.result),
-                UNIX_EPOCH + Duration::from_millis(entry.expires_ms),
-            )
-        }))
+        let place = self.key(key);
+        let (method, params) = self.generations(&key.server, &key.method, &key.params);
+        let sealed: Option<Vec<u8>> = self
+            .redis
+            .script(READ, &place, &[method.as_bytes(), params.as_bytes()])
+            .await?;
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        let entry: Entry = serde_json::from_slice(&self.redis.unseal(&place, &sealed)?)
+            .map_err(|e| StoreError(Box::new(e)))?;
+        Ok(Some(CachedResult::new(
+            Arc::from(entry.result),
+            UNIX_EPOCH + Duration::from_millis(entry.expires_ms),
+        )))
     }
 
     async fn store(&self, key: &CacheKey, value: &CachedResult) -> Result<(), StoreError> {
@@ -108,39 +157,34 @@ impl RedisResponseStore {
             result: value.result.to_string(),
             expires_ms,
         };
-        self.redis
-            .set_json(&self.key(key), &entry, Some(expires_ms))
-            .await
+        let place = self.key(key);
+        let json = serde_json::to_vec(&entry).map_err(|e| StoreError(Box::new(e)))?;
+        let sealed = self.redis.seal(&place, &json);
+        let (method, params) = self.generations(&key.server, &key.method, &key.params);
+        let expires = expires_ms.to_string();
+        let _: i64 = self
+            .redis
+            .script(
+                WRITE,
+                &place,
+                &[
+                    method.as_bytes(),
+                    params.as_bytes(),
+                    &sealed,
+                    expires.as_bytes(),
+                ],
+            )
+            .await?;
+        Ok(())
     }
 
-    async fn drop_matching(&self, pattern: String) -> Result<(), StoreError> {
-        let mut cursor: u64 = 0;
-        let mut seen = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = self
-                .redis
-                .query(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(500)
-                        .clone(),
-                )
-                .await?;
-            seen += keys.len();
-            if !keys.is_empty() {
-                let _: u64 = self
-                    .redis
-                    .query(redis::cmd("DEL").arg(&keys).clone())
-                    .await?;
-            }
-            if next == 0 || seen >= SCAN_LIMIT {
-                return Ok(());
-            }
-            cursor = next;
-        }
+    async fn invalidate_generation(&self, generation: &str) -> Result<(), StoreError> {
+        let keep = (crate::response_cache::MAX_TTL.as_millis() as u64 + 60_000).to_string();
+        let _: i64 = self
+            .redis
+            .script(INVALIDATE, generation, &[keep.as_bytes()])
+            .await?;
+        Ok(())
     }
 }
 
@@ -158,17 +202,16 @@ impl ResponseStore for RedisResponseStore {
     fn invalidate<'a>(&'a self, server: &'a str, what: &'a Invalidation) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let (method, params) = what.scope();
-            let mut pattern = self.scope(server, method);
-            match params {
-                Some(params) => {
-                    pattern.push_str(&hex(&Sha256::digest(params.as_bytes())));
-                    pattern.push_str(":*");
-                }
-                None => pattern.push('*'),
-            }
+            let (of_method, of_params) =
+                self.generations(server, method, params.as_deref().unwrap_or(""));
+            let generation = if params.is_some() {
+                of_params
+            } else {
+                of_method
+            };
             let _ = self
                 .health
-                .observe("invalidate", self.drop_matching(pattern).await);
+                .observe("invalidate", self.invalidate_generation(&generation).await);
         })
     }
 }
