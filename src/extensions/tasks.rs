@@ -74,11 +74,19 @@ pub struct Task {
     pub last_updated_at: String,
     /// How long the server keeps it from its creation, in milliseconds;
     /// `None` for no limit.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_millis")]
     pub ttl_ms: Option<u64>,
-    /// How often the server suggests polling, in milliseconds.
-    #[serde(default)]
+    /// How often the server suggests polling, in milliseconds. A value
+    /// that is no non-negative integer is no suggestion: the task is still
+    /// returned (it exists at the server; refusing it would orphan it).
+    #[serde(default, deserialize_with = "lenient_millis")]
     pub poll_interval_ms: Option<u64>,
+}
+
+/// A non-negative integer number of milliseconds, or `None` for anything
+/// else (negative, fractional, a string, `null`).
+fn lenient_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Value::deserialize(d)?.as_u64())
 }
 
 impl std::fmt::Debug for Task {
