@@ -114,10 +114,10 @@ pub(super) async fn run(
         };
         let failure = Failure::new(Stage::REQUEST, kind).with_cancel_source(source);
         for name in group.names() {
-            if !settled.contains_key(&name) {
+            if let std::collections::btree_map::Entry::Vacant(unsettled) = settled.entry(name) {
                 let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-                not_established(printer, &group, &name, &failure, elapsed_ms);
-                settled.insert(name, false);
+                not_established(printer, &group, unsettled.key(), &failure, elapsed_ms);
+                unsettled.insert(false);
             }
         }
     }

@@ -237,15 +237,10 @@ impl ResponseCache {
         params: &Arc<str>,
         result: &str,
         hints: Hints,
-        epoch: u64,
     ) {
         let Some(expires) = hints.expires() else {
             return;
         };
-        // Fetched before a change the server announced: not stored.
-        if self.epoch(server) != epoch {
-            return;
-        }
         let context = (hints.scope == CacheScope::Private).then_some(context);
         let key = key(server, context, method, params);
         if self.invalidations.covers(&key) {

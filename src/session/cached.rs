@@ -132,6 +132,10 @@ impl Session {
         let (Some(cache), Some(hints)) = (self.cache.as_ref(), Hints::of(raw.get())) else {
             return;
         };
+        // Fetched before a change the server announced: not stored.
+        if cache.cache.epoch(&cache.server) != lookup.epoch {
+            return;
+        }
         cache
             .cache
             .store(
@@ -141,7 +145,6 @@ impl Session {
                 &lookup.params,
                 raw.get(),
                 hints,
-                lookup.epoch,
             )
             .await;
     }

@@ -120,6 +120,10 @@ pub enum TransportError {
     /// The server process could not be started.
     #[error("could not start the server process")]
     Spawn(#[source] std::io::Error),
+    /// The server's working directory (`cwd`) is missing or is no
+    /// directory; nothing was started.
+    #[error("the server's working directory cannot be used")]
+    WorkingDirectory(#[source] std::io::Error),
 }
 
 /// Why a cut SSE stream was not resumed.
@@ -242,6 +246,7 @@ impl TransportError {
             | T::CrossOriginEndpoint
             | T::BadEndpoint
             | T::InvalidSessionId => Failure::new(stage, FailureKind::Protocol),
+            T::WorkingDirectory(_) => Failure::new(stage, FailureKind::Configuration),
             T::Spawn(e) => match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
                     Failure::new(stage, FailureKind::Configuration)

@@ -172,6 +172,18 @@ impl StdioTransport {
     ) -> Result<Self, TransportError> {
         let mut spawn = Command::new(&command.program);
         if let Some(dir) = &command.current_dir {
+            // Checked first: a missing directory makes `spawn` fail with
+            // the same NotFound as a missing program.
+            match std::fs::metadata(dir) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    return Err(TransportError::WorkingDirectory(std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        "not a directory",
+                    )))
+                }
+                Err(e) => return Err(TransportError::WorkingDirectory(e)),
+            }
             spawn.current_dir(dir);
         }
         let mut child = spawn

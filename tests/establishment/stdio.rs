@@ -269,3 +269,30 @@ async fn non_utf8_lines_stray_replies_and_batches_on_stdout() {
     assert_eq!(skipped, 10, "{skipped}");
     session.close().await.unwrap();
 }
+
+/// Issue 40, item 15: a missing `cwd` is said to be the working directory
+/// (it read like a missing program) and is a configuration failure,
+/// started nowhere.
+#[tokio::test]
+async fn a_missing_working_directory_is_named_as_such() {
+    let command = fixture("legacy", None).current_dir("/nonexistent/mcp-connect-cwd");
+    let error = watchdog(
+        Duration::from_secs(10),
+        Connector::new().connect(ConnectRequest::stdio(command)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.failure().kind, FailureKind::Configuration);
+    let mut chain = Vec::new();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(e) = source {
+        chain.push(e.to_string());
+        source = e.source();
+    }
+    let chain = chain.join(": ");
+    assert!(chain.contains("working directory"), "{chain}");
+    assert!(
+        !chain.contains("could not start the server process"),
+        "{chain}"
+    );
+}

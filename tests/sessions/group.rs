@@ -669,7 +669,7 @@ async fn a_stalled_listing_fails_the_member() {
         let limits = mcp_connect::request::Limits::default()
             .with_request_timeout(Duration::from_millis(300));
         for (url, name) in [(good.url(), "healthy"), (stalling.url(), "stalled")] {
-            let request = named(&url, name).with_limits(limits.clone());
+            let request = named(&url, name).with_limits(limits);
             group
                 .add(Server::new(stack(Duration::from_secs(5)), request))
                 .unwrap();
