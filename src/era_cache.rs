@@ -331,7 +331,14 @@ mod tests {
         assert_eq!(base, key("http://127.0.0.1:9/mcp?api_key=a"));
         assert_ne!(base, key("http://127.0.0.1:9/mcp?api_key=b"));
         assert_ne!(base, key("http://127.0.0.1:9/mcp"));
-        assert_ne!(base, key("http://u:p@127.0.0.1:9/mcp?api_key=a"));
+        // Userinfo becomes Basic credentials: the principal's, which the
+        // authorization context of a private result holds.
+        let with_user = ConnectRequest::http("http://u:p@127.0.0.1:9/mcp?api_key=a").unwrap();
+        let without = ConnectRequest::http("http://127.0.0.1:9/mcp?api_key=a").unwrap();
+        assert_ne!(
+            Context::of(with_user.target().headers(), None),
+            Context::of(without.target().headers(), None)
+        );
         let headed = |value: &str| {
             let request = ConnectRequest::http("http://127.0.0.1:9/mcp")
                 .unwrap()
