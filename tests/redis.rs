@@ -1156,3 +1156,51 @@ async fn a_list_changed_flood_through_redis_is_fresh_and_cheap() {
     })
     .await;
 }
+
+/// Issue 40, item 15: a wrong password, an unknown user and a database
+/// that does not exist surface as what Redis said (the redis crate's
+/// typed error in the store error's chain), at once, instead of the
+/// operation's bound running out ("deadline has elapsed") while the
+/// connection retried.
+#[tokio::test]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_refused_redis_login_is_said_as_such_and_at_once() {
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let url = redis.url();
+        let port = url.rsplit(':').next().unwrap().trim_end_matches('/');
+        let key = &TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
+        for (place, kind) in [
+            (
+                format!("redis://:wrong-password@127.0.0.1:{port}/"),
+                redis::ErrorKind::AuthenticationFailed,
+            ),
+            (
+                format!("redis://nobody:{PASSWORD}@127.0.0.1:{port}/"),
+                redis::ErrorKind::AuthenticationFailed,
+            ),
+            (
+                format!("redis://:{PASSWORD}@127.0.0.1:{port}/999"),
+                redis::ErrorKind::ResponseError,
+            ),
+        ] {
+            let store = RedisTokenStore::new(&place, "app", SealingKey::from_bytes(&KEY).unwrap())
+                .unwrap()
+                .with_timeout(Duration::from_secs(2));
+            let started = std::time::Instant::now();
+            let error = store.load(key).await.unwrap_err();
+            assert!(
+                started.elapsed() < Duration::from_millis(1500),
+                "{:?}",
+                started.elapsed()
+            );
+            let source = std::error::Error::source(&error).expect("a source");
+            let said = source
+                .downcast_ref::<redis::RedisError>()
+                .unwrap_or_else(|| panic!("not Redis's own error: {source:?}"));
+            assert_eq!(said.kind(), kind, "{said:?}");
+            assert!(!format!("{error:?}").contains("wrong-password"));
+        }
+    })
+    .await;
+}

@@ -102,7 +102,12 @@ impl Connection {
         let generation = self
             .connects
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let connection = ConnectionManager::new(self.client.clone()).await?;
+        // No retries of its own: an operation is bounded by `timeout`, a
+        // broken connection is replaced by `run`, and a refusal (a wrong
+        // password, an unknown user, a bad database) must reach the caller
+        // as itself, not as the bound running out while it retries.
+        let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
+        let connection = ConnectionManager::new_with_config(self.client.clone(), config).await?;
         *held = Some((generation, connection.clone()));
         Ok((generation, connection))
     }
