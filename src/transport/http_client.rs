@@ -186,8 +186,13 @@ impl HttpClient {
                 .enable_http1()
                 .enable_http2()
                 .wrap_connector(routed);
-            let tagged = ServiceBuilder::new().map_err(tag_tls).service(https);
-            Self::proxied(HttpClient::new(pooled().build(tagged)), routes, true)
+            // A TLS 1.3 refusal after the handshake stays typed (see
+            // tls_alerts.rs).
+            let alerts = std::sync::Arc::new(super::tls_alerts::TlsAlerts::default());
+            let watched = super::tls_alerts::WatchAlerts::new(https, alerts.clone());
+            let tagged = ServiceBuilder::new().map_err(tag_tls).service(watched);
+            let pooled = super::tls_alerts::ExplainAlerts::new(pooled().build(tagged), alerts);
+            Self::proxied(HttpClient::new(pooled), routes, true)
         }
         #[cfg(not(feature = "rustls"))]
         {
@@ -420,23 +425,28 @@ impl TlsProblem {
 #[cfg(feature = "rustls")]
 pub fn tls_problem(error: &(dyn std::error::Error + 'static)) -> Option<TlsProblem> {
     use rustls::{AlertDescription, CertificateError, Error as Tls};
-    Some(match chain_find::<rustls::Error>(error)? {
-        Tls::InvalidCertificate(CertificateError::UnknownIssuer) => TlsProblem::UnknownIssuer,
-        Tls::InvalidCertificate(
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        ) => TlsProblem::NameMismatch,
-        Tls::InvalidCertificate(
-            CertificateError::Expired
-            | CertificateError::ExpiredContext { .. }
-            | CertificateError::NotValidYet
-            | CertificateError::NotValidYetContext { .. },
-        ) => TlsProblem::Expired,
-        Tls::AlertReceived(
-            AlertDescription::CertificateRequired | AlertDescription::BadCertificate,
-        )
-        | Tls::NoCertificatesPresented => TlsProblem::ClientCertificateRequired,
-        _ => TlsProblem::Other,
-    })
+    chain_find::<rustls::Error>(error)
+        .map(|tls| match tls {
+            Tls::InvalidCertificate(CertificateError::UnknownIssuer) => TlsProblem::UnknownIssuer,
+            Tls::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            ) => TlsProblem::NameMismatch,
+            Tls::InvalidCertificate(
+                CertificateError::Expired
+                | CertificateError::ExpiredContext { .. }
+                | CertificateError::NotValidYet
+                | CertificateError::NotValidYetContext { .. },
+            ) => TlsProblem::Expired,
+            Tls::AlertReceived(
+                AlertDescription::CertificateRequired | AlertDescription::BadCertificate,
+            )
+            | Tls::NoCertificatesPresented => TlsProblem::ClientCertificateRequired,
+            _ => TlsProblem::Other,
+        })
+        .or_else(|| {
+            chain_has::<super::tls_alerts::ClientCertificateRefused>(error)
+                .then_some(TlsProblem::ClientCertificateRequired)
+        })
 }
 
 /// How long a pooled connection may sit idle before the kernel starts

@@ -46,6 +46,8 @@ mod sse;
 mod stdio;
 mod streamable_http;
 #[cfg(feature = "rustls")]
+mod tls_alerts;
+#[cfg(feature = "rustls")]
 mod tls_config;
 mod waiters;
 
@@ -71,6 +73,8 @@ pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;
 pub use stdio::{kill_server_groups, StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
+#[cfg(feature = "rustls")]
+pub use tls_alerts::ClientCertificateRefused;
 #[cfg(feature = "rustls")]
 pub use tls_config::TlsConfigError;
 

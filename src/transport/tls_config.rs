@@ -85,10 +85,14 @@ impl TlsSettings {
     pub(crate) fn connector(
         &self,
     ) -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes> {
-        let config = match &self.built {
+        let mut config = match &self.built {
             Some(config) => rustls::ClientConfig::clone(config),
             None => with_roots(default_roots()).with_no_client_auth(),
         };
+        // So a refusal after the handshake can be told (tls_alerts.rs).
+        config.client_auth_cert_resolver = Arc::new(super::tls_alerts::Noting(Arc::clone(
+            &config.client_auth_cert_resolver,
+        )));
         hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config)
     }
 }

@@ -40,6 +40,23 @@ async fn cacert_cert_and_key_reach_a_private_tls_server() {
     let cert = file("client.pem", fixture.client_certificate_pem());
     let key = file("client.key", fixture.client_key_pem());
     let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    // Without the certificate, under TLS 1.3 the refusal comes after the
+    // handshake: still `tls`, and never retried (issue 40, item 12: it
+    // was `closed`, and recovery made five attempts).
+    let refused = run_async(&[
+        &mutual.url(),
+        "--cacert",
+        ca,
+        "--json",
+        "--recovery",
+        "default",
+        "--max-attempts",
+        "5",
+    ])
+    .await;
+    let last = json_lines(&refused).last().unwrap().clone();
+    assert_eq!(last["failure"]["kind"], "tls", "{last}");
+    assert_eq!(last["attempts"], 1, "{last}");
     let output = run_async(&[&mutual.url(), "--cacert", ca, "--cert", cert, "--key", key]).await;
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);

@@ -165,13 +165,15 @@ async fn mutual_tls_works_with_the_client_certificate_and_fails_typed_without() 
         session.close().await.unwrap();
 
         // TLS 1.3: the server refuses the missing certificate after the
-        // handshake, and the refusal reaches the client as an I/O error
-        // whose rustls error the stream has already turned into text: not
-        // typed as TLS (no decision is taken by reading a message), but a
-        // failure a fresh session cannot fix, so one attempt only.
+        // handshake, with the first read; HTTP/2 keeps only the text of
+        // that I/O error, so the client's watched streams keep the rustls
+        // error itself (issue 40, item 12: it was `closed` or `other`, and
+        // recovery retried it): typed as TLS, one attempt only.
         let error = establish_with_recovery(trusting(&fixture).build(), &server.url())
             .await
             .unwrap_err();
+        assert_eq!(error.failure().kind, FailureKind::Tls, "{error}");
+        assert_eq!(problem(&error), Some(TlsProblem::ClientCertificateRequired));
         assert!(!Conservative::allows(&error.failure()), "{error}");
         assert!(error.later().is_empty());
         // TLS 1.2: the refusal is part of the handshake, and typed.
