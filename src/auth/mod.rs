@@ -60,6 +60,7 @@ pub use jwt_bearer::{AssertionSource, IdentityProvider};
 pub use store::{FileTokenStore, Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
 pub use token_key::{LeaseKind, TokenKey};
 pub use tokens::Tokens;
+#[cfg(feature = "redis")]
 pub(crate) use tokens::LATEST_EXPIRY;
 
 pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};

@@ -191,7 +191,10 @@ impl HttpClient {
             let alerts = std::sync::Arc::new(super::tls_alerts::TlsAlerts::default());
             let watched = super::tls_alerts::WatchAlerts::new(https, alerts.clone());
             let tagged = ServiceBuilder::new().map_err(tag_tls).service(watched);
-            let pooled = super::tls_alerts::ExplainAlerts::new(pooled().build(tagged), alerts);
+            let pooled =
+                super::tls_alerts::ExplainAlerts::new(pooled().build(tagged), alerts, |met| {
+                    Box::new(TlsError(met))
+                });
             Self::proxied(HttpClient::new(pooled), routes, true)
         }
         #[cfg(not(feature = "rustls"))]

@@ -19,8 +19,8 @@
 //! error a stream meets, and any failure of a stream that was asked for a
 //! certificate before it delivered a single byte ([`ClientCertificateRefused`]);
 //! [`ExplainAlerts`] wraps the pooled client and turns a request's failure
-//! that carries no TLS error into a [`TlsError`] holding what its
-//! connection met while the request was under way. Decided by types and
+//! that carries no TLS error into the client's TLS error (`TlsError`)
+//! holding what its connection met while the request was under way. Decided by types and
 //! timing, never a message.
 
 use std::collections::VecDeque;
@@ -40,7 +40,6 @@ use tower::Service;
 
 use super::chain::{chain_find, chain_has};
 use super::error::BoxError;
-use super::http_client::TlsError;
 
 /// Failures noted, at most: the oldest go first.
 const KEPT: usize = 64;
@@ -121,10 +120,18 @@ impl TlsAlerts {
         seen.push_back((Instant::now(), Arc::clone(authority), met));
     }
 
-    /// `error` as a TLS error when it carries none and a stream to
-    /// `authority` met one since `since`.
-    fn explain(&self, error: BoxError, authority: &str, since: Instant) -> BoxError {
-        if chain_has::<TlsError>(error.as_ref()) || chain_has::<rustls::Error>(error.as_ref()) {
+    /// `error` as a TLS error (`as_tls` of what was met) when it carries
+    /// none and a stream to `authority` met one since `since`.
+    fn explain(
+        &self,
+        error: BoxError,
+        authority: &str,
+        since: Instant,
+        as_tls: fn(BoxError) -> BoxError,
+    ) -> BoxError {
+        if chain_has::<rustls::Error>(error.as_ref())
+            || chain_has::<ClientCertificateRefused>(error.as_ref())
+        {
             return error;
         }
         let seen = self.seen.lock().expect("alerts lock poisoned");
@@ -134,8 +141,8 @@ impl TlsAlerts {
             .take_while(|(at, _, _)| *at >= since)
             .find(|(_, to, _)| &**to == authority);
         match met {
-            Some((_, _, Met::Tls(tls))) => Box::new(TlsError(Box::new(tls.clone()))),
-            Some((_, _, Met::Refused(refused))) => Box::new(TlsError(Box::new(*refused))),
+            Some((_, _, Met::Tls(tls))) => as_tls(Box::new(tls.clone())),
+            Some((_, _, Met::Refused(refused))) => as_tls(Box::new(*refused)),
             None => error,
         }
     }
@@ -271,11 +278,17 @@ impl<S: Connection> Connection for Watched<S> {
 pub(crate) struct ExplainAlerts<S> {
     inner: S,
     alerts: Arc<TlsAlerts>,
+    /// The client's TLS error around what was met.
+    as_tls: fn(BoxError) -> BoxError,
 }
 
 impl<S> ExplainAlerts<S> {
-    pub(crate) fn new(inner: S, alerts: Arc<TlsAlerts>) -> Self {
-        ExplainAlerts { inner, alerts }
+    pub(crate) fn new(inner: S, alerts: Arc<TlsAlerts>, as_tls: fn(BoxError) -> BoxError) -> Self {
+        ExplainAlerts {
+            inner,
+            alerts,
+            as_tls,
+        }
     }
 }
 
@@ -302,6 +315,7 @@ where
             alerts: Arc::clone(&self.alerts),
             authority,
             since: Instant::now(),
+            as_tls: self.as_tls,
         }
     }
 }
@@ -314,6 +328,7 @@ pin_project_lite::pin_project! {
         alerts: Arc<TlsAlerts>,
         authority: String,
         since: Instant,
+        as_tls: fn(BoxError) -> BoxError,
     }
 }
 
@@ -331,6 +346,7 @@ where
                 error.into(),
                 this.authority,
                 *this.since,
+                *this.as_tls,
             ))),
             Poll::Ready(Ok(response)) => Poll::Ready(Ok(response)),
             Poll::Pending => Poll::Pending,
