@@ -66,8 +66,10 @@ const COOL_DOWN: Backoff = Backoff::new(Duration::from_millis(100), Duration::fr
 /// A session that lived less than this before it died was short-lived:
 /// from the second such session in a row, the next establishment waits out
 /// the cool-down as after a failed reconnect, so a server that dies just
-/// after every start is not respawned several times a second.
-pub const STABLE_AFTER: Duration = Duration::from_secs(5);
+/// after every start is not respawned several times a second. Short, so
+/// that a server whose sessions expire after a second or two of idleness
+/// (the Python SDK's `session_idle_timeout`) is reconnected to at once.
+pub const STABLE_AFTER: Duration = Duration::from_secs(1);
 
 /// When the last session was made, and how many in a row died young.
 #[derive(Default)]
