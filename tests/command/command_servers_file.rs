@@ -203,6 +203,20 @@ async fn list_tools_prints_the_merged_catalogue_by_catalogue_name() {
     assert!(human.contains("tool log (git)"), "{human}");
 }
 
+/// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
+async fn run_config(config: &str, deadline: &str) -> std::process::Output {
+    run_async(&[
+        "--config",
+        config,
+        "--deadline",
+        deadline,
+        "--pin",
+        "2025-11-25",
+        "--json",
+    ])
+    .await
+}
+
 /// A legacy server whose `tools/list` never answers, or whose pages never
 /// end (a new cursor each page, a little slowly).
 fn listing_never_ends(stall: bool) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
@@ -246,16 +260,7 @@ async fn a_listing_that_never_ends_is_bounded_by_the_deadline_and_fails() {
         endless.url()
     ));
     let started = Instant::now();
-    let output = run_async(&[
-        "--config",
-        config.as_str(),
-        "--deadline",
-        "1500ms",
-        "--pin",
-        "2025-11-25",
-        "--json",
-    ])
-    .await;
+    let output = run_config(config.as_str(), "1500ms").await;
     let took = started.elapsed();
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(took < Duration::from_secs(6), "took {took:?}: {text}");
@@ -346,16 +351,7 @@ async fn thousands_of_servers_settle_in_seconds() {
         entries.join(",")
     ));
     let started = Instant::now();
-    let output = run_async(&[
-        "--config",
-        config.as_str(),
-        "--pin",
-        "2025-11-25",
-        "--deadline",
-        "50s",
-        "--json",
-    ])
-    .await;
+    let output = run_config(config.as_str(), "50s").await;
     let took = started.elapsed();
     let lines = json_lines(&output);
     let summary = lines.last().unwrap();
