@@ -270,7 +270,7 @@ impl<'a> Ladder<'a> {
     /// Closes the current transport within the close bound. Errors are
     /// logged by category and never replace the establishment's error.
     pub(super) async fn dispose(&self) {
-        let bound = self.request.limits().close_grace * 3;
+        let bound = self.request.limits().close_bound();
         match tokio::time::timeout(bound, self.transport.close()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(failure = %e.failure(Stage::CLOSE), "disposal failed"),

@@ -130,6 +130,6 @@ impl Establishment for ConnectRequest {
     /// The stdio close ladder: stdin EOF, SIGTERM, SIGKILL, each given the
     /// close grace; an HTTP session's DELETE fits well inside.
     fn cleanup_bound(&self) -> Duration {
-        self.limits.close_grace.saturating_mul(3)
+        self.limits.close_bound()
     }
 }

@@ -66,6 +66,14 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// How long disposing of a transport may take in all: the stdio close
+    /// ladder's three steps (stdin EOF, SIGTERM, SIGKILL), each given the
+    /// close grace; saturating, so a grace of `Duration::MAX` is a bound
+    /// too.
+    pub fn close_bound(&self) -> Duration {
+        self.close_grace.saturating_mul(3)
+    }
+
     /// Sets the probe limit.
     #[must_use]
     pub fn with_probe_timeout(mut self, limit: Duration) -> Self {

@@ -458,3 +458,62 @@ async fn userinfo_is_percent_decoded_into_basic_credentials() {
         );
     }
 }
+
+/// Issue 41, item 11: every limit, and the deadline over them, may be 0,
+/// 1 ns or `Duration::MAX`: no panic (the close bound of a disposed
+/// attempt, `close_grace * 3`, overflowed), and a typed outcome, against
+/// an HTTP server and a stdio server that exits on the probe (so an
+/// attempt's transport is disposed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_limit_from_zero_to_duration_max_gives_a_typed_outcome() {
+    use mcp_connect::layers::recovery::RecoveryPolicy;
+    use mcp_connect::{EstablishBuilder, McpClient};
+    let server = ScriptServer::start(|r| match r.rpc_method() {
+        "server/discover" => Script::Status(404),
+        _ => legacy(r),
+    })
+    .await;
+    let values = [Duration::ZERO, Duration::from_nanos(1), Duration::MAX];
+    let limits = |which: usize, value: Duration| {
+        let limits = Limits::default();
+        match which {
+            0 => limits.with_probe_timeout(value),
+            1 => limits.with_handshake_timeout(value),
+            2 => limits.with_request_timeout(value),
+            3 => limits.with_close_grace(value),
+            _ => limits,
+        }
+    };
+    for which in 0..5 {
+        for value in values {
+            let deadline = if which == 4 {
+                value
+            } else {
+                Duration::from_secs(10)
+            };
+            let targets = [
+                ConnectRequest::http(&server.url()).unwrap(),
+                ConnectRequest::stdio(crate::support::fixture(&["--exit-on", "server/discover"])),
+            ];
+            for request in targets {
+                let stack = EstablishBuilder::new(Connector::new())
+                    .with_deadline(deadline)
+                    .with_recovery(RecoveryPolicy::new().with_max_attempts(2))
+                    .build();
+                let request = request.with_limits(limits(which, value));
+                let outcome = watchdog(LIMIT, async {
+                    let client = McpClient::connect(stack, request).await?;
+                    let called = client.call_tool("x", &json!({})).await.map(drop);
+                    let _ = client.close().await;
+                    called
+                })
+                .await;
+                if let Err(error) = outcome {
+                    // Typed: a failure with a kind, printed whole.
+                    let _ = error.failure().kind;
+                    assert!(!error.to_string().is_empty());
+                }
+            }
+        }
+    }
+}
