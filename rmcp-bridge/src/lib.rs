@@ -30,7 +30,10 @@
 //!
 //! When the session is lost (the server restarted, the process exited),
 //! rmcp sees its transport closed: calls in flight fail and the service
-//! stops. Nothing is replayed. [`Reconnecting::service`] gives the current
+//! stops. Nothing is replayed. A failure that is not the server's answer
+//! reaches rmcp as JSON-RPC `-32603` whose `data` says what it was:
+//! `{"sessionLost": true|false, "failure": KIND}` ([`SESSION_LOST`]), so a
+//! lost session is never taken for the server's internal error. [`Reconnecting::service`] gives the current
 //! service, or establishes the next generation through the same stack when
 //! the last one is closed.
 //!
@@ -62,6 +65,10 @@ use tokio::sync::Mutex;
 
 use transport::Shared;
 pub use transport::{BridgeError, SessionTransport};
+
+/// The key in an rmcp error's `data` that says whether the session was
+/// lost (a `bool`; `failure` beside it names the failure's kind).
+pub const SESSION_LOST: &str = "sessionLost";
 
 /// Notifications queued for rmcp before the bridge drops (and counts)
 /// newer ones; rmcp reads them as they come.
@@ -148,7 +155,10 @@ pub struct Reconnecting<H: ClientHandler + Clone> {
     stack: Establish,
     request: ConnectRequest,
     handler: H,
-    current: Mutex<Option<(u64, Service<H>)>>,
+    /// The last generation made (0 before the first), and its service
+    /// while it runs. The number outlives a failed reconnect, so the next
+    /// session is always a new generation.
+    current: Mutex<(u64, Option<Service<H>>)>,
 }
 
 impl<H: ClientHandler + Clone> Reconnecting<H> {
@@ -158,7 +168,7 @@ impl<H: ClientHandler + Clone> Reconnecting<H> {
             stack,
             request,
             handler,
-            current: Mutex::new(None),
+            current: Mutex::new((0, None)),
         }
     }
 
@@ -169,24 +179,26 @@ impl<H: ClientHandler + Clone> Reconnecting<H> {
         &self,
     ) -> Result<(Arc<RunningService<RoleClient, H>>, u64), EstablishError> {
         let mut current = self.current.lock().await;
-        if let Some((generation, service)) = &*current {
+        let (generation, running) = &mut *current;
+        if let Some(service) = running {
             if !service.is_transport_closed() && !service.is_closed() {
                 return Ok((Arc::clone(service), *generation));
             }
         }
-        let generation = current.as_ref().map_or(0, |(g, _)| *g) + 1;
-        if let Some((_, old)) = current.take() {
+        if let Some(old) = running.take() {
             old.cancellation_token().cancel();
         }
         let service =
             Arc::new(connect(&self.stack, self.request.clone(), self.handler.clone()).await?);
-        *current = Some((generation, Arc::clone(&service)));
-        Ok((service, generation))
+        *generation += 1;
+        *running = Some(Arc::clone(&service));
+        Ok((service, *generation))
     }
 
     /// Stops the current service, which closes its session.
     pub async fn close(&self) {
-        if let Some((_, service)) = self.current.lock().await.take() {
+        let running = self.current.lock().await.1.take();
+        if let Some(service) = running {
             service.cancellation_token().cancel();
             // The service's loop closes the transport as it stops; wait
             // for it when this is the last handle.

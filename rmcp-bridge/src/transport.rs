@@ -306,6 +306,10 @@ fn error_object(error: &mcp_connect::Error) -> Value {
             json!({
                 "code": INTERNAL_ERROR,
                 "message": format!("mcp-connect: the request failed ({})", failure.kind.as_str()),
+                "data": {
+                    crate::SESSION_LOST: mcp_connect::session_loss::session_lost(error),
+                    "failure": failure.kind.as_str(),
+                },
             })
         }
     }

@@ -182,7 +182,14 @@ async fn a_lost_session_closes_rmcps_transport_and_the_next_generation_is_one_ca
 
     legacy.expire_sessions();
     let failed = within(client.call_tool(call("x", json!({})))).await;
-    assert!(failed.is_err(), "the call on the lost session fails");
+    match failed {
+        // Issue 41, item 9: the lost session is said, not an internal error.
+        Err(rmcp::ServiceError::McpError(error)) => {
+            let data = error.data.expect("data");
+            assert_eq!(data[mcp_connect_rmcp::SESSION_LOST], true, "{data}");
+        }
+        other => panic!("the call on the lost session fails: {other:?}"),
+    }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
     while !client.is_transport_closed() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -197,5 +204,36 @@ async fn a_lost_session_closes_rmcps_transport_and_the_next_generation_is_one_ca
     within(again.call_tool(call("x", json!({})))).await.unwrap();
     assert_eq!(legacy.tool_calls(), 2, "nothing replayed");
     assert_eq!(legacy.sessions_created(), 2);
+    within(clients.close()).await;
+}
+
+/// Issue 41, item 9: a failed reconnect does not make the bridge forget its
+/// generation: the next session is generation 2, not 1 again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_reconnect_keeps_the_generation_count() {
+    let legacy = LegacyServer::new();
+    let server = ScriptServer::start(legacy.clone().responder()).await;
+    let addr = server.addr();
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    let clients = mcp_connect_rmcp::Reconnecting::new(stack(), request, ());
+    let (client, generation) = within(clients.service()).await.unwrap();
+    assert_eq!(generation, 1);
+    server.stop().await;
+    let _ = within(client.call_tool(call("x", json!({})))).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while !client.is_transport_closed() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        within(clients.service()).await.is_err(),
+        "the server is down"
+    );
+    let _again = ScriptServer::start_on(addr, legacy.clone().responder())
+        .await
+        .expect("the port is free again");
+    let (_, generation) = within(clients.service()).await.unwrap();
+    assert_eq!(generation, 2);
     within(clients.close()).await;
 }
