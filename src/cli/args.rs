@@ -19,10 +19,12 @@ pub(crate) struct Args {
     /// Establish every server of an `mcpServers` config file (Claude
     /// Desktop, Cursor, VS Code) at once, each under its own deadline, and
     /// print a line for each as it finishes; with --list-tools, then the
-    /// merged catalogue under the names a caller uses. Exit 0 when all are
-    /// established, 1 when any is not, 2 for a file that cannot be read.
+    /// merged catalogue under the names a caller uses; with --call-tool,
+    /// one call routed by catalogue name (or, with --server, by that
+    /// server's own tool name). Exit 0 when all are established (and the
+    /// call succeeded), 1 when any is not, 2 for a file that cannot be read.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
-        "url", "command", "headers", "auth", "client_credentials", "call_tool",
+        "url", "command", "headers", "auth", "client_credentials",
         "workload_token_file", "id_assertion_file", "dpop",
         "list_resources", "list_prompts", "list_skills", "era_cache", "repeat",
     ])]

@@ -31,6 +31,7 @@ pub(super) async fn run(
     printer: &Printer,
     cancel: &CancellationToken,
     signals: &Signals,
+    tool_args: &serde_json::Value,
 ) -> ExitCode {
     let config = match ServersConfig::read(path) {
         Ok(config) => config,
@@ -124,6 +125,14 @@ pub(super) async fn run(
     if args.list_tools {
         list_tools(printer, &group.catalogue());
     }
+    let mut called = true;
+    if let (Some(name), None) = (&args.call_tool, ended) {
+        called = tokio::select! {
+            biased;
+            () = cancel.cancelled() => false,
+            ok = call_tool(printer, &group, args.server.as_deref(), name, tool_args) => ok,
+        };
+    }
     let established = settled.values().filter(|ready| **ready).count();
     let failed = invalid.len() + servers.len() - established;
     group.shutdown_within(CLOSE_BOUND).await;
@@ -143,7 +152,7 @@ pub(super) async fn run(
     );
     match signal {
         Some(signal) => ExitCode::from(signal.exit_code()),
-        None if failed == 0 => ExitCode::SUCCESS,
+        None if failed == 0 && called => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
     }
 }
@@ -232,6 +241,32 @@ fn not_established(
             "failure": failure_json(failure),
         }),
     );
+}
+
+/// `--call-tool NAME`: routed by catalogue name, or with `--server` by
+/// that server's own tool name; true when the tool answered without error.
+async fn call_tool(
+    printer: &Printer,
+    group: &ServerGroup,
+    server: Option<&str>,
+    name: &str,
+    arguments: &serde_json::Value,
+) -> bool {
+    match server.and_then(|server| group.client(server)) {
+        Some(client) => {
+            let result = client.call_tool(name, arguments).await;
+            let generation = client.generation();
+            let ok = matches!(&result, Ok(r) if !r.is_error);
+            printer.call(1, name, &result, generation, false);
+            ok
+        }
+        None => {
+            let result = group.call_tool(name, arguments).await;
+            let ok = matches!(&result, Ok(r) if !r.is_error);
+            printer.routed_call(name, &result);
+            ok
+        }
+    }
 }
 
 /// The merged catalogue: one line per tool under the name a caller uses,

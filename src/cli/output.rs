@@ -184,6 +184,35 @@ impl Printer {
         );
     }
 
+    /// A call the group routed by catalogue name: its server, the answer
+    /// or the whole error chain.
+    pub(crate) fn routed_call(
+        &self,
+        name: &str,
+        result: &Result<mcp_connect::protocol::CallToolResult, mcp_connect::group::GroupError>,
+    ) {
+        match result {
+            Ok(result) => self.line(
+                &format!(
+                    "call {}: {}{}",
+                    shown(name),
+                    shown(&result.text()),
+                    if result.is_error { " (tool error)" } else { "" }
+                ),
+                json!({ "event": "call", "n": 1, "tool": name, "ok": !result.is_error,
+                        "text": result.text() }),
+            ),
+            Err(error) => {
+                let failure = error.failure();
+                self.line(
+                    &format!("call {} failed: {}", shown(name), shown(&chain(error))),
+                    json!({ "event": "call", "n": 1, "tool": name, "ok": false,
+                            "failure": failure_json(&failure) }),
+                )
+            }
+        }
+    }
+
     pub(crate) fn call(
         &self,
         n: u32,

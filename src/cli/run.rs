@@ -64,6 +64,7 @@ async fn run(args: Args) -> ExitCode {
     if args.command.is_none() && std::env::args_os().last().is_some_and(|a| a == "--") {
         return usage("-- must be followed by a command");
     }
+    warn_about_own_options_after_dash_dash(&args);
     // Watching starts before anything is opened, so nothing escapes it.
     let cancel = CancellationToken::new();
     let signals = match Signals::watch(cancel.clone()) {
@@ -75,7 +76,7 @@ async fn run(args: Args) -> ExitCode {
     };
     let printer = Arc::new(Printer::new(args.json));
     if let Some(path) = &args.config {
-        return super::config::run(&args, path, &printer, &cancel, &signals).await;
+        return super::config::run(&args, path, &printer, &cancel, &signals, &tool_args).await;
     }
     let started = Instant::now();
 
@@ -329,6 +330,30 @@ async fn list_tools(printer: &Printer, session: &Session) -> bool {
         Err(error) => {
             report_error(printer, "list_tools", &error);
             false
+        }
+    }
+}
+
+/// Everything after `--` is the server's command line; one of this
+/// command's own long options there (`-- srv --call-tool x`) goes to the
+/// server, not here, and the run would end with no call: say so (the
+/// option's name only, never a value).
+fn warn_about_own_options_after_dash_dash(args: &Args) {
+    use clap::CommandFactory as _;
+    let Some((_, rest)) = args.command.as_ref().and_then(|c| c.split_first()) else {
+        return;
+    };
+    let own = Args::command();
+    for arg in rest {
+        let Some(long) = arg.strip_prefix("--") else {
+            continue;
+        };
+        let long = long.split('=').next().unwrap_or_default();
+        if own.get_arguments().any(|a| a.get_long() == Some(long)) {
+            eprintln!(
+                "mcp-connect: warning: --{} after -- goes to the server's command, not to mcp-connect; write it before --",
+                super::output::shown(long)
+            );
         }
     }
 }

@@ -362,3 +362,71 @@ async fn thousands_of_servers_settle_in_seconds() {
         "{SERVERS} servers took {took:?}"
     );
 }
+
+/// Issue 41, item 8: `--config FILE --call-tool NAME` routes by catalogue
+/// name (the names `--list-tools` prints), and `--server S --call-tool T`
+/// by that server's own tool name; the server that answered is the one
+/// meant.
+#[tokio::test]
+async fn call_tool_routes_by_catalogue_name_or_by_server_and_tool() {
+    let files = ScriptServer::start(two_tools("read/file")).await;
+    let git = ScriptServer::start(two_tools("log")).await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{ "files": {{ "url": "{}" }}, "git": {{ "url": "{}" }} }} }}"#,
+        files.url(),
+        git.url()
+    ));
+    let call = |args: &[&str]| {
+        let mut all = vec!["--config", config.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let all: Vec<String> = all.iter().map(|s| (*s).to_owned()).collect();
+        async move {
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            run_async(&all).await
+        }
+    };
+    let output = call(&["--call-tool", "git__echo"]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let line = json_lines(&output)
+        .into_iter()
+        .find(|l| l["event"] == "call")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(line["ok"], true, "{line}");
+    assert_eq!((files.count("tools/call"), git.count("tools/call")), (0, 1));
+
+    let output = call(&["--server", "files", "--call-tool", "read/file"]).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert_eq!((files.count("tools/call"), git.count("tools/call")), (1, 1));
+
+    // A name the catalogue does not have: the call fails, exit 1.
+    let output = call(&["--call-tool", "echo"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let line = json_lines(&output)
+        .into_iter()
+        .find(|l| l["event"] == "call")
+        .unwrap();
+    assert_eq!(line["ok"], false, "{line}");
+}
+
+/// Issue 41, item 8: one of the command's own options written after `--`
+/// goes to the server's command; the command says so on stderr.
+#[tokio::test]
+async fn own_options_after_dash_dash_are_warned_about() {
+    let fixture = env!("CARGO_BIN_EXE_mcp-connect-stdio-fixture");
+    let output = run_async(&["--json", "--", fixture, "--call-tool", "add"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        stderr.contains("warning: --call-tool after -- goes to the server's command"),
+        "{stderr}"
+    );
+    // The server's own option (`--spawn-log`) is no warning.
+    let output = run_async(&["--json", "--", fixture, "--spawn-log", "/dev/null"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
