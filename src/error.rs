@@ -261,6 +261,8 @@ impl fmt::Display for Error {
     }
 }
 
+crate::report::reportable!(Error);
+
 impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         self.kind.source()

@@ -45,6 +45,7 @@
 //! | [`session_loss`] | when a failure means the session is gone |
 //! | [`replay`] | the opt-in replay of undelivered calls |
 //! | [`error`] | the error kinds' own types |
+//! | [`report`] | any error printed whole in one call, and the server's message |
 //! | [`era_cache`] | what each server spoke, to skip the ladder next time |
 //! | [`response_cache`] | the 2026-07-28 results a server said may be reused (SEP-2549) |
 //! | [`auth`] | OAuth 2.1 authorization |
@@ -86,6 +87,7 @@ mod policy;
 pub mod protocol;
 mod redact;
 pub mod replay;
+pub mod report;
 pub mod request;
 pub mod response_cache;
 pub mod session;

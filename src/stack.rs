@@ -222,6 +222,8 @@ pub enum EstablishError {
     Cancelled,
 }
 
+crate::report::reportable!(EstablishError);
+
 impl EstablishError {
     fn from_layers(error: Layered) -> Self {
         match error {

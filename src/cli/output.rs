@@ -371,14 +371,7 @@ impl LifecycleMetrics for Printer {
 
 /// An error and its causes on one line, each cause after a colon.
 pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    mcp_connect::report::Report::new(error).to_string()
 }
 
 #[cfg(test)]

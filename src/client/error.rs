@@ -99,3 +99,5 @@ impl Classify for ClientError {
         }
     }
 }
+
+crate::report::reportable!(ClientError);

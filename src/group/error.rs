@@ -82,3 +82,5 @@ impl Classify for GroupError {
         }
     }
 }
+
+crate::report::reportable!(GroupError);

@@ -748,3 +748,54 @@ async fn a_catalogue_read_never_misses_a_ready_member() {
     })
     .await;
 }
+
+/// Issue 41, item 10: a failed group call prints whole in one call
+/// (`report()`: every cause, on one line or a cause a line), its
+/// `Display` stays payload-free, and the server's own message is one
+/// accessor away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_call_reports_its_chain_and_the_servers_message() {
+    watchdog(Duration::from_secs(20), async {
+        let base = Scripted::new("py", &["add"], Duration::ZERO);
+        let server = ScriptServer::start(move |request| match request.rpc_method() {
+            "tools/call" => Script::Json(
+                200,
+                json!({ "jsonrpc": "2.0", "id": request.id(), "error": {
+                    "code": -32602, "message": "canary: argument a must be a number" } }),
+            ),
+            _ => base.respond(request),
+        })
+        .await;
+        let group = ServerGroup::new();
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&server.url(), "py"),
+            ))
+            .unwrap();
+        group.settled().await;
+        let failed = group
+            .call_tool("add", &json!({ "a": "x" }))
+            .await
+            .unwrap_err();
+        let shown = failed.to_string();
+        assert_eq!(shown, "the call to server \"py\" failed");
+        let report = failed.report().to_string();
+        assert!(
+            report.starts_with(&shown) && report.len() > shown.len() + 10,
+            "{report}"
+        );
+        assert!(report.contains("JSON-RPC error -32602"), "{report}");
+        assert!(
+            !report.contains("canary"),
+            "no server text in a report: {report}"
+        );
+        let lines = format!("{:#}", failed.report());
+        assert!(lines.lines().count() >= 3, "{lines}");
+        assert_eq!(
+            failed.server_message(),
+            Some("canary: argument a must be a number")
+        );
+    })
+    .await;
+}
