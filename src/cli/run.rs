@@ -189,10 +189,14 @@ async fn run(args: Args) -> ExitCode {
         .with_metrics(printer.clone())
         .build();
 
-    let client = McpClient::lazy(stack, request).with_replay(match args.replay {
-        Replay::Never => ReplayPolicy::Never,
-        Replay::Undelivered => ReplayPolicy::Undelivered,
-    });
+    // The signal ends the first establishment and every reconnect of
+    // watch mode.
+    let client = McpClient::lazy(stack, request)
+        .with_shutdown(cancel.clone())
+        .with_replay(match args.replay {
+            Replay::Never => ReplayPolicy::Never,
+            Replay::Undelivered => ReplayPolicy::Undelivered,
+        });
     let outcome = match client.session().await {
         Ok((session, _)) => Ok(session),
         Err(ClientError::Connect(error)) => Err(error),

@@ -44,6 +44,7 @@ use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tower::util::rng::HasherRng;
 
 use crate::error::Error;
@@ -127,6 +128,11 @@ struct Inner {
     suspicion: std::sync::Mutex<Suspicion>,
     /// Sessions that died young, toward the cool-down. Held for one look.
     flaps: std::sync::Mutex<Flaps>,
+    /// The deadline and cancellation the request was given: its first
+    /// establishment's only, taken by it.
+    first_connect: std::sync::Mutex<Option<(Option<Instant>, Option<CancellationToken>)>>,
+    /// Ends every establishment of this client (`with_shutdown`).
+    shutdown: std::sync::Mutex<Option<CancellationToken>>,
 }
 
 /// A new session of an [`McpClient`], as reported by
@@ -168,11 +174,21 @@ pub struct McpClient {
 
 impl McpClient {
     /// A client that connects on its first call.
+    ///
+    /// A deadline or cancellation token set on `request` bounds the first
+    /// establishment only: every later one (after the session died) gets
+    /// the stack's own budget, so a start-up deadline that has passed never
+    /// stops the client from reconnecting. A token that ends every
+    /// establishment of the client is [`with_shutdown`](Self::with_shutdown).
     pub fn lazy(stack: Establish, request: ConnectRequest) -> Self {
+        let (request, deadline, cancel) = request.split_per_connect();
+        let first_connect = (deadline.is_some() || cancel.is_some()).then_some((deadline, cancel));
         McpClient {
             inner: Arc::new(Inner {
                 stack,
                 request,
+                first_connect: std::sync::Mutex::new(first_connect),
+                shutdown: std::sync::Mutex::new(None),
                 state: std::sync::Mutex::new(State::Empty),
                 building: Mutex::new(()),
                 cool_down: std::sync::Mutex::new((COOL_DOWN, HasherRng::default())),
@@ -202,6 +218,16 @@ impl McpClient {
     #[must_use]
     pub fn with_reconnect(mut self, reconnect: Reconnect) -> Self {
         self.reconnect = reconnect;
+        self
+    }
+
+    /// Ends every establishment of this client, the first and every
+    /// reconnect, when `token` is cancelled (a service shutting down); the
+    /// first establishment's own token, if its request had one, takes its
+    /// place for that one. It belongs to the client: its clones share it.
+    #[must_use]
+    pub fn with_shutdown(self, token: CancellationToken) -> Self {
+        *self.inner.shutdown.lock().expect("shutdown lock poisoned") = Some(token);
         self
     }
 
@@ -300,7 +326,7 @@ impl McpClient {
             State::CoolingDown { failures, .. } => failures.saturating_add(1),
             _ => 1,
         };
-        match self.inner.stack.connect(self.inner.request.clone()).await {
+        match self.inner.stack.connect(self.next_request()).await {
             Ok(session) => {
                 self.flaps().established = Some(Instant::now());
                 let generation = self.generation() + 1;
@@ -329,6 +355,33 @@ impl McpClient {
                 Err(ClientError::Connect(error))
             }
         }
+    }
+
+    /// The request for the next establishment: the first gets the
+    /// deadline and token its request was given, every one the shutdown
+    /// token (where the first has none of its own).
+    fn next_request(&self) -> ConnectRequest {
+        let mut request = self.inner.request.clone();
+        let first = self
+            .inner
+            .first_connect
+            .lock()
+            .expect("first-connect lock poisoned")
+            .take();
+        let shutdown = self
+            .inner
+            .shutdown
+            .lock()
+            .expect("shutdown lock poisoned")
+            .clone();
+        let (deadline, cancel) = first.unwrap_or((None, None));
+        if let Some(deadline) = deadline {
+            request = request.with_deadline(deadline);
+        }
+        if let Some(token) = cancel.or(shutdown) {
+            request = request.with_cancellation(token);
+        }
+        request
     }
 
     fn flaps(&self) -> std::sync::MutexGuard<'_, Flaps> {

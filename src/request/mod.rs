@@ -429,6 +429,16 @@ impl ConnectRequest {
         self.cancel.as_ref()
     }
 
+    /// This request without its absolute deadline and cancellation, and
+    /// them: what one connect was given, kept apart from what every later
+    /// connect of a long-lived client reuses.
+    pub(crate) fn split_per_connect(
+        mut self,
+    ) -> (Self, Option<Instant>, Option<CancellationToken>) {
+        let (deadline, cancel) = (self.deadline.take(), self.cancel.take());
+        (self, deadline, cancel)
+    }
+
     /// The target.
     pub fn target(&self) -> &Target {
         &self.target

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::client::ClientError;
+use mcp_connect::layers::Classify as _;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::SessionState;
@@ -295,4 +296,54 @@ async fn a_server_that_dies_after_every_start_is_paced_by_the_cool_down() {
     // The application's own close starts afresh: no penalty.
     client.close().await.unwrap();
     let _ = std::fs::remove_file(log);
+}
+
+/// Issue 41, item 1: a deadline or a token given for the first connect
+/// bounds that connect only. Once the deadline has passed or the token is
+/// cancelled, a session that died is still replaced (every call failed
+/// "no session could be established" forever); the client-wide shutdown
+/// token ends every establishment.
+#[tokio::test]
+async fn a_start_up_deadline_or_token_binds_the_first_connect_only() {
+    let (server, legacy) = server(UnknownSession::Status(404)).await;
+    let start_up = tokio_util::sync::CancellationToken::new();
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25)
+        .with_deadline(tokio::time::Instant::now() + Duration::from_millis(300))
+        .with_cancellation(start_up.clone());
+    let stack = EstablishBuilder::new(Connector::new()).build();
+    let client = watchdog(LIMIT, McpClient::connect(stack, request))
+        .await
+        .unwrap();
+    call(&client).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    start_up.cancel();
+    legacy.expire_sessions();
+    let lost = call(&client).await.unwrap_err();
+    assert!(lost.session_lost(), "{lost:?}");
+    call(&client)
+        .await
+        .expect("a new session, past the start-up deadline");
+    assert_eq!(client.generation(), 2);
+
+    // The shutdown token: cancelled, no establishment starts.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    let stack = EstablishBuilder::new(Connector::new()).build();
+    let client = McpClient::lazy(stack, request).with_shutdown(shutdown.clone());
+    call(&client).await.unwrap();
+    shutdown.cancel();
+    legacy.expire_sessions();
+    let _ = call(&client).await;
+    let refused = call(&client).await.unwrap_err();
+    assert!(
+        matches!(
+            refused.failure().kind,
+            mcp_connect::layers::FailureKind::Cancelled
+        ),
+        "{refused:?}"
+    );
 }
