@@ -53,8 +53,8 @@ impl Target {
     /// fingerprint of everything else that can select a server or a
     /// principal (the whole URL with its userinfo and query, and every
     /// header but `Authorization`, which the authorization context of a
-    /// private result holds instead); for stdio a fingerprint of the program, arguments,
-    /// environment and working directory
+    /// private result holds instead); for stdio a fingerprint of the
+    /// program, arguments, environment and working directory
     /// ([`StdioCommand::fingerprint`]). Every cache keys its entries by it,
     /// so a hosted service's `?api_key=` or a second token in `env` is a
     /// second server, never sharing anything with the first.

@@ -338,20 +338,7 @@ impl McpClient {
                 Ok((session, generation))
             }
             Err(error) => {
-                let pause = {
-                    // Poisoning needs a panic under this lock; `delay` cannot panic.
-                    let (backoff, rng) = &mut *self.cool_down();
-                    backoff.delay(failures, rng)
-                };
-                // A caller's cool-down may be `Duration::MAX`: saturate.
-                let now = Instant::now();
-                *self.state() = State::CoolingDown {
-                    until: now
-                        .checked_add(pause)
-                        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
-                    failures,
-                    failure: error.failure(),
-                };
+                self.start_cool_down(failures, error.failure());
                 Err(ClientError::Connect(error))
             }
         }
@@ -384,6 +371,26 @@ impl McpClient {
         request
     }
 
+    /// Calls fail fast with `failure` for the cool-down's delay after
+    /// `failures` in a row; the delay.
+    fn start_cool_down(&self, failures: u32, failure: Failure) -> Duration {
+        let pause = {
+            // Poisoning needs a panic under this lock; `delay` cannot panic.
+            let (backoff, rng) = &mut *self.cool_down();
+            backoff.delay(failures, rng)
+        };
+        // A caller's cool-down may be `Duration::MAX`: saturate.
+        let now = Instant::now();
+        *self.state() = State::CoolingDown {
+            until: now
+                .checked_add(pause)
+                .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
+            failures,
+            failure,
+        };
+        pause
+    }
+
     fn flaps(&self) -> std::sync::MutexGuard<'_, Flaps> {
         // Held for one look or one change, which cannot panic.
         self.inner.flaps.lock().expect("flaps lock poisoned")
@@ -406,17 +413,8 @@ impl McpClient {
         if short_lived < 2 {
             return None;
         }
-        let pause = {
-            let (backoff, rng) = &mut *self.cool_down();
-            backoff.delay(short_lived - 1, rng)
-        };
-        let now = Instant::now();
         let failure = Failure::new(Stage::REQUEST, FailureKind::Closed);
-        *self.state() = State::CoolingDown {
-            until: now.checked_add(pause).unwrap_or(now + STABLE_AFTER),
-            failures: short_lived - 1,
-            failure,
-        };
+        let pause = self.start_cool_down(short_lived - 1, failure);
         tracing::debug!(
             target: "mcp_connect::client",
             short_lived,

@@ -8,6 +8,8 @@ use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 use sha2::{Digest as _, Sha256};
 
+pub(super) use crate::redact::hex;
+
 use super::seal::SealingKey;
 use crate::auth::StoreError;
 
@@ -203,10 +205,6 @@ impl Connection {
 pub(super) fn unix_ms(at: std::time::SystemTime) -> u64 {
     at.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl fmt::Debug for Connection {

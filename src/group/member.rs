@@ -15,10 +15,12 @@
 //! `list_changed` costs a few listings a second, not one per notification.
 //! A listing the server could not be asked for (it timed out, outgrew the
 //! size or page limit, or answered something that is no listing) fails the
-//! member; one the server declined with an error leaves that kind empty. It never retries what the conservative
-//! classifier forbids (auth, throttling, DNS, TLS, configuration, an
-//! overall deadline): those leave the server failed, or needing
-//! authorization, until the application restarts it.
+//! member; one the server declined with an error leaves that kind empty.
+//!
+//! It never retries what the conservative classifier forbids (auth,
+//! throttling, DNS, TLS, configuration, an overall deadline): those leave
+//! the server failed, or needing authorization, until the application
+//! restarts it.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;

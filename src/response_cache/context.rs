@@ -38,8 +38,7 @@ impl Context {
             hash.update(token.as_bytes());
         }
         let digest = hash.finalize();
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-        Context(hex.into())
+        Context(crate::redact::hex(&digest[..16]).into())
     }
 
     /// The fingerprint, for keys.

@@ -87,8 +87,7 @@ impl Hints {
         Some(Hints { ttl, scope })
     }
 
-    /// When a result received now stops being fresh.
-    /// When the entry stops being fresh: `ttlMs` from now, at most
+    /// When a result received now stops being fresh: `ttlMs` from now, at most
     /// [`MAX_TTL`](super::MAX_TTL) (a server's "ten years" is a day).
     pub(crate) fn expires(&self) -> Option<SystemTime> {
         SystemTime::now().checked_add(self.ttl.min(super::MAX_TTL))

@@ -17,11 +17,11 @@
 //! for a client certificate (the certificate resolver, [`Noting`], is asked
 //! exactly then) and notes, by the destination's authority, every rustls
 //! error a stream meets, and any failure of a stream that was asked for a
-//! certificate before it delivered a single byte ([`ClientCertificateRefused`]);
-//! [`ExplainAlerts`] wraps the pooled client and turns a request's failure
-//! that carries no TLS error into the client's TLS error (`TlsError`)
-//! holding what its connection met while the request was under way. Decided by types and
-//! timing, never a message.
+//! certificate before it delivered a single byte
+//! ([`ClientCertificateRefused`]); [`ExplainAlerts`] wraps the pooled client
+//! and turns a request's failure that carries no TLS error into the
+//! client's TLS error (`TlsError`) holding what its connection met while
+//! the request was under way. Decided by types and timing, never a message.
 
 use std::collections::VecDeque;
 use std::future::Future;
