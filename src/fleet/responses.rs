@@ -120,19 +120,21 @@ impl RedisResponseStore {
     }
 
     /// The entry's key without its generations (also what its seal is
-    /// bound to).
-    fn key(&self, key: &CacheKey) -> String {
-        format!(
-            "{}{}:{}",
-            self.scope(&key.server, &key.method),
-            hex(&Sha256::digest(key.params.as_bytes())),
-            key.context.as_deref().unwrap_or("-")
+    /// bound to), and its two generation keys: the server, method and
+    /// params hashed once for all three.
+    fn places(&self, key: &CacheKey) -> (String, String, String) {
+        let scope = self.scope(&key.server, &key.method);
+        let params = hex(&Sha256::digest(key.params.as_bytes()));
+        let context = key.context.as_deref().unwrap_or("-");
+        (
+            format!("{scope}{params}:{context}"),
+            format!("{scope}gen"),
+            format!("{scope}{params}:gen"),
         )
     }
 
     async fn fetch(&self, key: &CacheKey) -> Result<Option<CachedResult>, StoreError> {
-        let place = self.key(key);
-        let (method, params) = self.generations(&key.server, &key.method, &key.params);
+        let (place, method, params) = self.places(key);
         let sealed: Option<Vec<u8>> = self
             .redis
             .script(READ, &place, &[method.as_bytes(), params.as_bytes()])
@@ -157,10 +159,9 @@ impl RedisResponseStore {
             result: value.result.to_string(),
             expires_ms,
         };
-        let place = self.key(key);
+        let (place, method, params) = self.places(key);
         let json = serde_json::to_vec(&entry).map_err(|e| StoreError(Box::new(e)))?;
         let sealed = self.redis.seal(&place, &json);
-        let (method, params) = self.generations(&key.server, &key.method, &key.params);
         let expires = expires_ms.to_string();
         let _: i64 = self
             .redis
