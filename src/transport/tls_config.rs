@@ -7,10 +7,12 @@
 //! sets it); the server chooses.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use rustls::client::ResolvesClientCert;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
 
 /// A PEM input the TLS settings could not use. Never shows the input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,10 +28,13 @@ pub enum TlsConfigError {
     /// The key PEM holds no private key (PKCS #8, PKCS #1 or SEC1).
     #[error("no private key in the PEM input")]
     NoKey,
-    /// TLS refused the client certificate and key (a key that does not
-    /// match, or of a kind it does not support).
+    /// The client certificate's public key is not the private key's.
     #[error("the client certificate and key cannot be used together")]
     ClientIdentity,
+    /// The private key is of a kind TLS cannot sign with here (ring's RSA,
+    /// ECDSA P-256/P-384 and Ed25519 keys can).
+    #[error("the private key is of a kind that cannot sign a TLS handshake")]
+    UnsupportedKey,
 }
 
 /// The default client's TLS settings.
@@ -37,7 +42,7 @@ pub enum TlsConfigError {
 pub(crate) struct TlsSettings {
     extra_roots: Vec<CertificateDer<'static>>,
     only_extra: bool,
-    identity: Option<Arc<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>>,
+    identity: Option<Arc<CertifiedKey>>,
     /// The settings, built; `None` until one is changed (the defaults).
     built: Option<Arc<rustls::ClientConfig>>,
 }
@@ -56,7 +61,7 @@ impl TlsSettings {
     pub(crate) fn set_identity(&mut self, chain: &[u8], key: &[u8]) -> Result<(), TlsConfigError> {
         let chain = certificates(chain)?;
         let key = PrivateKeyDer::from_pem_slice(key).map_err(|_| TlsConfigError::NoKey)?;
-        self.identity = Some(Arc::new((chain, key)));
+        self.identity = Some(Arc::new(client_identity(chain, key)?));
         self.rebuild()
     }
 
@@ -73,8 +78,7 @@ impl TlsSettings {
         }
         let config = match &self.identity {
             Some(identity) => with_roots(roots)
-                .with_client_auth_cert(identity.0.clone(), identity.1.clone_key())
-                .map_err(|_| TlsConfigError::ClientIdentity)?,
+                .with_client_cert_resolver(Arc::new(Presents(Arc::clone(identity)))),
             None => with_roots(roots).with_no_client_auth(),
         };
         self.built = Some(Arc::new(config));
@@ -97,12 +101,68 @@ impl TlsSettings {
     }
 }
 
-/// A config builder over `roots`. ring is named explicitly so that another
-/// crate enabling a second rustls provider cannot make it ambiguous.
+/// The client certificate `chain` (leaf first) signing with `key`.
+///
+/// rustls's own `with_client_auth_cert` parses the leaf with webpki to
+/// check that it holds the key's public half, and webpki parses only X.509
+/// v3: a v1 certificate (what `openssl x509 -req` without extensions makes,
+/// and what servers such as OpenSSL's accept) was refused as a key that
+/// does not match. Here a leaf webpki cannot read is presented as it is
+/// (the server decides); a leaf it can read must hold the key.
+fn client_identity(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<CertifiedKey, TlsConfigError> {
+    let signing = provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|_| TlsConfigError::UnsupportedKey)?;
+    let identity = CertifiedKey::new(chain, signing);
+    match identity.keys_match() {
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+            Err(TlsConfigError::ClientIdentity)
+        }
+        // Matching, or not checkable (a v1 leaf; a key that cannot tell its
+        // public half).
+        _ => Ok(identity),
+    }
+}
+
+/// Presents one certificate to every server that asks, when it can sign
+/// with a scheme the server accepts (what rustls's own resolver does).
+#[derive(Debug)]
+struct Presents(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for Presents {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        schemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.0
+            .key
+            .choose_scheme(schemes)
+            .is_some()
+            .then(|| Arc::clone(&self.0))
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// ring, named explicitly so that another crate enabling a second rustls
+/// provider cannot make the choice ambiguous.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    static RING: OnceLock<Arc<rustls::crypto::CryptoProvider>> = OnceLock::new();
+    Arc::clone(RING.get_or_init(|| Arc::new(rustls::crypto::ring::default_provider())))
+}
+
+/// A config builder over `roots`, with ring.
 fn with_roots(
     roots: rustls::RootCertStore,
 ) -> rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert> {
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default TLS versions")
         .with_root_certificates(roots)
@@ -119,18 +179,26 @@ fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsConfigErr
 }
 
 /// Mozilla's roots; with `native-roots` the platform's store too (where a
-/// corporate CA lives). Certificates the platform store holds but rustls
-/// cannot parse are skipped; loading happens when the client is built.
+/// corporate CA lives; `SSL_CERT_FILE` and `SSL_CERT_DIR` replace it, as
+/// with OpenSSL and curl). Certificates the platform store holds but rustls
+/// cannot parse are skipped. Loaded once per process, when the first
+/// client is built: reading the platform store takes milliseconds, and a
+/// service builds a client per server.
 fn default_roots() -> rustls::RootCertStore {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    #[cfg(feature = "native-roots")]
-    {
-        let native = rustls_native_certs::load_native_certs();
-        let (added, _unparsable) = roots.add_parsable_certificates(native.certs);
-        tracing::debug!(added, "platform root certificates loaded");
-    }
-    roots
+    static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            #[cfg(feature = "native-roots")]
+            {
+                let native = rustls_native_certs::load_native_certs();
+                let (added, _unparsable) = roots.add_parsable_certificates(native.certs);
+                tracing::debug!(added, "platform root certificates loaded");
+            }
+            roots
+        })
+        .clone()
 }
 
 /// Counts only: certificates and keys are never shown.

@@ -11,6 +11,7 @@ mod command_auth;
 mod command_config;
 mod command_hostile_text;
 mod command_logging;
+mod command_openssl;
 mod command_otlp;
 mod command_proxy;
 mod command_redirects;
