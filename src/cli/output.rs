@@ -307,6 +307,11 @@ impl Printer {
                     text.push_str(&format!("\n  caused by: {}", shown(&cause.to_string())));
                     source = cause.source();
                 }
+                if let Some((problem, hint)) = tls_hint(error) {
+                    summary.insert("tls_problem".into(), problem.into());
+                    summary.insert("hint".into(), hint.into());
+                    text.push_str(&format!("\nhint: {hint}"));
+                }
                 text.push_str(&format!(
                     "\n{http_requests} HTTP requests{via}, {:.3} ms",
                     millis(elapsed)
@@ -367,6 +372,40 @@ impl LifecycleMetrics for Printer {
         }
         self.line(&human, record);
     }
+}
+
+/// What TLS refused in `error`, and the options that fix it: the hint a
+/// user on a corporate machine needs first.
+#[cfg(feature = "rustls")]
+pub(super) fn tls_hint(
+    error: &(dyn std::error::Error + 'static),
+) -> Option<(&'static str, &'static str)> {
+    use mcp_connect::transport::{tls_problem, TlsProblem};
+    let problem = tls_problem(error)?;
+    let hint = match problem {
+        TlsProblem::UnknownIssuer => {
+            "the server's certificate is from a CA not trusted here: pass --cacert FILE with that CA, or set SSL_CERT_FILE or SSL_CERT_DIR"
+        }
+        TlsProblem::NameMismatch => {
+            "the server's certificate is not for this host name: use the name it was issued for"
+        }
+        TlsProblem::Expired => {
+            "the server's certificate has expired or is not valid yet (check this machine's clock)"
+        }
+        TlsProblem::ClientCertificateRequired => {
+            "the server wants a client certificate it accepts: pass --cert FILE --key FILE"
+        }
+        _ => return None,
+    };
+    Some((problem.as_str(), hint))
+}
+
+/// Without TLS there is nothing TLS refused.
+#[cfg(not(feature = "rustls"))]
+pub(super) fn tls_hint(
+    _: &(dyn std::error::Error + 'static),
+) -> Option<(&'static str, &'static str)> {
+    None
 }
 
 /// An error and its causes on one line, each cause after a colon.

@@ -82,3 +82,43 @@ async fn cacert_cert_and_key_reach_a_private_tls_server() {
         let _ = std::fs::remove_file(path);
     }
 }
+
+/// Issue 41, item 7: the command trusts what curl trusts, a CA in
+/// `SSL_CERT_FILE` (or `SSL_CERT_DIR`) included, and a certificate from an
+/// unknown CA names the options that fix it.
+#[tokio::test]
+async fn ssl_cert_file_is_trusted_and_an_unknown_issuer_names_cacert() {
+    use crate::support::cli::{command, run_command};
+    let fixture = TlsFixture::new();
+    let server = fixture.serve(TlsServe::default()).await.unwrap();
+    let ca = file("ssl-cert-file.pem", &fixture.ca_pem());
+    let dir = std::env::temp_dir().join(format!("mcp-connect-cert-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&ca, dir.join("ca.pem")).unwrap();
+    let url = server.url();
+    for (variable, value) in [("SSL_CERT_FILE", &ca), ("SSL_CERT_DIR", &dir)] {
+        let mut trusting = command(&[&url, "--json"]);
+        trusting.env(variable, value);
+        let output = tokio::task::spawn_blocking(move || run_command(trusting))
+            .await
+            .unwrap();
+        let last = json_lines(&output).last().unwrap().clone();
+        assert_eq!(last["outcome"], "established", "{variable}: {last}");
+    }
+
+    let untrusted = run_async(&[&url, "--json"]).await;
+    let last = json_lines(&untrusted).last().unwrap().clone();
+    assert_eq!(last["tls_problem"], "unknown-issuer", "{last}");
+    assert!(
+        last["hint"].as_str().unwrap().contains("--cacert"),
+        "{last}"
+    );
+    let human = run_async(&[&url]).await;
+    let text = String::from_utf8_lossy(&human.stdout).into_owned();
+    assert!(
+        text.contains("hint: ") && text.contains("SSL_CERT_FILE"),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(&ca);
+    let _ = std::fs::remove_dir_all(&dir);
+}
