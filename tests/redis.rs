@@ -856,19 +856,28 @@ async fn a_replica_started_later_sends_no_era_probe() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 async fn two_command_runs_share_eras_through_redis() {
+    two_command_runs_share_eras(&Redis::start(), &[]).await;
+}
+
+/// Two runs of the command against one server, sharing eras through
+/// `redis`, with `extra` arguments: the second sends no probe.
+async fn two_command_runs_share_eras(redis: &Redis, extra: &[&str]) {
     const KEY_HEX: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
-    let redis = Redis::start();
     let legacy = support::LegacyServer::new();
     let server = ScriptServer::start(legacy.responder()).await;
     for _ in 0..2 {
-        let mut command = support::cli::command(&[
+        let url = redis.url();
+        let mut args = vec![
             "--json",
             "--era-cache",
-            &redis.url(),
+            &url,
             "--store-key-env",
             "MCP_TEST_STORE_KEY",
-            &server.url(),
-        ]);
+        ];
+        args.extend(extra);
+        let target = server.url();
+        args.push(&target);
+        let mut command = support::cli::command(&args);
         command.env("MCP_TEST_STORE_KEY", KEY_HEX);
         let output = tokio::task::spawn_blocking(move || {
             support::cli::finish(command.spawn().unwrap(), support::cli::COMMAND_LIMIT)
@@ -887,6 +896,45 @@ async fn two_command_runs_share_eras_through_redis() {
         1,
         "the second run sent no probe"
     );
+}
+
+/// Issue 41, item 3: `rediss://` against a redis-server that speaks only
+/// TLS, its certificate from a private CA (openssl's). Without the CA the
+/// store's error says what TLS refused (an unknown issuer), at once; with
+/// it (`with_root_certificates_pem`, the command's `--cacert`) tokens go
+/// in and come back, and two command runs share eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server and openssl; CI runs it"]
+async fn rediss_with_a_private_ca() {
+    watchdog(LIMIT, async {
+        let dir = support::openssl::certificates("rediss");
+        let redis = Redis::start_tls(&dir);
+        assert!(redis.url().starts_with("rediss://"));
+        let key = &TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
+
+        let untrusting = store(&redis);
+        let error = untrusting.load(key).await.unwrap_err();
+        assert_eq!(
+            mcp_connect::transport::tls_problem(&error),
+            Some(mcp_connect::transport::TlsProblem::UnknownIssuer),
+            "{:?}",
+            mcp_connect::report::Report::new(&error).to_string()
+        );
+
+        let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+        let trusting = store(&redis).with_root_certificates_pem(&ca).unwrap();
+        let tokens: mcp_connect::auth::Tokens =
+            serde_json::from_value(json!({ "access_token": "canary-access-token" })).unwrap();
+        trusting.save(key, &tokens).await.unwrap();
+        let back = trusting.load(key).await.unwrap().expect("the tokens");
+        assert_eq!(back.access_token(), "canary-access-token");
+        assert!(redis.cli(&["--scan"]).contains("app:tokens:"));
+
+        let ca = dir.join("ca.pem");
+        two_command_runs_share_eras(&redis, &["--cacert", ca.to_str().unwrap()]).await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
 }
 
 /// Done when, item 3: Redis killed while eight replicas run for 30 s with

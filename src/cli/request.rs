@@ -257,9 +257,36 @@ fn redis_store(args: &Args, url: String) -> Result<RedisTokenStore, String> {
         Some(key) => RedisTokenStore::new(&url, "mcp-connect", key),
         None => RedisTokenStore::in_clear(&url, "mcp-connect"),
     };
-    store
+    let store = store
         .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
-        .map_err(|_| "--token-store: not a usable Redis URL".to_owned())
+        .map_err(|e| redis_url_problem("--token-store", &e))?;
+    match redis_cacert(args)? {
+        #[cfg(feature = "rustls")]
+        Some(pem) => store
+            .with_root_certificates_pem(&pem)
+            .map_err(|e| format!("--cacert: {e}")),
+        _ => Ok(store),
+    }
+}
+
+/// What is wrong with a Redis URL the command was given, never the URL.
+fn redis_url_problem(option: &str, error: &mcp_connect::auth::StoreError) -> String {
+    match std::error::Error::source(error)
+        .and_then(|e| e.downcast_ref::<mcp_connect::fleet::StoreConfigError>())
+    {
+        Some(problem) => format!("{option}: {problem}"),
+        None => format!("{option}: not a usable Redis URL"),
+    }
+}
+
+/// The `--cacert` file, which a `rediss://` store trusts too.
+fn redis_cacert(args: &Args) -> Result<Option<Vec<u8>>, String> {
+    args.cacert
+        .as_ref()
+        .map(|path| {
+            std::fs::read(path).map_err(|error| format!("--cacert: cannot read the file: {error}"))
+        })
+        .transpose()
 }
 
 /// The Redis era store `--era-cache redis://...` asks for, sealed like the
@@ -269,9 +296,16 @@ pub(super) fn redis_era_store(args: &Args, url: &str) -> Result<RedisEraStore, S
         Some(key) => RedisEraStore::new(url, "mcp-connect", key),
         None => RedisEraStore::in_clear(url, "mcp-connect"),
     };
-    store
+    let store = store
         .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
-        .map_err(|_| "--era-cache: not a usable Redis URL".to_owned())
+        .map_err(|e| redis_url_problem("--era-cache", &e))?;
+    match redis_cacert(args)? {
+        #[cfg(feature = "rustls")]
+        Some(pem) => store
+            .with_root_certificates_pem(&pem)
+            .map_err(|e| format!("--cacert: {e}")),
+        _ => Ok(store),
+    }
 }
 
 /// The key from `--store-key-env`; `None` only with `--store-in-clear`.

@@ -5,27 +5,46 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use redis::aio::ConnectionManager;
+use redis::aio::MultiplexedConnection;
 use sha2::{Digest as _, Sha256};
 
 pub(super) use crate::redact::hex;
 
 use super::seal::SealingKey;
 use crate::auth::StoreError;
+use crate::transport::error::BoxError;
 
 /// How long one Redis operation may take by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 
 pub(super) struct Connection {
-    client: redis::Client,
+    endpoint: Endpoint,
     /// The connection in use and its generation (which connect made it):
     /// locked only to take a handle or to replace a broken one, so
     /// operations run side by side on the one multiplexed connection.
-    connection: tokio::sync::Mutex<Option<(u64, ConnectionManager)>>,
+    connection: tokio::sync::Mutex<Option<(u64, MultiplexedConnection)>>,
     connects: std::sync::atomic::AtomicU64,
     prefix: String,
     sealing: Option<SealingKey>,
     pub(super) timeout: Duration,
+}
+
+/// Where Redis is and how to reach it.
+enum Endpoint {
+    /// `redis://`: the redis crate connects.
+    Plain(redis::Client),
+    /// `rediss://`: this crate connects, with the same rustls settings
+    /// (provider, roots, extra CAs) as its HTTP client, and hands the
+    /// stream to the redis crate. The redis crate's own TLS features build
+    /// a config of their own (the platform's roots or Mozilla's, not both,
+    /// no extra CA beside them, a process-wide crypto provider).
+    #[cfg(feature = "rustls")]
+    Tls {
+        host: String,
+        port: u16,
+        login: redis::RedisConnectionInfo,
+        tls: crate::transport::tls_config::TlsSettings,
+    },
 }
 
 impl Connection {
@@ -34,15 +53,31 @@ impl Connection {
         prefix: String,
         sealing: Option<SealingKey>,
     ) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| StoreError(Box::new(e)))?;
         Ok(Connection {
-            client,
+            endpoint: Endpoint::parse(url)?,
             connection: tokio::sync::Mutex::new(None),
             connects: std::sync::atomic::AtomicU64::new(0),
             prefix,
             sealing,
             timeout: DEFAULT_TIMEOUT,
         })
+    }
+
+    /// Also trusts the CAs in `pem` for `rediss://` (beside the default
+    /// roots, as the HTTP client's option of the same name).
+    #[cfg(feature = "rustls")]
+    pub(super) fn add_root_certificates_pem(
+        &mut self,
+        pem: &[u8],
+    ) -> Result<(), crate::transport::TlsConfigError> {
+        match &mut self.endpoint {
+            Endpoint::Tls { tls, .. } => tls.add_roots(pem, false),
+            // A plain connection has no use for them; they are checked all
+            // the same, so a bad file is found where it is given.
+            Endpoint::Plain(_) => {
+                crate::transport::tls_config::TlsSettings::default().add_roots(pem, false)
+            }
+        }
     }
 
     /// `PREFIX:KIND:SHA256(name)`: no name (a URL, a resource) in clear.
@@ -70,7 +105,7 @@ impl Connection {
     /// operation after a restart would otherwise fail for nothing.
     pub(super) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
     where
-        F: for<'c> Fn(&'c mut ConnectionManager) -> BoxFuture<'c, redis::RedisResult<T>>,
+        F: for<'c> Fn(&'c mut MultiplexedConnection) -> BoxFuture<'c, redis::RedisResult<T>>,
     {
         let work = async {
             for fresh in [false, true] {
@@ -83,20 +118,23 @@ impl Connection {
                             *held = None;
                         }
                     }
-                    outcome => return outcome,
+                    outcome => return outcome.map_err(|e| Box::new(e) as BoxError),
                 }
             }
             unreachable!("the second pass returns")
         };
         match tokio::time::timeout(self.timeout, work).await {
-            Ok(result) => result.map_err(|e| StoreError(Box::new(e))),
+            Ok(result) => result.map_err(StoreError),
             Err(elapsed) => Err(StoreError(Box::new(elapsed))),
         }
     }
 
     /// A handle on the connection in use, connecting first when there is
     /// none (under the lock, so concurrent operations share one connect).
-    async fn connection_in_use(&self) -> redis::RedisResult<(u64, ConnectionManager)> {
+    /// A refusal (a wrong password, an unknown user, a bad database, a
+    /// certificate TLS does not trust) reaches the caller as itself; a
+    /// broken connection is replaced by `run`.
+    async fn connection_in_use(&self) -> Result<(u64, MultiplexedConnection), BoxError> {
         let mut held = self.connection.lock().await;
         if let Some(in_use) = held.as_ref() {
             return Ok(in_use.clone());
@@ -104,12 +142,7 @@ impl Connection {
         let generation = self
             .connects
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // No retries of its own: an operation is bounded by `timeout`, a
-        // broken connection is replaced by `run`, and a refusal (a wrong
-        // password, an unknown user, a bad database) must reach the caller
-        // as itself, not as the bound running out while it retries.
-        let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
-        let connection = ConnectionManager::new_with_config(self.client.clone(), config).await?;
+        let connection = self.endpoint.connect().await?;
         *held = Some((generation, connection.clone()));
         Ok((generation, connection))
     }
@@ -205,6 +238,97 @@ impl Connection {
 pub(super) fn unix_ms(at: std::time::SystemTime) -> u64 {
     at.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Endpoint {
+    fn parse(url: &str) -> Result<Self, StoreError> {
+        let scheme_end = url.find("://").unwrap_or(0);
+        if !url[..scheme_end].eq_ignore_ascii_case("rediss") {
+            return redis::Client::open(url)
+                .map(Endpoint::Plain)
+                .map_err(|e| StoreError(Box::new(e)));
+        }
+        Self::tls(&url[scheme_end..])
+    }
+
+    /// `rediss` and `rest` (`://…`): the redis crate reads the rest as a
+    /// `redis://` URL (login, database), this crate connects.
+    #[cfg(feature = "rustls")]
+    fn tls(rest: &str) -> Result<Self, StoreError> {
+        use redis::IntoConnectionInfo as _;
+        let info = format!("redis{rest}")
+            .as_str()
+            .into_connection_info()
+            .map_err(|e| StoreError(Box::new(e)))?;
+        let redis::ConnectionAddr::Tcp(host, port) = info.addr else {
+            unreachable!("a redis:// URL is a TCP address")
+        };
+        Ok(Endpoint::Tls {
+            host,
+            port,
+            login: info.redis,
+            tls: Default::default(),
+        })
+    }
+
+    #[cfg(not(feature = "rustls"))]
+    fn tls(_: &str) -> Result<Self, StoreError> {
+        Err(StoreError(Box::new(StoreConfigError::TlsNotBuilt)))
+    }
+
+    async fn connect(&self) -> Result<MultiplexedConnection, BoxError> {
+        let config = redis::AsyncConnectionConfig::new();
+        match self {
+            Endpoint::Plain(client) => Ok(client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?),
+            #[cfg(feature = "rustls")]
+            Endpoint::Tls {
+                host,
+                port,
+                login,
+                tls,
+            } => {
+                let stream = tls_stream(host, *port, tls).await?;
+                let (connection, driver) =
+                    MultiplexedConnection::new_with_config(login, stream, config).await?;
+                tokio::spawn(driver);
+                Ok(connection)
+            }
+        }
+    }
+}
+
+/// A TLS stream to `host:port` under `tls`, its failures typed as the HTTP
+/// client's are: a [`TlsError`](crate::transport::TlsError) holding what
+/// rustls said, so [`tls_problem`](crate::transport::tls_problem) reads it.
+#[cfg(feature = "rustls")]
+async fn tls_stream(
+    host: &str,
+    port: u16,
+    tls: &crate::transport::tls_config::TlsSettings,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, BoxError> {
+    let tcp = tokio::net::TcpStream::connect((host, port)).await?;
+    tcp.set_nodelay(true)?;
+    let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_owned())?;
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls.client_config()));
+    connector.connect(name, tcp).await.map_err(|e| {
+        // io::Error hides what it wraps from `source()`: unwrap it.
+        let said: BoxError = match e.get_ref() {
+            Some(_) => e.into_inner().expect("checked"),
+            None => Box::new(e),
+        };
+        Box::new(crate::transport::TlsError(said)) as BoxError
+    })
+}
+
+/// A store that cannot work as configured, whatever Redis does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreConfigError {
+    /// A `rediss://` URL in a build without the `rustls` feature.
+    #[error("rediss:// needs the rustls feature")]
+    TlsNotBuilt,
 }
 
 impl fmt::Debug for Connection {

@@ -25,8 +25,12 @@
 //! what was stored (another type, a value that does not open) is a
 //! `StoreError` too, never a panic.
 //!
-//! The `redis` crate (with its tokio connection manager, which reconnects
-//! by itself) is used as it is; nothing here speaks RESP.
+//! The `redis` crate speaks RESP over one multiplexed connection per store,
+//! replaced when it breaks. `rediss://` (with the `rustls` feature) is TLS
+//! made here with the HTTP client's rustls settings, ring and its roots
+//! (Mozilla's, the platform's with `native-roots`, a private CA through
+//! `with_root_certificates_pem`), the stream then handed to the redis
+//! crate: its own TLS features would bring a second root policy.
 
 mod connection;
 mod eras;
@@ -35,6 +39,7 @@ mod seal;
 mod token_writes;
 mod tokens;
 
+pub use connection::StoreConfigError;
 pub use eras::RedisEraStore;
 pub use responses::RedisResponseStore;
 pub use seal::{SealError, SealingKey};

@@ -102,6 +102,19 @@ impl RedisResponseStore {
         self
     }
 
+    /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
+    /// beside the default roots (Mozilla's; with `native-roots` the
+    /// platform's), as [`HttpClientBuilder::add_root_certificates_pem`](crate::transport::HttpClientBuilder::add_root_certificates_pem)
+    /// does for servers.
+    #[cfg(feature = "rustls")]
+    pub fn with_root_certificates_pem(
+        mut self,
+        pem: &[u8],
+    ) -> Result<Self, crate::transport::TlsConfigError> {
+        self.redis.add_root_certificates_pem(pem)?;
+        Ok(self)
+    }
+
     /// `PREFIX:resp:S:M:`.
     fn scope(&self, server: &str, method: &str) -> String {
         format!(

@@ -48,7 +48,7 @@ mod streamable_http;
 #[cfg(feature = "rustls")]
 mod tls_alerts;
 #[cfg(feature = "rustls")]
-mod tls_config;
+pub(crate) mod tls_config;
 mod waiters;
 
 use std::fmt;

@@ -85,14 +85,20 @@ impl TlsSettings {
         Ok(())
     }
 
+    /// These settings as a rustls client config, with no ALPN: what a
+    /// `rediss://` connection uses as it is.
+    pub(crate) fn client_config(&self) -> rustls::ClientConfig {
+        match &self.built {
+            Some(config) => rustls::ClientConfig::clone(config),
+            None => with_roots(default_roots()).with_no_client_auth(),
+        }
+    }
+
     /// The HTTPS connector builder for these settings.
     pub(crate) fn connector(
         &self,
     ) -> hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes> {
-        let mut config = match &self.built {
-            Some(config) => rustls::ClientConfig::clone(config),
-            None => with_roots(default_roots()).with_no_client_auth(),
-        };
+        let mut config = self.client_config();
         // So a refusal after the handshake can be told (tls_alerts.rs).
         config.client_auth_cert_resolver = Arc::new(super::tls_alerts::Noting(Arc::clone(
             &config.client_auth_cert_resolver,

@@ -6,76 +6,11 @@
 #![cfg(feature = "rustls")]
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use crate::support::cli::{json_lines, run_async};
-
-/// Runs `openssl` with `args` in `dir`; panics (never skips) when it is
-/// missing or fails.
-fn openssl(dir: &Path, args: &[&str]) {
-    let output = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl is installed (CI: apt-get install openssl)");
-    assert!(
-        output.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A CA, a server certificate for 127.0.0.1 (v3: it needs its address)
-/// and a v1 client certificate, all P-256, in a fresh directory.
-fn certificates() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcp-connect-openssl-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    let ca = [
-        &["req", "-x509"][..],
-        &ec,
-        &["-keyout", "ca.key", "-out", "ca.pem"],
-    ];
-    openssl(
-        &dir,
-        &[ca.concat(), vec!["-subj", "/CN=test-ca", "-days", "2"]].concat(),
-    );
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    for (name, extra) in [
-        ("server", &["-extfile", "san.ext"][..]),
-        ("client", &[][..]),
-    ] {
-        let (key, csr, pem) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.pem"),
-        );
-        let subject = format!("/CN={name}");
-        openssl(
-            &dir,
-            &[
-                &["req"][..],
-                &ec,
-                &["-keyout", &key, "-out", &csr, "-subj", &subject],
-            ]
-            .concat(),
-        );
-        let sign = [
-            "x509", "-req", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key",
-        ];
-        let rest = ["-CAcreateserial", "-out", &pem, "-days", "2"];
-        openssl(&dir, &[&sign[..], &rest, extra].concat());
-    }
-    dir
-}
+use crate::support::openssl::{certificates, openssl};
 
 /// `openssl s_server` requiring a client certificate from the CA, on a
 /// port of its choosing; its output (what it verified) is read back.
@@ -145,14 +80,10 @@ impl Drop for Server {
 #[tokio::test]
 #[ignore = "needs openssl; CI runs it"]
 async fn openssl_v1_client_certificate_is_presented_and_accepted() {
-    let dir = certificates();
-    let version = Command::new("openssl")
-        .args(["x509", "-in", "client.pem", "-noout", "-text"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let dir = certificates("s-server");
+    let text = openssl(&dir, &["x509", "-in", "client.pem", "-noout", "-text"]);
     assert!(
-        String::from_utf8_lossy(&version.stdout).contains("Version: 1 (0x0)"),
+        text.contains("Version: 1 (0x0)"),
         "the fixture is the v1 certificate the issue is about"
     );
     let server = Server::start(&dir);

@@ -4,6 +4,7 @@
 pub mod capture;
 pub mod cli;
 pub mod oauth;
+pub mod openssl;
 pub mod proxy;
 pub mod redis;
 

@@ -25,6 +25,8 @@ fn binary(name: &str) -> PathBuf {
 pub struct Redis {
     child: Option<Child>,
     port: u16,
+    /// With TLS only: the directory of `support::openssl::certificates`.
+    tls: Option<PathBuf>,
 }
 
 impl Redis {
@@ -34,15 +36,62 @@ impl Redis {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let mut redis = Redis { child: None, port };
+        let mut redis = Redis {
+            child: None,
+            port,
+            tls: None,
+        };
         redis.restart();
         redis
+    }
+
+    /// Starts one that speaks only TLS, with the server certificate in
+    /// `certificates` (see `support::openssl`), asking no client
+    /// certificate.
+    pub fn start_tls(certificates: &std::path::Path) -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = Redis {
+            child: None,
+            port,
+            tls: Some(certificates.to_owned()),
+        };
+        redis.restart();
+        redis
+    }
+
+    /// How to listen: a plain port, or a TLS one and no plain one.
+    fn listening(&self) -> Vec<String> {
+        let port = self.port.to_string();
+        match &self.tls {
+            None => vec!["--port".into(), port],
+            Some(dir) => {
+                let file = |name: &str| dir.join(name).to_string_lossy().into_owned();
+                vec![
+                    "--port".into(),
+                    "0".into(),
+                    "--tls-port".into(),
+                    port,
+                    "--tls-cert-file".into(),
+                    file("server.pem"),
+                    "--tls-key-file".into(),
+                    file("server.key"),
+                    "--tls-ca-cert-file".into(),
+                    file("ca.pem"),
+                    "--tls-auth-clients".into(),
+                    "no".into(),
+                ]
+            }
+        }
     }
 
     /// Starts it again on the same port (after [`kill`](Self::kill)).
     pub fn restart(&mut self) {
         let child = Command::new(binary("redis-server"))
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(self.listening())
+            .args(["--bind", "127.0.0.1"])
             .args([
                 "--requirepass",
                 PASSWORD,
@@ -97,7 +146,12 @@ impl Redis {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://:{PASSWORD}@127.0.0.1:{}/", self.port)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://:{PASSWORD}@127.0.0.1:{}/", self.port)
     }
 
     /// `redis-cli` against it: stdout.
@@ -110,6 +164,10 @@ impl Redis {
                 PASSWORD,
                 "--no-auth-warning",
             ])
+            .args(self.tls.iter().flat_map(|dir| {
+                let ca = dir.join("ca.pem").to_string_lossy().into_owned();
+                ["--tls".to_owned(), "--cacert".to_owned(), ca]
+            }))
             .args(args)
             .stdin(Stdio::null())
             .output()
