@@ -298,6 +298,9 @@ impl Classify for Error {
                 Failure::new(stage, FailureKind::Timeout)
                     .with_cancel_source(CancelSource::Interaction)
             }
+            ErrorKind::Auth(crate::auth::AuthError::Store(_)) => {
+                Failure::new(stage, FailureKind::Configuration)
+            }
             ErrorKind::Auth(_) => Failure::new(stage, FailureKind::Auth),
             ErrorKind::Pagination(_)
             | ErrorKind::InputRequired(_)

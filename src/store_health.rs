@@ -11,6 +11,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::auth::StoreError;
+
 /// Whether a store was failing when last used, and the events that say
 /// when that changes.
 #[derive(Debug)]
@@ -30,24 +32,36 @@ impl StoreHealth {
     }
 
     /// `result` of `operation`, with its failure passed over: `None`.
-    pub(crate) fn observe<T, E>(&self, operation: &'static str, result: Result<T, E>) -> Option<T> {
+    pub(crate) fn observe<T>(
+        &self,
+        operation: &'static str,
+        result: Result<T, StoreError>,
+    ) -> Option<T> {
         match result {
             Ok(value) => {
                 self.answered();
                 Some(value)
             }
-            Err(_) => {
-                self.failed(operation);
+            Err(error) => {
+                self.failed(operation, error.is_configuration());
                 None
             }
         }
     }
 
-    /// An operation failed.
-    pub(crate) fn failed(&self, operation: &'static str) {
+    /// An operation failed; `configuration` when the store cannot work as
+    /// configured, which is an error, not a warning: it will not pass.
+    fn failed(&self, operation: &'static str, configuration: bool) {
         let store = self.store;
         if self.failing.swap(true, Ordering::AcqRel) {
             tracing::debug!(target: "mcp_connect::store", store, operation, "the store failed again");
+        } else if configuration {
+            tracing::error!(
+                target: "mcp_connect::store",
+                store,
+                operation,
+                "the store cannot be used as configured (a refused login, another sealing key, an untrusted certificate); going on without it"
+            );
         } else {
             tracing::warn!(
                 target: "mcp_connect::store",
@@ -95,13 +109,17 @@ mod tests {
         let subscriber = tracing_subscriber::registry().with(levels.clone());
         tracing::subscriber::with_default(subscriber, || {
             let health = StoreHealth::new("tokens");
-            assert_eq!(health.observe("read", Ok::<_, ()>(1)), Some(1));
+            let down = || StoreError::new(std::io::Error::other("down"));
+            let refused = || StoreError::configuration(std::io::Error::other("refused"));
+            assert_eq!(health.observe("read", Ok(1)), Some(1));
             for _ in 0..3 {
-                assert_eq!(health.observe("read", Err::<u8, _>(())), None);
+                assert_eq!(health.observe("read", Err::<u8, _>(down())), None);
             }
-            assert_eq!(health.observe("write", Ok::<_, ()>(())), Some(()));
-            assert_eq!(health.observe("write", Ok::<_, ()>(())), Some(()));
-            assert_eq!(health.observe("lease", Err::<u8, _>(())), None);
+            assert_eq!(health.observe("write", Ok(())), Some(()));
+            assert_eq!(health.observe("write", Ok(())), Some(()));
+            assert_eq!(health.observe("lease", Err::<u8, _>(down())), None);
+            assert_eq!(health.observe("write", Ok(())), Some(()));
+            assert_eq!(health.observe("read", Err::<u8, _>(refused())), None);
         });
         use tracing::Level;
         assert_eq!(
@@ -111,7 +129,9 @@ mod tests {
                 Level::DEBUG,
                 Level::DEBUG,
                 Level::INFO,
-                Level::WARN
+                Level::WARN,
+                Level::INFO,
+                Level::ERROR
             ]
         );
     }

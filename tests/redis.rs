@@ -1252,3 +1252,89 @@ async fn a_refused_redis_login_is_said_as_such_and_at_once() {
     })
     .await;
 }
+
+/// Issue 41, item 4: a store that cannot work as configured is a
+/// configuration failure at first use, not an outage passed over. A
+/// wrong password (WRONGPASS), none where one is needed (NOAUTH), another
+/// sealing key than the fleet's and a URL that is not one are each
+/// `is_configuration()`, found by `check()` at start-up; an establishment
+/// whose token store refuses its login fails as `configuration` and asks
+/// the authorization server nothing (it used to authorize alone, the
+/// fleet's one refresh lost with one warning). A Redis that is down is
+/// still an outage: not a configuration error, passed over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
+    use mcp_connect::layers::{Classify as _, FailureKind};
+    watchdog(LIMIT, async {
+        let mut redis = Redis::start();
+        let port = redis
+            .url()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_owned();
+        let sealed = |url: &str, key: &[u8; 32]| {
+            RedisTokenStore::new(url, "app", SealingKey::from_bytes(key).unwrap())
+                .unwrap()
+                .with_timeout(Duration::from_secs(2))
+        };
+        sealed(&redis.url(), &KEY)
+            .check()
+            .await
+            .expect("the fleet's own");
+        for url in [
+            format!("redis://:wrong-password@127.0.0.1:{port}/"),
+            format!("redis://127.0.0.1:{port}/"),
+        ] {
+            let error = sealed(&url, &KEY).check().await.unwrap_err();
+            assert!(error.is_configuration(), "{error:?}");
+        }
+        let error = sealed(&redis.url(), &[7; 32]).check().await.unwrap_err();
+        assert!(error.is_configuration());
+        assert_eq!(
+            std::error::Error::source(&error)
+                .and_then(|e| e.downcast_ref::<mcp_connect::fleet::StoreConfigError>()),
+            Some(&mcp_connect::fleet::StoreConfigError::AnotherSealingKey)
+        );
+        let bad = RedisTokenStore::new(
+            "redis://127.0.0.1:notaport/",
+            "app",
+            SealingKey::from_bytes(&KEY).unwrap(),
+        );
+        assert!(bad.unwrap_err().is_configuration());
+
+        // At first use: the establishment fails as configuration, at once,
+        // and nothing reached the authorization server's token endpoint.
+        let (server, _rotation, _expired) = rotating().await;
+        let wrong = format!("redis://:wrong-password@127.0.0.1:{port}/");
+        let auth = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(sealed(&wrong, &KEY));
+        let request = ConnectRequest::http(&server.url())
+            .unwrap()
+            .with_pin(ProtocolVersion::V2025_11_25)
+            .with_authorization(auth);
+        let started = std::time::Instant::now();
+        let error = Connector::new().connect(request).await.unwrap_err();
+        assert_eq!(
+            error.failure().kind,
+            FailureKind::Configuration,
+            "{}",
+            error.report()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(grants(&server).is_empty(), "{:?}", grants(&server));
+        assert!(!format!("{error:?}{}", error.report()).contains("wrong-password"));
+
+        // Down is an outage, not a configuration error.
+        redis.kill();
+        let error = sealed(&redis.url(), &KEY).check().await.unwrap_err();
+        assert!(!error.is_configuration(), "{error:?}");
+    })
+    .await;
+}

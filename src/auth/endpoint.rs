@@ -60,7 +60,7 @@ pub(super) async fn identity(
     // Another holder of the store registered here: the tokens it stored
     // were issued to that client, so refreshes must come from it too.
     let kept = settings.store.load_registration(&discovered.issuer).await;
-    if let Some(Some(kept)) = auth.store_said("read", kept) {
+    if let Some(Some(kept)) = auth.store_said("read", kept)? {
         auth.state.set_registered(super::bearer::Registered {
             issuer: discovered.issuer.clone(),
             id: kept.client_id.clone(),

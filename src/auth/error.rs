@@ -122,6 +122,12 @@ pub enum AuthError {
     /// person's limit. No second authorization was started.
     #[error("an authorization is pending elsewhere")]
     PendingElsewhere,
+    /// The token store cannot work as configured (a refused Redis login,
+    /// a sealing key the other replicas do not use, an untrusted
+    /// certificate): a configuration failure, never retried. A store that
+    /// is only down is passed over instead.
+    #[error("the token store shared with other holders cannot be used")]
+    Store(#[source] super::StoreError),
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

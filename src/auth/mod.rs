@@ -307,11 +307,20 @@ impl Authorization {
 }
 
 impl Authorization {
-    /// `result` of a store `operation`; a failure is passed over (`None`:
-    /// authorization goes on with what this process holds) and said once
-    /// per outage.
-    fn store_said<T>(&self, operation: &'static str, result: Result<T, StoreError>) -> Option<T> {
-        self.state.store_health.observe(operation, result)
+    /// `result` of a store `operation`. A store that is down or slow is
+    /// passed over (`Ok(None)`: authorization goes on with what this
+    /// process holds) and said once per outage; one that cannot work as
+    /// configured fails the authorization ([`AuthError::Store`]): going on
+    /// alone would cost the fleet its one refresh.
+    fn store_said<T>(
+        &self,
+        operation: &'static str,
+        result: Result<T, StoreError>,
+    ) -> Result<Option<T>, AuthError> {
+        match result {
+            Err(error) if error.is_configuration() => Err(AuthError::Store(error)),
+            result => Ok(self.state.store_health.observe(operation, result)),
+        }
     }
 
     /// Where the store files the tokens `issuer` gives for `resource`.

@@ -37,13 +37,13 @@ pub(super) async fn turn(
 ) -> Result<Turn, AuthError> {
     let store = &*auth.settings.store;
     let limit = auth.settings.person_timeout;
-    let Some(before) = auth.store_said("read", store.load(key).await) else {
+    let Some(before) = auth.store_said("read", store.load(key).await)? else {
         return Ok(Turn::Mine(None));
     };
     let before = before.map(|t| t.access_token().to_owned());
     let lasting = limit + Duration::from_secs(5);
     let lease = store.lease(key, LeaseKind::Authorization, lasting).await;
-    match auth.store_said("lease", lease) {
+    match auth.store_said("lease", lease)? {
         Some(Some(lease)) => return Ok(Turn::Mine(Some(lease))),
         Some(None) => {}
         None => return Ok(Turn::Mine(None)),
@@ -54,7 +54,7 @@ pub(super) async fn turn(
     let until = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < until {
         tokio::time::sleep(WAIT_STEP).await;
-        if let Some(Some(stored)) = auth.store_said("read", store.load(key).await) {
+        if let Some(Some(stored)) = auth.store_said("read", store.load(key).await)? {
             if Some(stored.access_token()) != before.as_deref() {
                 return Ok(Turn::Theirs(stored));
             }

@@ -42,7 +42,7 @@ pub(super) async fn before_new(
     let mut shared = true;
     loop {
         let stored = if shared {
-            match auth.store_said("read", store.load(key).await) {
+            match auth.store_said("read", store.load(key).await)? {
                 Some(stored) => stored,
                 None => {
                     shared = false;
@@ -66,7 +66,7 @@ pub(super) async fn before_new(
             return Ok(None);
         };
         let lease = if shared {
-            match auth.store_said("lease", store.lease(key, LeaseKind::Refresh, lasting).await) {
+            match auth.store_said("lease", store.lease(key, LeaseKind::Refresh, lasting).await)? {
                 Some(Some(lease)) => Some(lease),
                 Some(None) => {
                     // Another holder is refreshing: its tokens, or its
@@ -106,6 +106,8 @@ async fn wait_for_change(auth: &Authorization, key: &TokenKey, base: &Tokens, la
         tokio::time::sleep(WAIT_STEP).await;
         let stored = auth.store_said("read", auth.settings.store.load(key).await);
         if stored
+            .ok()
+            .flatten()
             .flatten()
             .is_some_and(|s| s.access_token() != base.access_token())
         {

@@ -12,7 +12,9 @@ pub(super) use crate::redact::hex;
 
 use super::seal::SealingKey;
 use crate::auth::StoreError;
-use crate::transport::error::BoxError;
+
+/// What the sealing check holds, sealed.
+const SEALING_CHECK: &[u8] = b"mcp-connect sealing check";
 
 /// How long one Redis operation may take by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -118,23 +120,35 @@ impl Connection {
                             *held = None;
                         }
                     }
-                    outcome => return outcome.map_err(|e| Box::new(e) as BoxError),
+                    Err(e) if refuses_configuration(&e) => {
+                        return Err(StoreError::configuration(e))
+                    }
+                    outcome => return outcome.map_err(StoreError::new),
                 }
             }
             unreachable!("the second pass returns")
         };
         match tokio::time::timeout(self.timeout, work).await {
-            Ok(result) => result.map_err(StoreError),
-            Err(elapsed) => Err(StoreError(Box::new(elapsed))),
+            Ok(result) => result,
+            Err(elapsed) => Err(StoreError::new(elapsed)),
         }
+    }
+
+    /// Connects (logging in, checking the sealing key) and pings: a store
+    /// that cannot work as configured says so here, before anything needs
+    /// it.
+    pub(super) async fn check(&self) -> Result<(), StoreError> {
+        let _: String = self.query(redis::cmd("PING")).await?;
+        Ok(())
     }
 
     /// A handle on the connection in use, connecting first when there is
     /// none (under the lock, so concurrent operations share one connect).
     /// A refusal (a wrong password, an unknown user, a bad database, a
-    /// certificate TLS does not trust) reaches the caller as itself; a
-    /// broken connection is replaced by `run`.
-    async fn connection_in_use(&self) -> Result<(u64, MultiplexedConnection), BoxError> {
+    /// certificate TLS does not trust, a sealing key the fleet does not
+    /// use) is a configuration error; a broken connection is replaced by
+    /// `run`.
+    async fn connection_in_use(&self) -> Result<(u64, MultiplexedConnection), StoreError> {
         let mut held = self.connection.lock().await;
         if let Some(in_use) = held.as_ref() {
             return Ok(in_use.clone());
@@ -142,9 +156,48 @@ impl Connection {
         let generation = self
             .connects
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let connection = self.endpoint.connect().await?;
+        let mut connection = self.endpoint.connect().await?;
+        self.check_sealing_key(&mut connection).await?;
         *held = Some((generation, connection.clone()));
         Ok((generation, connection))
+    }
+
+    /// The first replica to connect under this prefix leaves a value
+    /// sealed with its key; every later connection must open it. A
+    /// replica given another key would otherwise read every entry as
+    /// garbage and write entries the others cannot read: one round trip per
+    /// connect finds it at once.
+    async fn check_sealing_key(
+        &self,
+        connection: &mut MultiplexedConnection,
+    ) -> Result<(), StoreError> {
+        if self.sealing.is_none() {
+            return Ok(());
+        }
+        let place = format!("{}:sealing-check", self.prefix);
+        let (held,): (Option<Vec<u8>>,) = redis::pipe()
+            .cmd("SET")
+            .arg(&place)
+            .arg(self.seal(&place, SEALING_CHECK))
+            .arg("NX")
+            .ignore()
+            .cmd("GET")
+            .arg(&place)
+            .query_async(connection)
+            .await
+            .map_err(|e| match refuses_configuration(&e) {
+                true => StoreError::configuration(e),
+                false => StoreError::new(e),
+            })?;
+        let Some(held) = held else {
+            return Ok(()); // Evicted just now: nothing to compare with.
+        };
+        match self.unseal(&place, &held) {
+            Ok(opened) if opened == SEALING_CHECK => Ok(()),
+            _ => Err(StoreError::configuration(
+                StoreConfigError::AnotherSealingKey,
+            )),
+        }
     }
 
     /// One command.
@@ -191,8 +244,7 @@ impl Connection {
         let value: Option<Vec<u8>> = self.query(redis::cmd("GET").arg(place).clone()).await?;
         value
             .map(|v| {
-                serde_json::from_slice(&self.unseal(place, &v)?)
-                    .map_err(|e| StoreError(Box::new(e)))
+                serde_json::from_slice(&self.unseal(place, &v)?).map_err(|e| StoreError::new(e))
             })
             .transpose()
     }
@@ -205,7 +257,7 @@ impl Connection {
         value: &T,
         expires_ms: Option<u64>,
     ) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(value).map_err(|e| StoreError(Box::new(e)))?;
+        let json = serde_json::to_vec(value).map_err(|e| StoreError::new(e))?;
         let mut set = redis::cmd("SET");
         set.arg(place).arg(self.seal(place, &json));
         if let Some(at) = expires_ms {
@@ -227,7 +279,7 @@ impl Connection {
         match &self.sealing {
             Some(key) => key
                 .open(place.as_bytes(), value)
-                .map_err(|e| StoreError(Box::new(e))),
+                .map_err(|e| StoreError::new(e)),
             None => Ok(value.to_vec()),
         }
     }
@@ -246,7 +298,7 @@ impl Endpoint {
         if !url[..scheme_end].eq_ignore_ascii_case("rediss") {
             return redis::Client::open(url)
                 .map(Endpoint::Plain)
-                .map_err(|e| StoreError(Box::new(e)));
+                .map_err(StoreError::configuration);
         }
         Self::tls(&url[scheme_end..])
     }
@@ -259,7 +311,7 @@ impl Endpoint {
         let info = format!("redis{rest}")
             .as_str()
             .into_connection_info()
-            .map_err(|e| StoreError(Box::new(e)))?;
+            .map_err(StoreError::configuration)?;
         let redis::ConnectionAddr::Tcp(host, port) = info.addr else {
             unreachable!("a redis:// URL is a TCP address")
         };
@@ -273,15 +325,19 @@ impl Endpoint {
 
     #[cfg(not(feature = "rustls"))]
     fn tls(_: &str) -> Result<Self, StoreError> {
-        Err(StoreError(Box::new(StoreConfigError::TlsNotBuilt)))
+        Err(StoreError::configuration(StoreConfigError::TlsNotBuilt))
     }
 
-    async fn connect(&self) -> Result<MultiplexedConnection, BoxError> {
+    /// A new connection, logged in; a failure that is Redis's or TLS's
+    /// answer (not the network's) is a configuration error.
+    async fn connect(&self) -> Result<MultiplexedConnection, StoreError> {
         let config = redis::AsyncConnectionConfig::new();
-        match self {
-            Endpoint::Plain(client) => Ok(client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?),
+        let connected = match self {
+            Endpoint::Plain(client) => {
+                client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+            }
             #[cfg(feature = "rustls")]
             Endpoint::Tls {
                 host,
@@ -290,35 +346,55 @@ impl Endpoint {
                 tls,
             } => {
                 let stream = tls_stream(host, *port, tls).await?;
-                let (connection, driver) =
-                    MultiplexedConnection::new_with_config(login, stream, config).await?;
-                tokio::spawn(driver);
-                Ok(connection)
+                MultiplexedConnection::new_with_config(login, stream, config)
+                    .await
+                    .map(|(connection, driver)| {
+                        tokio::spawn(driver);
+                        connection
+                    })
             }
-        }
+        };
+        connected.map_err(|e| {
+            if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+                StoreError::new(e)
+            } else {
+                StoreError::configuration(e)
+            }
+        })
     }
 }
 
-/// A TLS stream to `host:port` under `tls`, its failures typed as the HTTP
-/// client's are: a [`TlsError`](crate::transport::TlsError) holding what
-/// rustls said, so [`tls_problem`](crate::transport::tls_problem) reads it.
+/// Whether Redis refused what this store was configured with (its login,
+/// or a command its ACL denies): errors Redis names with these codes.
+fn refuses_configuration(error: &redis::RedisError) -> bool {
+    error.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
+}
+
+/// A TLS stream to `host:port` under `tls`, its refusal typed as the HTTP
+/// client's is: a configuration error holding a
+/// [`TlsError`](crate::transport::TlsError) with what rustls said, so
+/// [`tls_problem`](crate::transport::tls_problem) reads it. The network
+/// failing is an outage like any other.
 #[cfg(feature = "rustls")]
 async fn tls_stream(
     host: &str,
     port: u16,
     tls: &crate::transport::tls_config::TlsSettings,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, BoxError> {
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, StoreError> {
     let tcp = tokio::net::TcpStream::connect((host, port)).await?;
     tcp.set_nodelay(true)?;
-    let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_owned())?;
+    let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_owned())
+        .map_err(StoreError::configuration)?;
     let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls.client_config()));
     connector.connect(name, tcp).await.map_err(|e| {
         // io::Error hides what it wraps from `source()`: unwrap it.
-        let said: BoxError = match e.get_ref() {
-            Some(_) => e.into_inner().expect("checked"),
-            None => Box::new(e),
-        };
-        Box::new(crate::transport::TlsError(said)) as BoxError
+        if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+            let said = e.into_inner().expect("checked");
+            StoreError::configuration(crate::transport::TlsError(said))
+        } else {
+            StoreError::new(e)
+        }
     })
 }
 
@@ -329,6 +405,10 @@ pub enum StoreConfigError {
     /// A `rediss://` URL in a build without the `rustls` feature.
     #[error("rediss:// needs the rustls feature")]
     TlsNotBuilt,
+    /// The sealing key opens nothing the replicas under this prefix wrote
+    /// with theirs (another key; rotating one takes another prefix).
+    #[error("the sealing key is not the one the other replicas use under this prefix")]
+    AnotherSealingKey,
 }
 
 impl fmt::Debug for Connection {

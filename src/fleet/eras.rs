@@ -55,6 +55,15 @@ impl RedisEraStore {
         self
     }
 
+    /// Connects to Redis (logging in, and checking that the sealing key is
+    /// the one the other replicas under this prefix use) and pings it: at
+    /// start-up, a store that cannot work as configured is found before
+    /// anything needs it ([`StoreError::is_configuration`]); a Redis that
+    /// is down is an error that is not.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        self.redis.check().await
+    }
+
     /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
     /// beside the default roots (Mozilla's; with `native-roots` the
     /// platform's), as [`HttpClientBuilder::add_root_certificates_pem`](crate::transport::HttpClientBuilder::add_root_certificates_pem)

@@ -102,6 +102,15 @@ impl RedisResponseStore {
         self
     }
 
+    /// Connects to Redis (logging in, and checking that the sealing key is
+    /// the one the other replicas under this prefix use) and pings it: at
+    /// start-up, a store that cannot work as configured is found before
+    /// anything needs it ([`StoreError::is_configuration`]); a Redis that
+    /// is down is an error that is not.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        self.redis.check().await
+    }
+
     /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
     /// beside the default roots (Mozilla's; with `native-roots` the
     /// platform's), as [`HttpClientBuilder::add_root_certificates_pem`](crate::transport::HttpClientBuilder::add_root_certificates_pem)
@@ -156,7 +165,7 @@ impl RedisResponseStore {
             return Ok(None);
         };
         let entry: Entry = serde_json::from_slice(&self.redis.unseal(&place, &sealed)?)
-            .map_err(|e| StoreError(Box::new(e)))?;
+            .map_err(|e| StoreError::new(e))?;
         Ok(Some(CachedResult::new(
             Arc::from(entry.result),
             UNIX_EPOCH + Duration::from_millis(entry.expires_ms),
@@ -173,7 +182,7 @@ impl RedisResponseStore {
             expires_ms,
         };
         let (place, method, params) = self.places(key);
-        let json = serde_json::to_vec(&entry).map_err(|e| StoreError(Box::new(e)))?;
+        let json = serde_json::to_vec(&entry).map_err(|e| StoreError::new(e))?;
         let sealed = self.redis.seal(&place, &json);
         let expires = expires_ms.to_string();
         let _: i64 = self

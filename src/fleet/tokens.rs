@@ -91,6 +91,15 @@ impl RedisTokenStore {
         self
     }
 
+    /// Connects to Redis (logging in, and checking that the sealing key is
+    /// the one the other replicas under this prefix use) and pings it: at
+    /// start-up, a store that cannot work as configured is found before
+    /// anything needs it ([`StoreError::is_configuration`]); a Redis that
+    /// is down is an error that is not.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        self.redis().check().await
+    }
+
     /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
     /// beside the default roots (Mozilla's; with `native-roots` the
     /// platform's), as [`HttpClientBuilder::add_root_certificates_pem`](crate::transport::HttpClientBuilder::add_root_certificates_pem)
@@ -190,7 +199,7 @@ impl TokenStore for RedisTokenStore {
             value
                 .map(|v| {
                     serde_json::from_slice(&self.redis().unseal(&place, &v)?)
-                        .map_err(|e| StoreError(Box::new(e)))
+                        .map_err(|e| StoreError::new(e))
                 })
                 .transpose()
         })
@@ -241,7 +250,7 @@ impl TokenStore for RedisTokenStore {
         Box::pin(async move {
             let place = self.lease_place(key, kind);
             let mut id = [0u8; 16];
-            getrandom::fill(&mut id).map_err(|e| StoreError(Box::new(e)))?;
+            getrandom::fill(&mut id).map_err(|e| StoreError::new(e))?;
             let id = hex(&id);
             let millis = u64::try_from(lasting.as_millis())
                 .unwrap_or(u64::MAX)
