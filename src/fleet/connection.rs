@@ -243,9 +243,7 @@ impl Connection {
     ) -> Result<Option<T>, StoreError> {
         let value: Option<Vec<u8>> = self.query(redis::cmd("GET").arg(place).clone()).await?;
         value
-            .map(|v| {
-                serde_json::from_slice(&self.unseal(place, &v)?).map_err(|e| StoreError::new(e))
-            })
+            .map(|v| serde_json::from_slice(&self.unseal(place, &v)?).map_err(StoreError::new))
             .transpose()
     }
 
@@ -257,7 +255,7 @@ impl Connection {
         value: &T,
         expires_ms: Option<u64>,
     ) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(value).map_err(|e| StoreError::new(e))?;
+        let json = serde_json::to_vec(value).map_err(StoreError::new)?;
         let mut set = redis::cmd("SET");
         set.arg(place).arg(self.seal(place, &json));
         if let Some(at) = expires_ms {
@@ -277,9 +275,7 @@ impl Connection {
     /// What `value`, kept at `place`, holds.
     pub(super) fn unseal(&self, place: &str, value: &[u8]) -> Result<Vec<u8>, StoreError> {
         match &self.sealing {
-            Some(key) => key
-                .open(place.as_bytes(), value)
-                .map_err(|e| StoreError::new(e)),
+            Some(key) => key.open(place.as_bytes(), value).map_err(StoreError::new),
             None => Ok(value.to_vec()),
         }
     }

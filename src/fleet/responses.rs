@@ -165,7 +165,7 @@ impl RedisResponseStore {
             return Ok(None);
         };
         let entry: Entry = serde_json::from_slice(&self.redis.unseal(&place, &sealed)?)
-            .map_err(|e| StoreError::new(e))?;
+            .map_err(StoreError::new)?;
         Ok(Some(CachedResult::new(
             Arc::from(entry.result),
             UNIX_EPOCH + Duration::from_millis(entry.expires_ms),
@@ -182,7 +182,7 @@ impl RedisResponseStore {
             expires_ms,
         };
         let (place, method, params) = self.places(key);
-        let json = serde_json::to_vec(&entry).map_err(|e| StoreError::new(e))?;
+        let json = serde_json::to_vec(&entry).map_err(StoreError::new)?;
         let sealed = self.redis.seal(&place, &json);
         let expires = expires_ms.to_string();
         let _: i64 = self

@@ -199,7 +199,7 @@ impl TokenStore for RedisTokenStore {
             value
                 .map(|v| {
                     serde_json::from_slice(&self.redis().unseal(&place, &v)?)
-                        .map_err(|e| StoreError::new(e))
+                        .map_err(StoreError::new)
                 })
                 .transpose()
         })
@@ -250,7 +250,7 @@ impl TokenStore for RedisTokenStore {
         Box::pin(async move {
             let place = self.lease_place(key, kind);
             let mut id = [0u8; 16];
-            getrandom::fill(&mut id).map_err(|e| StoreError::new(e))?;
+            getrandom::fill(&mut id).map_err(StoreError::new)?;
             let id = hex(&id);
             let millis = u64::try_from(lasting.as_millis())
                 .unwrap_or(u64::MAX)
