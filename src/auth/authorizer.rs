@@ -68,6 +68,17 @@ impl Authorizer {
             .await
     }
 
+    /// Refreshes the tokens in force when they are about to expire (see
+    /// [`REFRESH_AHEAD`](super::REFRESH_AHEAD)): before a request, so that
+    /// no server sees an expired token, and a server that revokes a
+    /// refresh token once its access token has expired never forces a new
+    /// authorization. Costs nothing when the tokens are not expiring.
+    pub(crate) async fn refresh_ahead(&self) -> Result<(), AuthError> {
+        self.auth
+            .refresh_ahead(&self.server, self.client.clone(), self.limit)
+            .await
+    }
+
     /// The access token in force, if any (for the authorization context's
     /// fingerprint, never to be printed).
     pub(crate) fn access_token(&self) -> Option<String> {

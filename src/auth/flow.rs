@@ -27,18 +27,9 @@ pub(crate) async fn authorize(
     });
     let challenge = challenge.map(|(_, c)| c);
     let discovered = discovery::discover(&http, server, challenge.as_ref()).await?;
-    let resource = discovered
-        .resource
-        .as_ref()
-        .and_then(|r| r.resource.clone())
-        .unwrap_or_else(|| canonical(server));
-    let key = auth.token_key(&resource, &discovered.issuer);
-    let token = TokenEndpoint::new(
-        &http,
-        endpoint(discovered.server.token_endpoint.as_deref(), "token")?,
-        &discovered,
-        settings.dpop.as_ref().map(|key| (key, &auth.state.nonces)),
-    );
+    let key = token_key(auth, server, &discovered);
+    let resource = key.resource().to_owned();
+    let token = token_endpoint(auth, &http, &discovered)?;
 
     // Tokens another holder stored, else one refresh for all holders,
     // unless more scope is needed: a refresh token is refused once at
@@ -164,6 +155,69 @@ fn jwt_bearer_form<'a>(
         form.push(("scope", scope));
     }
     form
+}
+
+/// Refreshes the tokens in force when they expire within
+/// [`REFRESH_AHEAD`](super::REFRESH_AHEAD) (or a tenth of their lifetime)
+/// and a refresh token came with them, under the store's refresh lease as
+/// after a refusal: the tokens another holder stored, else one refresh
+/// for all. Nothing is sent otherwise. A refused refresh leaves the access
+/// token in force until it expires (the refresh token is forgotten).
+pub(crate) async fn refresh_ahead(
+    auth: &Authorization,
+    server: &Url,
+    http: AuthHttp,
+) -> Result<(), AuthError> {
+    let now = std::time::SystemTime::now();
+    let Some(current) = auth
+        .state
+        .tokens()
+        .filter(|t| t.refresh_token().is_some() && t.expiring(now))
+    else {
+        return Ok(());
+    };
+    let discovered = discovery::discover(&http, server, None).await?;
+    let key = token_key(auth, server, &discovered);
+    let token = token_endpoint(auth, &http, &discovered)?;
+    let refreshed = super::refresh::before_new(auth, &key, &token, &http, &discovered).await?;
+    if refreshed.is_none() && auth.state.tokens().is_none() && !current.expired_at(unix_now()) {
+        auth.state.set_tokens(Some(current.without_refresh()));
+    }
+    Ok(())
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Where the store files the tokens for `server`, as discovery found it.
+fn token_key(auth: &Authorization, server: &Url, discovered: &Discovered) -> TokenKey {
+    let resource = discovered
+        .resource
+        .as_ref()
+        .and_then(|r| r.resource.clone())
+        .unwrap_or_else(|| canonical(server));
+    auth.token_key(&resource, &discovered.issuer)
+}
+
+/// The token endpoint discovery found, with this authorization's DPoP key.
+fn token_endpoint<'a>(
+    auth: &'a Authorization,
+    http: &'a AuthHttp,
+    discovered: &'a Discovered,
+) -> Result<TokenEndpoint<'a>, AuthError> {
+    Ok(TokenEndpoint::new(
+        http,
+        endpoint(discovered.server.token_endpoint.as_deref(), "token")?,
+        discovered,
+        auth.settings
+            .dpop
+            .as_ref()
+            .map(|key| (key, &auth.state.nonces)),
+    ))
 }
 
 async fn keep(auth: &Authorization, key: &TokenKey, tokens: Tokens) {

@@ -59,9 +59,9 @@ pub use error::AuthError;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
 pub use store::{FileTokenStore, Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
 pub use token_key::{LeaseKind, TokenKey};
-pub use tokens::Tokens;
 #[cfg(feature = "redis")]
 pub(crate) use tokens::LATEST_EXPIRY;
+pub use tokens::{Tokens, REFRESH_AHEAD};
 
 pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};
 pub(crate) use bearer::AuthState;
@@ -377,6 +377,21 @@ impl Authorization {
             timeout: request_limit,
         };
         flow::authorize(self, server, http, pause, allow_new).await
+    }
+
+    /// Refreshes the tokens in force for `server` when they are about to
+    /// expire ([`REFRESH_AHEAD`]); sends nothing otherwise.
+    pub(crate) async fn refresh_ahead(
+        &self,
+        server: &url::Url,
+        client: crate::transport::HttpClient,
+        request_limit: Duration,
+    ) -> Result<(), AuthError> {
+        let http = http::AuthHttp {
+            client,
+            timeout: request_limit,
+        };
+        flow::refresh_ahead(self, server, http).await
     }
 }
 

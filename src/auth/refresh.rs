@@ -11,8 +11,13 @@
 //! new tokens go in with a compare-and-set, so a holder whose lease ran out
 //! mid-refresh cannot overwrite newer ones. A store that fails is passed
 //! over (one warning): this process refreshes with what it holds.
+//!
+//! The same runs ahead of the expiry (`flow::refresh_ahead`, before each
+//! request of a session): tokens within [`REFRESH_AHEAD`](super::REFRESH_AHEAD)
+//! of their expiry are never taken from the store as they are, and are
+//! refreshed once for all holders before a server sees them expire.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use super::endpoint::{identity, TokenEndpoint};
 use super::http::AuthHttp;
@@ -88,12 +93,11 @@ pub(super) async fn before_new(
 }
 
 /// Whether `stored` should be used instead of the tokens this holder was
-/// refused with: another access token, not known to have expired.
+/// refused with (or is refreshing ahead of their expiry): another access
+/// token, not expiring (see [`REFRESH_AHEAD`](super::REFRESH_AHEAD)).
 fn usable_instead_of(stored: &Tokens, refused: Option<&Tokens>) -> bool {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    refused.is_none_or(|r| r.access_token() != stored.access_token()) && !stored.expired_at(now)
+    refused.is_none_or(|r| r.access_token() != stored.access_token())
+        && !stored.expiring(SystemTime::now())
 }
 
 /// Waits until the stored tokens are no longer `base`, or `lasting` has

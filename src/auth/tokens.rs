@@ -17,6 +17,11 @@ pub struct Tokens {
     /// Seconds since the Unix epoch at which the access token expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<u64>,
+    /// Seconds since the Unix epoch at which this process received them:
+    /// with `expires_at`, the lifetime that [`REFRESH_AHEAD`] is a share
+    /// of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issued_at: Option<u64>,
     /// `DPoP` for a token bound to the client's DPoP key (RFC 9449 §5);
     /// absent or `Bearer` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -36,6 +41,15 @@ pub(crate) struct TokenResponse {
     #[serde(default)]
     token_type: Option<String>,
 }
+
+/// How long before its expiry an access token with a refresh token is
+/// refreshed, at most: a tenth of its lifetime when that is shorter (a
+/// token that lives 30 s is refreshed 3 s before it expires), 60 s when
+/// the lifetime is unknown. Refreshing before the expiry matters with
+/// servers that revoke a refresh token once they have seen its access
+/// token expire (fastmcp's own provider does): a refresh after a 401 would
+/// then cost a new authorization.
+pub const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
 /// The latest expiry kept: the last second of the year 9999. Every store
 /// (Redis's `EXPIREAT` included) takes it; a later one is this.
@@ -76,6 +90,7 @@ impl TokenResponse {
             expires_at: self
                 .expires_in
                 .map(|s| now.saturating_add(s).min(LATEST_EXPIRY)),
+            issued_at: Some(now),
             token_type: self.token_type,
         }
     }
@@ -113,6 +128,24 @@ impl Tokens {
         self.expires_at.is_some_and(|at| at <= now)
     }
 
+    /// Whether the access token expires within [`REFRESH_AHEAD`] (or the
+    /// tenth of its lifetime) of `now`, or has expired.
+    pub(crate) fn expiring(&self, now: SystemTime) -> bool {
+        let Some(expires) = self
+            .expires_at
+            .and_then(|at| SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(at)))
+        else {
+            return false;
+        };
+        let lifetime = self
+            .issued_at
+            .zip(self.expires_at)
+            .and_then(|(issued, at)| at.checked_sub(issued))
+            .map(Duration::from_secs);
+        let ahead = lifetime.map_or(REFRESH_AHEAD, |l| (l / 10).min(REFRESH_AHEAD));
+        expires.checked_sub(ahead).is_none_or(|from| now >= from)
+    }
+
     /// The access token's expiry, in seconds since the Unix epoch.
     pub fn expires_at(&self) -> Option<u64> {
         self.expires_at
@@ -138,6 +171,32 @@ impl fmt::Debug for Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tenth of the lifetime, at most a minute; a minute when the
+    /// lifetime is unknown; never for a token without an expiry.
+    #[test]
+    fn expiring_is_a_tenth_of_the_lifetime_at_most_a_minute() {
+        let at = |secs: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        let tokens = |issued: Option<u64>, expires: Option<u64>| Tokens {
+            access_token: "a".into(),
+            refresh_token: Some("r".into()),
+            scope: None,
+            expires_at: expires,
+            issued_at: issued,
+            token_type: None,
+        };
+        let hour = tokens(Some(1_000), Some(4_600));
+        assert!(!hour.expiring(at(4_539)));
+        assert!(hour.expiring(at(4_540)));
+        let short = tokens(Some(1_000), Some(1_030));
+        assert!(!short.expiring(at(1_026)));
+        assert!(short.expiring(at(1_027)));
+        let unknown = tokens(None, Some(1_000));
+        assert!(!unknown.expiring(at(939)));
+        assert!(unknown.expiring(at(940)));
+        assert!(!tokens(Some(0), None).expiring(at(u32::MAX.into())));
+        assert!(!tokens(None, Some(LATEST_EXPIRY)).expiring(at(4_000_000_000)));
+    }
 
     /// Issue 40, item 13: the `expires_in` values real servers send.
     #[test]

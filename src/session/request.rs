@@ -345,6 +345,18 @@ impl Session {
         let mut rounds = 0;
         let mut relisted = false;
         let mut reauthorization = Reauthorization::default();
+        if let Some(auth) = &self.auth {
+            // Ahead of the expiry. A refresh that cannot be had now (the
+            // authorization server slow or down) leaves the token in force,
+            // which works until it expires; a store that cannot work as
+            // configured is the answer.
+            match auth.refresh_ahead().await {
+                Err(error @ crate::auth::AuthError::Store(_)) => {
+                    return Err(Error::authorization(error))
+                }
+                Err(_) | Ok(()) => {}
+            }
+        }
         loop {
             let reply = self.transport.request(&request, Some(version)).await;
             if let Some(auth) = &self.auth {

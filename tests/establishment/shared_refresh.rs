@@ -254,3 +254,92 @@ async fn holders_of_one_store_share_the_registered_client() {
     })
     .await;
 }
+
+/// Issue 41, item 5: tokens that expire within a tenth of their lifetime
+/// (at most a minute) are refreshed before a server sees them expire,
+/// once for every holder of the store. Eight holders find such tokens in
+/// the store: exactly one refresh, under the lease, and no new grant
+/// (they used to take the stored token as it was and meet its expiry
+/// later, at a server that may revoke the refresh token by then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_about_to_expire_are_refreshed_once_before_they_do() {
+    watchdog(LIMIT, async {
+        let (server, rotation, _expired) = rotating().await;
+        let store = Arc::new(MemoryTokenStore::new());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        // An hour's token with 30 s left: inside its last minute.
+        let expiring: mcp_connect::auth::Tokens = serde_json::from_value(serde_json::json!({
+            "access_token": crate::support::oauth::TOKEN,
+            "refresh_token": "canary-refresh-token",
+            "expires_at": now + 30,
+            "issued_at": now + 30 - 3600,
+        }))
+        .unwrap();
+        store.save(&key(&server, "svc"), &expiring).await.unwrap();
+        let holder = || {
+            Authorization::client_credentials("svc", "canary-secret")
+                .with_token_store(Arc::clone(&store))
+        };
+        let connector = Connector::new();
+        let connects = (0..HOLDERS).map(|_| connector.connect(request(&server, holder())));
+        let sessions: Vec<_> = futures_util::future::join_all(connects)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(grants(&server), ["refresh_token"], "one refresh, no grant");
+        assert_eq!(rotation.books().refreshed, 1);
+        assert_eq!(rotation.books().invalid_grants, 0);
+        assert_eq!(call_together(&sessions).await, HOLDERS);
+        assert_eq!(grants(&server), ["refresh_token"]);
+    })
+    .await;
+}
+
+/// The same on an established session: a token that lives 2 s is used as
+/// it is at first, and refreshed before the call that would have met its
+/// last 200 ms; the server never refuses a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_refreshes_before_its_token_expires() {
+    watchdog(LIMIT, async {
+        let server = start(As {
+            refresh: true,
+            lifetime: Some(2),
+            ..As::default()
+        })
+        .await;
+        let auth = Authorization::client_credentials("svc", "canary-secret");
+        let session = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap();
+        let arguments = serde_json::json!({});
+        session.call_tool("x", &arguments).await.unwrap();
+        assert_eq!(grants(&server), ["client_credentials"]);
+        // Real time: expiry is wall-clock time, which tokio's clock does
+        // not move.
+        tokio::time::sleep(Duration::from_millis(1900)).await;
+        session.call_tool("x", &arguments).await.unwrap();
+        assert_eq!(grants(&server), ["client_credentials", "refresh_token"]);
+        let calls: Vec<_> = server
+            .recorded()
+            .into_iter()
+            .filter(|r| r.route() == "/mcp" && r.rpc_method() == "tools/call")
+            .collect();
+        assert_eq!(
+            calls.last().unwrap().header("authorization").as_deref(),
+            Some("Bearer canary-refreshed-token")
+        );
+        let refusals = server
+            .recorded()
+            .iter()
+            .filter(|r| r.route() == "/mcp")
+            .count();
+        assert!(refusals > 0);
+        session.close().await.unwrap();
+    })
+    .await;
+}

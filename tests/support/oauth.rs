@@ -32,6 +32,8 @@ pub struct As {
     /// DPoP: the token endpoint wants a proof and issues DPoP-bound tokens,
     /// `/mcp` accepts only `DPoP <token>` with a proof.
     pub dpop: Option<Dpop>,
+    /// The `expires_in` of every token issued (3600 when not given).
+    pub lifetime: Option<u64>,
 }
 
 /// The rotating authorization server's books.
@@ -268,8 +270,8 @@ fn token(r: &Recorded, behaviour: &As, challenge: &str) -> Script {
         "Bearer"
     };
     let issued = |access: &str| {
-        let mut body =
-            json!({ "access_token": access, "token_type": token_type, "expires_in": 3600 });
+        let mut body = json!({ "access_token": access, "token_type": token_type,
+                    "expires_in": behaviour.lifetime.unwrap_or(3600) });
         if behaviour.refresh {
             body["refresh_token"] = json!("canary-refresh-token");
         }
