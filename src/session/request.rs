@@ -350,11 +350,8 @@ impl Session {
             // authorization server slow or down) leaves the token in force,
             // which works until it expires; a store that cannot work as
             // configured is the answer.
-            match auth.refresh_ahead().await {
-                Err(error @ crate::auth::AuthError::Store(_)) => {
-                    return Err(Error::authorization(error))
-                }
-                Err(_) | Ok(()) => {}
+            if let Err(error @ crate::auth::AuthError::Store(_)) = auth.refresh_ahead().await {
+                return Err(Error::authorization(error));
             }
         }
         loop {
