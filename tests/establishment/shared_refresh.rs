@@ -330,7 +330,7 @@ async fn a_session_refreshes_before_its_token_expires() {
             .filter(|r| r.route() == "/mcp" && r.rpc_method() == "tools/call")
             .collect();
         assert_eq!(
-            calls.last().unwrap().header("authorization").as_deref(),
+            calls.last().unwrap().header("authorization"),
             Some("Bearer canary-refreshed-token")
         );
         let refusals = server
