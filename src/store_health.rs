@@ -11,7 +11,12 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::auth::StoreError;
+/// A store's failure, as far as its health goes: one that lasts until the
+/// configuration changes, or one that may pass. (`auth::StoreError`; a
+/// trait so that this module depends on no store.)
+pub(crate) trait StoreFailure {
+    fn is_configuration(&self) -> bool;
+}
 
 /// Whether a store was failing when last used, and the events that say
 /// when that changes.
@@ -32,10 +37,10 @@ impl StoreHealth {
     }
 
     /// `result` of `operation`, with its failure passed over: `None`.
-    pub(crate) fn observe<T>(
+    pub(crate) fn observe<T, E: StoreFailure>(
         &self,
         operation: &'static str,
-        result: Result<T, StoreError>,
+        result: Result<T, E>,
     ) -> Option<T> {
         match result {
             Ok(value) => {
@@ -88,6 +93,7 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt as _;
 
     use super::*;
+    use crate::auth::StoreError;
 
     /// The level of every event, in order.
     #[derive(Clone, Default)]
@@ -111,14 +117,14 @@ mod tests {
             let health = StoreHealth::new("tokens");
             let down = || StoreError::new(std::io::Error::other("down"));
             let refused = || StoreError::configuration(std::io::Error::other("refused"));
-            assert_eq!(health.observe("read", Ok(1)), Some(1));
+            assert_eq!(health.observe("read", Ok::<_, StoreError>(1)), Some(1));
             for _ in 0..3 {
                 assert_eq!(health.observe("read", Err::<u8, _>(down())), None);
             }
-            assert_eq!(health.observe("write", Ok(())), Some(()));
-            assert_eq!(health.observe("write", Ok(())), Some(()));
+            assert_eq!(health.observe("write", Ok::<_, StoreError>(())), Some(()));
+            assert_eq!(health.observe("write", Ok::<_, StoreError>(())), Some(()));
             assert_eq!(health.observe("lease", Err::<u8, _>(down())), None);
-            assert_eq!(health.observe("write", Ok(())), Some(()));
+            assert_eq!(health.observe("write", Ok::<_, StoreError>(())), Some(()));
             assert_eq!(health.observe("read", Err::<u8, _>(refused())), None);
         });
         use tracing::Level;

@@ -243,6 +243,12 @@ impl StoreError {
     }
 }
 
+impl crate::store_health::StoreFailure for StoreError {
+    fn is_configuration(&self) -> bool {
+        self.configuration
+    }
+}
+
 impl From<std::io::Error> for StoreError {
     fn from(error: std::io::Error) -> Self {
         StoreError::new(error)
