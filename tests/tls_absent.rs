@@ -92,15 +92,3 @@ async fn the_default_connector_without_the_tls_feature_refuses_https() {
 fn the_default_client_with_the_tls_feature_speaks_tls() {
     assert!(HttpClient::default_client().speaks_tls());
 }
-
-/// The command built without TLS: an `https://` target is a usage error
-/// (exit 2) and the listener sees nothing.
-#[cfg(not(feature = "rustls"))]
-#[test]
-fn the_command_without_tls_refuses_https_as_a_usage_error() {
-    let (listener, url) = untouched_listener();
-    let output = support::cli::run(&["--header", "Authorization: Bearer canary-token-7f3a", &url]);
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    assert!(output.stdout.is_empty());
-    assert_nothing_arrived(&listener);
-}

@@ -102,8 +102,10 @@ pub fn recovering_with(connector: Connector, attempts: u32) -> Establish {
 
 /// The stdio fault fixture with these arguments.
 pub fn fixture(args: &[&str]) -> mcp_connect::transport::StdioCommand {
-    mcp_connect::transport::StdioCommand::new(env!("CARGO_BIN_EXE_mcp-connect-stdio-fixture"))
-        .args(args)
+    // Set in the library's test targets only (the binary is the library's).
+    let path = option_env!("CARGO_BIN_EXE_mcp-connect-stdio-fixture")
+        .unwrap_or_else(|| panic!("the stdio fixture is the library's own test binary"));
+    mcp_connect::transport::StdioCommand::new(path).args(args)
 }
 
 /// A fresh spawn-log path for the stdio fixture.

@@ -4,7 +4,7 @@
 //! `MCP_PEERS_DIR` set. Every peer binds 127.0.0.1 and is killed by pid when
 //! its test ends.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -35,11 +35,14 @@ fn python() -> PathBuf {
 }
 
 fn python_server() -> &'static str {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/python_server.py")
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/peers/python_server.py"
+    )
 }
 
 fn loopback_preload() -> &'static str {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/loopback.cjs")
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/peers/loopback.cjs")
 }
 
 fn free_port() -> u16 {
@@ -849,7 +852,6 @@ async fn a_config_of_three_real_servers_is_one_catalogue() {
 /// Issue 28: the Python SDK (with its OpenTelemetry SDK recording) reads
 /// the trace context this client puts in `params._meta`: its span for the
 /// call is a child of ours, in our trace, on both eras.
-#[cfg(feature = "otel")]
 mod trace_context {
     use opentelemetry_sdk::propagation::TraceContextPropagator;
     use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};

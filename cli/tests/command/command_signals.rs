@@ -106,7 +106,7 @@ fn a_second_signal_still_kills_a_stubborn_stdio_server() {
     let pid_path = spawn_log("stubborn-second");
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/stdio_server.py"
+        "/../tests/fixtures/stdio_server.py"
     );
     let log = pid_path.to_str().unwrap();
     let child = command(&[

@@ -2,7 +2,7 @@
 //! one (`openssl x509 -req` without extensions: X.509 v1) is presented, and
 //! OpenSSL's own server accepts it. Certificates and the server are
 //! OpenSSL's, run as processes; CI installs `openssl` and runs these:
-//! `cargo test --test command -- --ignored openssl`.
+//! `cargo test -p mcp-connect-cli --test command -- --ignored openssl`.
 #![cfg(feature = "rustls")]
 
 use std::io::{BufRead as _, BufReader};

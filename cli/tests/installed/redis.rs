@@ -6,14 +6,13 @@
 //! revokes the grant on reuse; a replica started later; Redis killed and
 //! back; Redis answering garbage; and what Redis holds after a run.
 //!
-//! `cargo test --features redis,testkit --test redis -- --ignored
-//! --test-threads=1` (ignored by the plain test command, which needs
+//! `cargo test -p mcp-connect-cli --test installed -- --ignored
+//! --test-threads=1 redis::` (ignored by the plain test command, which needs
 //! nothing installed; one at a time: the outage soak and the eight
 //! processes load both cores of a small machine, and every store operation
 //! has a 500 ms bound).
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -903,6 +902,7 @@ async fn two_command_runs_share_eras(redis: &Redis, extra: &[&str]) {
 /// store's error says what TLS refused (an unknown issuer), at once; with
 /// it (`with_root_certificates_pem`, the command's `--cacert`) tokens go
 /// in and come back, and two command runs share eras.
+#[cfg(feature = "rustls")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs redis-server and openssl; CI runs it"]
 async fn rediss_with_a_private_ca() {

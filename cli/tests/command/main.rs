@@ -3,7 +3,7 @@
 //! One test binary for the group, so the library links once for all of
 //! them; each file is a module of its own.
 
-#[path = "../support/mod.rs"]
+#[path = "../../../tests/support/mod.rs"]
 mod support;
 
 mod command;

@@ -404,3 +404,24 @@ async fn list_skills_prints_the_skills_and_reads_none_of_them() {
         .iter()
         .all(|r| r.rpc_method() != "resources/read"));
 }
+
+/// The command built without TLS (`--no-default-features`): an `https://`
+/// target is a usage error (exit 2), and a listener on its port sees
+/// nothing, not even the connection.
+#[cfg(not(feature = "rustls"))]
+#[test]
+fn without_tls_https_is_a_usage_error_and_nothing_is_sent() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("https://{}/mcp", listener.local_addr().unwrap());
+    let output =
+        crate::support::cli::run(&["--header", "Authorization: Bearer canary-token-7f3a", &url]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stdout.is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Ok(_) => panic!("a connection reached the listener"),
+        Err(e) => panic!("accept failed: {e}"),
+    }
+}

@@ -6,13 +6,12 @@
 //! after one attempt; credentials only where they belong.
 //!
 //! Ignored in the plain test run (tinyproxy is an installed component);
-//! CI installs it and runs `cargo test --test proxy -- --ignored`, and a
+//! CI installs it and runs `cargo test -p mcp-connect-cli --test installed -- --ignored proxy::`, and a
 //! missing tinyproxy fails these tests, never skips them.
 
 #![cfg(feature = "rustls")]
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,0 +1,35 @@
+//! `mcp-connect`: establish a session with an MCP server and print the
+//! establishment timeline.
+//!
+//! With no target it starts the built-in demo server on 127.0.0.1 and
+//! connects to that. Header values, URL queries, session ids and bodies are
+//! never printed; tool results are printed only when asked for with
+//! `--call-tool`.
+//!
+//! The command is its own crate so that the library's users build none of
+//! what only the command needs (clap, tracing-subscriber, the OpenTelemetry
+//! SDK and exporter, Redis, the demo server): it turns those features of
+//! `mcp-connect` on here.
+
+mod args;
+mod authorize;
+mod config;
+mod otlp;
+mod output;
+mod request;
+mod run;
+mod signals;
+
+/// A usage error: one line on stderr, exit 2, nothing sent.
+fn usage(message: &str) -> std::process::ExitCode {
+    eprintln!("mcp-connect: {message}");
+    std::process::ExitCode::from(2)
+}
+
+/// How long closing the sessions may take when the command ends (the stdio
+/// close ladder needs up to two grace periods).
+const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn main() -> std::process::ExitCode {
+    run::main()
+}
