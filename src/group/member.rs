@@ -35,79 +35,12 @@ use tokio::task::JoinHandle;
 use super::catalogue::Listing;
 use super::filter::ToolFilter;
 use super::health::{HealthState, ServerHealth};
+use super::listing::{ListingFailed, Relist};
+use super::server::{Keepalive, Server};
 use super::Shared;
 use crate::client::{ClientError, Generation, McpClient};
-use crate::inbound::{Known, ListKind, NotificationSender, Notifications};
+use crate::inbound::{Known, NotificationSender, Notifications};
 use crate::protocol::Era;
-use crate::request::ConnectRequest;
-use crate::stack::Establish;
-
-/// A server to add to a group: its own stack (deadline, recovery,
-/// classifier, era cache), its own request (target, limits, auth,
-/// handler) and its tool filter. Its name is the request's
-/// ([`ConnectRequest::with_name`]).
-#[derive(Debug)]
-pub struct Server {
-    pub(super) name: Arc<str>,
-    pub(super) stack: Establish,
-    pub(super) request: ConnectRequest,
-    pub(super) filter: ToolFilter,
-}
-
-impl Server {
-    /// `request` established through `stack`, named as the request is.
-    pub fn new(stack: Establish, request: ConnectRequest) -> Self {
-        Server {
-            name: Arc::from(request.name()),
-            stack,
-            request,
-            filter: ToolFilter::new(),
-        }
-    }
-
-    /// Shows only the tools `filter` allows in the catalogue.
-    #[must_use]
-    pub fn with_filter(mut self, filter: ToolFilter) -> Self {
-        self.filter = filter;
-        self
-    }
-
-    /// The server's name in the group.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-/// A `ping` keepalive for long-idle legacy sessions: off unless asked for
-/// ([`ServerGroupBuilder::with_keepalive`](super::ServerGroupBuilder::with_keepalive)).
-///
-/// Every `interval` each ready legacy session is pinged (each ping bounded
-/// by the interval); after `failures` failed pings in a row, or at once
-/// when a ping shows the session gone, the server is degraded and a new
-/// session built. Sessions of the 2026-07-28 era are never pinged: that
-/// era has no `ping`, and no session to keep alive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Keepalive {
-    interval: Duration,
-    failures: u32,
-}
-
-impl Keepalive {
-    /// A ping every `interval`, degrading after 3 failures in a row.
-    pub fn every(interval: Duration) -> Self {
-        Keepalive {
-            interval,
-            failures: 3,
-        }
-    }
-
-    /// Degrades after `failures` failed pings in a row (at least 1).
-    #[must_use]
-    pub fn failing_after(mut self, failures: u32) -> Self {
-        self.failures = failures.max(1);
-        self
-    }
-}
 
 /// What the application asked of a member's supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +56,7 @@ enum Intent {
 pub(super) struct Member {
     pub(super) name: Arc<str>,
     pub(super) client: McpClient,
-    filter: ToolFilter,
+    pub(super) filter: ToolFilter,
     pub(super) health: Mutex<ServerHealth>,
     /// What the catalogue shows of it; `None` while it is not usable.
     pub(super) listing: Mutex<Option<Arc<Listing>>>,
@@ -190,60 +123,12 @@ impl Member {
 
 /// Whether a call failed on the connection (refused, broken, closed, the
 /// session gone) rather than on the server's answer.
-fn on_transport(error: &ClientError) -> bool {
+pub(super) fn on_transport(error: &ClientError) -> bool {
     error.session_lost()
         || matches!(
             error.failure().kind,
             FailureKind::Connect | FailureKind::Io | FailureKind::Closed
         )
-}
-
-/// The least time between two listings of one kind of one member.
-pub const RELIST_INTERVAL: Duration = Duration::from_millis(250);
-
-/// Why a listing did not complete.
-enum ListingFailed {
-    /// On the connection: build a new session.
-    Transport(Failure),
-    /// The listing could not be had (timed out, over a limit, no
-    /// listing): the member has failed.
-    Unserved(Failure),
-}
-
-impl ListingFailed {
-    fn step(self) -> Step {
-        match self {
-            ListingFailed::Transport(failure) => Step::Reconnect(failure),
-            ListingFailed::Unserved(failure) => Step::Failed(failure),
-        }
-    }
-}
-
-/// The kinds a member must list again, and when it may.
-#[derive(Default)]
-struct Relist {
-    pending: Vec<ListKind>,
-    last: Option<Instant>,
-}
-
-impl Relist {
-    fn add(&mut self, kind: ListKind) {
-        if !self.pending.contains(&kind) {
-            self.pending.push(kind);
-        }
-    }
-
-    /// When the pending kinds may be listed: at once, or
-    /// [`RELIST_INTERVAL`] after the last listing.
-    fn due(&self) -> Option<Instant> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        Some(
-            self.last
-                .map_or_else(Instant::now, |last| last + RELIST_INTERVAL),
-        )
-    }
 }
 
 async fn sleep_until(due: Option<Instant>) {
@@ -254,7 +139,7 @@ async fn sleep_until(due: Option<Instant>) {
 }
 
 /// What a supervisor does next.
-enum Step {
+pub(super) enum Step {
     /// Serve a usable member.
     Serve,
     /// Degraded by this failure: build a new session.
@@ -482,102 +367,15 @@ impl Supervisor {
         }
     }
 
-    /// Lists everything the server's capabilities offer, on the current
-    /// session, and publishes it; a usable member is then ready.
-    async fn refresh(&mut self) -> Result<(), ListingFailed> {
-        let mut listing = Listing::default();
-        for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
-            self.list(kind, &mut listing).await?;
-        }
-        self.publish(Some(listing));
-        self.set(HealthState::Ready);
-        Ok(())
-    }
-
-    /// Lists one kind again after the server said it changed.
-    async fn refresh_kind(&mut self, kind: ListKind) -> Result<(), ListingFailed> {
-        let current = self.member.listing.lock().expect("listing lock").clone();
-        let Some(current) = current else {
-            return Ok(());
-        };
-        let mut listing = (*current).clone();
-        self.list(kind, &mut listing).await?;
-        self.publish(Some(listing));
-        Ok(())
-    }
-
-    /// One listing, into `listing`. Tools are always asked for (servers
-    /// that forget to declare the capability are common, and a server
-    /// without tools answers with an error, which leaves the list empty);
-    /// prompts and resources only when the server's capabilities offer
-    /// them, which saves two requests per server that has neither. A
-    /// failure on transport is the caller's to handle; a server that
-    /// declines the listing (a JSON-RPC error, an HTTP error status) leaves
-    /// that kind empty; any other failure (a timeout, a size or page limit,
-    /// an answer that is no listing) is the member's, its error kept.
-    async fn list(&self, kind: ListKind, listing: &mut Listing) -> Result<(), ListingFailed> {
-        let client = &self.member.client;
-        let offered = match kind {
-            ListKind::Tools => true,
-            _ => match client.session().await {
-                Ok((session, _)) => {
-                    let key = match kind {
-                        ListKind::Prompts => "prompts",
-                        _ => "resources",
-                    };
-                    session.capabilities().get(key).is_some()
-                }
-                Err(error) => return Err(ListingFailed::Transport(error.failure())),
-            },
-        };
-        if !offered {
-            return Ok(());
-        }
-        let kept = |result: Result<(), ClientError>| match result {
-            Err(error) if on_transport(&error) => Err(ListingFailed::Transport(error.failure())),
-            Err(error)
-                if matches!(
-                    error.failure().kind,
-                    FailureKind::Rpc | FailureKind::HttpStatus
-                ) =>
-            {
-                Ok(())
-            }
-            Err(error) => Err(ListingFailed::Unserved(self.keep(error))),
-            Ok(()) => Ok(()),
-        };
-        match kind {
-            ListKind::Tools => kept(client.list_tools().await.map(|listed| {
-                listing.tools = listed
-                    .tools
-                    .into_iter()
-                    .filter(|tool| self.member.filter.allows(&tool.name))
-                    .map(Arc::new)
-                    .collect();
-            })),
-            ListKind::Prompts => kept(client.list_prompts().await.map(|prompts| {
-                listing.prompts = prompts.into_iter().map(Arc::new).collect();
-            })),
-            _ => {
-                kept(client.list_resources().await.map(|resources| {
-                    listing.resources = resources.into_iter().map(Arc::new).collect();
-                }))?;
-                kept(client.list_resource_templates().await.map(|templates| {
-                    listing.templates = templates.into_iter().map(Arc::new).collect();
-                }))
-            }
-        }
-    }
-
     /// Keeps a failed establishment's error for the application to read;
     /// its failure.
-    fn keep(&self, error: ClientError) -> Failure {
+    pub(super) fn keep(&self, error: ClientError) -> Failure {
         let failure = error.failure();
         *self.member.last_error.lock().expect("error lock poisoned") = Some(Arc::new(error));
         failure
     }
 
-    fn set(&self, state: HealthState) {
+    pub(super) fn set(&self, state: HealthState) {
         if state == HealthState::Ready {
             *self.member.last_error.lock().expect("error lock poisoned") = None;
         }
@@ -586,7 +384,7 @@ impl Supervisor {
         }
     }
 
-    fn publish(&self, listing: Option<Listing>) {
+    pub(super) fn publish(&self, listing: Option<Listing>) {
         if let Some(group) = self.group.upgrade() {
             group.set_listing(&self.member, listing);
         }

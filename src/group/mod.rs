@@ -59,161 +59,44 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::{broadcast, watch, Semaphore};
 
 use crate::client::McpClient;
 use crate::config::ServersConfig;
 use crate::inbound::NotificationSender;
-use crate::protocol::CallToolResult;
-use crate::session::RequestOptions;
 use crate::stack::Establish;
 
+mod builder;
 mod catalogue;
 mod error;
 mod filter;
 mod health;
+mod listing;
 mod member;
 mod naming;
+mod publish;
+mod routing;
+mod server;
 
-use catalogue::Listing;
+use builder::Caches;
+pub use builder::ServerGroupBuilder;
 pub use catalogue::{Catalogue, ItemKind, LeftOut, LeftOutReason, Listed, Named};
 pub use error::GroupError;
 pub use filter::ToolFilter;
 pub use health::{HealthChange, HealthChanges, HealthState, ServerHealth};
-pub use member::{Keepalive, Server, RELIST_INTERVAL};
+pub use listing::RELIST_INTERVAL;
 use member::{Member, Supervisor};
 pub use naming::{
     fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR,
 };
+pub use server::{Keepalive, Server};
 
 /// Unread notifications kept per server before newer ones are dropped.
 const NOTIFICATION_CAPACITY: usize = 64;
-
-/// Health changes kept for a slow reader of [`ServerGroup::health_changes`].
-const HEALTH_CAPACITY: usize = 1024;
-
-/// Configures a [`ServerGroup`].
-#[derive(Debug, Default)]
-pub struct ServerGroupBuilder {
-    naming: Naming,
-    max_establishing: Option<usize>,
-    keepalive: Option<Keepalive>,
-    notifications: Option<NotificationSender>,
-    caches: Caches,
-    #[cfg(feature = "otel")]
-    telemetry: Option<crate::telemetry::Telemetry>,
-}
-
-/// The caches every server of a group shares unless its request has its
-/// own.
-#[derive(Debug, Clone, Default)]
-struct Caches {
-    era: Option<crate::era_cache::EraCache>,
-    responses: Option<crate::response_cache::ResponseCache>,
-}
-
-impl Caches {
-    fn apply(&self, mut request: crate::ConnectRequest) -> crate::ConnectRequest {
-        if let (Some(cache), None) = (&self.era, request.era_cache()) {
-            request = request.with_era_cache(cache.clone());
-        }
-        if let (Some(cache), None) = (&self.responses, request.response_cache()) {
-            request = request.with_response_cache(cache.clone());
-        }
-        request
-    }
-}
-
-impl ServerGroupBuilder {
-    /// How tools and prompts are named in the catalogue (default:
-    /// [`Naming::OnCollision`]).
-    #[must_use]
-    pub fn with_naming(mut self, naming: Naming) -> Self {
-        self.naming = naming;
-        self
-    }
-
-    /// At most `limit` servers establishing at once (at least 1); the
-    /// others wait their turn, their deadline not yet started. Without it,
-    /// every server starts at once.
-    #[must_use]
-    pub fn with_max_establishing(mut self, limit: usize) -> Self {
-        self.max_establishing = Some(limit.max(1));
-        self
-    }
-
-    /// Pings idle legacy sessions (off by default; see [`Keepalive`]).
-    #[must_use]
-    pub fn with_keepalive(mut self, keepalive: Keepalive) -> Self {
-        self.keepalive = Some(keepalive);
-        self
-    }
-
-    /// Sends every server's notifications to `listener` too, each carrying
-    /// its server's name. A request's own listener keeps getting its
-    /// server's.
-    #[must_use]
-    pub fn with_notifications(mut self, listener: NotificationSender) -> Self {
-        self.notifications = Some(listener);
-        self
-    }
-
-    /// Shares `cache` between every server added whose request has no era
-    /// cache of its own: each reconnect starts where the last one ended,
-    /// and a 2026-07-28 server's remembered discover saves its probe.
-    #[must_use]
-    pub fn with_era_cache(mut self, cache: crate::era_cache::EraCache) -> Self {
-        self.caches.era = Some(cache);
-        self
-    }
-
-    /// Shares `cache` ([`crate::response_cache`]) between every server
-    /// added whose request has no response cache of its own.
-    #[must_use]
-    pub fn with_response_cache(mut self, cache: crate::response_cache::ResponseCache) -> Self {
-        self.caches.responses = Some(cache);
-        self
-    }
-
-    /// Instruments every server added whose request has no telemetry of
-    /// its own (a config file's servers, say) with `telemetry` (feature
-    /// `otel`).
-    #[cfg(feature = "otel")]
-    #[must_use]
-    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
-        self.telemetry = Some(telemetry);
-        self
-    }
-
-    /// The group, empty.
-    pub fn build(self) -> ServerGroup {
-        ServerGroup {
-            shared: Arc::new_cyclic(|this| Shared {
-                naming: self.naming,
-                permits: self.max_establishing.map(|n| Arc::new(Semaphore::new(n))),
-                keepalive: self.keepalive,
-                notifications: self.notifications,
-                caches: self.caches,
-                #[cfg(feature = "otel")]
-                telemetry: self.telemetry,
-                members: Mutex::new(BTreeMap::new()),
-                catalogue: watch::channel(Arc::new(Catalogue::default())).0,
-                health: broadcast::channel(HEALTH_CAPACITY).0,
-                changes: watch::channel(0).0,
-                listings_changed: AtomicU64::new(0),
-                built: AtomicU64::new(0),
-                rebuild_scheduled: AtomicBool::new(false),
-                rebuilding: Mutex::new(()),
-                this: this.clone(),
-            }),
-        }
-    }
-}
 
 /// Named MCP servers used as one. Cheap to clone; clones share the
 /// servers. Dropping the last clone stops every supervisor; a session's
@@ -463,68 +346,6 @@ impl ServerGroup {
         self.members().get(name).map(|member| member.client.clone())
     }
 
-    /// `tools/call` on the server the catalogue routes `name` to, with the
-    /// name that server gave the tool.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: &Value,
-    ) -> Result<CallToolResult, GroupError> {
-        self.call_tool_with(name, arguments, &RequestOptions::new())
-            .await
-    }
-
-    /// [`call_tool`](Self::call_tool) with per-request options.
-    pub async fn call_tool_with(
-        &self,
-        name: &str,
-        arguments: &Value,
-        options: &RequestOptions,
-    ) -> Result<CallToolResult, GroupError> {
-        let catalogue = self.catalogue();
-        let tool = catalogue
-            .tool(name)
-            .ok_or_else(|| GroupError::UnknownTool {
-                name: name.to_owned(),
-            })?;
-        let member = self.usable(&tool.server)?;
-        let outcome = member
-            .client
-            .call_tool_with(&tool.item.name, arguments, options)
-            .await;
-        self.observed(&member, outcome)
-    }
-
-    /// `prompts/get` on the server the catalogue routes `name` to.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<&Value>,
-    ) -> Result<Value, GroupError> {
-        let catalogue = self.catalogue();
-        let prompt = catalogue
-            .prompt(name)
-            .ok_or_else(|| GroupError::UnknownPrompt {
-                name: name.to_owned(),
-            })?;
-        let member = self.usable(&prompt.server)?;
-        let outcome = member.client.get_prompt(&prompt.item.name, arguments).await;
-        self.observed(&member, outcome)
-    }
-
-    /// `resources/read` on the one server whose listing has `uri`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, GroupError> {
-        let mut servers = self.catalogue().resource_servers(uri);
-        let server = match servers.len() {
-            0 => return Err(GroupError::UnknownResource),
-            1 => servers.remove(0),
-            _ => return Err(GroupError::AmbiguousResource { servers }),
-        };
-        let member = self.usable(&server)?;
-        let outcome = member.client.read_resource(uri).await;
-        self.observed(&member, outcome)
-    }
-
     /// Closes every server gracefully (each bounded by `bound`) and empties
     /// the group.
     pub async fn shutdown_within(&self, bound: Duration) {
@@ -550,38 +371,6 @@ impl ServerGroup {
             .cloned()
             .ok_or_else(|| unknown_server(name))
     }
-
-    fn usable(&self, name: &Arc<str>) -> Result<Arc<Member>, GroupError> {
-        let member = self.member(name)?;
-        let state = member.health().state;
-        if state.is_usable() {
-            Ok(member)
-        } else {
-            Err(GroupError::NotUsable {
-                server: Arc::clone(name),
-                state,
-            })
-        }
-    }
-
-    /// A routed call's outcome; a failure on transport degrades its server
-    /// at once (its supervisor then builds a new session).
-    fn observed<T>(
-        &self,
-        member: &Member,
-        outcome: Result<T, crate::client::ClientError>,
-    ) -> Result<T, GroupError> {
-        outcome.map_err(|error| {
-            if let Some(failure) = member.call_failed(&error) {
-                self.shared
-                    .set_health(member, HealthState::Degraded(failure));
-            }
-            GroupError::Call {
-                server: Arc::clone(&member.name),
-                error: Box::new(error),
-            }
-        })
-    }
 }
 
 fn unknown_server(name: &str) -> GroupError {
@@ -594,94 +383,6 @@ impl Shared {
     fn members(&self) -> std::sync::MutexGuard<'_, BTreeMap<Arc<str>, Arc<Member>>> {
         // Held for one look or one change, which cannot panic.
         self.members.lock().expect("members lock poisoned")
-    }
-
-    /// Sets a member's health, with its client's generation, and tells the
-    /// stream and the waits when it changed.
-    fn set_health(&self, member: &Member, state: HealthState) {
-        let health = ServerHealth::new(state, member.client.generation());
-        {
-            let mut current = member.health.lock().expect("health lock poisoned");
-            if *current == health {
-                return;
-            }
-            *current = health;
-        }
-        tracing::debug!(
-            target: "mcp_connect::group",
-            server = &*member.name,
-            state = state.as_str(),
-            generation = health.generation,
-            "server health changed"
-        );
-        // No receiver is not an error: nobody is listening.
-        let _ = self.health.send(HealthChange {
-            server: Arc::clone(&member.name),
-            health,
-        });
-        self.changes.send_modify(|n| *n += 1);
-    }
-
-    /// Sets what the catalogue shows of a member. The catalogue is rebuilt
-    /// once per burst of changes, not once per change: a rebuild is O(all
-    /// items), and a hundred servers becoming ready together would
-    /// otherwise cost a hundred of them. A reader never sees a stale
-    /// catalogue: [`ServerGroup::catalogue`] rebuilds first when a change
-    /// is pending; watchers get the new one from a task scheduled here.
-    fn set_listing(&self, member: &Member, listing: Option<Listing>) {
-        *member.listing.lock().expect("listing lock poisoned") = listing.map(Arc::new);
-        self.listings_changed.fetch_add(1, Ordering::AcqRel);
-        if self.rebuild_scheduled.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let this = self.this.clone();
-        tokio::spawn(async move {
-            // Let the rest of the burst land first.
-            tokio::task::yield_now().await;
-            if let Some(shared) = this.upgrade() {
-                shared.rebuild_scheduled.store(false, Ordering::Release);
-                shared.rebuild();
-            }
-        });
-    }
-
-    /// Rebuilds the catalogue if a listing changed since the last rebuild,
-    /// and publishes it if its content changed.
-    fn rebuild(&self) {
-        // Most reads find nothing pending: no lock for them. A rebuild
-        // under way counts as pending until it has published, so a read
-        // racing it waits for it instead of returning the catalogue before.
-        if self.built.load(Ordering::Acquire) == self.listings_changed.load(Ordering::Acquire) {
-            return;
-        }
-        // One rebuild at a time, so versions follow each other.
-        let _rebuilding = self.rebuilding.lock().expect("rebuild lock poisoned");
-        let changed = self.listings_changed.load(Ordering::Acquire);
-        if self.built.load(Ordering::Acquire) == changed {
-            return;
-        }
-        let listings: BTreeMap<Arc<str>, Arc<Listing>> = self
-            .members()
-            .iter()
-            .filter_map(|(name, member)| {
-                let listing = member
-                    .listing
-                    .lock()
-                    .expect("listing lock poisoned")
-                    .clone();
-                listing.map(|listing| (Arc::clone(name), listing))
-            })
-            .collect();
-        self.catalogue.send_if_modified(|current| {
-            match Catalogue::next(current, &listings, &self.naming) {
-                Some(next) => {
-                    *current = Arc::new(next);
-                    true
-                }
-                None => false,
-            }
-        });
-        self.built.store(changed, Ordering::Release);
     }
 }
 

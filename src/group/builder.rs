@@ -1,0 +1,133 @@
+//! [`ServerGroupBuilder`]: what a group is configured with before its
+//! first server (naming, how many establish at once, keepalive, the
+//! listener, the caches and telemetry its servers share).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{broadcast, watch, Semaphore};
+
+use super::{Catalogue, Keepalive, Naming, ServerGroup, Shared};
+use crate::inbound::NotificationSender;
+
+/// Health changes kept for a slow reader of [`ServerGroup::health_changes`].
+const HEALTH_CAPACITY: usize = 1024;
+
+/// Configures a [`ServerGroup`].
+#[derive(Debug, Default)]
+pub struct ServerGroupBuilder {
+    naming: Naming,
+    max_establishing: Option<usize>,
+    keepalive: Option<Keepalive>,
+    notifications: Option<NotificationSender>,
+    caches: Caches,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::telemetry::Telemetry>,
+}
+
+/// The caches every server of a group shares unless its request has its
+/// own.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Caches {
+    era: Option<crate::era_cache::EraCache>,
+    responses: Option<crate::response_cache::ResponseCache>,
+}
+
+impl Caches {
+    pub(super) fn apply(&self, mut request: crate::ConnectRequest) -> crate::ConnectRequest {
+        if let (Some(cache), None) = (&self.era, request.era_cache()) {
+            request = request.with_era_cache(cache.clone());
+        }
+        if let (Some(cache), None) = (&self.responses, request.response_cache()) {
+            request = request.with_response_cache(cache.clone());
+        }
+        request
+    }
+}
+
+impl ServerGroupBuilder {
+    /// How tools and prompts are named in the catalogue (default:
+    /// [`Naming::OnCollision`]).
+    #[must_use]
+    pub fn with_naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// At most `limit` servers establishing at once (at least 1); the
+    /// others wait their turn, their deadline not yet started. Without it,
+    /// every server starts at once.
+    #[must_use]
+    pub fn with_max_establishing(mut self, limit: usize) -> Self {
+        self.max_establishing = Some(limit.max(1));
+        self
+    }
+
+    /// Pings idle legacy sessions (off by default; see [`Keepalive`]).
+    #[must_use]
+    pub fn with_keepalive(mut self, keepalive: Keepalive) -> Self {
+        self.keepalive = Some(keepalive);
+        self
+    }
+
+    /// Sends every server's notifications to `listener` too, each carrying
+    /// its server's name. A request's own listener keeps getting its
+    /// server's.
+    #[must_use]
+    pub fn with_notifications(mut self, listener: NotificationSender) -> Self {
+        self.notifications = Some(listener);
+        self
+    }
+
+    /// Shares `cache` between every server added whose request has no era
+    /// cache of its own: each reconnect starts where the last one ended,
+    /// and a 2026-07-28 server's remembered discover saves its probe.
+    #[must_use]
+    pub fn with_era_cache(mut self, cache: crate::era_cache::EraCache) -> Self {
+        self.caches.era = Some(cache);
+        self
+    }
+
+    /// Shares `cache` ([`crate::response_cache`]) between every server
+    /// added whose request has no response cache of its own.
+    #[must_use]
+    pub fn with_response_cache(mut self, cache: crate::response_cache::ResponseCache) -> Self {
+        self.caches.responses = Some(cache);
+        self
+    }
+
+    /// Instruments every server added whose request has no telemetry of
+    /// its own (a config file's servers, say) with `telemetry` (feature
+    /// `otel`).
+    #[cfg(feature = "otel")]
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
+    /// The group, empty.
+    pub fn build(self) -> ServerGroup {
+        ServerGroup {
+            shared: Arc::new_cyclic(|this| Shared {
+                naming: self.naming,
+                permits: self.max_establishing.map(|n| Arc::new(Semaphore::new(n))),
+                keepalive: self.keepalive,
+                notifications: self.notifications,
+                caches: self.caches,
+                #[cfg(feature = "otel")]
+                telemetry: self.telemetry,
+                members: Mutex::new(BTreeMap::new()),
+                catalogue: watch::channel(Arc::new(Catalogue::default())).0,
+                health: broadcast::channel(HEALTH_CAPACITY).0,
+                changes: watch::channel(0).0,
+                listings_changed: AtomicU64::new(0),
+                built: AtomicU64::new(0),
+                rebuild_scheduled: AtomicBool::new(false),
+                rebuilding: Mutex::new(()),
+                this: this.clone(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! What the group publishes: a server's health (to the stream and the
+//! waits) and the catalogue, rebuilt once per burst of listing changes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::catalogue::Listing;
+use super::{Catalogue, HealthChange, HealthState, Member, ServerHealth, Shared};
+
+impl Shared {
+    /// Sets a member's health, with its client's generation, and tells the
+    /// stream and the waits when it changed.
+    pub(super) fn set_health(&self, member: &Member, state: HealthState) {
+        let health = ServerHealth::new(state, member.client.generation());
+        {
+            let mut current = member.health.lock().expect("health lock poisoned");
+            if *current == health {
+                return;
+            }
+            *current = health;
+        }
+        tracing::debug!(
+            target: "mcp_connect::group",
+            server = &*member.name,
+            state = state.as_str(),
+            generation = health.generation,
+            "server health changed"
+        );
+        // No receiver is not an error: nobody is listening.
+        let _ = self.health.send(HealthChange {
+            server: Arc::clone(&member.name),
+            health,
+        });
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Sets what the catalogue shows of a member. The catalogue is rebuilt
+    /// once per burst of changes, not once per change: a rebuild is O(all
+    /// items), and a hundred servers becoming ready together would
+    /// otherwise cost a hundred of them. A reader never sees a stale
+    /// catalogue: [`ServerGroup::catalogue`] rebuilds first when a change
+    /// is pending; watchers get the new one from a task scheduled here.
+    pub(super) fn set_listing(&self, member: &Member, listing: Option<Listing>) {
+        *member.listing.lock().expect("listing lock poisoned") = listing.map(Arc::new);
+        self.listings_changed.fetch_add(1, Ordering::AcqRel);
+        if self.rebuild_scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = self.this.clone();
+        tokio::spawn(async move {
+            // Let the rest of the burst land first.
+            tokio::task::yield_now().await;
+            if let Some(shared) = this.upgrade() {
+                shared.rebuild_scheduled.store(false, Ordering::Release);
+                shared.rebuild();
+            }
+        });
+    }
+
+    /// Rebuilds the catalogue if a listing changed since the last rebuild,
+    /// and publishes it if its content changed.
+    pub(super) fn rebuild(&self) {
+        // Most reads find nothing pending: no lock for them. A rebuild
+        // under way counts as pending until it has published, so a read
+        // racing it waits for it instead of returning the catalogue before.
+        if self.built.load(Ordering::Acquire) == self.listings_changed.load(Ordering::Acquire) {
+            return;
+        }
+        // One rebuild at a time, so versions follow each other.
+        let _rebuilding = self.rebuilding.lock().expect("rebuild lock poisoned");
+        let changed = self.listings_changed.load(Ordering::Acquire);
+        if self.built.load(Ordering::Acquire) == changed {
+            return;
+        }
+        let listings: BTreeMap<Arc<str>, Arc<Listing>> = self
+            .members()
+            .iter()
+            .filter_map(|(name, member)| {
+                let listing = member
+                    .listing
+                    .lock()
+                    .expect("listing lock poisoned")
+                    .clone();
+                listing.map(|listing| (Arc::clone(name), listing))
+            })
+            .collect();
+        self.catalogue.send_if_modified(|current| {
+            match Catalogue::next(current, &listings, &self.naming) {
+                Some(next) => {
+                    *current = Arc::new(next);
+                    true
+                }
+                None => false,
+            }
+        });
+        self.built.store(changed, Ordering::Release);
+    }
+}

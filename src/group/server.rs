@@ -1,0 +1,76 @@
+//! What the application gives the group for one server ([`Server`]) and
+//! the opt-in keepalive ([`Keepalive`]) its supervisor pings with.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::filter::ToolFilter;
+use crate::request::ConnectRequest;
+use crate::stack::Establish;
+
+/// A server to add to a group: its own stack (deadline, recovery,
+/// classifier, era cache), its own request (target, limits, auth,
+/// handler) and its tool filter. Its name is the request's
+/// ([`ConnectRequest::with_name`]).
+#[derive(Debug)]
+pub struct Server {
+    pub(super) name: Arc<str>,
+    pub(super) stack: Establish,
+    pub(super) request: ConnectRequest,
+    pub(super) filter: ToolFilter,
+}
+
+impl Server {
+    /// `request` established through `stack`, named as the request is.
+    pub fn new(stack: Establish, request: ConnectRequest) -> Self {
+        Server {
+            name: Arc::from(request.name()),
+            stack,
+            request,
+            filter: ToolFilter::new(),
+        }
+    }
+
+    /// Shows only the tools `filter` allows in the catalogue.
+    #[must_use]
+    pub fn with_filter(mut self, filter: ToolFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// The server's name in the group.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A `ping` keepalive for long-idle legacy sessions: off unless asked for
+/// ([`ServerGroupBuilder::with_keepalive`](super::ServerGroupBuilder::with_keepalive)).
+///
+/// Every `interval` each ready legacy session is pinged (each ping bounded
+/// by the interval); after `failures` failed pings in a row, or at once
+/// when a ping shows the session gone, the server is degraded and a new
+/// session built. Sessions of the 2026-07-28 era are never pinged: that
+/// era has no `ping`, and no session to keep alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    pub(super) interval: Duration,
+    pub(super) failures: u32,
+}
+
+impl Keepalive {
+    /// A ping every `interval`, degrading after 3 failures in a row.
+    pub fn every(interval: Duration) -> Self {
+        Keepalive {
+            interval,
+            failures: 3,
+        }
+    }
+
+    /// Degrades after `failures` failed pings in a row (at least 1).
+    #[must_use]
+    pub fn failing_after(mut self, failures: u32) -> Self {
+        self.failures = failures.max(1);
+        self
+    }
+}
