@@ -47,7 +47,7 @@ use serde_json::Value;
 use crate::auth::StoreError;
 use crate::protocol::{DiscoverResult, ProtocolVersion};
 use crate::response_cache::{CacheScope, Context, Hints};
-use crate::store_health::StoreHealth;
+use crate::store::StoreHealth;
 use crate::target::Target;
 use crate::transport::TransportKind;
 

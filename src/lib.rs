@@ -94,7 +94,7 @@ pub mod session;
 pub mod session_loss;
 pub mod stack;
 pub mod stage;
-mod store_health;
+pub mod store;
 mod target;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]

@@ -24,7 +24,7 @@ use url::Url;
 use super::challenge::Challenge;
 use super::dpop::{self, DpopKey, Nonces, Party};
 use super::tokens::Tokens;
-use crate::store_health::StoreHealth;
+use crate::store::StoreHealth;
 use crate::transport::{HttpBody, HttpClient};
 
 /// The token in force and the last challenge, shared by the bearer layer,

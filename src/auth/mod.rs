@@ -35,6 +35,7 @@ mod discovery;
 mod dpop;
 mod endpoint;
 mod error;
+mod file_store;
 mod flow;
 mod http;
 mod jwt_bearer;
@@ -56,8 +57,9 @@ pub use assertion::{KeyError, SigningKey};
 pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
+pub use file_store::FileTokenStore;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
-pub use store::{FileTokenStore, Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
+pub use store::{Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
 pub use token_key::{LeaseKind, TokenKey};
 #[cfg(feature = "redis")]
 pub(crate) use tokens::LATEST_EXPIRY;

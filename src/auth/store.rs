@@ -27,6 +27,7 @@ use tokio::time::Instant;
 
 use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
+pub use crate::store::StoreError;
 
 /// A client registered dynamically at an authorization server (RFC 7591),
 /// kept so that every holder of the store refreshes as the client its
@@ -199,62 +200,6 @@ impl<T: TokenStore> TokenStore for Arc<T> {
     }
 }
 
-/// A store failed. The source says why (for [`FileTokenStore`], the I/O
-/// error; for a Redis store, what Redis or TLS said); never a value.
-///
-/// Two kinds, told apart by [`is_configuration`](Self::is_configuration):
-/// a store that is down or slow fails for a while and is passed over (the
-/// process goes on with what it holds), while one that cannot work as
-/// configured (a refused login, an ACL that denies a command, an
-/// untrusted certificate, a sealing key that opens nothing the fleet
-/// wrote) fails until someone changes the configuration, and is reported
-/// as such: the token store's fails the authorization
-/// ([`AuthError::Store`](super::AuthError::Store), a configuration
-/// failure, never retried).
-#[derive(Debug, thiserror::Error)]
-#[error("{}", if self.configuration { "the store cannot be used as configured" } else { "the token store failed" })]
-pub struct StoreError {
-    #[source]
-    source: crate::transport::error::BoxError,
-    configuration: bool,
-}
-
-impl StoreError {
-    /// A failure that may pass (the store down, slow, or answering
-    /// something unexpected).
-    pub fn new(source: impl Into<crate::transport::error::BoxError>) -> Self {
-        StoreError {
-            source: source.into(),
-            configuration: false,
-        }
-    }
-
-    /// A failure that lasts until the configuration changes.
-    pub fn configuration(source: impl Into<crate::transport::error::BoxError>) -> Self {
-        StoreError {
-            source: source.into(),
-            configuration: true,
-        }
-    }
-
-    /// Whether the store cannot work as configured (see the type's docs).
-    pub fn is_configuration(&self) -> bool {
-        self.configuration
-    }
-}
-
-impl crate::store_health::StoreFailure for StoreError {
-    fn is_configuration(&self) -> bool {
-        self.configuration
-    }
-}
-
-impl From<std::io::Error> for StoreError {
-    fn from(error: std::io::Error) -> Self {
-        StoreError::new(error)
-    }
-}
-
 /// Tokens kept in memory for the life of the process. Every
 /// `Authorization` given the same store (an `Arc` of it) shares its tokens
 /// and its refresh leases, so concurrent refusals refresh once.
@@ -383,138 +328,5 @@ impl TokenStore for MemoryTokenStore {
                 .insert(issuer.to_owned(), registration.clone())
         });
         Box::pin(async { Ok(()) })
-    }
-}
-
-/// Tokens kept in a JSON file (for the command, and for services that
-/// restart), created readable and writable by its owner only (`0600`) and
-/// replaced whole on every save, so a crash never leaves half a file.
-pub struct FileTokenStore {
-    path: std::path::PathBuf,
-    lock: Mutex<()>,
-}
-
-impl FileTokenStore {
-    /// A store in `path` (created on the first save).
-    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
-        FileTokenStore {
-            path: path.into(),
-            lock: Mutex::new(()),
-        }
-    }
-
-    fn read(&self) -> HashMap<String, Tokens> {
-        std::fs::read(&self.path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
-    }
-
-    fn write(&self, map: &HashMap<String, Tokens>) -> std::io::Result<()> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let bytes = serde_json::to_vec(map).map_err(std::io::Error::other)?;
-        let temporary = self.path.with_extension("tmp");
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)
-            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()))?;
-        std::fs::rename(&temporary, &self.path)
-    }
-}
-
-impl fmt::Debug for FileTokenStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FileTokenStore").finish_non_exhaustive()
-    }
-}
-
-impl TokenStore for FileTokenStore {
-    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let found = self.read().remove(&key.canonical());
-        Box::pin(async move { Ok(found) })
-    }
-
-    fn save<'a>(
-        &'a self,
-        key: &'a TokenKey,
-        tokens: &'a Tokens,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let saved = {
-            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut map = self.read();
-            map.insert(key.canonical(), tokens.clone());
-            self.write(&map).map_err(StoreError::from)
-        };
-        Box::pin(async move { saved })
-    }
-
-    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
-        let forgotten = {
-            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut map = self.read();
-            if map.remove(&key.canonical()).is_some() {
-                self.write(&map).map_err(StoreError::from)
-            } else {
-                Ok(())
-            }
-        };
-        Box::pin(async move { forgotten })
-    }
-}
-
-#[cfg(test)]
-mod file_tests {
-    use std::os::unix::fs::PermissionsExt as _;
-
-    use super::*;
-    use crate::auth::tokens::TokenResponse;
-
-    #[tokio::test]
-    async fn a_file_store_is_private_and_survives_a_new_value() {
-        let dir = std::env::temp_dir().join(format!("mcp-connect-tokens-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("tokens.json");
-        let tokens = serde_json::from_str::<TokenResponse>(
-            r#"{"access_token":"a","refresh_token":"r","token_type":"DPoP"}"#,
-        )
-        .unwrap()
-        .into_tokens(None);
-        assert!(tokens.is_dpop_bound());
-        let key = TokenKey::new("https://x/mcp", "https://as", "");
-        let store = FileTokenStore::new(&path);
-        store.save(&key, &tokens).await.unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        assert_eq!(
-            FileTokenStore::new(&path).load(&key).await.unwrap(),
-            Some(tokens)
-        );
-        store.forget(&key).await.unwrap();
-        assert_eq!(store.load(&key).await.unwrap(), None);
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    /// Issue 24, item 3.13: a store that cannot be written says so.
-    #[tokio::test]
-    async fn a_file_store_that_cannot_be_written_reports_it() {
-        let path = std::env::temp_dir()
-            .join(format!("mcp-connect-missing-{}", std::process::id()))
-            .join("tokens.json");
-        let tokens = serde_json::from_str::<TokenResponse>(r#"{"access_token":"a"}"#)
-            .unwrap()
-            .into_tokens(None);
-        let error = FileTokenStore::new(&path)
-            .save(&TokenKey::new("https://x/mcp", "https://as", ""), &tokens)
-            .await
-            .unwrap_err();
-        let io = std::error::Error::source(&error)
-            .and_then(|e| e.downcast_ref::<std::io::Error>())
-            .unwrap();
-        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -27,7 +27,7 @@ use super::connection::{hex, unix_ms, Connection};
 use super::seal::SealingKey;
 use crate::auth::StoreError;
 use crate::response_cache::{CacheKey, CachedResult, Invalidation, ResponseStore};
-use crate::store_health::StoreHealth;
+use crate::store::StoreHealth;
 
 /// Reads the entry under the current generations (`ARGV[1]`, `ARGV[2]`
 /// the generation keys; `KEYS[1]` the entry's key without them).

@@ -93,7 +93,7 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt as _;
 
     use super::*;
-    use crate::auth::StoreError;
+    use crate::store::StoreError;
 
     /// The level of every event, in order.
     #[derive(Clone, Default)]
