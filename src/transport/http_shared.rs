@@ -9,8 +9,8 @@ use http::header::{HeaderMap, CONTENT_TYPE};
 use http_body_util::BodyExt;
 
 use super::chain::{chain_find, chain_has};
+use super::connect_error::{DnsError, TlsError};
 use super::error::{BoxError, TransportError};
-use super::http_client::{DnsError, TlsError};
 use super::HttpBody;
 
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;

@@ -30,6 +30,7 @@
 //! its listener gets notifications.
 
 mod chain;
+mod connect_error;
 pub(crate) mod error;
 mod http_client;
 mod http_shared;
@@ -57,12 +58,11 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::Closure;
 use serde_json::value::RawValue;
 
-pub use error::{RedirectReason, RedirectRefused};
 #[cfg(feature = "rustls")]
-pub use http_client::tls_problem;
-pub use http_client::{
-    DnsError, HttpBody, HttpClient, HttpClientBuilder, TcpConnectError, TlsError, TlsProblem,
-};
+pub use connect_error::tls_problem;
+pub use connect_error::{DnsError, TcpConnectError, TlsError, TlsProblem};
+pub use error::{RedirectReason, RedirectRefused};
+pub use http_client::{HttpBody, HttpClient, HttpClientBuilder};
 pub use legacy_sse::LegacySse;
 #[cfg(any(test, feature = "testkit"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
