@@ -38,10 +38,9 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcp_connect_layers::recovery::Backoff;
-use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
+use mcp_connect_layers::{Classify, Failure};
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -56,28 +55,12 @@ use crate::stack::Establish;
 
 mod attempt;
 mod calls;
+mod cool_down;
 mod error;
 
+pub use cool_down::STABLE_AFTER;
+use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
-
-/// The cool-down after failed reconnects: full jitter under a ceiling of
-/// 100 ms doubling to 30 s.
-const COOL_DOWN: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
-
-/// A session that lived less than this before it died was short-lived:
-/// from the second such session in a row, the next establishment waits out
-/// the cool-down as after a failed reconnect, so a server that dies just
-/// after every start is not respawned several times a second. Short, so
-/// that a server whose sessions expire after a second or two of idleness
-/// (the Python SDK's `session_idle_timeout`) is reconnected to at once.
-pub const STABLE_AFTER: Duration = Duration::from_secs(1);
-
-/// When the last session was made, and how many in a row died young.
-#[derive(Default)]
-struct Flaps {
-    established: Option<Instant>,
-    short_lived: u32,
-}
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -280,14 +263,6 @@ impl McpClient {
             .expect("suspicion lock poisoned")
     }
 
-    fn cool_down(&self) -> std::sync::MutexGuard<'_, (Backoff, HasherRng)> {
-        // Held for one assignment or one draw, which cannot panic.
-        self.inner
-            .cool_down
-            .lock()
-            .expect("cool-down lock poisoned")
-    }
-
     /// Which failed calls through this handle are sent once more on the
     /// next session: none by default; [`ReplayPolicy::Undelivered`] sends
     /// those the server provably never received. Applies like
@@ -369,61 +344,6 @@ impl McpClient {
             request = request.with_cancellation(token);
         }
         request
-    }
-
-    /// Calls fail fast with `failure` for the cool-down's delay after
-    /// `failures` in a row; the delay.
-    fn start_cool_down(&self, failures: u32, failure: Failure) -> Duration {
-        let pause = {
-            // Poisoning needs a panic under this lock; `delay` cannot panic.
-            let (backoff, rng) = &mut *self.cool_down();
-            backoff.delay(failures, rng)
-        };
-        // A caller's cool-down may be `Duration::MAX`: saturate.
-        let now = Instant::now();
-        *self.state() = State::CoolingDown {
-            until: now
-                .checked_add(pause)
-                .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
-            failures,
-            failure,
-        };
-        pause
-    }
-
-    fn flaps(&self) -> std::sync::MutexGuard<'_, Flaps> {
-        // Held for one look or one change, which cannot panic.
-        self.inner.flaps.lock().expect("flaps lock poisoned")
-    }
-
-    /// Counts the session that just died if it died young; from the second
-    /// in a row, starts the cool-down instead of building at once (the
-    /// first is free: one early loss is what reconnecting is for).
-    fn after_a_short_life(&self) -> Option<ClientError> {
-        let short_lived = {
-            let mut flaps = self.flaps();
-            let established = flaps.established.take()?;
-            if established.elapsed() < STABLE_AFTER {
-                flaps.short_lived = flaps.short_lived.saturating_add(1);
-            } else {
-                flaps.short_lived = 0;
-            }
-            flaps.short_lived
-        };
-        if short_lived < 2 {
-            return None;
-        }
-        let failure = Failure::new(Stage::REQUEST, FailureKind::Closed);
-        let pause = self.start_cool_down(short_lived - 1, failure);
-        tracing::debug!(
-            target: "mcp_connect::client",
-            short_lived,
-            "sessions keep dying young; cooling down before the next"
-        );
-        Some(ClientError::CoolingDown {
-            failure,
-            retry_in: pause,
-        })
     }
 
     /// The live session; the cool-down's refusal; or `None` when one must
