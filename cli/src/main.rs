@@ -19,6 +19,7 @@ mod output;
 mod request;
 mod run;
 mod signals;
+mod stores;
 
 /// A usage error: one line on stderr, exit 2, nothing sent.
 fn usage(message: &str) -> std::process::ExitCode {

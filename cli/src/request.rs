@@ -3,12 +3,9 @@
 //! server-request handler. Every mistake a person can make on the command
 //! line is a usage message here, before anything connects.
 
-use futures_util::future::BoxFuture;
 use mcp_connect::auth::{
-    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider, Lease, LeaseKind,
-    Registration, StoreError, TokenKey, TokenStore, Tokens,
+    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider,
 };
-use mcp_connect::fleet::{RedisEraStore, RedisTokenStore, SealingKey};
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
@@ -19,6 +16,7 @@ use mcp_connect::ConnectRequest;
 use super::args::{Args, Elicit, Mode, Recovery};
 use super::authorize::LoopbackRedirect;
 use super::output::chain;
+use super::stores::{redis_store, redis_url, Reported};
 
 /// The options that refine an OAuth grant, each with whether it was given.
 fn grant_options(args: &Args) -> [(bool, &'static str); 5] {
@@ -217,124 +215,6 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
     Ok(Some(auth))
 }
 
-/// `place` as a Redis URL, when it names one (`redis://` or `rediss://`,
-/// any case), with REDIS_PASSWORD put in when the URL has no password of
-/// its own; `None` for a file path. A Redis URL that cannot be used is a
-/// usage error naming `option`, never a file: a file store's path never
-/// comes from a URL (it would hold the password in its name and the
-/// tokens in clear although sealing was asked for). The message names
-/// neither the URL nor the password.
-pub(super) fn redis_url(place: &str, option: &str) -> Result<Option<String>, String> {
-    let scheme = place.split_once("://").map(|(scheme, _)| scheme);
-    if !scheme.is_some_and(|s| s.eq_ignore_ascii_case("redis") || s.eq_ignore_ascii_case("rediss"))
-    {
-        return Ok(None);
-    }
-    let unusable = || format!("{option}: not a usable Redis URL (redis://[:PASSWORD@]HOST:PORT/)");
-    let mut url = url::Url::parse(place).map_err(|_| unusable())?;
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(unusable());
-    }
-    if url.password().is_none() {
-        if let Ok(password) = std::env::var("REDIS_PASSWORD") {
-            url.set_password(Some(&password)).map_err(|()| unusable())?;
-        }
-    }
-    Ok(Some(url.into()))
-}
-
-/// How long one Redis operation of the command may take: a run is a new
-/// process whose first connection (and `AUTH`) may meet a busy machine,
-/// and waiting two seconds is cheaper for a person than a refresh made
-/// without the others.
-const COMMAND_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The Redis token store the arguments ask for: sealed with the key from
-/// `--store-key-env`, or in clear only with `--store-in-clear`. Neither
-/// the URL nor the key is ever in a message.
-fn redis_store(args: &Args, url: String) -> Result<RedisTokenStore, String> {
-    let store = match sealing_key(args, "--token-store")? {
-        Some(key) => RedisTokenStore::new(&url, "mcp-connect", key),
-        None => RedisTokenStore::in_clear(&url, "mcp-connect"),
-    };
-    let store = store
-        .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
-        .map_err(|e| redis_url_problem("--token-store", &e))?;
-    match redis_cacert(args)? {
-        #[cfg(feature = "rustls")]
-        Some(pem) => store
-            .with_root_certificates_pem(&pem)
-            .map_err(|e| format!("--cacert: {e}")),
-        _ => Ok(store),
-    }
-}
-
-/// What is wrong with a Redis URL the command was given, never the URL.
-fn redis_url_problem(option: &str, error: &mcp_connect::auth::StoreError) -> String {
-    match std::error::Error::source(error)
-        .and_then(|e| e.downcast_ref::<mcp_connect::fleet::StoreConfigError>())
-    {
-        Some(problem) => format!("{option}: {problem}"),
-        None => format!("{option}: not a usable Redis URL"),
-    }
-}
-
-/// The `--cacert` file, which a `rediss://` store trusts too.
-fn redis_cacert(args: &Args) -> Result<Option<Vec<u8>>, String> {
-    args.cacert
-        .as_ref()
-        .map(|path| {
-            std::fs::read(path).map_err(|error| format!("--cacert: cannot read the file: {error}"))
-        })
-        .transpose()
-}
-
-/// The Redis era store `--era-cache redis://...` asks for, sealed like the
-/// token store.
-pub(super) fn redis_era_store(args: &Args, url: &str) -> Result<RedisEraStore, String> {
-    let store = match sealing_key(args, "--era-cache")? {
-        Some(key) => RedisEraStore::new(url, "mcp-connect", key),
-        None => RedisEraStore::in_clear(url, "mcp-connect"),
-    };
-    let store = store
-        .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
-        .map_err(|e| redis_url_problem("--era-cache", &e))?;
-    match redis_cacert(args)? {
-        #[cfg(feature = "rustls")]
-        Some(pem) => store
-            .with_root_certificates_pem(&pem)
-            .map_err(|e| format!("--cacert: {e}")),
-        _ => Ok(store),
-    }
-}
-
-/// The key from `--store-key-env`; `None` only with `--store-in-clear`.
-fn sealing_key(args: &Args, option: &str) -> Result<Option<SealingKey>, String> {
-    if args.store_in_clear {
-        return Ok(None);
-    }
-    let Some(var) = &args.store_key_env else {
-        return Err(format!(
-            "{option} redis://... needs --store-key-env VAR (or --store-in-clear)"
-        ));
-    };
-    let hex = std::env::var(var).map_err(|_| format!("--store-key-env: {var} is not set"))?;
-    decode_hex(hex.trim())
-        .and_then(|bytes| SealingKey::from_bytes(&bytes).ok())
-        .map(Some)
-        .ok_or_else(|| format!("--store-key-env: {var} is not 64 hex digits"))
-}
-
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// `request` with the limits and the version policy the arguments give
 /// (shared by a single target and every server of `--config`).
 pub(super) fn with_limits_and_versions(request: ConnectRequest, args: &Args) -> ConnectRequest {
@@ -414,88 +294,6 @@ fn file_uri(path: &std::path::Path) -> String {
         }
     }
     uri
-}
-
-/// The command's token store (a file, or Redis), whose failed saves the
-/// person is told about on stderr (the next run would ask them again).
-/// Everything else, the refresh lease and the compare-and-set included,
-/// goes to the store as it is.
-struct Reported<S>(S);
-
-impl<S: TokenStore> TokenStore for Reported<S> {
-    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
-        self.0.load(key)
-    }
-
-    fn save<'a>(
-        &'a self,
-        key: &'a TokenKey,
-        tokens: &'a Tokens,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(
-            async move { reported(self.0.save(key, tokens).await, "the tokens were not saved") },
-        )
-    }
-
-    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(
-            async move { reported(self.0.forget(key).await, "refused tokens were not removed") },
-        )
-    }
-
-    fn replace<'a>(
-        &'a self,
-        key: &'a TokenKey,
-        from: Option<&'a str>,
-        tokens: &'a Tokens,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
-            reported(
-                self.0.replace(key, from, tokens).await,
-                "the tokens were not saved",
-            )
-        })
-    }
-
-    fn lease<'a>(
-        &'a self,
-        key: &'a TokenKey,
-        kind: LeaseKind,
-        lasting: std::time::Duration,
-    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
-        self.0.lease(key, kind, lasting)
-    }
-
-    fn release<'a>(
-        &'a self,
-        key: &'a TokenKey,
-        kind: LeaseKind,
-        lease: &'a Lease,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.release(key, kind, lease)
-    }
-
-    fn load_registration<'a>(
-        &'a self,
-        issuer: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Registration>, StoreError>> {
-        self.0.load_registration(issuer)
-    }
-
-    fn save_registration<'a>(
-        &'a self,
-        issuer: &'a str,
-        registration: &'a Registration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.save_registration(issuer, registration)
-    }
-}
-
-fn reported<T>(result: Result<T, StoreError>, what: &str) -> Result<T, StoreError> {
-    if let Err(error) = &result {
-        eprintln!("mcp-connect: --token-store: {what}: {}", chain(error));
-    }
-    result
 }
 
 /// The default HTTP client with the command's redirect limit, proxy, extra

@@ -100,7 +100,7 @@ async fn run(args: Args) -> ExitCode {
     let era_redis = match args
         .era_cache
         .as_deref()
-        .map(|place| super::request::redis_url(place, "--era-cache"))
+        .map(|place| super::stores::redis_url(place, "--era-cache"))
         .transpose()
     {
         Ok(url) => url.flatten(),
@@ -108,7 +108,7 @@ async fn run(args: Args) -> ExitCode {
     };
     let era_cache = match (&args.era_cache, &era_redis) {
         (None, _) => None,
-        (Some(_), Some(url)) => match super::request::redis_era_store(&args, url) {
+        (Some(_), Some(url)) => match super::stores::redis_era_store(&args, url) {
             Ok(store) => Some(EraCache::new().with_store(store)),
             Err(message) => return usage(&message),
         },
