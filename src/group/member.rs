@@ -123,6 +123,14 @@ impl Member {
 
 /// Whether a call failed on the connection (refused, broken, closed, the
 /// session gone) rather than on the server's answer.
+/// What a supervisor does after a listing failed.
+fn step_after(failed: ListingFailed) -> Step {
+    match failed {
+        ListingFailed::Transport(failure) => Step::Reconnect(failure),
+        ListingFailed::Unserved(failure) => Step::Failed(failure),
+    }
+}
+
 pub(super) fn on_transport(error: &ClientError) -> bool {
     error.session_lost()
         || matches!(
@@ -182,7 +190,7 @@ impl Supervisor {
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => Step::Serve,
-                        Err(failed) => failed.step(),
+                        Err(failed) => step_after(failed),
                     }
                 }
                 Err(error) => Step::Failed(self.keep(error)),
@@ -226,7 +234,7 @@ impl Supervisor {
                     relist.last = Some(Instant::now());
                     for kind in std::mem::take(&mut relist.pending) {
                         if let Err(failed) = self.refresh_kind(kind).await {
-                            return failed.step();
+                            return step_after(failed);
                         }
                     }
                 }
@@ -238,7 +246,7 @@ impl Supervisor {
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => self.set(HealthState::Ready),
-                        Err(failed) => return failed.step(),
+                        Err(failed) => return step_after(failed),
                     }
                 }
                 () = self.member.wake.notified() => match self.member.take_intent() {
@@ -350,7 +358,7 @@ impl Supervisor {
                     generations.borrow_and_update();
                     return match self.refresh().await {
                         Ok(()) => Step::Serve,
-                        Err(failed) => failed.step(),
+                        Err(failed) => step_after(failed),
                     };
                 }
             }

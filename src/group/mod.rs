@@ -79,6 +79,7 @@ mod listing;
 mod member;
 mod naming;
 mod publish;
+mod relisting;
 mod routing;
 mod server;
 

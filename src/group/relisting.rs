@@ -1,0 +1,106 @@
+//! What the supervisor lists, kind by kind, into the member's listing;
+//! when it may list again and why a listing failed are `listing.rs`'s.
+
+use std::sync::Arc;
+
+use mcp_connect_layers::{Classify, FailureKind};
+
+use super::catalogue::Listing;
+use super::health::HealthState;
+use super::listing::ListingFailed;
+use super::member::{on_transport, Supervisor};
+use crate::client::ClientError;
+use crate::inbound::ListKind;
+
+impl Supervisor {
+    /// Lists everything the server's capabilities offer, on the current
+    /// session, and publishes it; a usable member is then ready.
+    pub(super) async fn refresh(&mut self) -> Result<(), ListingFailed> {
+        let mut listing = Listing::default();
+        for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
+            self.list(kind, &mut listing).await?;
+        }
+        self.publish(Some(listing));
+        self.set(HealthState::Ready);
+        Ok(())
+    }
+
+    /// Lists one kind again after the server said it changed.
+    pub(super) async fn refresh_kind(&mut self, kind: ListKind) -> Result<(), ListingFailed> {
+        let current = self.member.listing.lock().expect("listing lock").clone();
+        let Some(current) = current else {
+            return Ok(());
+        };
+        let mut listing = (*current).clone();
+        self.list(kind, &mut listing).await?;
+        self.publish(Some(listing));
+        Ok(())
+    }
+
+    /// One listing, into `listing`. Tools are always asked for (servers
+    /// that forget to declare the capability are common, and a server
+    /// without tools answers with an error, which leaves the list empty);
+    /// prompts and resources only when the server's capabilities offer
+    /// them, which saves two requests per server that has neither. A
+    /// failure on transport is the caller's to handle; a server that
+    /// declines the listing (a JSON-RPC error, an HTTP error status) leaves
+    /// that kind empty; any other failure (a timeout, a size or page limit,
+    /// an answer that is no listing) is the member's, its error kept.
+    pub(super) async fn list(
+        &self,
+        kind: ListKind,
+        listing: &mut Listing,
+    ) -> Result<(), ListingFailed> {
+        let client = &self.member.client;
+        let offered = match kind {
+            ListKind::Tools => true,
+            _ => match client.session().await {
+                Ok((session, _)) => {
+                    let key = match kind {
+                        ListKind::Prompts => "prompts",
+                        _ => "resources",
+                    };
+                    session.capabilities().get(key).is_some()
+                }
+                Err(error) => return Err(ListingFailed::Transport(error.failure())),
+            },
+        };
+        if !offered {
+            return Ok(());
+        }
+        let kept = |result: Result<(), ClientError>| match result {
+            Err(error) if on_transport(&error) => Err(ListingFailed::Transport(error.failure())),
+            Err(error)
+                if matches!(
+                    error.failure().kind,
+                    FailureKind::Rpc | FailureKind::HttpStatus
+                ) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(ListingFailed::Unserved(self.keep(error))),
+            Ok(()) => Ok(()),
+        };
+        match kind {
+            ListKind::Tools => kept(client.list_tools().await.map(|listed| {
+                listing.tools = listed
+                    .tools
+                    .into_iter()
+                    .filter(|tool| self.member.filter.allows(&tool.name))
+                    .map(Arc::new)
+                    .collect();
+            })),
+            ListKind::Prompts => kept(client.list_prompts().await.map(|prompts| {
+                listing.prompts = prompts.into_iter().map(Arc::new).collect();
+            })),
+            _ => {
+                kept(client.list_resources().await.map(|resources| {
+                    listing.resources = resources.into_iter().map(Arc::new).collect();
+                }))?;
+                kept(client.list_resource_templates().await.map(|templates| {
+                    listing.templates = templates.into_iter().map(Arc::new).collect();
+                }))
+            }
+        }
+    }
+}
