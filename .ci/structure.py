@@ -5,7 +5,9 @@
   cli/src;
 - the test targets `cargo metadata` lists are exactly those the table in
   docs/ARCHITECTURE.md names, and at most 8;
-- README.md at most 2,500 words.
+- README.md at most 2,500 words;
+- no MCP method name written as a string literal outside src/protocol/
+  (src/ and cli/src; comments aside): `protocol::methods` names them.
 
 Exits 1 with every figure that does not hold.
 """
@@ -54,6 +56,21 @@ if len(targets) > MAX_TARGETS:
 words = len((root / "README.md").read_text().split())
 if words > MAX_README_WORDS:
     problems.append(f"README.md: {words} words (at most {MAX_README_WORDS})")
+
+methods = re.findall(r'pub const [A-Z_]+: &str =\s*"([^"]+)";',
+                     (root / "src/protocol/methods.rs").read_text())
+for base in ["src", "cli/src"]:
+    for path in sorted((root / base).rglob("*.rs")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith("src/protocol/"):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip().startswith("//"):
+                continue
+            for method in methods:
+                if f'"{method}"' in line:
+                    problems.append(f"{relative}:{number}: the method name \"{method}\" "
+                                    "written out (use protocol::methods)")
 
 for problem in problems:
     print(problem)

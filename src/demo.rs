@@ -6,6 +6,7 @@
 //! 2024-11-05 to 2025-11-25), with two tools, `add` and `echo`. Unknown
 //! session ids get 404, as the specification says.
 
+use crate::protocol::methods;
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::hash::{BuildHasher, RandomState};
@@ -298,7 +299,7 @@ async fn handle(state: &State, request: http::Request<IncomingBody>) -> Reply {
         }
         return json_reply(StatusCode::OK, &modern(&id, method, &params));
     }
-    if method == "initialize" {
+    if method == methods::INITIALIZE {
         return initialize(state, &id, &params);
     }
     match session {
@@ -331,7 +332,7 @@ fn capabilities() -> Value {
 }
 
 fn modern(id: &Value, method: &str, params: &Value) -> Value {
-    if method == "server/discover" {
+    if method == methods::SERVER_DISCOVER {
         let mut meta = serde_json::Map::new();
         meta.insert(meta_keys::SERVER_INFO.into(), server_info());
         return rpc_result(
@@ -388,8 +389,8 @@ fn initialize(state: &State, id: &Value, params: &Value) -> Reply {
 
 fn common(id: &Value, method: &str, params: &Value) -> Value {
     match method {
-        "ping" => rpc_result(id, json!({})),
-        "tools/list" => rpc_result(
+        methods::PING => rpc_result(id, json!({})),
+        methods::TOOLS_LIST => rpc_result(
             id,
             json!({ "tools": [
                 {
@@ -412,7 +413,7 @@ fn common(id: &Value, method: &str, params: &Value) -> Value {
                 }
             ]}),
         ),
-        "tools/call" => call_tool(id, params),
+        methods::TOOLS_CALL => call_tool(id, params),
         _ => rpc_error(id, codes::METHOD_NOT_FOUND, "Method not found", None),
     }
 }

@@ -7,6 +7,7 @@
 //! or 405, or a JSON-RPC error, is what an older server answers to a newer
 //! request, so a fresh attempt planned for the older era may succeed.
 
+use crate::protocol::methods;
 use mcp_connect_layers::classify::{ClassifyPolicy, Conservative, Decision};
 use mcp_connect_layers::{Child, Failure, FailureKind, Phase, StageInfo};
 
@@ -24,7 +25,7 @@ pub const PROBE: Stage = Stage::new(&StageInfo {
 });
 /// The 2025-era handshake request, `initialize`.
 pub const INITIALIZE: Stage = Stage::new(&StageInfo {
-    name: "initialize",
+    name: methods::INITIALIZE,
     phase: Phase::Establish,
 });
 /// The 2025-era handshake acknowledgement, `notifications/initialized`.

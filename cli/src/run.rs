@@ -1,5 +1,6 @@
 //! The command's flow: parse, connect, optionally use, close, summarize.
 
+use mcp_connect::protocol::methods;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -141,7 +142,7 @@ async fn run(args: Args) -> ExitCode {
         let shown = Arc::clone(&printer);
         notices = Some(tokio::spawn(async move {
             while let Some(notification) = notifications.recv().await {
-                if notification.method != "notifications/progress" {
+                if notification.method != methods::NOTIFICATION_PROGRESS {
                     shown.notification(&notification.method);
                 }
             }

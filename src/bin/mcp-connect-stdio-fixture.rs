@@ -16,6 +16,7 @@
 //! `tools/call` of the tool `ask` first asks the client `roots/list` and
 //! answers with the first root's URI.
 
+use mcp_connect::protocol::methods;
 use std::io::{BufRead, Write};
 
 use serde_json::{json, Value};
@@ -116,25 +117,25 @@ fn main() {
             let _ = out.flush();
             continue;
         }
-        if method == "tools/call" && message["params"]["name"] == "ask" {
+        if method == methods::TOOLS_CALL && message["params"]["name"] == "ask" {
             asking = Some(id.clone());
-            let ask = json!({ "jsonrpc": "2.0", "id": "srv-1", "method": "roots/list" });
+            let ask = json!({ "jsonrpc": "2.0", "id": "srv-1", "method": methods::ROOTS_LIST });
             let mut out = stdout.lock();
             let _ = writeln!(out, "{ask}");
             let _ = out.flush();
             continue;
         }
         let reply = match method {
-            "initialize" => json!({ "jsonrpc": "2.0", "id": id, "result": {
+            methods::INITIALIZE => json!({ "jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": message["params"]["protocolVersion"],
                 "capabilities": { "tools": {} },
                 "serverInfo": { "name": "stdio-fixture", "version": std::process::id().to_string() }
             }}),
-            "ping" => json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
-            "tools/list" => json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": [
+            methods::PING => json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+            methods::TOOLS_LIST => json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": [
                 { "name": "echo", "inputSchema": { "type": "object" } }
             ]}}),
-            "tools/call" => json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [
+            methods::TOOLS_CALL => json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [
                 { "type": "text", "text": message["params"]["arguments"]["text"].as_str().unwrap_or_default() }
             ]}}),
             _ => {

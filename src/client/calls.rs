@@ -3,6 +3,7 @@
 //! applies the session-loss rule and the opt-in replay; none rebuilds a
 //! request the session already knows how to make.
 
+use crate::protocol::methods;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ impl McpClient {
     /// `resources/subscribe`, kept: every later session of this client
     /// subscribes again before it serves a call.
     pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
-        self.run("resources/subscribe", |session| async move {
+        self.run(methods::RESOURCES_SUBSCRIBE, |session| async move {
             session.subscribe(uri).await
         })
         .await?;
@@ -26,7 +27,7 @@ impl McpClient {
     /// `resources/unsubscribe`, and no renewal on later sessions.
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
         self.subscriptions().remove(uri);
-        self.run("resources/unsubscribe", |session| async move {
+        self.run(methods::RESOURCES_UNSUBSCRIBE, |session| async move {
             session.unsubscribe(uri).await
         })
         .await

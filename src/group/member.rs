@@ -22,6 +22,7 @@
 //! the server failed, or needing authorization, until the application
 //! restarts it.
 
+use crate::protocol::methods;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -287,7 +288,7 @@ impl Supervisor {
             return Ping::NotLegacy;
         }
         drop(session);
-        match tokio::time::timeout(bound, self.member.client.request("ping", None)).await {
+        match tokio::time::timeout(bound, self.member.client.request(methods::PING, None)).await {
             Ok(Ok(_)) => Ping::Answered,
             Ok(Err(error)) => Ping::Failed(error.failure(), error.session_lost()),
             Err(_) => Ping::Failed(Failure::new(Stage::REQUEST, FailureKind::Timeout), false),

@@ -1,6 +1,7 @@
 //! The ladder itself, on one attempt: probe, `initialize`, the HTTP+SSE
 //! fallback, each stage bounded by the clock.
 
+use crate::protocol::methods;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -152,7 +153,7 @@ impl<'a> Ladder<'a> {
         clock.begin(stage::PROBE);
         let meta = self.client().encoded_meta(version);
         self.probe_meta = Some(Arc::clone(&meta));
-        let request = Request::new(self.id(), "server/discover", None).with_meta(meta);
+        let request = Request::new(self.id(), methods::SERVER_DISCOVER, None).with_meta(meta);
         let limits = self.request.limits();
         let transport = self.transport.as_ref();
         let outcome = clock
@@ -206,7 +207,7 @@ impl<'a> Ladder<'a> {
         };
         let request = Request::new(
             id,
-            "initialize",
+            methods::INITIALIZE,
             Some(serde_json::to_value(params).expect("params serialize")),
         );
         let transport = self.transport.as_ref();
@@ -240,7 +241,7 @@ impl<'a> Ladder<'a> {
             .await?;
         let version = result.protocol_version.clone();
         let notification = Notification {
-            method: "notifications/initialized".into(),
+            method: methods::INITIALIZED.into(),
             params: None,
         };
         clock

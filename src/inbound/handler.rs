@@ -1,6 +1,7 @@
 //! The application's answers to server requests: sampling, elicitation and
 //! roots, each an async function of the request's params.
 
+use crate::protocol::methods;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -235,10 +236,10 @@ impl ClientHandler {
         params: Option<Value>,
     ) -> BoxFuture<'static, Result<Value, RpcError>> {
         let answer = match method {
-            "ping" => return Box::pin(async { Ok(json!({})) }),
-            "sampling/createMessage" => self.sampling.as_ref(),
-            "elicitation/create" => self.elicitation.as_ref(),
-            "roots/list" => self.roots.as_ref(),
+            methods::PING => return Box::pin(async { Ok(json!({})) }),
+            methods::SAMPLING_CREATE_MESSAGE => self.sampling.as_ref(),
+            methods::ELICITATION_CREATE => self.elicitation.as_ref(),
+            methods::ROOTS_LIST => self.roots.as_ref(),
             _ => None,
         };
         match answer {
@@ -310,7 +311,7 @@ mod tests {
             json!({ "roots": { "listChanged": false } })
         );
         let answer = handler
-            .answer("roots/list", Some(json!({ "x": 1 })))
+            .answer(methods::ROOTS_LIST, Some(json!({ "x": 1 })))
             .await
             .unwrap();
         assert_eq!(answer, json!({ "echo": 1 }));
@@ -340,9 +341,9 @@ mod tests {
     async fn only_what_is_answered_is_declared() {
         let empty = ClientHandler::new();
         assert_eq!(empty.capabilities(), json!({}));
-        assert!(empty.answer("ping", None).await.is_ok());
+        assert!(empty.answer(methods::PING, None).await.is_ok());
         let missing = empty
-            .answer("sampling/createMessage", None)
+            .answer(methods::SAMPLING_CREATE_MESSAGE, None)
             .await
             .unwrap_err();
         assert_eq!(missing.code(), codes::METHOD_NOT_FOUND);
@@ -358,7 +359,7 @@ mod tests {
             url.capabilities(),
             json!({ "elicitation": { "form": {}, "url": {} } })
         );
-        let listed = roots.answer("roots/list", None).await.unwrap();
+        let listed = roots.answer(methods::ROOTS_LIST, None).await.unwrap();
         assert_eq!(listed, json!({ "roots": [{ "uri": "file:///a" }] }));
     }
 
@@ -371,13 +372,16 @@ mod tests {
             ))
         });
         let refused = handler
-            .answer("sampling/createMessage", Some(json!({ "messages": 3 })))
+            .answer(
+                methods::SAMPLING_CREATE_MESSAGE,
+                Some(json!({ "messages": 3 })),
+            )
             .await
             .unwrap_err();
         assert_eq!(refused.code(), codes::INVALID_PARAMS);
         let answered = handler
             .answer(
-                "sampling/createMessage",
+                methods::SAMPLING_CREATE_MESSAGE,
                 Some(json!({ "messages": [], "maxTokens": 7 })),
             )
             .await

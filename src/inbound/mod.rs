@@ -18,6 +18,7 @@ mod handler;
 mod notifications;
 mod subscriptions;
 
+use crate::protocol::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -246,7 +247,7 @@ impl Inbound {
         if let Some((cache, server)) = &self.cache {
             invalidate(cache, server, &method, params.as_ref());
         }
-        if method == "notifications/progress" {
+        if method == methods::NOTIFICATION_PROGRESS {
             self.progress_report(params.as_ref());
         }
         if method == subscriptions::ACKNOWLEDGED {
@@ -358,7 +359,7 @@ mod tests {
         let bytes = inbound
             .answer(
                 &RequestId::Number(7),
-                "sampling/createMessage",
+                methods::SAMPLING_CREATE_MESSAGE,
                 Some(json!({ "messages": [], "maxTokens": 1 })),
             )
             .await;
@@ -376,7 +377,7 @@ mod tests {
             async { Ok(crate::protocol::server_requests::ListRootsResult::default()) }
         });
         let bytes = Inbound::new(handler, None, "s".into())
-            .answer(&RequestId::Number(1), "roots/list", None)
+            .answer(&RequestId::Number(1), methods::ROOTS_LIST, None)
             .await;
         let answer: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(answer["error"]["code"], codes::INTERNAL_ERROR);
@@ -395,21 +396,21 @@ mod tests {
             })),
         );
         inbound.notify(
-            "notifications/progress".into(),
+            methods::NOTIFICATION_PROGRESS.into(),
             Some(json!({ "progressToken": "t1", "progress": 1, "total": 3 })),
         );
         inbound.notify(
-            "notifications/progress".into(),
+            methods::NOTIFICATION_PROGRESS.into(),
             Some(json!({ "progressToken": "other", "progress": 9 })),
         );
         assert_eq!(*seen.lock().unwrap(), [1.0]);
         assert_eq!(
             notifications.try_recv().unwrap().method,
-            "notifications/progress"
+            methods::NOTIFICATION_PROGRESS
         );
         drop(guard);
         inbound.notify(
-            "notifications/progress".into(),
+            methods::NOTIFICATION_PROGRESS.into(),
             Some(json!({ "progressToken": "t1", "progress": 2 })),
         );
         assert_eq!(

@@ -1,6 +1,7 @@
 //! Server notifications, delivered to the application through a bounded
 //! channel that never makes a transport wait.
 
+use crate::protocol::methods;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,13 +33,17 @@ impl ServerNotification {
     /// [`Known::Other`] otherwise (read `method` and `params`).
     pub fn known(&self) -> Known {
         let known = match self.method.as_str() {
-            "notifications/progress" => self.params_as().map(Known::Progress),
-            "notifications/message" => self.params_as().map(Known::Log),
-            "notifications/resources/updated" => self.params_as().map(Known::ResourceUpdated),
-            "notifications/cancelled" => self.params_as().map(Known::Cancelled),
-            "notifications/tools/list_changed" => Some(Known::ListChanged(ListKind::Tools)),
-            "notifications/prompts/list_changed" => Some(Known::ListChanged(ListKind::Prompts)),
-            "notifications/resources/list_changed" => Some(Known::ListChanged(ListKind::Resources)),
+            methods::NOTIFICATION_PROGRESS => self.params_as().map(Known::Progress),
+            methods::NOTIFICATION_MESSAGE => self.params_as().map(Known::Log),
+            methods::NOTIFICATION_RESOURCES_UPDATED => self.params_as().map(Known::ResourceUpdated),
+            methods::NOTIFICATION_CANCELLED => self.params_as().map(Known::Cancelled),
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED => Some(Known::ListChanged(ListKind::Tools)),
+            methods::NOTIFICATION_PROMPTS_LIST_CHANGED => {
+                Some(Known::ListChanged(ListKind::Prompts))
+            }
+            methods::NOTIFICATION_RESOURCES_LIST_CHANGED => {
+                Some(Known::ListChanged(ListKind::Resources))
+            }
             _ => None,
         };
         known.unwrap_or(Known::Other)
@@ -244,7 +249,7 @@ mod tests {
         let (sender, mut notifications) = notification_channel(2);
         for _ in 0..5 {
             sender.deliver(ServerNotification {
-                method: "notifications/message".into(),
+                method: methods::NOTIFICATION_MESSAGE.into(),
                 params: None,
                 server: "s".into(),
             });
@@ -263,7 +268,7 @@ mod tests {
             server: "files".into(),
         };
         let progress = of(
-            "notifications/progress",
+            methods::NOTIFICATION_PROGRESS,
             serde_json::json!({ "progressToken": 7, "progress": 2, "total": 4, "x": 1 }),
         );
         match progress.known() {
@@ -274,14 +279,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let log = of(
-            "notifications/message",
+            methods::NOTIFICATION_MESSAGE,
             serde_json::json!({ "level": "info", "data": "d" }),
         );
         assert!(matches!(log.known(), Known::Log(m) if m.level == "info"));
-        let changed = of("notifications/tools/list_changed", Value::Null);
+        let changed = of(methods::NOTIFICATION_TOOLS_LIST_CHANGED, Value::Null);
         assert_eq!(changed.known(), Known::ListChanged(ListKind::Tools));
         // A known method without its required fields is not guessed at.
-        let bad = of("notifications/resources/updated", serde_json::json!({}));
+        let bad = of(
+            methods::NOTIFICATION_RESOURCES_UPDATED,
+            serde_json::json!({}),
+        );
         assert_eq!(bad.known(), Known::Other);
         assert_eq!(
             of("notifications/custom", Value::Null).known(),

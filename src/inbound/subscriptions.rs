@@ -12,6 +12,7 @@
 //! on stdio all subscriptions share one channel, and the server may still
 //! send on a subscription it has not yet seen cancelled.
 
+use crate::protocol::methods;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -21,7 +22,7 @@ use tokio::sync::oneshot;
 use super::{token_key, Inbound};
 use crate::protocol::meta_keys;
 
-pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+pub(crate) const ACKNOWLEDGED: &str = methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED;
 
 #[derive(Default)]
 pub(super) struct Acks {

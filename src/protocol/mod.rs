@@ -9,6 +9,7 @@ pub mod codes;
 pub mod header_params;
 mod jsonrpc;
 mod messages;
+pub mod methods;
 pub mod server_requests;
 mod version;
 

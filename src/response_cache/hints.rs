@@ -1,6 +1,7 @@
 //! Which requests the cache may answer, their keys, and what a result's
 //! `ttlMs` and `cacheScope` say.
 
+use crate::protocol::methods;
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
@@ -11,11 +12,11 @@ use super::CacheScope;
 /// The methods whose results carry caching hints (`server/discover` is the
 /// era cache's).
 const CACHEABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
+    methods::TOOLS_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
 ];
 
 /// The key params of a request the cache may answer, or `None` when it
@@ -101,22 +102,22 @@ mod tests {
 
     #[test]
     fn keys_are_canonical_and_exclude_what_is_not_in_them() {
-        assert_eq!(cacheable("tools/list", None).as_deref(), Some("{}"));
+        assert_eq!(cacheable(methods::TOOLS_LIST, None).as_deref(), Some("{}"));
         assert_eq!(
-            cacheable("tools/list", Some(&json!({}))).as_deref(),
+            cacheable(methods::TOOLS_LIST, Some(&json!({}))).as_deref(),
             Some("{}")
         );
         assert_eq!(
-            cacheable("resources/read", Some(&json!({ "uri": "a://b" }))).as_deref(),
+            cacheable(methods::RESOURCES_READ, Some(&json!({ "uri": "a://b" }))).as_deref(),
             Some(r#"{"uri":"a://b"}"#)
         );
-        assert!(cacheable("tools/call", None).is_none());
-        assert!(cacheable("server/discover", None).is_none());
+        assert!(cacheable(methods::TOOLS_CALL, None).is_none());
+        assert!(cacheable(methods::SERVER_DISCOVER, None).is_none());
         for disqualified in ["_meta", "inputResponses", "requestState"] {
             let params = json!({ disqualified: {} });
-            assert!(cacheable("tools/list", Some(&params)).is_none());
+            assert!(cacheable(methods::TOOLS_LIST, Some(&params)).is_none());
         }
-        assert!(cacheable("tools/list", Some(&json!([1]))).is_none());
+        assert!(cacheable(methods::TOOLS_LIST, Some(&json!([1]))).is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! server flooding `list_changed` costs the store at most two operations
 //! per server and kind in flight, never one task per notification.
 
+use crate::protocol::methods;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -72,7 +73,7 @@ impl Invalidations {
         *state.epochs.entry(Arc::clone(server)).or_insert(0) += 1;
         let what = match what {
             Invalidation::Resource(_) if state.pending.len() >= MAX_PENDING => {
-                Invalidation::Method("resources/read")
+                Invalidation::Method(methods::RESOURCES_READ)
             }
             what => what,
         };

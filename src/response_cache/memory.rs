@@ -88,6 +88,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::protocol::methods;
 
     fn key(server: &str, method: &str, params: &str) -> CacheKey {
         CacheKey {
@@ -106,22 +107,35 @@ mod tests {
     async fn full_stores_drop_the_soonest_expiry_and_invalidation_is_per_server() {
         let store = MemoryStore::with_capacity(2);
         let long = Duration::from_secs(60);
-        store.put(key("a", "tools/list", "{}"), entry(long)).await;
+        store
+            .put(key("a", methods::TOOLS_LIST, "{}"), entry(long))
+            .await;
         store
             .put(
-                key("a", "prompts/list", "{}"),
+                key("a", methods::PROMPTS_LIST, "{}"),
                 entry(Duration::from_secs(1)),
             )
             .await;
-        store.put(key("b", "tools/list", "{}"), entry(long)).await;
-        assert_eq!(store.len(), 2);
-        assert!(store.get(&key("a", "prompts/list", "{}")).await.is_none());
         store
-            .invalidate("a", &Invalidation::Method("tools/list"))
+            .put(key("b", methods::TOOLS_LIST, "{}"), entry(long))
             .await;
-        assert!(store.get(&key("a", "tools/list", "{}")).await.is_none());
-        assert!(store.get(&key("b", "tools/list", "{}")).await.is_some());
-        let read = key("b", "resources/read", r#"{"uri":"x://1"}"#);
+        assert_eq!(store.len(), 2);
+        assert!(store
+            .get(&key("a", methods::PROMPTS_LIST, "{}"))
+            .await
+            .is_none());
+        store
+            .invalidate("a", &Invalidation::Method(methods::TOOLS_LIST))
+            .await;
+        assert!(store
+            .get(&key("a", methods::TOOLS_LIST, "{}"))
+            .await
+            .is_none());
+        assert!(store
+            .get(&key("b", methods::TOOLS_LIST, "{}"))
+            .await
+            .is_some());
+        let read = key("b", methods::RESOURCES_READ, r#"{"uri":"x://1"}"#);
         store.put(read.clone(), entry(long)).await;
         store
             .invalidate("b", &Invalidation::Resource("x://2".into()))

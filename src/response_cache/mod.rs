@@ -54,6 +54,7 @@ mod hints;
 mod invalidations;
 mod memory;
 
+use crate::protocol::methods;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -282,13 +283,15 @@ impl fmt::Debug for ResponseCache {
 /// What a server notification makes stale, if anything.
 pub(crate) fn invalidation(method: &str, params: Option<&serde_json::Value>) -> Vec<Invalidation> {
     match method {
-        "notifications/tools/list_changed" => vec![Invalidation::Method("tools/list")],
-        "notifications/prompts/list_changed" => vec![Invalidation::Method("prompts/list")],
-        "notifications/resources/list_changed" => vec![
-            Invalidation::Method("resources/list"),
-            Invalidation::Method("resources/templates/list"),
+        methods::NOTIFICATION_TOOLS_LIST_CHANGED => vec![Invalidation::Method(methods::TOOLS_LIST)],
+        methods::NOTIFICATION_PROMPTS_LIST_CHANGED => {
+            vec![Invalidation::Method(methods::PROMPTS_LIST)]
+        }
+        methods::NOTIFICATION_RESOURCES_LIST_CHANGED => vec![
+            Invalidation::Method(methods::RESOURCES_LIST),
+            Invalidation::Method(methods::RESOURCES_TEMPLATES_LIST),
         ],
-        "notifications/resources/updated" => params
+        methods::NOTIFICATION_RESOURCES_UPDATED => params
             .and_then(|p| p.get("uri"))
             .and_then(serde_json::Value::as_str)
             .map(|uri| vec![Invalidation::Resource(uri.to_owned())])
@@ -312,7 +315,7 @@ impl Invalidation {
         match self {
             Invalidation::Method(method) => (method, None),
             Invalidation::Resource(uri) => (
-                "resources/read",
+                methods::RESOURCES_READ,
                 hints::canonical(Some(&serde_json::json!({ "uri": uri }))),
             ),
         }
@@ -330,7 +333,7 @@ impl Invalidation {
         move |key: &CacheKey| match self {
             Invalidation::Method(method) => &*key.method == *method,
             Invalidation::Resource(_) => {
-                &*key.method == "resources/read" && read.as_deref() == Some(&*key.params)
+                &*key.method == methods::RESOURCES_READ && read.as_deref() == Some(&*key.params)
             }
         }
     }

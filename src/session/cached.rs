@@ -14,6 +14,7 @@
 //! the era cache forget the server and ends the session with
 //! [`VersionError::RememberedRefused`].
 
+use crate::protocol::methods;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -159,7 +160,8 @@ impl Session {
         let mut cursor: Option<String> = None;
         for _ in 0..super::MAX_PAGES {
             let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
-            let Some(lookup) = self.lookup("tools/list", params.as_ref(), CacheMode::Use) else {
+            let Some(lookup) = self.lookup(methods::TOOLS_LIST, params.as_ref(), CacheMode::Use)
+            else {
                 return;
             };
             let Some(raw) = self.cached(&lookup).await else {

@@ -6,6 +6,7 @@
 //! it is terminal: every waiting request fails at once with the closure
 //! category, and later requests fail fast with the same category.
 
+use crate::protocol::methods;
 use std::fmt;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -350,8 +351,8 @@ impl Session {
     /// `server/discover` as the liveness check there).
     pub async fn ping(&self) -> Result<(), Error> {
         let method = match self.era() {
-            Era::Legacy => "ping",
-            Era::Modern => "server/discover",
+            Era::Legacy => methods::PING,
+            Era::Modern => methods::SERVER_DISCOVER,
         };
         self.request(method, None).await.map(drop)
     }

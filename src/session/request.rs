@@ -8,6 +8,7 @@
 //! reaches its callback and, when asked, restarts the timeout, never past
 //! a maximum total.
 
+use crate::protocol::methods;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +51,7 @@ impl Drop for CancelOnDrop<'_> {
         let transport: Arc<dyn Transport> = Arc::clone(&session.transport);
         let version: ProtocolVersion = session.negotiated.version.clone();
         let notification = Notification {
-            method: "notifications/cancelled".into(),
+            method: methods::NOTIFICATION_CANCELLED.into(),
             params: Some(json!({ "requestId": self.id, "reason": self.reason })),
         };
         runtime.spawn(async move {
@@ -83,7 +84,7 @@ impl Session {
                 return Ok(hit);
             }
         }
-        if method == "tools/call" && self.era() == Era::Modern {
+        if self.carries_param_headers(method) {
             self.seed_tool_headers().await;
         }
         let token = options.wants_progress().then(|| {
@@ -355,7 +356,7 @@ impl Session {
         method: &str,
         params: Option<&Value>,
     ) -> Result<Vec<(String, String)>, Error> {
-        if method != "tools/call" || self.era() != Era::Modern {
+        if !self.carries_param_headers(method) {
             return Ok(Vec::new());
         }
         self.tool_headers
@@ -366,9 +367,13 @@ impl Session {
     /// Whether a refusal is the server's `HeaderMismatch` on a modern-era
     /// `tools/call`, which a fresh listing may cure.
     fn may_relist(&self, request: &Request, rpc: &RpcError) -> bool {
-        rpc.code() == codes::HEADER_MISMATCH
-            && request.method == "tools/call"
-            && self.era() == Era::Modern
+        rpc.code() == codes::HEADER_MISMATCH && self.carries_param_headers(&request.method)
+    }
+
+    /// Whether `method` carries `Mcp-Param-*` headers on this session: a
+    /// `tools/call` on the modern era. The one place that asks.
+    fn carries_param_headers(&self, method: &str) -> bool {
+        method == methods::TOOLS_CALL && self.era() == Era::Modern
     }
 }
 

@@ -3,6 +3,7 @@
 //! `SKILL.md`) and read its other files only when the application asks,
 //! each verified against the entry's manifest before it is returned.
 
+use crate::protocol::methods;
 use mcp_connect_layers::Stage;
 use serde::Deserialize;
 use serde_json::json;
@@ -19,7 +20,7 @@ impl Session {
     /// `skills/list`, every page: each skill's entry (its `SKILL.md` URI,
     /// frontmatter and manifest). No skill file is read.
     pub async fn list_skills(&self) -> Result<Vec<Skill>, Error> {
-        self.all_pages("skills/list", "skills", &RequestOptions::default())
+        self.all_pages(methods::SKILLS_LIST, "skills", &RequestOptions::default())
             .await
     }
 
@@ -30,7 +31,7 @@ impl Session {
             skill: Skill,
         }
         let got: Got = self
-            .request_as("skills/get", Some(json!({ "uri": uri })))
+            .request_as(methods::SKILLS_GET, Some(json!({ "uri": uri })))
             .await?;
         Ok(got.skill)
     }

@@ -19,6 +19,7 @@
 //! is not reopened by the session; an [`McpClient`](crate::McpClient)
 //! subscribes again on its next session.
 
+use crate::protocol::methods;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -234,7 +235,7 @@ impl Session {
         let transport = Arc::clone(&self.transport);
         let version: ProtocolVersion = self.negotiated.version.clone();
         let notification = Notification {
-            method: "notifications/cancelled".into(),
+            method: methods::NOTIFICATION_CANCELLED.into(),
             params: Some(json!({ "requestId": old.id, "reason": "subscription replaced" })),
         };
         runtime.spawn(async move {

@@ -5,6 +5,7 @@
 //! terminal status, the caller's timeout, or the caller's cancellation,
 //! which cancels the task (`tasks/cancel`).
 
+use crate::protocol::methods;
 use std::time::Duration;
 
 use mcp_connect_layers::{CancelSource, Stage};
@@ -69,7 +70,7 @@ impl Session {
         }
         params["_meta"] = json!({ meta_keys::CLIENT_CAPABILITIES: capabilities });
         let raw = self
-            .request_with("tools/call", Some(params), options)
+            .request_with(methods::TOOLS_CALL, Some(params), options)
             .await?;
         tasks::called(raw.get()).map_err(task_error)
     }
@@ -77,7 +78,7 @@ impl Session {
     /// `tasks/get`: where the task is, and what its status carries.
     pub async fn get_task(&self, task_id: &str) -> Result<TaskState, Error> {
         let raw = self
-            .request("tasks/get", Some(json!({ "taskId": task_id })))
+            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
             .await?;
         tasks::state(raw.get()).map_err(task_error)
     }
@@ -89,13 +90,15 @@ impl Session {
         responses: Map<String, Value>,
     ) -> Result<(), Error> {
         let params = json!({ "taskId": task_id, "inputResponses": responses });
-        self.request("tasks/update", Some(params)).await.map(drop)
+        self.request(methods::TASKS_UPDATE, Some(params))
+            .await
+            .map(drop)
     }
 
     /// `tasks/cancel`: asks the server to cancel the task. The task's
     /// status says when it is cancelled.
     pub async fn cancel_task(&self, task_id: &str) -> Result<(), Error> {
-        self.request("tasks/cancel", Some(json!({ "taskId": task_id })))
+        self.request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
             .await
             .map(drop)
     }

@@ -7,6 +7,7 @@
 //! [`MAX_PAGES`] pages with [`PaginationError::TooManyPages`]. The
 //! `*_page` methods fetch one page from a cursor.
 
+use crate::protocol::methods;
 use std::collections::HashSet;
 
 use mcp_connect_layers::Stage;
@@ -112,7 +113,7 @@ impl Session {
         options: &RequestOptions,
     ) -> Result<ListToolsResult, Error> {
         let tools = self
-            .all_pages::<Tool>("tools/list", "tools", options)
+            .all_pages::<Tool>(methods::TOOLS_LIST, "tools", options)
             .await?;
         Ok(self.tools_listed(tools, None, true))
     }
@@ -122,7 +123,7 @@ impl Session {
     pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
         let options = RequestOptions::default();
         let page = self
-            .page::<Tool>("tools/list", "tools", cursor, &options)
+            .page::<Tool>(methods::TOOLS_LIST, "tools", cursor, &options)
             .await?;
         Ok(self.tools_listed(page.items, page.next_cursor, false))
     }
@@ -152,13 +153,14 @@ impl Session {
 
     /// [`list_prompts`](Self::list_prompts) with its own [`RequestOptions`].
     pub async fn list_prompts_with(&self, options: &RequestOptions) -> Result<Vec<Prompt>, Error> {
-        self.all_pages("prompts/list", "prompts", options).await
+        self.all_pages(methods::PROMPTS_LIST, "prompts", options)
+            .await
     }
 
     /// One page of `prompts/list`.
     pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<Page<Prompt>, Error> {
         self.page(
-            "prompts/list",
+            methods::PROMPTS_LIST,
             "prompts",
             cursor,
             &RequestOptions::default(),
@@ -177,13 +179,14 @@ impl Session {
         &self,
         options: &RequestOptions,
     ) -> Result<Vec<Resource>, Error> {
-        self.all_pages("resources/list", "resources", options).await
+        self.all_pages(methods::RESOURCES_LIST, "resources", options)
+            .await
     }
 
     /// One page of `resources/list`.
     pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<Page<Resource>, Error> {
         self.page(
-            "resources/list",
+            methods::RESOURCES_LIST,
             "resources",
             cursor,
             &RequestOptions::default(),
@@ -203,8 +206,12 @@ impl Session {
         &self,
         options: &RequestOptions,
     ) -> Result<Vec<ResourceTemplate>, Error> {
-        self.all_pages("resources/templates/list", "resourceTemplates", options)
-            .await
+        self.all_pages(
+            methods::RESOURCES_TEMPLATES_LIST,
+            "resourceTemplates",
+            options,
+        )
+        .await
     }
 
     /// One page of `resources/templates/list`.
@@ -213,7 +220,7 @@ impl Session {
         cursor: Option<&str>,
     ) -> Result<Page<ResourceTemplate>, Error> {
         self.page(
-            "resources/templates/list",
+            methods::RESOURCES_TEMPLATES_LIST,
             "resourceTemplates",
             cursor,
             &RequestOptions::default(),
@@ -238,7 +245,7 @@ impl Session {
         // A `&str` and a `Value` always serialize to a `Value`.
         let params =
             serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        self.request_as_with("tools/call", Some(params), options)
+        self.request_as_with(methods::TOOLS_CALL, Some(params), options)
             .await
     }
 
@@ -247,7 +254,7 @@ impl Session {
         // A `&str` and a `Value` always serialize to a `Value`.
         let params =
             serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
-        self.request_as("prompts/get", Some(params)).await
+        self.request_as(methods::PROMPTS_GET, Some(params)).await
     }
 
     /// `resources/read`.
@@ -265,7 +272,7 @@ impl Session {
     ) -> Result<Value, Error> {
         // A `&str` always serializes to a `Value`.
         let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
-        self.request_as_with("resources/read", Some(params), options)
+        self.request_as_with(methods::RESOURCES_READ, Some(params), options)
             .await
     }
 
@@ -280,7 +287,7 @@ impl Session {
         match self.era() {
             Era::Modern => self.subscribe_modern(uri).await,
             Era::Legacy => self
-                .request("resources/subscribe", Some(json!({ "uri": uri })))
+                .request(methods::RESOURCES_SUBSCRIBE, Some(json!({ "uri": uri })))
                 .await
                 .map(drop),
         }
@@ -292,7 +299,7 @@ impl Session {
         match self.era() {
             Era::Modern => self.unsubscribe_modern(uri).await,
             Era::Legacy => self
-                .request("resources/unsubscribe", Some(json!({ "uri": uri })))
+                .request(methods::RESOURCES_UNSUBSCRIBE, Some(json!({ "uri": uri })))
                 .await
                 .map(drop),
         }
@@ -308,12 +315,13 @@ impl Session {
         value: &str,
     ) -> Result<Value, Error> {
         let params = json!({ "ref": reference, "argument": { "name": argument, "value": value } });
-        self.request_as("completion/complete", Some(params)).await
+        self.request_as(methods::COMPLETION_COMPLETE, Some(params))
+            .await
     }
 
     /// `logging/setLevel` (`"debug"`, `"info"`, ..., `"emergency"`).
     pub async fn set_logging_level(&self, level: &str) -> Result<(), Error> {
-        self.request("logging/setLevel", Some(json!({ "level": level })))
+        self.request(methods::LOGGING_SET_LEVEL, Some(json!({ "level": level })))
             .await
             .map(drop)
     }

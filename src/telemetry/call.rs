@@ -10,6 +10,7 @@
 //! description (that would be the server's message). A request whose
 //! future is dropped ends as `error.type = cancelled`.
 
+use crate::protocol::methods;
 use std::time::Instant;
 
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
@@ -78,11 +79,11 @@ impl CallSpan {
     ) -> CallSpan {
         let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
         let target = match method {
-            "tools/call" => text("name").map(|name| (names::TOOL_NAME, name)),
-            "prompts/get" => text("name").map(|name| (names::PROMPT_NAME, name)),
+            methods::TOOLS_CALL => text("name").map(|name| (names::TOOL_NAME, name)),
+            methods::PROMPTS_GET => text("name").map(|name| (names::PROMPT_NAME, name)),
             _ => None,
         };
-        let tool_call = method == "tools/call";
+        let tool_call = method == methods::TOOLS_CALL;
         let mut labels = vec![KeyValue::new(names::METHOD, method.to_owned())];
         if let Some((key, name)) = target {
             labels.push(KeyValue::new(key, name.to_owned()));

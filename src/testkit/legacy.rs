@@ -2,6 +2,7 @@
 //!
 //! [`ScriptServer`]: super::ScriptServer
 
+use crate::protocol::methods;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,8 +101,10 @@ impl LegacyServer {
                 }
                 return Script::Status(if removed { 200 } else { 404 });
             }
-            (_, "server/discover") => return Script::Json(400, error(request, -32000, None)),
-            (_, "initialize") => {
+            (_, methods::SERVER_DISCOVER) => {
+                return Script::Json(400, error(request, -32000, None))
+            }
+            (_, methods::INITIALIZE) => {
                 let n = self.state.created.fetch_add(1, Ordering::Relaxed) + 1;
                 let id = format!("session-{n}");
                 self.state.open.lock().expect("lock").insert(id.clone());
@@ -136,8 +139,8 @@ impl LegacyServer {
                 }
             }
             Some(_) => match request.rpc_method() {
-                "" | "notifications/initialized" => Script::Status(202),
-                "tools/call" => {
+                "" | methods::INITIALIZED => Script::Status(202),
+                methods::TOOLS_CALL => {
                     self.state.tool_calls.fetch_add(1, Ordering::Relaxed);
                     Script::Json(
                         200,
@@ -147,10 +150,14 @@ impl LegacyServer {
                         ),
                     )
                 }
-                "ping" => Script::Json(200, result(request, json!({}))),
-                "prompts/get" => Script::Json(200, result(request, json!({ "messages": [] }))),
-                "resources/read" => Script::Json(200, result(request, json!({ "contents": [] }))),
-                "resources/subscribe" | "resources/unsubscribe" => {
+                methods::PING => Script::Json(200, result(request, json!({}))),
+                methods::PROMPTS_GET => {
+                    Script::Json(200, result(request, json!({ "messages": [] })))
+                }
+                methods::RESOURCES_READ => {
+                    Script::Json(200, result(request, json!({ "contents": [] })))
+                }
+                methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                     Script::Json(200, result(request, json!({})))
                 }
                 _ => Script::Json(200, error(request, -32601, None)),

@@ -11,6 +11,7 @@
 //! without it opens a standalone stream of `notifications/message` events,
 //! cut and resumed the same way, that stays open once everything was sent.
 
+use crate::protocol::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -185,7 +186,7 @@ const SESSION: &str = "resumable-session-1";
 
 fn answer(behaviour: &Resumable, state: &mut State, request: &Recorded) -> Script {
     match (request.method.as_str(), request.rpc_method()) {
-        ("POST", "initialize") => Script::JsonWith(
+        ("POST", methods::INITIALIZE) => Script::JsonWith(
             200,
             result(
                 request,
@@ -197,19 +198,19 @@ fn answer(behaviour: &Resumable, state: &mut State, request: &Recorded) -> Scrip
             ),
             vec![("mcp-session-id", SESSION.to_owned())],
         ),
-        ("POST", "notifications/initialized") => Script::Status(202),
-        ("POST", "tools/list") => Script::Json(
+        ("POST", methods::INITIALIZED) => Script::Status(202),
+        ("POST", methods::TOOLS_LIST) => Script::Json(
             200,
             result(
                 request,
                 json!({ "tools": [{ "name": "slow", "inputSchema": { "type": "object" } }] }),
             ),
         ),
-        ("POST", "tools/call") => {
+        ("POST", methods::TOOLS_CALL) => {
             let token = request.body["params"]["_meta"]["progressToken"].clone();
             let mut messages: Vec<Value> = (1..=behaviour.notifications)
                 .map(|n| {
-                    json!({ "jsonrpc": "2.0", "method": "notifications/progress",
+                    json!({ "jsonrpc": "2.0", "method": methods::NOTIFICATION_PROGRESS,
                             "params": { "progressToken": token, "progress": n } })
                 })
                 .collect();
@@ -238,7 +239,7 @@ fn answer(behaviour: &Resumable, state: &mut State, request: &Recorded) -> Scrip
                 state.resumptions.push(None);
                 let messages = (1..=behaviour.standalone)
                     .map(|n| {
-                        json!({ "jsonrpc": "2.0", "method": "notifications/message",
+                        json!({ "jsonrpc": "2.0", "method": methods::NOTIFICATION_MESSAGE,
                                 "params": { "level": "info", "data": n } })
                     })
                     .collect();

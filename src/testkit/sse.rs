@@ -1,5 +1,6 @@
 //! A scriptable legacy HTTP+SSE server (the 2024-11-05 transport).
 
+use crate::protocol::methods;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -210,22 +211,28 @@ async fn handle(
             let id = message.get("id").cloned();
             let reply = match (rpc.as_str(), id) {
                 (_, None) => None,
-                ("initialize", Some(_)) if behaviour.stall_initialize => None,
-                ("initialize", Some(id)) => Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
-                    "protocolVersion": message["params"]["protocolVersion"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "sse-only", "version": "2024" }
-                }})),
-                ("tools/call", Some(_)) if behaviour.close_on_call => {
+                (methods::INITIALIZE, Some(_)) if behaviour.stall_initialize => None,
+                (methods::INITIALIZE, Some(id)) => {
+                    Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": message["params"]["protocolVersion"],
+                        "capabilities": { "tools": {} },
+                        "serverInfo": { "name": "sse-only", "version": "2024" }
+                    }}))
+                }
+                (methods::TOOLS_CALL, Some(_)) if behaviour.close_on_call => {
                     let _ = tx.send(None);
                     None
                 }
-                ("tools/call", Some(id)) => Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
-                    "content": [{ "type": "text", "text": "over sse" }]
-                }})),
-                ("tools/list", Some(id)) => Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
-                    "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }]
-                }})),
+                (methods::TOOLS_CALL, Some(id)) => {
+                    Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{ "type": "text", "text": "over sse" }]
+                    }}))
+                }
+                (methods::TOOLS_LIST, Some(id)) => {
+                    Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
+                        "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }]
+                    }}))
+                }
                 (_, Some(id)) => Some(
                     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "nope" } }),
                 ),

@@ -3,6 +3,7 @@
 //! offers the extension (and answers at once when it does not), and serves
 //! `tasks/get`, `tasks/update` and `tasks/cancel` for it.
 
+use crate::protocol::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -95,14 +96,14 @@ impl TasksServer {
     pub fn respond(&self, request: &Recorded) -> Script {
         let params = &request.body["params"];
         let answer = match request.rpc_method() {
-            "server/discover" => result(
+            methods::SERVER_DISCOVER => result(
                 request,
                 json!({
                     "supportedVersions": ["2026-07-28"],
                     "capabilities": { "tools": {}, "extensions": { crate::extensions::tasks::EXTENSION: {} } },
                 }),
             ),
-            "tools/call" if crate::extensions::tasks::offered(Some(params)) => {
+            methods::TOOLS_CALL if crate::extensions::tasks::offered(Some(params)) => {
                 let id = format!("task-{}", self.created() + 1);
                 self.tasks
                     .lock()
@@ -112,10 +113,10 @@ impl TasksServer {
                 handle["resultType"] = json!("task");
                 result(request, handle)
             }
-            "tools/call" => result(request, done()),
-            "tasks/get" => self.get(request),
-            "tasks/update" => self.update(request),
-            "tasks/cancel" => self.cancel(request),
+            methods::TOOLS_CALL => result(request, done()),
+            methods::TASKS_GET => self.get(request),
+            methods::TASKS_UPDATE => self.update(request),
+            methods::TASKS_CANCEL => self.cancel(request),
             _ => error(request, -32601, None),
         };
         Script::Json(200, answer)
@@ -147,7 +148,7 @@ impl TasksServer {
             self.handle(id, "working")
         } else if self.plan.asks_input && task.answered.is_none() {
             let mut state = self.handle(id, "input_required");
-            state["inputRequests"] = json!({ "name": { "method": "elicitation/create", "params": {
+            state["inputRequests"] = json!({ "name": { "method": methods::ELICITATION_CREATE, "params": {
                 "message": "name?", "requestedSchema": { "type": "object",
                     "properties": { "name": { "type": "string", "default": "Ada" } } } } } });
             state

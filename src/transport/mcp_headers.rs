@@ -6,6 +6,7 @@
 //! body; a name that is not printable ASCII is sent base64-wrapped so its
 //! exact bytes survive.
 
+use crate::protocol::methods;
 use std::borrow::Cow;
 
 use http::header::{HeaderName, HeaderValue};
@@ -25,8 +26,8 @@ pub(crate) const JSON: HeaderValue = HeaderValue::from_static("application/json"
 /// The param mirrored in `Mcp-Name` for the methods that name a target.
 pub(crate) fn name_param<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
     let key = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
+        methods::TOOLS_CALL | methods::PROMPTS_GET => "name",
+        methods::RESOURCES_READ => "uri",
         _ => return None,
     };
     params?.get(key)?.as_str()
@@ -72,15 +73,15 @@ pub(crate) fn version_header(version: &ProtocolVersion) -> Option<HeaderValue> {
 /// The `Mcp-Method` value: static for the methods this client sends most.
 pub(crate) fn method_header(method: &str) -> Option<HeaderValue> {
     const COMMON: &[&str] = &[
-        "server/discover",
-        "tools/call",
-        "tools/list",
-        "resources/read",
-        "resources/list",
-        "prompts/get",
-        "prompts/list",
-        "initialize",
-        "ping",
+        methods::SERVER_DISCOVER,
+        methods::TOOLS_CALL,
+        methods::TOOLS_LIST,
+        methods::RESOURCES_READ,
+        methods::RESOURCES_LIST,
+        methods::PROMPTS_GET,
+        methods::PROMPTS_LIST,
+        methods::INITIALIZE,
+        methods::PING,
     ];
     match COMMON.iter().find(|known| **known == method) {
         Some(known) => Some(HeaderValue::from_static(known)),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::protocol::methods;
 
 #[test]
 fn parses_each_message_shape() {
@@ -62,10 +63,10 @@ fn rpc_error_never_prints_the_server_message() {
 
 #[test]
 fn serializes_requests_and_notifications() {
-    let r = Request::new(RequestId::Number(7), "ping", None);
+    let r = Request::new(RequestId::Number(7), methods::PING, None);
     assert_eq!(r.to_bytes(), br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
     let n = Notification {
-        method: "notifications/initialized".into(),
+        method: methods::INITIALIZED.into(),
         params: None,
     };
     assert_eq!(

@@ -15,6 +15,7 @@
 mod reply;
 mod resume;
 
+use crate::protocol::methods;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -204,7 +205,8 @@ impl StreamableHttp {
         let response = self.send(request).await?;
         // Only a successful `initialize` starts a session: an id on a
         // refused probe, or on any later answer, is not this session's.
-        if session.is_none() && rpc_method == "initialize" && response.status().is_success() {
+        if session.is_none() && rpc_method == methods::INITIALIZE && response.status().is_success()
+        {
             if let Some(assigned) = response.headers().get(&MCP_SESSION_ID) {
                 let assigned = valid_session_id(assigned)?;
                 *self.session_id.lock().expect("lock poisoned") = Some(assigned);
