@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::deadline::DeadlinePause;
-use mcp_connect_layers::{
-    CancelSource, Classify, Failure, Stage, StageEvent, StageObserver, StageOutcome,
-};
+use mcp_connect_layers::{CancelSource, Failure, Stage, StageEvent, StageObserver, StageOutcome};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

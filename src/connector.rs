@@ -65,10 +65,7 @@ impl Connector {
             let (attempt, stages) =
                 crate::telemetry::establish::Attempt::start(&telemetry, request.attempt());
             let made = self.connect_plain(request.with_observer(stages)).await;
-            attempt.finish(made.as_ref().err().map(|e| {
-                use mcp_connect_layers::Classify as _;
-                e.failure()
-            }));
+            attempt.finish(made.as_ref().err().map(|e| e.failure()));
             return made;
         }
         self.connect_plain(request).await

@@ -221,11 +221,6 @@ impl Error {
         &self.kind
     }
 
-    /// The HTTP status involved, if any.
-    pub fn http_status(&self) -> Option<u16> {
-        self.failure().http_status
-    }
-
     /// The JSON-RPC error code involved, if any.
     pub fn jsonrpc_code(&self) -> Option<i64> {
         self.failure().jsonrpc_code

@@ -65,11 +65,37 @@ impl fmt::Debug for Report<'_> {
     }
 }
 
-/// `report()` and `server_message()` for a public error of this crate, so
-/// neither needs an import; invoked beside each error type.
+/// `report()`, `server_message()` and the classification's questions
+/// (`failure()`, `is_timeout()`, `is_auth()`, `http_status()`) for a
+/// public error of this crate, so none needs an import; invoked beside
+/// each error type.
 macro_rules! reportable {
     ($($error:ty),* $(,)?) => {$(
         impl $error {
+            /// What failed, payload-free: stage, kind, HTTP status, JSON-RPC
+            /// code ([`Classify::failure`](crate::layers::Classify::failure),
+            /// with no import).
+            pub fn failure(&self) -> $crate::layers::Failure {
+                $crate::layers::Classify::failure(self)
+            }
+
+            /// Whether it ended on a timeout (a stage's limit, the
+            /// deadline, a request's timeout).
+            pub fn is_timeout(&self) -> bool {
+                self.failure().kind == $crate::layers::FailureKind::Timeout
+            }
+
+            /// Whether the server or its authorization server refused the
+            /// credentials (401/403, a failed authorization).
+            pub fn is_auth(&self) -> bool {
+                self.failure().kind == $crate::layers::FailureKind::Auth
+            }
+
+            /// The HTTP status involved, if any.
+            pub fn http_status(&self) -> Option<u16> {
+                self.failure().http_status
+            }
+
             /// This error and every cause, for printing whole:
             /// `{}` on one line, `{:#}` a cause a line
             /// ([`Report`](crate::report::Report)).

@@ -46,7 +46,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_connect_layers::{Classify, Closure, FailureKind};
+use mcp_connect_layers::{Closure, FailureKind};
 
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use mcp_connect::error::ConfigError;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use support::watchdog;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_connect::client::ClientError;
 use mcp_connect::layers::diagnostics::{LifecycleMetrics, StageRecord};
-use mcp_connect::layers::{Classify, Failure, StageOutcome};
+use mcp_connect::layers::{Failure, StageOutcome};
 use mcp_connect::protocol::CallToolResult;
 use mcp_connect::Session;
 use serde_json::{json, Map, Value};
@@ -246,7 +246,7 @@ impl Printer {
                     json!({
                         "event": "call", "n": n, "tool": name, "ok": false,
                         "generation": generation, "http_status": failure.http_status,
-                        "reconnected": reconnected, "session_lost": error.session_lost(),
+                        "reconnected": reconnected, "session_lost": error.is_session_lost(),
                         "failure": failure_json(&failure),
                     }),
                 )

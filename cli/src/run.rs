@@ -10,7 +10,6 @@ use mcp_connect::client::ClientError;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::era_cache::EraCache;
 use mcp_connect::inbound::notification_channel;
-use mcp_connect::layers::Classify;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::RequestOptions;
 use mcp_connect::{Connector, Error, EstablishBuilder, McpClient, Session};

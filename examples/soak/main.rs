@@ -39,7 +39,6 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use mcp_connect::client::ClientError;
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
-use mcp_connect::layers::Classify;
 use mcp_connect::protocol::CallToolResult;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::request::Limits;
@@ -292,7 +291,7 @@ fn check(
         }
         (Ok(_), Expect::CoolingDownOrOk(_)) => generation == 1,
         (Err(e @ ClientError::Call { .. }), Expect::Fails { kinds, lost }) => {
-            kinds.contains(&e.failure().kind) && e.session_lost() == lost
+            kinds.contains(&e.failure().kind) && e.is_session_lost() == lost
         }
         _ => false,
     };
@@ -313,7 +312,7 @@ fn check(
                 failure.kind.as_str(),
                 failure.http_status,
                 failure.closure.map(|c| c.as_str()),
-                e.session_lost()
+                e.is_session_lost()
             )
         }
     })

@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use mcp_connect_layers::Classify;
-
 use super::{ClientError, McpClient, Reconnect, State};
 use crate::error::Error;
 use crate::replay::{undelivered, ReplayPolicy, Undelivered};

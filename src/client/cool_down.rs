@@ -5,6 +5,7 @@
 //! a server that dies just after every start is not respawned several
 //! times a second.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::recovery::Backoff;
@@ -13,6 +14,7 @@ use tokio::time::Instant;
 use tower::util::rng::HasherRng;
 
 use super::{ClientError, McpClient, State};
+use crate::stack::EstablishError;
 
 /// The cool-down after failed reconnects: full jitter under a ceiling of
 /// 100 ms doubling to 30 s.
@@ -43,9 +45,14 @@ impl McpClient {
             .expect("cool-down lock poisoned")
     }
 
-    /// Calls fail fast with `failure` for the cool-down's delay after
-    /// `failures` in a row; the delay.
-    pub(super) fn start_cool_down(&self, failures: u32, failure: Failure) -> Duration {
+    /// Calls fail fast with `failure` (and its `cause`) for the
+    /// cool-down's delay after `failures` in a row; the delay.
+    pub(super) fn start_cool_down(
+        &self,
+        failures: u32,
+        failure: Failure,
+        cause: Option<Arc<EstablishError>>,
+    ) -> Duration {
         let pause = {
             // Poisoning needs a panic under this lock; `delay` cannot panic.
             let (backoff, rng) = &mut *self.cool_down();
@@ -59,6 +66,7 @@ impl McpClient {
                 .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
             failures,
             failure,
+            cause,
         };
         pause
     }
@@ -86,7 +94,7 @@ impl McpClient {
             return None;
         }
         let failure = Failure::new(Stage::REQUEST, FailureKind::Closed);
-        let pause = self.start_cool_down(short_lived - 1, failure);
+        let pause = self.start_cool_down(short_lived - 1, failure, None);
         tracing::debug!(
             target: "mcp_connect::client",
             short_lived,
@@ -95,6 +103,7 @@ impl McpClient {
         Some(ClientError::CoolingDown {
             failure,
             retry_in: pause,
+            cause: None,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! Why a call on an [`McpClient`](super::McpClient) failed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::{Classify, Failure};
@@ -14,7 +15,7 @@ use crate::stack::EstablishError;
 pub enum ClientError {
     /// No session could be established.
     #[error("no session could be established")]
-    Connect(#[source] EstablishError),
+    Connect(#[source] Arc<EstablishError>),
     /// The last reconnect failed recently; the client is backing off.
     #[error("no session: backing off for {retry_in:?} after a failed reconnect ({failure})")]
     CoolingDown {
@@ -22,6 +23,10 @@ pub enum ClientError {
         failure: Failure,
         /// How long until the client tries again.
         retry_in: Duration,
+        /// The establishment error that started the cool-down (none when
+        /// sessions kept dying young instead).
+        #[source]
+        cause: Option<Arc<EstablishError>>,
     },
     /// The call itself failed on session `generation`.
     #[error("{operation} failed on session {generation}")]
@@ -67,7 +72,7 @@ impl ClientError {
     }
 
     /// Whether the session died with this call.
-    pub fn session_lost(&self) -> bool {
+    pub fn is_session_lost(&self) -> bool {
         matches!(
             self,
             ClientError::Call {

@@ -40,7 +40,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use mcp_connect_layers::recovery::Backoff;
-use mcp_connect_layers::{Classify, Failure};
+use mcp_connect_layers::Failure;
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -83,6 +83,7 @@ enum State {
         until: Instant,
         failures: u32,
         failure: Failure,
+        cause: Option<Arc<crate::stack::EstablishError>>,
     },
 }
 
@@ -313,7 +314,8 @@ impl McpClient {
                 Ok((session, generation))
             }
             Err(error) => {
-                self.start_cool_down(failures, error.failure());
+                let error = Arc::new(error);
+                self.start_cool_down(failures, error.failure(), Some(Arc::clone(&error)));
                 Err(ClientError::Connect(error))
             }
         }
@@ -367,10 +369,16 @@ impl McpClient {
                     }
                     _ => return Ok(Some((Arc::clone(session), *generation))),
                 },
-                State::CoolingDown { until, failure, .. } if Instant::now() < *until => {
+                State::CoolingDown {
+                    until,
+                    failure,
+                    cause,
+                    ..
+                } if Instant::now() < *until => {
                     return Err(ClientError::CoolingDown {
                         failure: *failure,
                         retry_in: *until - Instant::now(),
+                        cause: cause.clone(),
                     });
                 }
                 _ => return Ok(None),

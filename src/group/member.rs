@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use mcp_connect_layers::classify::Conservative;
-use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
+use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
 
@@ -133,7 +133,7 @@ fn step_after(failed: ListingFailed) -> Step {
 }
 
 pub(super) fn on_transport(error: &ClientError) -> bool {
-    error.session_lost()
+    error.is_session_lost()
         || matches!(
             error.failure().kind,
             FailureKind::Connect | FailureKind::Io | FailureKind::Closed
@@ -290,7 +290,7 @@ impl Supervisor {
         drop(session);
         match tokio::time::timeout(bound, self.member.client.request(methods::PING, None)).await {
             Ok(Ok(_)) => Ping::Answered,
-            Ok(Err(error)) => Ping::Failed(error.failure(), error.session_lost()),
+            Ok(Err(error)) => Ping::Failed(error.failure(), error.is_session_lost()),
             Err(_) => Ping::Failed(Failure::new(Stage::REQUEST, FailureKind::Timeout), false),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_connect_layers::{Classify, FailureKind};
+use mcp_connect_layers::FailureKind;
 
 use super::catalogue::Listing;
 use super::health::HealthState;

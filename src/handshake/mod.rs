@@ -58,7 +58,7 @@ mod verdict;
 
 use std::sync::Arc;
 
-use mcp_connect_layers::{CancelSource, Classify, FailureKind, Stage};
+use mcp_connect_layers::{CancelSource, FailureKind, Stage};
 
 use crate::auth::{Authorized, Authorizer, Reauthorization, AUTHORIZE};
 use crate::clock::Clock;

@@ -2,7 +2,7 @@
 //! outcomes, so every branch has a unit test.
 
 use crate::stage;
-use mcp_connect_layers::{CancelSource, Classify, Failure, FailureKind};
+use mcp_connect_layers::{CancelSource, Failure, FailureKind};
 
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
 use crate::policy::VersionPolicy;

@@ -210,7 +210,6 @@ impl Session {
         #[cfg(feature = "otel")]
         if let Some(span) = span {
             use crate::telemetry::call::CallOutcome;
-            use mcp_connect_layers::Classify as _;
             span.finish(match &result {
                 Ok(raw) => CallOutcome::Result(raw),
                 Err(error) => match error.jsonrpc_code() {

@@ -11,7 +11,7 @@ use crate::support::oauth::{key, start, As};
 use crate::support::{watchdog, Recorded, ScriptServer};
 use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::error::ConfigError;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::support::{error, legacy, result, watchdog, Script, ScriptServer};
 use mcp_connect::error::{ConfigError, TransportError, VersionError};
-use mcp_connect::layers::{Classify, FailureKind, Stage};
+use mcp_connect::layers::{FailureKind, Stage};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::request::{Limits, VersionPolicy};
 use mcp_connect::{ConnectRequest, Connector, Error, ErrorKind, Session};

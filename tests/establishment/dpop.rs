@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use mcp_connect::auth::{AuthError, Authorization, DpopKey};
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;

@@ -5,7 +5,7 @@ use mcp_connect::stage;
 use std::time::Duration;
 
 use crate::support::{error, legacy, result, watchdog, Script, ScriptServer};
-use mcp_connect::layers::{CancelSource, Classify, FailureKind};
+use mcp_connect::layers::{CancelSource, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::request::{Limits, VersionPolicy};
 use mcp_connect::{ConnectRequest, Connector, Error, ErrorKind, Session};

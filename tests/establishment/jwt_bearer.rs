@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_connect::auth::{AssertionSource, AuthError, Authorization, IdentityProvider};
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;

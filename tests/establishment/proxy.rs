@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::demo::DemoServer;
-use mcp_connect::layers::{Classify, FailureKind, StageOutcome};
+use mcp_connect::layers::{FailureKind, StageOutcome};
 use mcp_connect::testkit::{TlsFixture, TlsServe};
 use mcp_connect::transport::{HttpClient, Proxy, ProxyError};
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishError};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mcp_connect::error::ErrorKind;
 use mcp_connect::error::TransportError;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::transport::{HttpClient, RedirectPolicy, RedirectReason};
 use mcp_connect::{ConnectRequest, Connector};

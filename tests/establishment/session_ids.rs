@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::support::{error, result, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::error::TransportError;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
 

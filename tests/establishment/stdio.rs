@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::support::watchdog;
-use mcp_connect::layers::{Classify, Closure, FailureKind};
+use mcp_connect::layers::{Closure, FailureKind};
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::request::Limits;
 use mcp_connect::session::SessionState;

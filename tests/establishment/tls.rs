@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mcp_connect::layers::classify::Conservative;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::Era;
 use mcp_connect::testkit::{TlsFixture, TlsServe};
 use mcp_connect::transport::{tls_problem, HttpClient, TlsConfigError, TlsProblem};

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{recovering, watchdog, Events, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy, Stop};
-use mcp_connect::layers::{CancelSource, Classify, FailureKind};
+use mcp_connect::layers::{CancelSource, FailureKind};
 use mcp_connect::request::Limits;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use tokio_util::sync::CancellationToken;

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use mcp_connect::layers::classify::Decision;
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
-use mcp_connect::layers::{Child, Classify, Closure, FailureKind};
+use mcp_connect::layers::{Child, Closure, FailureKind};
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 

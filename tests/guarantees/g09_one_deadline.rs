@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::support::sse_server::{SseBehaviour, SseServer};
 use crate::support::{error, watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
-use mcp_connect::layers::{CancelSource, Classify, FailureKind, Stage};
+use mcp_connect::layers::{CancelSource, FailureKind, Stage};
 use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
 use tokio_util::sync::CancellationToken;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::sse_server::{SseBehaviour, SseServer};
 use crate::support::{fixture, watchdog, LegacyServer, Script, ScriptServer};
-use mcp_connect::layers::{Classify, Closure, FailureKind};
+use mcp_connect::layers::{Closure, FailureKind};
 use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::session::SessionState;
 use mcp_connect::{ConnectRequest, Connector};

@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::{alive, fixture, spawn_log, spawned, watchdog, LegacyServer, ScriptServer};
-use mcp_connect::layers::{
-    CancelSource, Classify, FailureKind, StageEvent, StageObserver, StageOutcome,
-};
+use mcp_connect::layers::{CancelSource, FailureKind, StageEvent, StageObserver, StageOutcome};
 use mcp_connect::request::{Limits, TransportMode};
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use tokio_util::sync::CancellationToken;

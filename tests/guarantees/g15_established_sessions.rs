@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use http::Method;
-use mcp_connect::layers::{Classify, Closure};
+use mcp_connect::layers::Closure;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::session::SessionState;
 use mcp_connect::{ConnectRequest, Connector};

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::support::{error, result, watchdog, LegacyServer, Recorded, Script, ScriptServer};
 use mcp_connect::client::{ClientError, Reconnect};
-use mcp_connect::layers::{Classify, Closure, FailureKind};
+use mcp_connect::layers::{Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
@@ -63,7 +63,7 @@ async fn never_reconnects(name: &str, fault: fn(&Recorded) -> Script) -> ClientE
     let error = watchdog(LIMIT, call(&client, "tools/call"))
         .await
         .unwrap_err();
-    assert!(!error.session_lost(), "{name}");
+    assert!(!error.is_session_lost(), "{name}");
     assert_eq!(error.generation(), Some(1), "{name}");
     watchdog(LIMIT, call(&client, "tools/call")).await.unwrap();
     assert_eq!(
@@ -133,7 +133,7 @@ async fn session_expiry_and_transport_failure_reconnect_for_the_next_call() {
             let (server, legacy) = first_fails(method, fault).await;
             let client = client(&server);
             let error = watchdog(LIMIT, call(&client, method)).await.unwrap_err();
-            assert!(error.session_lost(), "{method} {name}");
+            assert!(error.is_session_lost(), "{method} {name}");
             assert_eq!(error.generation(), Some(1));
             watchdog(LIMIT, call(&client, method)).await.unwrap();
             assert_eq!(client.generation(), 2, "{method} {name}");
@@ -169,7 +169,7 @@ async fn modern_404_method_not_found_is_an_application_error() {
     let error = watchdog(LIMIT, client.call_tool("missing", &json!({})))
         .await
         .unwrap_err();
-    assert!(!error.session_lost());
+    assert!(!error.is_session_lost());
     assert_eq!(
         (error.failure().kind, error.failure().http_status),
         (FailureKind::Rpc, Some(404))
@@ -198,7 +198,7 @@ async fn concurrent_callers_on_a_dead_session_share_one_reconnect() {
             o.as_ref()
                 .unwrap()
                 .as_ref()
-                .is_err_and(ClientError::session_lost)
+                .is_err_and(ClientError::is_session_lost)
         })
         .count();
     assert!(lost >= 1);
@@ -318,7 +318,7 @@ async fn subscriptions_are_renewed_on_a_new_session_and_reported() {
     let error = watchdog(LIMIT, call(&client, "tools/call"))
         .await
         .unwrap_err();
-    assert!(error.session_lost());
+    assert!(error.is_session_lost());
     watchdog(LIMIT, call(&client, "tools/call")).await.unwrap();
     let report = *generations.borrow_and_update();
     assert_eq!(
@@ -403,4 +403,37 @@ async fn closing_never_waits_for_a_reconnect_in_progress() {
         );
     })
     .await;
+}
+
+/// Issue 42, item 4: a call refused during the cool-down keeps the
+/// establishment error that started it (its whole chain prints in one
+/// report, the connect failure at the bottom), and the classification's
+/// questions need no trait import.
+#[tokio::test]
+async fn a_cool_down_keeps_the_error_that_started_it() {
+    let port = crate::support::ClosedPort::new();
+    let request = ConnectRequest::http(&port.url("/mcp")).unwrap();
+    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let first = watchdog(LIMIT, call(&client, "tools/call"))
+        .await
+        .unwrap_err();
+    assert!(matches!(first, ClientError::Connect(_)), "{first:?}");
+    let second = watchdog(LIMIT, call(&client, "tools/call"))
+        .await
+        .unwrap_err();
+    let ClientError::CoolingDown { cause, .. } = &second else {
+        panic!("{second:?}");
+    };
+    let cause = cause.as_ref().expect("the establishment error is kept");
+    assert_eq!(cause.failure(), first.failure());
+    assert_eq!(second.failure().kind, FailureKind::Connect);
+    assert!(!second.is_timeout() && !second.is_auth() && !second.is_session_lost());
+    assert_eq!(second.http_status(), None);
+    // The chain goes down to what the connector said.
+    let report = second.report().to_string();
+    assert!(
+        report.starts_with("no session: backing off")
+            && report.ends_with(&cause.report().to_string()),
+        "{report}"
+    );
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::error::TransportError;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::replay::{undelivered, Undelivered};
@@ -66,7 +66,7 @@ async fn the_default_never_sends_a_call_again() {
 
     legacy.expire_sessions();
     let error = watchdog(LIMIT, call(&client)).await.unwrap_err();
-    assert!(error.session_lost());
+    assert!(error.is_session_lost());
     assert_eq!(
         undelivered(error.call_error().unwrap()),
         Some(Undelivered::UnknownSession),
@@ -90,7 +90,7 @@ async fn a_replay_is_sent_once_even_when_it_is_refused_again() {
     .await;
     let client = client(&server, ReplayPolicy::Undelivered);
     let error = watchdog(LIMIT, call(&client)).await.unwrap_err();
-    assert!(error.session_lost());
+    assert!(error.is_session_lost());
     assert_eq!(error.failure().http_status, Some(404));
     assert_eq!(server.count("tools/call"), 2, "the call and one replay");
     assert_eq!(legacy.tool_calls(), 0);
@@ -165,7 +165,7 @@ async fn a_server_that_stays_down_gets_no_replay_and_the_call_fails_once() {
     first.stop().await;
 
     let error = watchdog(LIMIT, call(&client)).await.unwrap_err();
-    assert!(error.session_lost());
+    assert!(error.is_session_lost());
     assert_eq!(error.failure().kind, FailureKind::Connect);
     assert_eq!(
         undelivered(error.call_error().unwrap()),
@@ -198,7 +198,7 @@ async fn a_delivered_call_is_never_sent_again() {
     .await;
     let first = client(&server, ReplayPolicy::Undelivered);
     let error = watchdog(LIMIT, call(&first)).await.unwrap_err();
-    assert!(error.session_lost());
+    assert!(error.is_session_lost());
     let call_error = error.call_error().unwrap();
     assert!(matches!(
         call_error.kind(),
@@ -218,7 +218,7 @@ async fn a_delivered_call_is_never_sent_again() {
     .await;
     let second = client(&broken, ReplayPolicy::Undelivered);
     let error = watchdog(LIMIT, call(&second)).await.unwrap_err();
-    assert!(error.session_lost());
+    assert!(error.is_session_lost());
     assert_eq!(undelivered(error.call_error().unwrap()), None);
     assert_eq!(broken.count("tools/call"), 1);
 }

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use crate::support::watchdog;
 use mcp_connect::error::{ResumeError, TransportError};
 use mcp_connect::inbound::notification_channel;
-use mcp_connect::layers::Classify;
 use mcp_connect::session::RequestOptions;
 use mcp_connect::testkit::{Resumable, ResumableServer};
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, McpClient, Session};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::support::watchdog;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::error::TransportError;
-use mcp_connect::layers::{Classify, Closure, FailureKind};
+use mcp_connect::layers::{Closure, FailureKind};
 use mcp_connect::protocol::{Notification, ProtocolVersion, Request, RequestId};
 use mcp_connect::session::SessionState;
 use mcp_connect::transport::{MemoryTransport, Transport};

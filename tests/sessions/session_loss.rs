@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::client::ClientError;
-use mcp_connect::layers::Classify as _;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::SessionState;
@@ -51,7 +50,7 @@ async fn a_400_without_id_after_a_restart_reconnects_for_the_next_call() {
     call(&client).await.unwrap();
     legacy.expire_sessions();
     let error = call(&client).await.unwrap_err();
-    assert!(error.session_lost(), "{error:?}");
+    assert!(error.is_session_lost(), "{error:?}");
     assert_eq!(error.generation(), Some(1));
     assert_eq!(error.call_error().unwrap().http_status(), Some(400));
     for _ in 0..3 {
@@ -73,7 +72,7 @@ async fn a_400_naming_the_request_never_reconnects() {
     legacy.expire_sessions();
     for _ in 0..3 {
         let error = call(&client).await.unwrap_err();
-        assert!(!error.session_lost(), "{error:?}");
+        assert!(!error.is_session_lost(), "{error:?}");
         assert_eq!(error.generation(), Some(1));
     }
     assert_eq!(client.generation(), 1);
@@ -103,7 +102,7 @@ async fn a_new_session_refused_the_same_way_stops_the_reconnects() {
     .await;
     let client = client(&server);
     let first = call(&client).await.unwrap_err();
-    assert!(first.session_lost(), "{first:?}");
+    assert!(first.is_session_lost(), "{first:?}");
     let second = call(&client).await.unwrap_err();
     assert!(
         matches!(
@@ -118,7 +117,7 @@ async fn a_new_session_refused_the_same_way_stops_the_reconnects() {
     );
     for _ in 0..5 {
         let error = call(&client).await.unwrap_err();
-        assert!(!error.session_lost(), "{error:?}");
+        assert!(!error.is_session_lost(), "{error:?}");
         assert_eq!(error.generation(), Some(2));
     }
     assert_eq!(legacy.sessions_created(), 2, "no loop, no storm");
@@ -126,7 +125,7 @@ async fn a_new_session_refused_the_same_way_stops_the_reconnects() {
     // A success ends the suspicion: the rule holds again.
     watchdog(LIMIT, client.get_prompt("p", None)).await.unwrap();
     let error = call(&client).await.unwrap_err();
-    assert!(error.session_lost(), "{error:?}");
+    assert!(error.is_session_lost(), "{error:?}");
     refusing.store(false, std::sync::atomic::Ordering::SeqCst);
     // Two sessions in a row died young: the next waits out the cool-down
     // (issue 40, item 9), then is built.
@@ -150,7 +149,7 @@ async fn the_application_widens_and_narrows_the_rule() {
     call(&plain).await.unwrap();
     legacy.expire_sessions();
     let error = call(&plain).await.unwrap_err();
-    assert!(!error.session_lost(), "401 is never a loss by default");
+    assert!(!error.is_session_lost(), "401 is never a loss by default");
 
     let widened = client(&server).with_session_loss(|signal| {
         signal.default.is_some()
@@ -159,7 +158,7 @@ async fn the_application_widens_and_narrows_the_rule() {
     call(&widened).await.unwrap();
     legacy.expire_sessions();
     let error = call(&widened).await.unwrap_err();
-    assert!(error.session_lost(), "{error:?}");
+    assert!(error.is_session_lost(), "{error:?}");
     call(&widened).await.unwrap();
     assert_eq!(widened.generation(), 2);
 
@@ -172,7 +171,7 @@ async fn the_application_widens_and_narrows_the_rule() {
     call(&narrowed).await.unwrap();
     legacy.expire_sessions();
     let error = call(&narrowed).await.unwrap_err();
-    assert!(!error.session_lost(), "{error:?}");
+    assert!(!error.is_session_lost(), "{error:?}");
     assert_eq!(narrowed.generation(), 1);
 }
 
@@ -321,7 +320,7 @@ async fn a_start_up_deadline_or_token_binds_the_first_connect_only() {
     start_up.cancel();
     legacy.expire_sessions();
     let lost = call(&client).await.unwrap_err();
-    assert!(lost.session_lost(), "{lost:?}");
+    assert!(lost.is_session_lost(), "{lost:?}");
     call(&client)
         .await
         .expect("a new session, past the start-up deadline");

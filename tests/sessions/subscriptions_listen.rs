@@ -246,7 +246,7 @@ async fn the_long_lived_client_subscribes_again_on_its_next_session() {
         assert_eq!(listens(&server).len(), 1);
 
         let lost = client.call_tool("t", &json!({})).await.unwrap_err();
-        assert!(lost.session_lost(), "{lost}");
+        assert!(lost.is_session_lost(), "{lost}");
         client.call_tool("t", &json!({})).await.unwrap();
         let report = *generations.borrow_and_update();
         assert_eq!((report.number, report.resubscribed), (2, 1));

@@ -270,7 +270,7 @@ async fn python_sdk_over_stdio_is_modern() {
 #[tokio::test]
 #[ignore = "needs the interop peers: run through .ci/run"]
 async fn python_sdk_http_session_expiry_is_terminal() {
-    use mcp_connect::layers::{Classify, Closure};
+    use mcp_connect::layers::Closure;
     let port = free_port();
     let mut command = Command::new(python());
     command.args([python_server(), "streamable-http", &port.to_string(), "1"]);
@@ -725,7 +725,7 @@ async fn mcp_client_survives_a_restart_of_server_everything() {
     peer.stop().await;
     let peer = everything_http_on(port).await;
     let error = sum().await.unwrap_err();
-    assert!(error.session_lost(), "{error:?}");
+    assert!(error.is_session_lost(), "{error:?}");
     assert_eq!(error.call_error().unwrap().http_status(), Some(400));
     for _ in 0..3 {
         assert!(sum().await.unwrap().text().contains('5'));

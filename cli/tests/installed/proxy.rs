@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use mcp_connect::auth::Authorization;
 use mcp_connect::demo::DemoServer;
-use mcp_connect::layers::{Classify, FailureKind};
+use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::request::TransportMode;
 use mcp_connect::testkit::{SseBehaviour, SseServer, TlsFixture, TlsFront, TlsServe};

@@ -1265,7 +1265,7 @@ async fn a_refused_redis_login_is_said_as_such_and_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
-    use mcp_connect::layers::{Classify as _, FailureKind};
+    use mcp_connect::layers::FailureKind;
     watchdog(LIMIT, async {
         let mut redis = Redis::start();
         let port = redis
