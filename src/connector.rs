@@ -130,7 +130,7 @@ impl Service<ConnectRequest> for Connector {
 impl ClassifyOutcome<Error> for Session {
     type Error = Error;
 
-    fn classify_outcome(outcome: Result<Session, Error>) -> Result<Session, Error> {
-        outcome
+    fn classify_error(error: Error) -> Error {
+        error
     }
 }

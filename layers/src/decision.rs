@@ -8,6 +8,7 @@ use crate::Failure;
 
 /// Whether a failure allows a fresh attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Decision {
     /// A fresh attempt may follow.
     Eligible,

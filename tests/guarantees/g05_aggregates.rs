@@ -62,8 +62,8 @@ fn request() -> Request {
 /// Every failure is an error: `()` is never a failure.
 impl ClassifyOutcome<Aggregate> for () {
     type Error = Aggregate;
-    fn classify_outcome(outcome: Result<(), Aggregate>) -> Result<(), Aggregate> {
-        outcome
+    fn classify_error(error: Aggregate) -> Aggregate {
+        error
     }
 }
 

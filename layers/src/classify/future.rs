@@ -48,7 +48,10 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let outcome = T::classify_outcome(ready!(this.inner.poll(cx)));
+        let outcome = match ready!(this.inner.poll(cx)) {
+            Ok(response) => response.classify_response(),
+            Err(error) => Err(T::classify_error(error)),
+        };
         let outcome = outcome.map_err(|e| Classified::decide(e, this.policy, *this.replay_safe));
         if let Some(stages) = this.stages.take() {
             match &outcome {

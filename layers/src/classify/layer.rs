@@ -37,8 +37,8 @@ impl FailureClassifierLayer<Conservative> {
     /// struct Connection;
     /// impl ClassifyOutcome<Unauthorized> for Connection {
     ///     type Error = Unauthorized;
-    ///     fn classify_outcome(outcome: Result<Self, Unauthorized>) -> Result<Self, Unauthorized> {
-    ///         outcome
+    ///     fn classify_error(error: Unauthorized) -> Unauthorized {
+    ///         error
     ///     }
     /// }
     ///

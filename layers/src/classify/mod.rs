@@ -83,8 +83,14 @@ pub trait ClassifyOutcome<E>: Sized {
     /// The classified error.
     type Error: Classify + std::error::Error + 'static;
 
-    /// The outcome, with failures as [`Self::Error`].
-    fn classify_outcome(outcome: Result<Self, E>) -> Result<Self, Self::Error>;
+    /// A response: a success, or (an error status, say) the classified
+    /// error that keeps it. By default every response is a success.
+    fn classify_response(self) -> Result<Self, Self::Error> {
+        Ok(self)
+    }
+
+    /// An error of the inner service, as the classified error.
+    fn classify_error(error: E) -> Self::Error;
 }
 
 /// The service made by [`FailureClassifierLayer`].
@@ -130,10 +136,7 @@ where
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         match self.inner.poll_ready(cx) {
             Poll::Ready(Err(error)) => {
-                let error = match S::Response::classify_outcome(Err(error)) {
-                    Err(error) => error,
-                    Ok(_) => unreachable!("an error is never classified as a response"),
-                };
+                let error = S::Response::classify_error(error);
                 Poll::Ready(Err(Classified::decide(error, &self.policy, true)))
             }
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),

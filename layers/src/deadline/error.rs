@@ -7,6 +7,7 @@ use crate::{CancelSource, Child, Classify, Failure, FailureKind, Stage};
 
 /// What [`Deadline`](super::Deadline) fails with.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum DeadlineError<E> {
     /// The inner service's own error (which, when the deadline or the
     /// caller stopped it cooperatively, says so in its failure).

@@ -50,8 +50,8 @@ impl LifecycleDiagnosticsLayer {
     /// struct Connection;
     /// impl ClassifyOutcome<Refused> for Connection {
     ///     type Error = Refused;
-    ///     fn classify_outcome(outcome: Result<Self, Refused>) -> Result<Self, Refused> {
-    ///         outcome
+    ///     fn classify_error(error: Refused) -> Refused {
+    ///         error
     ///     }
     /// }
     ///

@@ -109,14 +109,16 @@ where
 {
     type Error = HttpError<B>;
 
-    fn classify_outcome(outcome: Result<Self, E>) -> Result<Self, HttpError<B>> {
-        match outcome {
-            Ok(response) if response.status().as_u16() >= 400 => {
-                Err(HttpError::from_response(response))
-            }
-            Ok(response) => Ok(response),
-            Err(error) => Err(HttpError::from_client(error)),
+    fn classify_response(self) -> Result<Self, HttpError<B>> {
+        if self.status().as_u16() >= 400 {
+            Err(HttpError::from_response(self))
+        } else {
+            Ok(self)
         }
+    }
+
+    fn classify_error(error: E) -> HttpError<B> {
+        HttpError::from_client(error)
     }
 }
 
@@ -235,7 +237,7 @@ mod tests {
     }
 
     fn classify(status: u16, retry: Option<&str>) -> Failure {
-        match http::Response::classify_outcome(Ok::<_, std::io::Error>(response(status, retry))) {
+        match ClassifyOutcome::<std::io::Error>::classify_response(response(status, retry)) {
             Err(error) => error.failure(),
             Ok(_) => panic!("{status} passed"),
         }
@@ -243,12 +245,8 @@ mod tests {
 
     #[test]
     fn statuses() {
-        assert!(
-            http::Response::classify_outcome(Ok::<_, std::io::Error>(response(200, None))).is_ok()
-        );
-        assert!(
-            http::Response::classify_outcome(Ok::<_, std::io::Error>(response(304, None))).is_ok()
-        );
+        assert!(ClassifyOutcome::<std::io::Error>::classify_response(response(200, None)).is_ok());
+        assert!(ClassifyOutcome::<std::io::Error>::classify_response(response(304, None)).is_ok());
         assert_eq!(classify(401, None).kind, FailureKind::Auth);
         assert_eq!(classify(403, None).kind, FailureKind::Auth);
         let throttled = classify(429, Some("7"));

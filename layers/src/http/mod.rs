@@ -63,8 +63,10 @@
 //!
 //! The caller may set any of these before sending; the layers set the
 //! missing ones: [`DeadlineAt`] (an earlier caller deadline wins), [`Started`],
-//! a [`CancellationToken`] (the caller's cancellation), [`Observers`],
-//! [`Attempt`], [`ReplaySafe`], [`ReplayBody`].
+//! [`Cancellation`] (the caller's token), [`Observers`], [`Attempt`],
+//! [`ReplaySafe`], [`ReplayBody`]. Each is a type of this crate's, so none
+//! is confused with an extension another layer keeps of the same type (a
+//! bare `CancellationToken` could be anyone's).
 
 mod error;
 mod replay;
@@ -92,6 +94,11 @@ pub struct DeadlineAt(pub Instant);
 /// When the exchange started (the first `poll_ready` of the deadline layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Started(pub Instant);
+
+/// The caller's cancellation: cancelling the token ends every attempt and
+/// the wait between them.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation(pub CancellationToken);
 
 /// The attempt a request is for, starting at 1 (set by the recovery layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +147,7 @@ impl<B> Establishment for http::Request<B> {
     }
 
     fn cancellation(&self) -> Option<&CancellationToken> {
-        self.extensions().get::<CancellationToken>()
+        self.extensions().get::<Cancellation>().map(|c| &c.0)
     }
 
     fn add_observer(&mut self, observer: Arc<dyn StageObserver>) {

@@ -43,8 +43,8 @@ impl FreshSessionRecoveryLayer {
     /// struct Connection;
     /// impl ClassifyOutcome<Reset> for Connection {
     ///     type Error = Reset;
-    ///     fn classify_outcome(outcome: Result<Self, Reset>) -> Result<Self, Reset> {
-    ///         outcome
+    ///     fn classify_error(error: Reset) -> Reset {
+    ///         error
     ///     }
     /// }
     ///

@@ -11,14 +11,14 @@ use tower::util::rng::Rng;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// The base delay before the second attempt.
-    pub base: Duration,
+    base: Duration,
     /// The largest delay.
-    pub max: Duration,
+    max: Duration,
     /// Whether each delay is drawn uniformly below its ceiling (full
     /// jitter, the default) or is the ceiling itself. Without jitter,
     /// clients that failed together retry together, in lock-step; it exists
     /// to measure what jitter saves and for deterministic tests.
-    pub jitter: bool,
+    jitter: bool,
 }
 
 impl Backoff {
@@ -41,6 +41,21 @@ impl Backoff {
             jitter: false,
             ..self
         }
+    }
+
+    /// The base delay before the second attempt.
+    pub const fn base(&self) -> Duration {
+        self.base
+    }
+
+    /// The largest delay.
+    pub const fn max(&self) -> Duration {
+        self.max
+    }
+
+    /// Whether delays are drawn below their ceiling (full jitter).
+    pub const fn jitter(&self) -> bool {
+        self.jitter
     }
 
     /// The delay before the attempt that follows `failed` failed attempts:

@@ -278,7 +278,9 @@ async fn caller_cancellation_ends_at_once() {
     let mut request = Request::get(format!("{base}/stall"))
         .body(Full::default())
         .unwrap();
-    request.extensions_mut().insert(token.clone());
+    request
+        .extensions_mut()
+        .insert(mcp_connect_layers::http::Cancellation(token.clone()));
     let cancel = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
         token.cancel();

@@ -38,8 +38,8 @@ fn request() -> Request {
 /// Every failure is an error: `()` is never a failure.
 impl ClassifyOutcome<Reset> for () {
     type Error = Reset;
-    fn classify_outcome(outcome: Result<(), Reset>) -> Result<(), Reset> {
-        outcome
+    fn classify_error(error: Reset) -> Reset {
+        error
     }
 }
 
