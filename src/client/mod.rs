@@ -452,6 +452,27 @@ mod tests {
     use super::*;
     use crate::{Connector, EstablishBuilder};
 
+    /// Issue 42, item 1: the request each establishment of a long-lived
+    /// client gets (the first with its deadline and token, every later one
+    /// with the shutdown token), and each attempt's request made from it,
+    /// share the client's configuration: nothing of it is copied per
+    /// reconnect or per attempt.
+    #[test]
+    fn reconnects_and_attempts_copy_no_configuration() {
+        let stack = EstablishBuilder::new(Connector::new()).build();
+        let request = ConnectRequest::http("http://127.0.0.1:9/mcp")
+            .expect("valid")
+            .with_deadline(tokio::time::Instant::now())
+            .with_cancellation(CancellationToken::new());
+        let client = McpClient::lazy(stack, request).with_shutdown(CancellationToken::new());
+        for _ in 0..3 {
+            let connect = client.next_request();
+            assert!(connect.shares_settings_with(&client.inner.request));
+            let attempt = connect.for_attempt(2, crate::request::Strategy::AsConfigured);
+            assert!(attempt.shares_settings_with(&client.inner.request));
+        }
+    }
+
     /// Issue 12: choosing the reconnect mode on one handle leaves handles
     /// cloned before it as they were.
     #[test]

@@ -48,23 +48,23 @@ impl ConnectRequest {
     }
 
     pub(crate) fn client(&self) -> &Arc<ClientIdentity> {
-        &self.client
+        &self.settings.client
     }
 
     pub(crate) fn inbound(&self) -> &Arc<Inbound> {
-        &self.inbound
+        &self.settings.inbound
     }
 
     pub(crate) fn auth(&self) -> Option<&crate::auth::Authorization> {
-        self.auth.as_ref()
+        self.settings.auth.as_ref()
     }
 
     pub(crate) fn era_cache(&self) -> Option<&EraCache> {
-        self.era_cache.as_ref()
+        self.settings.era_cache.as_ref()
     }
 
     pub(crate) fn probe_timeout_is_legacy(&self) -> bool {
-        self.probe_timeout_is_legacy
+        self.settings.probe_timeout_is_legacy
     }
 }
 
@@ -108,7 +108,7 @@ impl Establishment for ConnectRequest {
     }
 
     fn label(&self) -> &'static str {
-        match (self.mode, &self.target) {
+        match (self.settings.mode, &self.target) {
             (TransportMode::Auto, Target::Http { .. }) => "auto",
             (TransportMode::Auto, Target::Stdio(_)) | (TransportMode::Stdio, _) => "stdio",
             (TransportMode::StreamableHttp, _) => "streamable-http",
@@ -130,6 +130,6 @@ impl Establishment for ConnectRequest {
     /// The stdio close ladder: stdin EOF, SIGTERM, SIGKILL, each given the
     /// close grace; an HTTP session's DELETE fits well inside.
     fn cleanup_bound(&self) -> Duration {
-        self.limits.close_bound()
+        self.settings.limits.close_bound()
     }
 }

@@ -50,20 +50,34 @@ pub use options::{Limits, TransportMode};
 #[derive(Clone)]
 pub struct ConnectRequest {
     target: Target,
-    mode: TransportMode,
-    versions: VersionPolicy,
-    client: Arc<ClientIdentity>,
-    limits: Limits,
-    probe_timeout_is_legacy: bool,
+    /// Everything long-lived, built once and shared: cloning a request
+    /// (per attempt, per reconnect of a long-lived client) copies none of
+    /// it. A builder method on a shared value copies it once
+    /// (`Arc::make_mut`).
+    settings: Arc<Settings>,
     attempt: u32,
     started: Option<Instant>,
     deadline: Option<Instant>,
     cancel: Option<CancellationToken>,
     observers: Vec<Arc<dyn StageObserver>>,
+    strategy: Strategy,
+    /// Time spent waiting for a person (the authorization page), which
+    /// does not count against the deadline.
+    pause: mcp_connect_layers::deadline::DeadlinePause,
+}
+
+/// A request's configuration: what every attempt and every session made
+/// from it share.
+#[derive(Clone)]
+struct Settings {
+    mode: TransportMode,
+    versions: VersionPolicy,
+    client: Arc<ClientIdentity>,
+    limits: Limits,
+    probe_timeout_is_legacy: bool,
     era_cache: Option<EraCache>,
     /// The 2026-07-28 response cache, shared by every session made.
     response_cache: Option<crate::response_cache::ResponseCache>,
-    strategy: Strategy,
     /// The capabilities the caller set, before the handler's are added.
     declared: Value,
     handler: ClientHandler,
@@ -80,9 +94,6 @@ pub struct ConnectRequest {
     /// Spans and metrics for what this request makes (feature `otel`).
     #[cfg(feature = "otel")]
     telemetry: Option<crate::telemetry::Telemetry>,
-    /// Time spent waiting for a person (the authorization page), which
-    /// does not count against the deadline.
-    pause: mcp_connect_layers::deadline::DeadlinePause,
 }
 
 impl ConnectRequest {
@@ -108,34 +119,47 @@ impl ConnectRequest {
 
     fn new(target: Target) -> Self {
         ConnectRequest {
-            name: target.to_string().into(),
-            target,
-            mode: TransportMode::Auto,
-            versions: VersionPolicy::Auto,
-            client: Arc::new(ClientIdentity {
-                info: ClientInfo::default(),
-                capabilities: Value::Object(Default::default()),
+            settings: Arc::new(Settings {
+                name: target.to_string().into(),
+                mode: TransportMode::Auto,
+                versions: VersionPolicy::Auto,
+                client: Arc::new(ClientIdentity {
+                    info: ClientInfo::default(),
+                    capabilities: Value::Object(Default::default()),
+                }),
+                limits: Limits::default(),
+                probe_timeout_is_legacy: false,
+                era_cache: None,
+                response_cache: None,
+                declared: Value::Object(Default::default()),
+                handler: ClientHandler::new(),
+                listener: None,
+                inbound: Inbound::none(),
+                auth: None,
+                http: None,
+                #[cfg(feature = "otel")]
+                telemetry: None,
             }),
-            limits: Limits::default(),
-            probe_timeout_is_legacy: false,
+            target,
             attempt: 1,
             started: None,
             deadline: None,
             cancel: None,
             observers: Vec::new(),
-            era_cache: None,
-            response_cache: None,
             strategy: Strategy::AsConfigured,
-            declared: Value::Object(Default::default()),
-            handler: ClientHandler::new(),
-            listener: None,
-            inbound: Inbound::none(),
-            auth: None,
-            http: None,
-            #[cfg(feature = "otel")]
-            telemetry: None,
             pause: Default::default(),
         }
+    }
+
+    /// The configuration, to change: copied first when shared.
+    fn settings_mut(&mut self) -> &mut Settings {
+        Arc::make_mut(&mut self.settings)
+    }
+
+    /// Whether two requests share one configuration (nothing was copied
+    /// between them): what a long-lived client's reconnects rely on.
+    pub(crate) fn shares_settings_with(&self, other: &ConnectRequest) -> bool {
+        Arc::ptr_eq(&self.settings, &other.settings)
     }
 
     /// Rebuilds the inbound seam and the capabilities after a change to the
@@ -143,26 +167,26 @@ impl ConnectRequest {
     /// kinds are added to what the caller declared, and nothing else is.
     fn refresh_inbound(&mut self) {
         let mut inbound = Inbound::new(
-            self.handler.clone(),
-            self.listener.clone(),
-            Arc::clone(&self.name),
+            self.settings.handler.clone(),
+            self.settings.listener.clone(),
+            Arc::clone(&self.settings.name),
         );
-        if let Some(cache) = &self.response_cache {
+        if let Some(cache) = &self.settings.response_cache {
             inbound = inbound.invalidating(cache.clone(), EraCache::key(&self.target).into());
         }
         #[cfg(feature = "otel")]
-        let inbound = match &self.telemetry {
+        let inbound = match &self.settings.telemetry {
             Some(telemetry) => inbound.instrumented(telemetry.clone()),
             None => inbound,
         };
-        self.inbound = inbound;
-        let mut capabilities = self.declared.clone();
+        self.settings_mut().inbound = inbound;
+        let mut capabilities = self.settings.declared.clone();
         if let (Value::Object(all), Value::Object(handled)) =
-            (&mut capabilities, self.handler.capabilities())
+            (&mut capabilities, self.settings.handler.capabilities())
         {
             all.extend(handled);
         }
-        Arc::make_mut(&mut self.client).capabilities = capabilities;
+        Arc::make_mut(&mut self.settings_mut().client).capabilities = capabilities;
     }
 
     /// Sets a header on every HTTP request (ignored for stdio), replacing any
@@ -193,14 +217,14 @@ impl ConnectRequest {
     /// Chooses the transport.
     #[must_use]
     pub fn with_mode(mut self, mode: TransportMode) -> Self {
-        self.mode = mode;
+        self.settings_mut().mode = mode;
         self
     }
 
     /// Sets the version policy.
     #[must_use]
     pub fn with_versions(mut self, versions: VersionPolicy) -> Self {
-        self.versions = versions;
+        self.settings_mut().versions = versions;
         self
     }
 
@@ -219,7 +243,7 @@ impl ConnectRequest {
     /// Sets the client's name and version.
     #[must_use]
     pub fn with_client_info(mut self, info: ClientInfo) -> Self {
-        Arc::make_mut(&mut self.client).info = info;
+        Arc::make_mut(&mut self.settings_mut().client).info = info;
         self
     }
 
@@ -227,7 +251,7 @@ impl ConnectRequest {
     /// added to it; see [`with_handler`](Self::with_handler)).
     #[must_use]
     pub fn with_capabilities(mut self, capabilities: Value) -> Self {
-        self.declared = capabilities;
+        self.settings_mut().declared = capabilities;
         self.refresh_inbound();
         self
     }
@@ -238,7 +262,7 @@ impl ConnectRequest {
     /// and a stdio server's stdout all reach it.
     #[must_use]
     pub fn with_handler(mut self, handler: ClientHandler) -> Self {
-        self.handler = handler;
+        self.settings_mut().handler = handler;
         self.refresh_inbound();
         self
     }
@@ -247,7 +271,7 @@ impl ConnectRequest {
     /// resource updates, cancellations, unknown methods) to `listener`.
     #[must_use]
     pub fn with_notifications(mut self, listener: NotificationSender) -> Self {
-        self.listener = Some(listener);
+        self.settings_mut().listener = Some(listener);
         self.refresh_inbound();
         self
     }
@@ -258,19 +282,19 @@ impl ConnectRequest {
     /// query, or the stdio program).
     #[must_use]
     pub fn with_name(mut self, name: impl Into<Arc<str>>) -> Self {
-        self.name = name.into();
+        self.settings_mut().name = name.into();
         self.refresh_inbound();
         self
     }
 
     /// The listener given to [`with_notifications`](Self::with_notifications).
     pub(crate) fn listener(&self) -> Option<&NotificationSender> {
-        self.listener.as_ref()
+        self.settings.listener.as_ref()
     }
 
     /// The server's name (see [`with_name`](Self::with_name)).
     pub fn name(&self) -> &str {
-        &self.name
+        &self.settings.name
     }
 
     /// Authorizes with `auth` when the server answers 401 (or 403
@@ -278,14 +302,14 @@ impl ConnectRequest {
     /// establishment again with the token. See [`crate::auth`].
     #[must_use]
     pub fn with_authorization(mut self, auth: crate::auth::Authorization) -> Self {
-        self.auth = Some(auth);
+        self.settings_mut().auth = Some(auth);
         self
     }
 
     /// Sets the limits.
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.settings_mut().limits = limits;
         self
     }
 
@@ -294,7 +318,7 @@ impl ConnectRequest {
     /// requests.)
     #[must_use]
     pub fn with_probe_timeout_as_legacy(mut self, legacy: bool) -> Self {
-        self.probe_timeout_is_legacy = legacy;
+        self.settings_mut().probe_timeout_is_legacy = legacy;
         self
     }
 
@@ -326,7 +350,7 @@ impl ConnectRequest {
     /// redirect policy among many that share the connector's client.
     #[must_use]
     pub fn with_http_client(mut self, client: crate::transport::HttpClient) -> Self {
-        self.http = Some(client);
+        self.settings_mut().http = Some(client);
         self
     }
 
@@ -338,7 +362,7 @@ impl ConnectRequest {
     #[cfg(feature = "otel")]
     #[must_use]
     pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
-        self.telemetry = Some(telemetry);
+        self.settings_mut().telemetry = Some(telemetry);
         self.refresh_inbound();
         self
     }
@@ -346,20 +370,20 @@ impl ConnectRequest {
     /// The request's telemetry, when it has one.
     #[cfg(feature = "otel")]
     pub fn telemetry(&self) -> Option<&crate::telemetry::Telemetry> {
-        self.telemetry.as_ref()
+        self.settings.telemetry.as_ref()
     }
 
     /// The request's own HTTP client, when it has one
     /// ([`with_http_client`](Self::with_http_client)).
     pub fn http_client(&self) -> Option<&crate::transport::HttpClient> {
-        self.http.as_ref()
+        self.settings.http.as_ref()
     }
 
     /// Consults and updates this era cache (unpinned, uncapped, auto-mode
     /// connections only).
     #[must_use]
     pub fn with_era_cache(mut self, cache: EraCache) -> Self {
-        self.era_cache = Some(cache);
+        self.settings_mut().era_cache = Some(cache);
         self
     }
 
@@ -369,7 +393,7 @@ impl ConnectRequest {
     /// cache may serve many requests and servers: keys hold the server.
     #[must_use]
     pub fn with_response_cache(mut self, cache: crate::response_cache::ResponseCache) -> Self {
-        self.response_cache = Some(cache);
+        self.settings_mut().response_cache = Some(cache);
         self.refresh_inbound();
         self
     }
@@ -377,7 +401,7 @@ impl ConnectRequest {
     /// The response cache given to
     /// [`with_response_cache`](Self::with_response_cache).
     pub fn response_cache(&self) -> Option<&crate::response_cache::ResponseCache> {
-        self.response_cache.as_ref()
+        self.settings.response_cache.as_ref()
     }
 
     /// Checks what can be checked before any I/O: the version policy, that
@@ -385,9 +409,9 @@ impl ConnectRequest {
     /// limits. Every establishment runs this first; a command-line tool can
     /// run it to report a usage error before connecting.
     pub fn validate(&self) -> Result<(), Error> {
-        self.versions.validate().map_err(Error::config)?;
+        self.settings.versions.validate().map_err(Error::config)?;
         let fits = matches!(
-            (&self.target, self.mode),
+            (&self.target, self.settings.mode),
             (_, TransportMode::Auto)
                 | (
                     Target::Http { .. },
@@ -406,7 +430,7 @@ impl ConnectRequest {
                 return Err(Error::config(ConfigError::EmptyCommand));
             }
         }
-        let limits = &self.limits;
+        let limits = &self.settings.limits;
         for (name, value) in [
             ("probe_timeout", limits.probe_timeout),
             ("handshake_timeout", limits.handshake_timeout),
@@ -446,12 +470,12 @@ impl ConnectRequest {
 
     /// The version policy.
     pub fn versions(&self) -> &VersionPolicy {
-        &self.versions
+        &self.settings.versions
     }
 
     /// The limits.
     pub fn limits(&self) -> &Limits {
-        &self.limits
+        &self.settings.limits
     }
 
     /// The attempt number.
@@ -468,7 +492,7 @@ impl ConnectRequest {
 
     /// The transport mode.
     pub fn mode(&self) -> TransportMode {
-        self.mode
+        self.settings.mode
     }
 }
 
@@ -476,11 +500,11 @@ impl fmt::Debug for ConnectRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConnectRequest")
             .field("target", &self.target)
-            .field("mode", &self.mode)
-            .field("versions", &self.versions)
+            .field("mode", &self.settings.mode)
+            .field("versions", &self.settings.versions)
             .field("attempt", &self.attempt)
             .field("strategy", &self.strategy)
-            .field("limits", &self.limits)
+            .field("limits", &self.settings.limits)
             .finish_non_exhaustive()
     }
 }
