@@ -158,6 +158,7 @@ impl ConnectRequest {
 
     /// Whether two requests share one configuration (nothing was copied
     /// between them): what a long-lived client's reconnects rely on.
+    #[cfg(test)]
     pub(crate) fn shares_settings_with(&self, other: &ConnectRequest) -> bool {
         Arc::ptr_eq(&self.settings, &other.settings)
     }
