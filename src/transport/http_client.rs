@@ -134,7 +134,7 @@ impl HttpClient {
     /// The proxy a request to `url` goes through: its scheme, host and
     /// port, never its credentials. `None` for a direct connection, an
     /// unusable proxy setting (the request fails with
-    /// [`ProxyError::Setting`]), and a caller's own client (whose proxies
+    /// [`ProxyError::Setting`](super::ProxyError::Setting)), and a caller's own client (whose proxies
     /// are its own business).
     pub fn proxy_for(&self, url: &http::Uri) -> Option<http::Uri> {
         let route = self.routes.as_ref()?.route(url).ok()??;
@@ -146,7 +146,7 @@ impl HttpClient {
     ///
     /// Connection failures are tagged where they happen, so nothing later
     /// has to guess from a message: resolver errors become [`DnsError`],
-    /// TCP connect errors [`TcpConnectError`], and every other failure of
+    /// TCP connect errors [`TcpConnectError`](super::TcpConnectError), and every other failure of
     /// the connector (the TLS handshake, certificates) [`TlsError`].
     pub fn with_resolver<R>(resolver: R) -> Self
     where
