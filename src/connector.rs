@@ -63,7 +63,7 @@ impl Connector {
         #[cfg(feature = "otel")]
         if let Some(telemetry) = request.telemetry().cloned() {
             let (attempt, stages) =
-                crate::telemetry::establish::Attempt::start(&telemetry, request.attempt());
+                crate::telemetry::establish::AttemptSpan::start(&telemetry, request.attempt());
             let made = self.connect_plain(request.with_observer(stages)).await;
             attempt.finish(made.as_ref().err().map(|e| e.failure()));
             return made;

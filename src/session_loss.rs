@@ -202,7 +202,7 @@ pub(crate) struct Suspicion {
 
 /// What a failed call does to its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum SessionFate {
     /// The session lives.
     Kept,
     /// The session is gone.
@@ -213,24 +213,28 @@ pub(crate) enum Verdict {
 }
 
 impl Suspicion {
-    pub(crate) fn on_failure(&mut self, generation: u64, reason: Option<LossReason>) -> Verdict {
+    pub(crate) fn on_failure(
+        &mut self,
+        generation: u64,
+        reason: Option<LossReason>,
+    ) -> SessionFate {
         let Some(reason) = reason else {
-            return Verdict::Kept;
+            return SessionFate::Kept;
         };
         if !reason.is_refusal() {
             self.pending = None;
-            return Verdict::Lost(reason);
+            return SessionFate::Lost(reason);
         }
         if self.suppressed == Some(reason) {
-            return Verdict::Kept;
+            return SessionFate::Kept;
         }
         if self.replaced == Some((generation, reason)) {
             self.replaced = None;
             self.suppressed = Some(reason);
-            return Verdict::RefusedAgain(reason);
+            return SessionFate::RefusedAgain(reason);
         }
         self.pending = Some(reason);
-        Verdict::Lost(reason)
+        SessionFate::Lost(reason)
     }
 
     pub(crate) fn on_session(&mut self, generation: u64) {

@@ -10,7 +10,7 @@ use super::{ClientError, McpClient, Reconnect, State};
 use crate::error::Error;
 use crate::replay::{undelivered, ReplayPolicy, Undelivered};
 use crate::session::Session;
-use crate::session_loss::{LossReason, Verdict};
+use crate::session_loss::{LossReason, SessionFate};
 
 impl McpClient {
     /// Drops session `generation` if it is still the current one, and
@@ -136,13 +136,13 @@ impl McpClient {
                     kind = failure.kind.as_str(),
                     closure = failure.closure.map(|c| c.as_str()),
                     generation,
-                    session_lost = matches!(verdict, Verdict::Lost(_)),
+                    session_lost = matches!(verdict, SessionFate::Lost(_)),
                     loss_reason = reason.map(LossReason::as_str),
-                    refused_again = matches!(verdict, Verdict::RefusedAgain(_)),
+                    refused_again = matches!(verdict, SessionFate::RefusedAgain(_)),
                     "call failed"
                 );
                 match verdict {
-                    Verdict::Lost(_) => {
+                    SessionFate::Lost(_) => {
                         self.lost(generation).await;
                         Err(ClientError::Call {
                             operation,
@@ -151,13 +151,13 @@ impl McpClient {
                             error,
                         })
                     }
-                    Verdict::Kept => Err(ClientError::Call {
+                    SessionFate::Kept => Err(ClientError::Call {
                         operation,
                         generation,
                         session_lost: false,
                         error,
                     }),
-                    Verdict::RefusedAgain(reason) => Err(ClientError::RefusedAgain {
+                    SessionFate::RefusedAgain(reason) => Err(ClientError::RefusedAgain {
                         operation,
                         generation,
                         reason,

@@ -24,10 +24,10 @@ use super::plan::Plan;
 use super::verdict::{
     judge_probe, modern_evidence, sse_fallback_allowed, ProbeVerdict, MAX_PROBES,
 };
-use super::Attempt;
+use super::AttemptContext;
 
 pub(super) struct Ladder<'a> {
-    attempt: &'a Attempt<'a>,
+    attempt: &'a AttemptContext<'a>,
     request: &'a ConnectRequest,
     clock: &'a Clock,
     next_id: i64,
@@ -40,7 +40,7 @@ pub(super) struct Ladder<'a> {
 }
 
 impl<'a> Ladder<'a> {
-    pub(super) fn new(attempt: &'a Attempt<'a>, transport: Box<dyn Transport>) -> Self {
+    pub(super) fn new(attempt: &'a AttemptContext<'a>, transport: Box<dyn Transport>) -> Self {
         Ladder {
             attempt,
             request: attempt.request,

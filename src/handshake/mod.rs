@@ -34,12 +34,13 @@
 //!
 //! ```text
 //! Connector::connect ── validate (building the authorizer), then establish
-//!   establish ──────── builds the Attempt (clock, opener, authorizer);
-//!   │                  loops while authorizing again can cure a refusal
-//!   │                  (auth::Reauthorization, the rule requests share)
-//!   └ Attempt::run ─── era cache: cached plan, else plan::Plan::full;
+//!   establish ──────── builds the AttemptContext (clock, opener,
+//!   │                  authorizer); loops while authorizing again can cure
+//!   │                  a refusal (auth::Reauthorization, the rule requests
+//!   │                  share)
+//!   └ AttemptContext::run ── era cache: cached plan, else plan::Plan::full;
 //!     │                a stale verdict is dropped and the full plan runs
-//!     └ Attempt::climb  opener.open(plan.transport), then the ladder
+//!     └ AttemptContext::climb ── opener.open(plan.transport), then the ladder
 //!       └ Ladder::run ─ probe / initialize / HTTP+SSE fallback, asking
 //!                       the opener (never the connector) for fresh
 //!                       transports; verdict:: judges every answer
@@ -78,7 +79,7 @@ use plan::Plan;
 
 /// Everything one attempt works with: the request, its clock, the opener
 /// of its transports and, when it authorizes, the authorizer.
-pub(crate) struct Attempt<'a> {
+pub(crate) struct AttemptContext<'a> {
     request: &'a ConnectRequest,
     clock: Clock,
     opener: Opener,
@@ -93,7 +94,7 @@ pub(crate) async fn establish(
     http: &HttpClient,
     authorizer: Option<Authorizer>,
 ) -> Result<Session, Error> {
-    let attempt = Attempt::new(request, http, authorizer);
+    let attempt = AttemptContext::new(request, http, authorizer);
     let mut reauthorization = Reauthorization::default();
     loop {
         let outcome = attempt.run().await;
@@ -133,13 +134,13 @@ pub(crate) fn authorizer(
     )))
 }
 
-impl<'a> Attempt<'a> {
+impl<'a> AttemptContext<'a> {
     fn new(request: &'a ConnectRequest, http: &HttpClient, authorizer: Option<Authorizer>) -> Self {
         let transports = match &authorizer {
             Some(authorizer) => authorizer.bearer(http.clone()),
             None => http.clone(),
         };
-        Attempt {
+        AttemptContext {
             request,
             clock: request.clock(),
             opener: Opener::new(transports),

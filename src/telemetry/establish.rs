@@ -159,14 +159,17 @@ impl StageObserver for AttemptCounter {
 }
 
 /// One attempt's span, and the observer that writes its stages.
-pub(crate) struct Attempt {
+pub(crate) struct AttemptSpan {
     cx: Context,
 }
 
-impl Attempt {
+impl AttemptSpan {
     /// Starts attempt number `attempt` as a child of the current context;
     /// the observer writes its stages (the caller adds it to the request).
-    pub(crate) fn start(telemetry: &Telemetry, attempt: u32) -> (Attempt, Arc<dyn StageObserver>) {
+    pub(crate) fn start(
+        telemetry: &Telemetry,
+        attempt: u32,
+    ) -> (AttemptSpan, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
         let span = tracer
@@ -180,7 +183,7 @@ impl Attempt {
             telemetry: telemetry.clone(),
             begun: Mutex::new(HashMap::new()),
         });
-        (Attempt { cx }, stages)
+        (AttemptSpan { cx }, stages)
     }
 
     /// Ends the attempt's span.

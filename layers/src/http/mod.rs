@@ -63,7 +63,7 @@
 //!
 //! The caller may set any of these before sending; the layers set the
 //! missing ones: [`DeadlineAt`] (an earlier caller deadline wins), [`Started`],
-//! [`Cancellation`] (the caller's token), [`Observers`], [`Attempt`],
+//! [`Cancellation`] (the caller's token), [`Observers`], [`AttemptNumber`],
 //! [`ReplaySafe`], [`ReplayBody`]. Each is a type of this crate's, so none
 //! is confused with an extension another layer keeps of the same type (a
 //! bare `CancellationToken` could be anyone's).
@@ -102,7 +102,7 @@ pub struct Cancellation(pub CancellationToken);
 
 /// The attempt a request is for, starting at 1 (set by the recovery layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attempt(pub u32);
+pub struct AttemptNumber(pub u32);
 
 /// Marks a request whose method is not idempotent as safe to send again
 /// (the server deduplicates it, say).
@@ -166,7 +166,7 @@ impl<B> Establishment for http::Request<B> {
     }
 
     fn attempt(&self) -> u32 {
-        self.extensions().get::<Attempt>().map_or(1, |a| a.0)
+        self.extensions().get::<AttemptNumber>().map_or(1, |a| a.0)
     }
 
     fn label(&self) -> &'static str {
@@ -196,7 +196,7 @@ impl<B: Any> Reattempt for http::Request<B> {
         *next.version_mut() = self.version();
         *next.headers_mut() = self.headers().clone();
         *next.extensions_mut() = self.extensions().clone();
-        next.extensions_mut().insert(Attempt(attempt));
+        next.extensions_mut().insert(AttemptNumber(attempt));
         Ok(next)
     }
 }
