@@ -103,7 +103,6 @@ pub mod telemetry;
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;
 pub mod transport;
-mod uri;
 
 pub use client::McpClient;
 pub use connector::Connector;

@@ -15,7 +15,7 @@ pub(super) fn http(url: &str) -> Result<Target, Error> {
         (Some("http" | "https"), Some(host)) if !host.is_empty() => {}
         _ => return Err(Error::config(ConfigError::Url)),
     }
-    if !crate::uri::port_is_valid(&url) {
+    if !crate::request::uri::port_is_valid(&url) {
         return Err(Error::config(ConfigError::Port));
     }
     let mut headers = HeaderMap::new();

@@ -9,6 +9,7 @@
 mod endpoint;
 mod establishment;
 mod options;
+pub(crate) mod uri;
 
 use std::fmt;
 use std::sync::Arc;
