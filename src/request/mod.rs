@@ -9,6 +9,7 @@
 mod endpoint;
 mod establishment;
 mod options;
+mod settings;
 pub(crate) mod uri;
 
 use std::fmt;
@@ -31,6 +32,7 @@ pub use crate::target::Target;
 use crate::transport::StdioCommand;
 pub(crate) use options::Strategy;
 pub use options::{Limits, TransportMode};
+use settings::Settings;
 
 /// One establishment request.
 ///
@@ -65,36 +67,6 @@ pub struct ConnectRequest {
     /// Time spent waiting for a person (the authorization page), which
     /// does not count against the deadline.
     pause: mcp_connect_layers::deadline::DeadlinePause,
-}
-
-/// A request's configuration: what every attempt and every session made
-/// from it share.
-#[derive(Clone)]
-struct Settings {
-    mode: TransportMode,
-    versions: VersionPolicy,
-    client: Arc<ClientIdentity>,
-    limits: Limits,
-    probe_timeout_is_legacy: bool,
-    era_cache: Option<EraCache>,
-    /// The 2026-07-28 response cache, shared by every session made.
-    response_cache: Option<crate::response_cache::ResponseCache>,
-    /// The capabilities the caller set, before the handler's are added.
-    declared: Value,
-    handler: ClientHandler,
-    listener: Option<NotificationSender>,
-    /// The server's name for the application (notifications carry it).
-    name: Arc<str>,
-    /// Made from `handler` and `listener`; shared by every attempt and
-    /// every session made from this request.
-    inbound: Arc<Inbound>,
-    /// How to authorize when the server asks (HTTP targets).
-    auth: Option<crate::auth::Authorization>,
-    /// This request's own HTTP client, instead of the connector's.
-    http: Option<crate::transport::HttpClient>,
-    /// Spans and metrics for what this request makes (feature `otel`).
-    #[cfg(feature = "otel")]
-    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl ConnectRequest {
