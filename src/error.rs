@@ -133,6 +133,7 @@ pub enum ErrorKind {
     #[error("the task gave no result")]
     Task(#[source] crate::extensions::tasks::TaskError),
     /// A skill's file failed its verification (SEP-2640) and was not used.
+    #[cfg(feature = "skills")]
     #[error("the skill's file failed verification")]
     Skill(#[source] crate::extensions::skills::SkillError),
 }
@@ -300,8 +301,9 @@ impl Classify for Error {
             ErrorKind::Pagination(_)
             | ErrorKind::InputRequired(_)
             | ErrorKind::InvalidTool(_)
-            | ErrorKind::Subscription(_)
-            | ErrorKind::Skill(_) => Failure::new(stage, FailureKind::Protocol),
+            | ErrorKind::Subscription(_) => Failure::new(stage, FailureKind::Protocol),
+            #[cfg(feature = "skills")]
+            ErrorKind::Skill(_) => Failure::new(stage, FailureKind::Protocol),
             ErrorKind::Task(crate::extensions::tasks::TaskError::Cancelled) => {
                 Failure::new(stage, FailureKind::Cancelled)
             }

@@ -8,5 +8,7 @@
 //! authorization) are part of [`auth`](crate::auth), where the flow they
 //! change lives.
 
+#[cfg(feature = "skills")]
+#[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 pub mod skills;
 pub mod tasks;

@@ -28,6 +28,7 @@ mod identity;
 mod listen;
 mod options;
 mod request;
+#[cfg(feature = "skills")]
 mod skills;
 mod subscriptions;
 mod tasks;

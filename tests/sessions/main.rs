@@ -16,6 +16,7 @@ mod server_stream;
 mod server_traffic;
 mod session;
 mod session_loss;
+#[cfg(feature = "skills")]
 mod skills;
 mod subscriptions_listen;
 mod tasks;
