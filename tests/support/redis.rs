@@ -32,23 +32,17 @@ pub struct Redis {
 impl Redis {
     /// Starts one on a free port and waits until it answers.
     pub fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut redis = Redis {
-            child: None,
-            port,
-            tls: None,
-        };
-        redis.restart();
-        redis
+        Self::on_a_free_port(None)
     }
 
     /// Starts one that speaks only TLS, with the server certificate in
     /// `certificates` (see `support::openssl`), asking no client
     /// certificate.
     pub fn start_tls(certificates: &std::path::Path) -> Redis {
+        Self::on_a_free_port(Some(certificates.to_owned()))
+    }
+
+    fn on_a_free_port(tls: Option<PathBuf>) -> Redis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -56,7 +50,7 @@ impl Redis {
         let mut redis = Redis {
             child: None,
             port,
-            tls: Some(certificates.to_owned()),
+            tls,
         };
         redis.restart();
         redis
