@@ -301,7 +301,6 @@ fn error_object(error: &mcp_connect::Error) -> Value {
             object
         }
         _ => {
-            use mcp_connect::layers::Classify as _;
             let failure = error.failure();
             json!({
                 "code": INTERNAL_ERROR,
