@@ -180,17 +180,13 @@ pub(crate) async fn refresh_ahead(
     let key = token_key(auth, server, &discovered);
     let token = token_endpoint(auth, &http, &discovered)?;
     let refreshed = super::refresh::before_new(auth, &key, &token, &http, &discovered).await?;
-    if refreshed.is_none() && auth.state.tokens().is_none() && !current.expired_at(unix_now()) {
+    if refreshed.is_none()
+        && auth.state.tokens().is_none()
+        && !current.expired_at(std::time::SystemTime::now())
+    {
         auth.state.set_tokens(Some(current.without_refresh()));
     }
     Ok(())
-}
-
-/// Seconds since the Unix epoch.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Where the store files the tokens for `server`, as discovery found it.

@@ -121,10 +121,12 @@ impl Tokens {
             .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
     }
 
-    /// Whether the access token is known to have expired (`now` in
-    /// seconds since the Unix epoch); a token without an expiry is taken
-    /// as live until a server refuses it.
-    pub(crate) fn expired_at(&self, now: u64) -> bool {
+    /// Whether the access token is known to have expired at `now`; a
+    /// token without an expiry is taken as live until a server refuses it.
+    pub(crate) fn expired_at(&self, now: SystemTime) -> bool {
+        let now = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         self.expires_at.is_some_and(|at| at <= now)
     }
 
