@@ -60,13 +60,11 @@ impl Connector {
 
     /// Establishes one session (the same as calling the service).
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
-        #[cfg(feature = "otel")]
-        if let Some(telemetry) = request.telemetry().cloned() {
-            let (attempt, stages) =
-                crate::telemetry::establish::AttemptSpan::start(&telemetry, request.attempt());
-            let made = self.connect_plain(request.with_observer(stages)).await;
-            attempt.finish(made.as_ref().err().map(|e| e.failure()));
-            return made;
+        if let Some(telemetry) = request.instruments().cloned() {
+            return crate::telemetry::establish::attempt(&telemetry, request, |request| {
+                self.connect_plain(request)
+            })
+            .await;
         }
         self.connect_plain(request).await
     }

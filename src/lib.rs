@@ -99,6 +99,9 @@ mod target;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod telemetry;
+#[cfg(not(feature = "otel"))]
+#[path = "telemetry/off.rs"]
+mod telemetry;
 #[cfg(feature = "testkit")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;

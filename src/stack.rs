@@ -176,32 +176,9 @@ impl Service<ConnectRequest> for Establish {
     }
 
     fn call(&mut self, request: ConnectRequest) -> Self::Future {
-        #[cfg(feature = "otel")]
-        if let Some(telemetry) = request.telemetry().cloned() {
-            use crate::telemetry::establish::{Established, Establishment};
-            use opentelemetry::trace::FutureExt as _;
-            let (establishment, counter) =
-                Establishment::start(&telemetry, request.target().http_url());
-            let made = self
-                .service
-                .call(request.with_observer(counter))
-                .with_context(establishment.context().clone());
-            return Box::pin(async move {
-                let made = made.await;
-                match &made {
-                    Ok(session) => establishment.finish(
-                        Ok(Established {
-                            era: session.era().as_str(),
-                            transport: session.transport_kind().as_str(),
-                            version: session.protocol_version().as_str(),
-                        }),
-                        None,
-                    ),
-                    Err(error) => {
-                        establishment.finish(Err(error.failure()), Some(error.attempts()))
-                    }
-                }
-                made
+        if let Some(telemetry) = request.instruments().cloned() {
+            return crate::telemetry::establish::establishment(&telemetry, request, |request| {
+                self.service.call(request)
             });
         }
         Box::pin(self.service.call(request))

@@ -96,13 +96,4 @@ impl Target {
             Target::Stdio(_) => None,
         }
     }
-
-    /// The URL of an HTTP target.
-    #[cfg(feature = "otel")]
-    pub(crate) fn http_url(&self) -> Option<&http::Uri> {
-        match self {
-            Target::Http { url, .. } => Some(url),
-            _ => None,
-        }
-    }
 }

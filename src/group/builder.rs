@@ -22,8 +22,8 @@ pub struct ServerGroupBuilder {
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
     caches: Caches,
-    #[cfg(feature = "otel")]
-    telemetry: Option<crate::telemetry::Telemetry>,
+    /// The telemetry of servers added without their own (feature `otel`).
+    pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// The caches every server of a group shares unless its request has its
@@ -97,16 +97,6 @@ impl ServerGroupBuilder {
         self
     }
 
-    /// Instruments every server added whose request has no telemetry of
-    /// its own (a config file's servers, say) with `telemetry` (feature
-    /// `otel`).
-    #[cfg(feature = "otel")]
-    #[must_use]
-    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
-        self.telemetry = Some(telemetry);
-        self
-    }
-
     /// The group, empty.
     pub fn build(self) -> ServerGroup {
         ServerGroup {
@@ -116,7 +106,6 @@ impl ServerGroupBuilder {
                 keepalive: self.keepalive,
                 notifications: self.notifications,
                 caches: self.caches,
-                #[cfg(feature = "otel")]
                 telemetry: self.telemetry,
                 members: Mutex::new(BTreeMap::new()),
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,

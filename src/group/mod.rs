@@ -116,7 +116,6 @@ struct Shared {
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
     caches: Caches,
-    #[cfg(feature = "otel")]
     telemetry: Option<crate::telemetry::Telemetry>,
     /// Held for one look or one change, never across an `.await`.
     members: Mutex<BTreeMap<Arc<str>, Arc<Member>>>,
@@ -162,18 +161,11 @@ impl ServerGroup {
     ///
     /// Outside a Tokio runtime.
     pub fn add(&self, server: Server) -> Result<(), GroupError> {
-        let server = Server {
-            request: self.shared.caches.apply(server.request),
-            ..server
-        };
-        #[cfg(feature = "otel")]
-        let server = match &self.shared.telemetry {
-            Some(telemetry) if server.request.telemetry().is_none() => Server {
-                request: server.request.with_telemetry(telemetry.clone()),
-                ..server
-            },
-            _ => server,
-        };
+        let mut request = self.shared.caches.apply(server.request);
+        if request.instruments().is_none() && self.shared.telemetry.is_some() {
+            request = request.with_instruments(self.shared.telemetry.clone());
+        }
+        let server = Server { request, ..server };
         let mut members = self.members();
         if members.contains_key(&server.name) {
             return Err(GroupError::Duplicate {

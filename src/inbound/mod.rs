@@ -84,7 +84,6 @@ pub(crate) struct Inbound {
     /// and the server's key in it.
     cache: Option<(ResponseCache, Arc<str>)>,
     /// Spans for server requests (feature `otel`).
-    #[cfg(feature = "otel")]
     telemetry: Option<crate::telemetry::Telemetry>,
 }
 
@@ -102,7 +101,6 @@ impl Inbound {
             handlers: Arc::new(Semaphore::new(MAX_CONCURRENT_HANDLERS)),
             acks: subscriptions::Acks::default(),
             cache: None,
-            #[cfg(feature = "otel")]
             telemetry: None,
         })
     }
@@ -119,19 +117,22 @@ impl Inbound {
         Arc::new(inbound)
     }
 
-    /// Answers `ping`, refuses everything else, drops notifications. One
-    /// shared value: a connection without a handler allocates nothing here.
-    /// This new seam with each server request in a span of `telemetry`.
-    #[cfg(feature = "otel")]
+    /// This new seam with each server request in a span of `telemetry`,
+    /// when there is one.
     pub(crate) fn instrumented(
         self: Arc<Self>,
-        telemetry: crate::telemetry::Telemetry,
+        telemetry: Option<crate::telemetry::Telemetry>,
     ) -> Arc<Self> {
+        if telemetry.is_none() {
+            return self;
+        }
         let mut inbound = Arc::into_inner(self).expect("a new inbound is not shared");
-        inbound.telemetry = Some(telemetry);
+        inbound.telemetry = telemetry;
         Arc::new(inbound)
     }
 
+    /// Answers `ping`, refuses everything else, drops notifications. One
+    /// shared value: a connection without a handler allocates nothing here.
     pub(crate) fn none() -> Arc<Self> {
         static NONE: std::sync::LazyLock<Arc<Inbound>> =
             std::sync::LazyLock::new(|| Inbound::new(ClientHandler::new(), None, "".into()));
@@ -180,17 +181,11 @@ impl Inbound {
         let Ok(_permit) = Arc::clone(&self.handlers).try_acquire_owned() else {
             return error_bytes(id, codes::INTERNAL_ERROR, "too many concurrent requests");
         };
-        #[cfg(feature = "otel")]
-        let answered = match &self.telemetry {
-            Some(telemetry) => {
-                let parent = crate::telemetry::inbound::parent(telemetry, params.as_ref());
-                let handled = self.run_handler(method, params);
-                crate::telemetry::inbound::traced(telemetry, method, parent, handled).await
-            }
-            None => self.run_handler(method, params).await,
-        };
-        #[cfg(not(feature = "otel"))]
-        let answered = self.run_handler(method, params).await;
+        let answered =
+            crate::telemetry::inbound::answer(self.telemetry.as_ref(), method, params, |params| {
+                self.run_handler(method, params)
+            })
+            .await;
         match answered {
             Ok(result) => result_bytes(id, &result),
             Err(error) => error_bytes(id, error.code(), error.message()),

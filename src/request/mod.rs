@@ -110,7 +110,6 @@ impl ConnectRequest {
                 inbound: Inbound::none(),
                 auth: None,
                 http: None,
-                #[cfg(feature = "otel")]
                 telemetry: None,
             }),
             target,
@@ -148,11 +147,7 @@ impl ConnectRequest {
         if let Some(cache) = &self.settings.response_cache {
             inbound = inbound.invalidating(cache.clone(), EraCache::key(&self.target).into());
         }
-        #[cfg(feature = "otel")]
-        let inbound = match &self.settings.telemetry {
-            Some(telemetry) => inbound.instrumented(telemetry.clone()),
-            None => inbound,
-        };
+        let inbound = inbound.instrumented(self.settings.telemetry.clone());
         self.settings_mut().inbound = inbound;
         let mut capabilities = self.settings.declared.clone();
         if let (Value::Object(all), Value::Object(handled)) =
@@ -328,22 +323,19 @@ impl ConnectRequest {
         self
     }
 
-    /// Instruments what this request makes with OpenTelemetry spans and
-    /// metrics (feature `otel`; see [`telemetry`](crate::telemetry)): its
-    /// establishments through the stack, each attempt, every request of
-    /// its sessions (trace context in `params._meta`), and the server's
-    /// requests to its handler.
-    #[cfg(feature = "otel")]
-    #[must_use]
-    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
-        self.settings_mut().telemetry = Some(telemetry);
+    /// This request with `telemetry` in place of any it had (the `otel`
+    /// feature's `with_telemetry`).
+    pub(crate) fn with_instruments(
+        mut self,
+        telemetry: Option<crate::telemetry::Telemetry>,
+    ) -> Self {
+        self.settings_mut().telemetry = telemetry;
         self.refresh_inbound();
         self
     }
 
     /// The request's telemetry, when it has one.
-    #[cfg(feature = "otel")]
-    pub fn telemetry(&self) -> Option<&crate::telemetry::Telemetry> {
+    pub(crate) fn instruments(&self) -> Option<&crate::telemetry::Telemetry> {
         self.settings.telemetry.as_ref()
     }
 

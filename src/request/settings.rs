@@ -37,6 +37,5 @@ pub(super) struct Settings {
     /// This request's own HTTP client, instead of the connector's.
     pub(super) http: Option<crate::transport::HttpClient>,
     /// Spans and metrics for what this request makes (feature `otel`).
-    #[cfg(feature = "otel")]
     pub(super) telemetry: Option<crate::telemetry::Telemetry>,
 }

@@ -56,19 +56,6 @@ impl ClientIdentity {
     }
 }
 
-/// The encoded `_meta` envelope with `fields` added in front (their keys
-/// never collide with the envelope's namespaced ones), without decoding it.
-#[cfg(feature = "otel")]
-pub(crate) fn envelope_with(envelope: &RawValue, fields: &Map<String, Value>) -> Arc<RawValue> {
-    let added = serde_json::to_string(fields).expect("strings serialize");
-    let envelope = envelope.get().trim();
-    let json = match (added.strip_suffix('}'), envelope.strip_prefix('{')) {
-        (Some(added), Some(rest)) if rest.trim_start() != "}" => format!("{added},{rest}"),
-        _ => added,
-    };
-    Arc::from(RawValue::from_string(json).expect("two JSON objects joined are one"))
-}
-
 /// `params` as an object (an empty one when absent or not an object) with
 /// `add` applied to its `_meta` object (made when missing).
 pub(crate) fn with_meta_entries(
@@ -86,28 +73,4 @@ pub(crate) fn with_meta_entries(
         add(meta);
     }
     Value::Object(params)
-}
-
-#[cfg(all(test, feature = "otel"))]
-mod envelope_tests {
-    use super::*;
-
-    #[test]
-    fn trace_fields_join_the_encoded_envelope() {
-        let envelope = RawValue::from_string(
-            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#.into(),
-        )
-        .unwrap();
-        let mut fields = Map::new();
-        fields.insert("traceparent".into(), "00-a-b-01".into());
-        let joined: Value = serde_json::from_str(envelope_with(&envelope, &fields).get()).unwrap();
-        assert_eq!(joined["traceparent"], "00-a-b-01");
-        assert_eq!(
-            joined["io.modelcontextprotocol/protocolVersion"],
-            "2026-07-28"
-        );
-        let empty = RawValue::from_string("{}".into()).unwrap();
-        let joined: Value = serde_json::from_str(envelope_with(&empty, &fields).get()).unwrap();
-        assert_eq!(joined, serde_json::json!({ "traceparent": "00-a-b-01" }));
-    }
 }

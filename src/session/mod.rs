@@ -35,8 +35,6 @@ mod tasks;
 mod tool_headers;
 mod typed;
 
-#[cfg(feature = "otel")]
-pub(crate) use identity::envelope_with;
 pub(crate) use identity::{with_meta_entries, ClientIdentity};
 pub use options::RequestOptions;
 pub use request::MAX_INPUT_ROUNDS;
@@ -90,41 +88,7 @@ pub struct Session {
     /// Set when the session started from a remembered discover.
     remembered: Option<cached::Remembered>,
     /// Spans and metrics for this session's requests (feature `otel`).
-    #[cfg(feature = "otel")]
-    telemetry: Option<SessionTelemetry>,
-}
-
-/// A session's telemetry: the instruments, what every span carries, and
-/// when the session began.
-#[cfg(feature = "otel")]
-pub(crate) struct SessionTelemetry {
-    pub(crate) telemetry: crate::telemetry::Telemetry,
-    pub(crate) facts: crate::telemetry::call::SessionFacts,
-    started: std::time::Instant,
-    ended: std::sync::atomic::AtomicBool,
-}
-
-#[cfg(feature = "otel")]
-impl SessionTelemetry {
-    /// Records the session's duration, once: at `close` or when dropped.
-    fn end(&self) {
-        if !self.ended.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            crate::telemetry::call::session_ended(
-                &self.telemetry,
-                &self.facts,
-                self.started.elapsed(),
-            );
-        }
-    }
-}
-
-#[cfg(feature = "otel")]
-impl Drop for Session {
-    fn drop(&mut self) {
-        if let Some(telemetry) = &self.telemetry {
-            telemetry.end();
-        }
-    }
+    telemetry: Option<crate::telemetry::call::SessionTelemetry>,
 }
 
 impl Session {
@@ -168,38 +132,24 @@ impl Session {
             auth: None,
             cache: None,
             remembered: None,
-            #[cfg(feature = "otel")]
             telemetry: None,
         }
     }
 
     /// Instruments this session's requests with `telemetry`.
-    #[cfg(feature = "otel")]
     pub(crate) fn with_telemetry(
         mut self,
         telemetry: Option<&crate::telemetry::Telemetry>,
         target: &crate::target::Target,
     ) -> Self {
-        if let Some(telemetry) = telemetry {
-            let mut attributes = crate::telemetry::establish::target_attributes(target.http_url());
-            attributes.push(opentelemetry::KeyValue::new(
-                crate::telemetry::names::PROTOCOL_VERSION,
-                crate::telemetry::establish::shared(self.protocol_version().as_str()),
-            ));
-            let facts = crate::telemetry::call::SessionFacts {
-                attributes,
-                session_id: telemetry
-                    .records_session_id()
-                    .then(|| self.transport.session_id_text())
-                    .flatten(),
-            };
-            self.telemetry = Some(SessionTelemetry {
-                telemetry: telemetry.clone(),
-                facts,
-                started: std::time::Instant::now(),
-                ended: std::sync::atomic::AtomicBool::new(false),
-            });
-        }
+        self.telemetry = telemetry.map(|telemetry| {
+            crate::telemetry::call::SessionTelemetry::new(
+                telemetry,
+                target,
+                self.negotiated.version.as_str(),
+                || self.transport.session_id_text(),
+            )
+        });
         self
     }
 
@@ -405,7 +355,6 @@ impl Session {
     /// process. Idempotent; a close that fails still leaves the session
     /// closed.
     pub async fn close(&self) -> Result<(), Error> {
-        #[cfg(feature = "otel")]
         if let Some(telemetry) = &self.telemetry {
             telemetry.end();
         }

@@ -23,6 +23,7 @@ use crate::auth::Reauthorization;
 use crate::error::{Error, ErrorKind, InputRequiredError, TransportError};
 use crate::protocol::{codes, Era, Notification, ProtocolVersion, Request, RequestId, RpcError};
 use crate::response_cache::CacheMode;
+use crate::telemetry::call::CallSpan;
 use crate::transport::Transport;
 
 /// Progress tokens are unique in the process, so one listener can serve
@@ -99,44 +100,13 @@ impl Session {
         };
         let param_headers = self.param_headers(method, params.as_ref())?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        #[cfg(feature = "otel")]
-        let span = self.telemetry.as_ref().map(|t| {
-            crate::telemetry::call::CallSpan::start(
-                &t.telemetry,
-                &t.facts,
-                method,
-                id,
-                params.as_ref(),
-            )
-        });
-        // The span's context goes into `_meta`: into the session's encoded
-        // envelope when the request rides on it (no re-encoding), into the
-        // params otherwise; never over a key the application set.
-        #[cfg(feature = "otel")]
-        let trace = span
+        let span = self
+            .telemetry
             .as_ref()
-            .map(|span| span.trace_fields())
-            .filter(|fields| !fields.is_empty());
-        #[cfg(feature = "otel")]
-        let in_envelope =
-            self.meta.is_some() && params.as_ref().is_none_or(|p| p.get("_meta").is_none());
-        #[cfg(feature = "otel")]
-        let params = match &trace {
-            Some(fields) if !in_envelope => Some(super::with_meta_entries(params, |meta| {
-                for (key, value) in fields {
-                    meta.entry(key.clone()).or_insert_with(|| value.clone());
-                }
-            })),
-            _ => params,
-        };
-        #[allow(unused_mut)]
+            .map(|session| CallSpan::start(session, method, id, params.as_ref()));
         let mut request = self.outgoing(id, method, params);
-        #[cfg(feature = "otel")]
-        if let (Some(fields), true) = (&trace, in_envelope) {
-            request.meta = request
-                .meta
-                .as_deref()
-                .map(|envelope| super::envelope_with(envelope, fields));
+        if let Some(span) = &span {
+            span.carry(&mut request);
         }
         request.param_headers = param_headers;
         let watch = token
@@ -207,16 +177,8 @@ impl Session {
             }
             (result, _) => result.map(|exchanged| exchanged.raw),
         };
-        #[cfg(feature = "otel")]
         if let Some(span) = span {
-            use crate::telemetry::call::CallOutcome;
-            span.finish(match &result {
-                Ok(raw) => CallOutcome::Result(raw),
-                Err(error) => match error.jsonrpc_code() {
-                    Some(code) => CallOutcome::Rpc(code),
-                    None => CallOutcome::Failed(error.failure().kind.as_str()),
-                },
-            });
+            span.finish(&result);
         }
         result
     }

@@ -10,7 +10,8 @@
 //! description (that would be the server's message). A request whose
 //! future is dropped ends as `error.type = cancelled`.
 
-use crate::protocol::methods;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
@@ -18,10 +19,15 @@ use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::establish::{shared, target_attributes};
 use super::{names, propagate, Telemetry};
+use crate::protocol::{methods, Request};
+use crate::session::with_meta_entries;
+use crate::target::Target;
+use crate::Error;
 
 /// How a request ended, as the span needs it.
-pub(crate) enum CallOutcome<'a> {
+enum CallOutcome<'a> {
     /// A result.
     Result(&'a RawValue),
     /// A JSON-RPC error with this code.
@@ -30,13 +36,55 @@ pub(crate) enum CallOutcome<'a> {
     Failed(&'static str),
 }
 
-/// What every span of one session carries.
-#[derive(Clone, Debug)]
-pub(crate) struct SessionFacts {
+/// One session's telemetry: the instruments, what every span of the
+/// session carries, and when it began. Dropping it records the session's
+/// duration, unless [`end`](Self::end) already did.
+pub(crate) struct SessionTelemetry {
+    telemetry: Telemetry,
     /// Protocol version, network transport, server address and port.
-    pub(crate) attributes: Vec<KeyValue>,
+    attributes: Vec<KeyValue>,
     /// The session id, kept only when the telemetry records it.
-    pub(crate) session_id: Option<String>,
+    session_id: Option<String>,
+    started: Instant,
+    ended: AtomicBool,
+}
+
+impl SessionTelemetry {
+    /// The telemetry of a session with `target` on protocol `version`;
+    /// `session_id` is asked only when the telemetry records it.
+    pub(crate) fn new(
+        telemetry: &Telemetry,
+        target: &Target,
+        version: &str,
+        session_id: impl FnOnce() -> Option<String>,
+    ) -> Self {
+        let mut attributes = target_attributes(target);
+        attributes.push(KeyValue::new(names::PROTOCOL_VERSION, shared(version)));
+        SessionTelemetry {
+            telemetry: telemetry.clone(),
+            attributes,
+            session_id: telemetry.records_session_id().then(session_id).flatten(),
+            started: Instant::now(),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// Records `mcp.client.session.duration`, once: at `close` or when
+    /// dropped.
+    pub(crate) fn end(&self) {
+        if !self.ended.swap(true, Ordering::Relaxed) {
+            self.telemetry
+                .inner
+                .session
+                .record(self.started.elapsed().as_secs_f64(), &self.attributes);
+        }
+    }
+}
+
+impl Drop for SessionTelemetry {
+    fn drop(&mut self) {
+        self.end();
+    }
 }
 
 /// The span of one request, until its reply.
@@ -69,14 +117,14 @@ fn bare_uri(uri: &str) -> String {
 }
 
 impl CallSpan {
-    /// Starts the span of request `id`.
+    /// Starts the span of request `id` on `session`.
     pub(crate) fn start(
-        telemetry: &Telemetry,
-        facts: &SessionFacts,
+        session: &SessionTelemetry,
         method: &str,
         id: i64,
         params: Option<&Value>,
     ) -> CallSpan {
+        let telemetry = &session.telemetry;
         let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
         let target = match method {
             methods::TOOLS_CALL => text("name").map(|name| (names::TOOL_NAME, name)),
@@ -91,13 +139,13 @@ impl CallSpan {
         if tool_call {
             labels.push(KeyValue::new(names::OPERATION_NAME, "execute_tool"));
         }
-        labels.extend(facts.attributes.iter().cloned());
+        labels.extend(session.attributes.iter().cloned());
         let mut attributes = labels.clone();
         attributes.push(KeyValue::new(names::REQUEST_ID, id.to_string()));
         if let Some(uri) = text("uri").filter(|_| method.starts_with("resources/")) {
             attributes.push(KeyValue::new(names::RESOURCE_URI, bare_uri(uri)));
         }
-        if let Some(session) = &facts.session_id {
+        if let Some(session) = &session.session_id {
             attributes.push(KeyValue::new(names::SESSION_ID, session.clone()));
         }
         if tool_call && telemetry.inner.tool_io {
@@ -126,18 +174,43 @@ impl CallSpan {
         }
     }
 
-    /// This span's context as the propagator's `_meta` fields
-    /// (`traceparent`, ...); none when the span is not recorded anywhere.
-    pub(crate) fn trace_fields(&self) -> Map<String, Value> {
+    /// Puts this span's context (the propagator's `traceparent`, ...) into
+    /// the request's `_meta`, never over a key the application set: joined
+    /// to the session's encoded envelope when the request rides on it (no
+    /// re-encoding), merged into the params otherwise. Nothing when the
+    /// span is not recorded anywhere.
+    pub(crate) fn carry(&self, request: &mut Request) {
         let mut fields = Map::new();
         if self.cx.span().span_context().is_valid() {
             propagate::inject(&self.telemetry, &self.cx, &mut fields);
         }
-        fields
+        if fields.is_empty() {
+            return;
+        }
+        match &request.meta {
+            Some(envelope) => request.meta = Some(envelope_with(envelope, &fields)),
+            None => {
+                request.params = Some(with_meta_entries(request.params.take(), |meta| {
+                    for (key, value) in fields {
+                        meta.entry(key).or_insert(value);
+                    }
+                }));
+            }
+        }
     }
 
-    /// Ends the span with the request's outcome and records its duration.
-    pub(crate) fn finish(mut self, outcome: CallOutcome<'_>) {
+    /// Ends the span with the request's result and records its duration.
+    pub(crate) fn finish(self, result: &Result<Box<RawValue>, Error>) {
+        self.finish_as(match result {
+            Ok(raw) => CallOutcome::Result(raw),
+            Err(error) => match error.jsonrpc_code() {
+                Some(code) => CallOutcome::Rpc(code),
+                None => CallOutcome::Failed(error.failure().kind.as_str()),
+            },
+        });
+    }
+
+    fn finish_as(mut self, outcome: CallOutcome<'_>) {
         let error_type = match outcome {
             CallOutcome::Result(raw) => {
                 if self.tool_call && self.telemetry.inner.tool_io {
@@ -183,17 +256,16 @@ impl Drop for CallSpan {
     }
 }
 
-/// Records `mcp.client.session.duration` for a session that lasted
-/// `lasted`.
-pub(crate) fn session_ended(
-    telemetry: &Telemetry,
-    facts: &SessionFacts,
-    lasted: std::time::Duration,
-) {
-    telemetry
-        .inner
-        .session
-        .record(lasted.as_secs_f64(), &facts.attributes);
+/// The encoded `_meta` envelope with `fields` added in front (their keys
+/// never collide with the envelope's namespaced ones), without decoding it.
+fn envelope_with(envelope: &RawValue, fields: &Map<String, Value>) -> Arc<RawValue> {
+    let added = serde_json::to_string(fields).expect("strings serialize");
+    let envelope = envelope.get().trim();
+    let json = match (added.strip_suffix('}'), envelope.strip_prefix('{')) {
+        (Some(added), Some(rest)) if rest.trim_start() != "}" => format!("{added},{rest}"),
+        _ => added,
+    };
+    Arc::from(RawValue::from_string(json).expect("two JSON objects joined are one"))
 }
 
 /// Whether a tool result says `isError: true`.
@@ -208,7 +280,28 @@ fn is_error(raw: &RawValue) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::bare_uri;
+    use super::{bare_uri, envelope_with};
+    use serde_json::value::RawValue;
+    use serde_json::{Map, Value};
+
+    #[test]
+    fn trace_fields_join_the_encoded_envelope() {
+        let envelope = RawValue::from_string(
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#.into(),
+        )
+        .unwrap();
+        let mut fields = Map::new();
+        fields.insert("traceparent".into(), "00-a-b-01".into());
+        let joined: Value = serde_json::from_str(envelope_with(&envelope, &fields).get()).unwrap();
+        assert_eq!(joined["traceparent"], "00-a-b-01");
+        assert_eq!(
+            joined["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        let empty = RawValue::from_string("{}".into()).unwrap();
+        let joined: Value = serde_json::from_str(envelope_with(&empty, &fields).get()).unwrap();
+        assert_eq!(joined, serde_json::json!({ "traceparent": "00-a-b-01" }));
+    }
 
     #[test]
     fn a_resource_uri_loses_its_query_fragment_and_userinfo() {

@@ -8,21 +8,71 @@
 //! probe that stalled until its limit, then a fresh attempt.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Failure, StageEvent, StageObserver, StageOutcome};
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{FutureExt as _, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
 use super::{names, Telemetry};
+use crate::stack::EstablishError;
+use crate::target::Target;
+use crate::{ConnectRequest, Error, Session};
+
+/// Runs one establishment through the stack (`establish`, given the
+/// request) inside its `establish` span, and records its metrics.
+pub(crate) fn establishment<F>(
+    telemetry: &Telemetry,
+    request: ConnectRequest,
+    establish: impl FnOnce(ConnectRequest) -> F,
+) -> BoxFuture<'static, Result<Session, EstablishError>>
+where
+    F: Future<Output = Result<Session, EstablishError>> + Send + 'static,
+{
+    let (establishment, counter) = Establishment::start(telemetry, request.target());
+    let made = establish(request.with_observer(counter)).with_context(establishment.cx.clone());
+    Box::pin(async move {
+        let made = made.await;
+        match &made {
+            Ok(session) => establishment.finish(
+                Ok(Established {
+                    era: session.era().as_str(),
+                    transport: session.transport_kind().as_str(),
+                    version: session.protocol_version().as_str(),
+                }),
+                None,
+            ),
+            Err(error) => establishment.finish(Err(error.failure()), Some(error.attempts())),
+        }
+        made
+    })
+}
+
+/// Runs one attempt (`connect`, given the request) inside its `establish
+/// attempt` span, each stage an event of it.
+pub(crate) async fn attempt<F>(
+    telemetry: &Telemetry,
+    request: ConnectRequest,
+    connect: impl FnOnce(ConnectRequest) -> F,
+) -> Result<Session, Error>
+where
+    F: Future<Output = Result<Session, Error>>,
+{
+    let (attempt, stages) = AttemptSpan::start(telemetry, request.attempt());
+    let made = connect(request.with_observer(stages)).await;
+    attempt.finish(made.as_ref().err().map(|e| e.failure()));
+    made
+}
 
 /// The target's attributes: `network.transport`, and for an HTTP target
-/// (its URL; `None` is a stdio child) `server.address` and `server.port`.
-pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
-    match http {
-        Some(url) => {
+/// `server.address` and `server.port`.
+pub(crate) fn target_attributes(target: &Target) -> Vec<KeyValue> {
+    match target {
+        Target::Http { url, .. } => {
             let mut attributes = vec![KeyValue::new(names::NETWORK_TRANSPORT, "tcp")];
             if let Some(host) = url.host() {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -36,7 +86,7 @@ pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
             attributes.push(KeyValue::new(names::SERVER_PORT, i64::from(port)));
             attributes
         }
-        None => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
+        _ => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
     }
 }
 
@@ -71,15 +121,15 @@ fn mark_failed(span: &opentelemetry::trace::SpanRef<'_>, failure: &Failure) {
 }
 
 /// What an established session negotiated, for the establishment span.
-pub(crate) struct Established<'a> {
-    pub(crate) era: &'static str,
-    pub(crate) transport: &'static str,
-    pub(crate) version: &'a str,
+struct Established<'a> {
+    era: &'static str,
+    transport: &'static str,
+    version: &'a str,
 }
 
 /// One establishment through the stack: its span, and what the attempts
 /// under it report.
-pub(crate) struct Establishment {
+struct Establishment {
     telemetry: Telemetry,
     cx: Context,
     started: Instant,
@@ -87,18 +137,15 @@ pub(crate) struct Establishment {
 }
 
 impl Establishment {
-    /// Starts the span of establishing the target at `http` (`None`: stdio); the observer counts its
+    /// Starts the span of establishing `target`; the observer counts its
     /// attempts (the caller adds it to the request).
-    pub(crate) fn start(
-        telemetry: &Telemetry,
-        http: Option<&http::Uri>,
-    ) -> (Establishment, Arc<dyn StageObserver>) {
+    fn start(telemetry: &Telemetry, target: &Target) -> (Establishment, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
         let span = tracer
             .span_builder("establish")
             .with_kind(SpanKind::Internal)
-            .with_attributes(target_attributes(http))
+            .with_attributes(target_attributes(target))
             .start_with_context(tracer, &parent);
         let attempts = Arc::new(AtomicU32::new(0));
         let counter = Arc::new(AttemptCounter(Arc::clone(&attempts)));
@@ -111,14 +158,9 @@ impl Establishment {
         (establishment, counter)
     }
 
-    /// The context attempts run in (their parent).
-    pub(crate) fn context(&self) -> &Context {
-        &self.cx
-    }
-
     /// Ends the span: established (with era, transport and version) or
     /// failed (with the failure), and records the metrics.
-    pub(crate) fn finish(self, outcome: Result<Established<'_>, Failure>, attempts: Option<u32>) {
+    fn finish(self, outcome: Result<Established<'_>, Failure>, attempts: Option<u32>) {
         let attempts = attempts.unwrap_or_else(|| self.attempts.load(Ordering::Relaxed).max(1));
         let span = self.cx.span();
         let mut labels = Vec::new();
@@ -159,17 +201,14 @@ impl StageObserver for AttemptCounter {
 }
 
 /// One attempt's span, and the observer that writes its stages.
-pub(crate) struct AttemptSpan {
+struct AttemptSpan {
     cx: Context,
 }
 
 impl AttemptSpan {
     /// Starts attempt number `attempt` as a child of the current context;
     /// the observer writes its stages (the caller adds it to the request).
-    pub(crate) fn start(
-        telemetry: &Telemetry,
-        attempt: u32,
-    ) -> (AttemptSpan, Arc<dyn StageObserver>) {
+    fn start(telemetry: &Telemetry, attempt: u32) -> (AttemptSpan, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
         let span = tracer
@@ -187,7 +226,7 @@ impl AttemptSpan {
     }
 
     /// Ends the attempt's span.
-    pub(crate) fn finish(self, failure: Option<Failure>) {
+    fn finish(self, failure: Option<Failure>) {
         let span = self.cx.span();
         if let Some(failure) = failure {
             mark_failed(&span, &failure);

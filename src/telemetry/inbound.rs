@@ -11,9 +11,29 @@ use serde_json::Value;
 use super::{names, propagate, Telemetry};
 use crate::protocol::RpcError;
 
+/// Runs the handler on a server request (`handle`, given its params): in
+/// a SERVER span when there is telemetry.
+pub(crate) async fn answer<F>(
+    telemetry: Option<&Telemetry>,
+    method: &str,
+    params: Option<Value>,
+    handle: impl FnOnce(Option<Value>) -> F,
+) -> Result<Value, RpcError>
+where
+    F: Future<Output = Result<Value, RpcError>>,
+{
+    match telemetry {
+        Some(telemetry) => {
+            let parent = parent(telemetry, params.as_ref());
+            traced(telemetry, method, parent, handle(params)).await
+        }
+        None => handle(params).await,
+    }
+}
+
 /// The context a server request's `params._meta` carries (an empty one
 /// when it carries none).
-pub(crate) fn parent(telemetry: &Telemetry, params: Option<&Value>) -> Context {
+fn parent(telemetry: &Telemetry, params: Option<&Value>) -> Context {
     let meta = params
         .and_then(|p| p.get("_meta"))
         .and_then(Value::as_object);
@@ -22,7 +42,7 @@ pub(crate) fn parent(telemetry: &Telemetry, params: Option<&Value>) -> Context {
 
 /// Runs `handled` (the handler's answer to `method`) inside its span, a
 /// child of `parent`.
-pub(crate) async fn traced<F>(
+async fn traced<F>(
     telemetry: &Telemetry,
     method: &str,
     parent: Context,

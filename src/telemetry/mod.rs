@@ -45,6 +45,7 @@ pub(crate) mod call;
 pub(crate) mod establish;
 pub(crate) mod inbound;
 mod propagate;
+mod wiring;
 
 use std::fmt;
 use std::sync::Arc;

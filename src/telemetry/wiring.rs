@@ -1,0 +1,36 @@
+//! Where an application hands telemetry to what it builds: a request and a
+//! group. The rest of the crate reads it through crate-private accessors
+//! that exist with the feature off too (see `off.rs`), so no call site
+//! outside this module names the feature.
+
+use super::Telemetry;
+use crate::group::ServerGroupBuilder;
+use crate::ConnectRequest;
+
+impl ConnectRequest {
+    /// Instruments what this request makes with OpenTelemetry spans and
+    /// metrics (feature `otel`; see [`telemetry`](crate::telemetry)): its
+    /// establishments through the stack, each attempt, every request of
+    /// its sessions (trace context in `params._meta`), and the server's
+    /// requests to its handler.
+    #[must_use]
+    pub fn with_telemetry(self, telemetry: Telemetry) -> Self {
+        self.with_instruments(Some(telemetry))
+    }
+
+    /// The request's telemetry, when it has one.
+    pub fn telemetry(&self) -> Option<&Telemetry> {
+        self.instruments()
+    }
+}
+
+impl ServerGroupBuilder {
+    /// Instruments every server added whose request has no telemetry of
+    /// its own (a config file's servers, say) with `telemetry` (feature
+    /// `otel`).
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+}
