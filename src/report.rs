@@ -3,7 +3,7 @@
 //! Every error of this crate says what happened in its own words in
 //! `Display` and keeps the cause as its `source()`, never repeated in its
 //! message (so a chain prints each fact once). The price is that `{e}`
-//! shows only the outermost fact: "the call to server "py" failed". A
+//! shows only the outermost fact: `server "py": call_tool failed on session 1`. A
 //! [`Report`] walks the chain: `{}` joins every level with `: ` on one line,
 //! `{:#}` puts each cause on a line of its own. Nothing is added to what the
 //! errors say: a report holds no header, token, body or server message.

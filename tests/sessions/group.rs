@@ -779,7 +779,7 @@ async fn a_failed_call_reports_its_chain_and_the_servers_message() {
             .await
             .unwrap_err();
         let shown = failed.to_string();
-        assert_eq!(shown, "the call to server \"py\" failed");
+        assert_eq!(shown, "server \"py\": call_tool failed on session 1");
         let report = failed.report().to_string();
         assert!(
             report.starts_with(&shown) && report.len() > shown.len() + 10,
@@ -796,6 +796,61 @@ async fn a_failed_call_reports_its_chain_and_the_servers_message() {
             failed.server_message(),
             Some("canary: argument a must be a number")
         );
+    })
+    .await;
+}
+
+/// How many errors a report walks from `error` to the first transport
+/// error (the top counts as one); `None` when none is in the chain.
+fn levels_to_transport(error: &(dyn std::error::Error + 'static)) -> Option<usize> {
+    let mut current = Some(error);
+    let mut levels = 0;
+    while let Some(error) = current {
+        levels += 1;
+        if error.is::<mcp_connect::error::TransportError>() {
+            return Some(levels);
+        }
+        current = error.source();
+    }
+    None
+}
+
+#[tokio::test]
+async fn a_groups_error_is_at_most_four_levels_above_the_transports() {
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("gone", &["vanish"], Duration::ZERO);
+        let server = scripted.start().await;
+        let group = ServerGroup::builder().build();
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&server.url(), "gone"),
+            ))
+            .unwrap();
+        group.settled().await;
+        server.stop().await;
+        // The call that finds the session dead, then the one whose
+        // reconnect is refused (or that meets the cool-down it started).
+        let lost = group.call_tool("vanish", &json!({})).await.unwrap_err();
+        let refused = group.call_tool("vanish", &json!({})).await.unwrap_err();
+        let Some(GroupError::Call { error, .. }) = Some(&refused) else {
+            panic!("{refused:?}");
+        };
+        assert!(
+            matches!(
+                **error,
+                mcp_connect::client::ClientError::Connect(_)
+                    | mcp_connect::client::ClientError::CoolingDown { .. }
+            ),
+            "{error:?}"
+        );
+        for failed in [&lost, &refused] {
+            let levels = levels_to_transport(failed).expect("a transport error in the chain");
+            assert!(levels <= 4, "{levels} levels: {:#}", failed.report());
+            let shown = failed.to_string();
+            assert!(shown.starts_with("server \"gone\": "), "{shown}");
+        }
+        group.shutdown().await;
     })
     .await;
 }
