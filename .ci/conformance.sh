@@ -13,7 +13,7 @@ set -euo pipefail
 PENDING=" "   # none at the moment
 
 : "${MCP_PEERS_DIR:?run .ci/install-peers.sh and set MCP_PEERS_DIR}"
-cargo build -p mcp-connect --features schema,skills --example conformance_client --quiet
+cargo build -p mcp-connect --features schema,skills,signing --example conformance_client --quiet
 client="$PWD/target/debug/examples/conformance_client"
 failed=0
 for suite in node node-next; do

@@ -61,9 +61,13 @@ impl Connector {
     /// Establishes one session (the same as calling the service).
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
         if let Some(telemetry) = request.instruments().cloned() {
-            return crate::telemetry::establish::attempt(&telemetry, request, |request| {
-                self.connect_plain(request)
-            })
+            let attempt = request.attempt();
+            return crate::telemetry::establish::attempt(
+                &telemetry,
+                attempt,
+                |stages| self.connect_plain(request.with_observer(stages)),
+                |made| made.as_ref().err().map(Error::failure),
+            )
             .await;
         }
         self.connect_plain(request).await

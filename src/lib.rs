@@ -102,6 +102,8 @@ pub mod telemetry;
 #[cfg(not(feature = "otel"))]
 #[path = "telemetry/off.rs"]
 mod telemetry;
+#[cfg(feature = "otel")]
+mod telemetry_wiring;
 #[cfg(feature = "testkit")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;

@@ -26,6 +26,8 @@ use mcp_connect_layers::recovery::{
 };
 use mcp_connect_layers::{CancelSource, Child, Classify, Failure, FailureKind, Stage};
 use tower::util::BoxCloneSyncService;
+
+use crate::telemetry::establish::{EstablishOutcome, Established};
 use tower::{ServiceBuilder, ServiceExt};
 use tower_service::Service;
 
@@ -177,11 +179,27 @@ impl Service<ConnectRequest> for Establish {
 
     fn call(&mut self, request: ConnectRequest) -> Self::Future {
         if let Some(telemetry) = request.instruments().cloned() {
-            return crate::telemetry::establish::establishment(&telemetry, request, |request| {
-                self.service.call(request)
-            });
+            let http = request.target().http_url().cloned();
+            return crate::telemetry::establish::establishment(
+                &telemetry,
+                http.as_ref(),
+                |attempts| self.service.call(request.with_observer(attempts)),
+                established,
+            );
         }
         Box::pin(self.service.call(request))
+    }
+}
+
+/// What the establishment span records of a result.
+fn established(made: &Result<Session, EstablishError>) -> EstablishOutcome<'_> {
+    match made {
+        Ok(session) => Ok(Established {
+            era: session.era().as_str(),
+            transport: session.transport_kind().as_str(),
+            version: session.protocol_version().as_str(),
+        }),
+        Err(error) => Err((error.failure(), Some(error.attempts()))),
     }
 }
 

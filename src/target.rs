@@ -96,4 +96,12 @@ impl Target {
             Target::Stdio(_) => None,
         }
     }
+
+    /// The URL of an HTTP target.
+    pub(crate) fn http_url(&self) -> Option<&Uri> {
+        match self {
+            Target::Http { url, .. } => Some(url),
+            Target::Stdio(_) => None,
+        }
+    }
 }

@@ -14,8 +14,8 @@
 //!   origin for the requests after it; a second refusal is the answer
 //!   ([`AuthError::DpopNonce`](super::AuthError::DpopNonce)), never a loop.
 //!
-//! The key is ES256, made in memory per [`DpopKey::generate`] and never
-//! written anywhere; a [`DpopSigner`] plugs in another (a hardware key, a
+//! The key is ES256, made in memory by `DpopKey::generate` (feature
+//! `signing`) and never written anywhere; a [`DpopSigner`] plugs in another (a hardware key, a
 //! key service). Proofs are compact JWS written here rather than with
 //! `jsonwebtoken`, whose encoder takes only keys it holds itself: a
 //! pluggable signer needs the signing input, and the header must carry the
@@ -32,7 +32,6 @@ use base64::Engine as _;
 use http::HeaderValue;
 use serde_json::{json, Value};
 
-use super::assertion::KeyError;
 use crate::transport::error::BoxError;
 
 /// The request header that carries a proof, and the response header that
@@ -42,7 +41,7 @@ pub(crate) const DPOP_NONCE: &str = "dpop-nonce";
 
 /// What signs DPoP proofs: an asymmetric key whose private half stays with
 /// it. Implement it to keep the key in a hardware module or a key service;
-/// [`DpopKey::generate`] makes an in-memory ES256 key.
+/// `DpopKey::generate` (feature `signing`) makes an in-memory ES256 key.
 pub trait DpopSigner: Send + Sync + 'static {
     /// The JWS algorithm (`"ES256"`, `"EdDSA"`, ...); never `"none"` or a
     /// symmetric one.
@@ -62,11 +61,6 @@ pub struct DpopKey {
 }
 
 impl DpopKey {
-    /// A new ES256 (P-256) key, held in memory for the life of the value.
-    pub fn generate() -> Result<Self, KeyError> {
-        Ok(Self::from_signer(Es256::generate()?))
-    }
-
     /// A key held by `signer`.
     pub fn from_signer(signer: impl DpopSigner) -> Self {
         DpopKey {
@@ -178,113 +172,5 @@ pub(crate) fn origin_of(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(url) => url.origin().ascii_serialization(),
         Err(_) => String::new(),
-    }
-}
-
-/// An ES256 key made with `ring`.
-struct Es256 {
-    pair: ring::signature::EcdsaKeyPair,
-    rng: ring::rand::SystemRandom,
-    jwk: Value,
-}
-
-impl Es256 {
-    fn generate() -> Result<Self, KeyError> {
-        use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};
-        let rng = ring::rand::SystemRandom::new();
-        let alg = &ECDSA_P256_SHA256_FIXED_SIGNING;
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(|_| KeyError::Pem)?;
-        let pair =
-            EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).map_err(|_| KeyError::Pem)?;
-        // An uncompressed point: 0x04, then x and y, 32 bytes each.
-        let point = pair.public_key().as_ref();
-        let jwk = json!({
-            "kty": "EC",
-            "crv": "P-256",
-            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
-            "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
-        });
-        Ok(Es256 { pair, rng, jwk })
-    }
-}
-
-impl DpopSigner for Es256 {
-    fn algorithm(&self) -> &str {
-        "ES256"
-    }
-
-    fn public_jwk(&self) -> Value {
-        self.jwk.clone()
-    }
-
-    fn sign(&self, signing_input: &[u8]) -> Result<Vec<u8>, BoxError> {
-        let signature = self
-            .pair
-            .sign(&self.rng, signing_input)
-            .map_err(|_| "the DPoP proof could not be signed")?;
-        Ok(signature.as_ref().to_vec())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decode(part: &str) -> Value {
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn a_proof_is_a_verifiable_es256_jws_with_the_rfc_9449_claims() {
-        let key = DpopKey::generate().unwrap();
-        let proof = key
-            .proof(
-                "POST",
-                "https://mcp.example/mcp?x=1#f",
-                Some("token"),
-                Some("n-1"),
-            )
-            .unwrap();
-        assert!(proof.is_sensitive());
-        let text = proof.to_str().unwrap();
-        let parts: Vec<&str> = text.split('.').collect();
-        assert_eq!(parts.len(), 3);
-        let (header, claims) = (decode(parts[0]), decode(parts[1]));
-        assert_eq!(header["typ"], "dpop+jwt");
-        assert_eq!(header["alg"], "ES256");
-        assert!(header["jwk"].get("d").is_none(), "no private member");
-        assert_eq!(claims["htm"], "POST");
-        assert_eq!(claims["htu"], "https://mcp.example/mcp");
-        assert_eq!(claims["nonce"], "n-1");
-        let ath = URL_SAFE_NO_PAD.encode(<sha2::Sha256 as sha2::Digest>::digest(b"token"));
-        assert_eq!(claims["ath"], ath.as_str());
-        // The signature verifies with the public key in the header.
-        let jwk = &header["jwk"];
-        let mut point = vec![4u8];
-        point.extend(URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap());
-        point.extend(URL_SAFE_NO_PAD.decode(jwk["y"].as_str().unwrap()).unwrap());
-        let public = ring::signature::UnparsedPublicKey::new(
-            &ring::signature::ECDSA_P256_SHA256_FIXED,
-            point,
-        );
-        let signature = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
-        let input = format!("{}.{}", parts[0], parts[1]);
-        public.verify(input.as_bytes(), &signature).unwrap();
-    }
-
-    #[test]
-    fn every_proof_has_its_own_jti() {
-        let key = DpopKey::generate().unwrap();
-        let jti = |_| {
-            let proof = key
-                .proof("GET", "http://127.0.0.1/mcp", None, None)
-                .unwrap();
-            decode(proof.to_str().unwrap().split('.').nth(1).unwrap())["jti"].clone()
-        };
-        let seen: std::collections::HashSet<String> = (0..50)
-            .map(jti)
-            .map(|v| v.as_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(seen.len(), 50);
     }
 }

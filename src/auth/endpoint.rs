@@ -17,7 +17,7 @@ use super::{known_code, AuthError, Authorization};
 pub(super) struct Client {
     pub(super) id: String,
     secret: Option<String>,
-    key: Option<super::SigningKey>,
+    key: Option<super::signing::SigningKey>,
     /// `client_secret_basic`, `client_secret_post` or `none`, when the
     /// registration said.
     method: Option<String>,

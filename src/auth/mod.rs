@@ -27,7 +27,6 @@
 //! for a fresh session or an older era), and the person's wait has its own
 //! limit.
 
-mod assertion;
 mod authorizer;
 mod bearer;
 mod challenge;
@@ -42,6 +41,11 @@ mod jwt_bearer;
 mod once;
 mod pkce;
 mod refresh;
+#[cfg(feature = "signing")]
+mod signing;
+#[cfg(not(feature = "signing"))]
+#[path = "signing_off.rs"]
+mod signing;
 mod store;
 mod token_key;
 mod tokens;
@@ -53,12 +57,14 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Phase, Stage, StageInfo};
 
-pub use assertion::{KeyError, SigningKey};
 pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
 pub use file_store::FileTokenStore;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
+#[cfg(feature = "signing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "signing")))]
+pub use signing::{KeyError, SigningKey};
 pub use store::{Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
 pub use token_key::{LeaseKind, TokenKey};
 #[cfg(feature = "redis")]
@@ -133,7 +139,7 @@ struct Settings {
     grant: Grant,
     client_id: Option<String>,
     client_secret: Option<String>,
-    client_key: Option<SigningKey>,
+    client_key: Option<signing::SigningKey>,
     client_metadata_url: Option<String>,
     client_name: String,
     redirect_uri: String,
@@ -177,14 +183,6 @@ impl Authorization {
         Self::with_grant(Grant::ClientCredentials)
             .with_client_id(client_id)
             .with_client_secret(secret)
-    }
-
-    /// The `client_credentials` grant, the client authenticating with a JWT
-    /// signed by its private key (`private_key_jwt`, RFC 7523).
-    pub fn client_credentials_with_key(client_id: impl Into<String>, key: SigningKey) -> Self {
-        let mut auth = Self::with_grant(Grant::ClientCredentials).with_client_id(client_id);
-        auth.settings().client_key = Some(key);
-        auth
     }
 
     /// Workload identity federation (SEP-1933): the JWT bearer grant

@@ -369,3 +369,22 @@ mod tests;
 
 #[cfg(test)]
 mod properties;
+
+/// `params` as an object (an empty one when absent or not an object) with
+/// `add` applied to its `_meta` object (made when missing).
+pub(crate) fn with_meta_entries(
+    params: Option<Value>,
+    add: impl FnOnce(&mut Map<String, Value>),
+) -> Value {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        add(meta);
+    }
+    Value::Object(params)
+}

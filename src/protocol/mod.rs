@@ -13,7 +13,7 @@ pub mod methods;
 pub mod server_requests;
 mod version;
 
-pub(crate) use jsonrpc::{error_bytes, result_bytes};
+pub(crate) use jsonrpc::{error_bytes, result_bytes, with_meta_entries};
 pub use jsonrpc::{Incoming, JsonError, MessageError, Notification, Request, RequestId, RpcError};
 #[cfg(feature = "schema")]
 pub use messages::StructuredContentError;

@@ -1,14 +1,12 @@
 //! What this client says about itself in every modern request's `_meta`
-//! ([`ClientIdentity`]), and the two ways `_meta` is added to: entries
-//! merged into params, and fields joined to the encoded envelope without
-//! decoding it.
+//! ([`ClientIdentity`]), merged into params or encoded once per session.
 
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::protocol::{meta_keys, ClientInfo, ProtocolVersion};
+use crate::protocol::{meta_keys, with_meta_entries, ClientInfo, ProtocolVersion};
 
 /// What this client says about itself on every modern request.
 #[derive(Debug, Clone)]
@@ -54,23 +52,4 @@ impl ClientIdentity {
         .expect("the envelope serializes");
         Arc::from(RawValue::from_string(json).expect("serde_json wrote valid JSON"))
     }
-}
-
-/// `params` as an object (an empty one when absent or not an object) with
-/// `add` applied to its `_meta` object (made when missing).
-pub(crate) fn with_meta_entries(
-    params: Option<Value>,
-    add: impl FnOnce(&mut Map<String, Value>),
-) -> Value {
-    let mut params = match params {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        add(meta);
-    }
-    Value::Object(params)
 }

@@ -35,7 +35,7 @@ mod tasks;
 mod tool_headers;
 mod typed;
 
-pub(crate) use identity::{with_meta_entries, ClientIdentity};
+pub(crate) use identity::ClientIdentity;
 pub use options::RequestOptions;
 pub use request::MAX_INPUT_ROUNDS;
 pub use typed::MAX_PAGES;
@@ -145,7 +145,7 @@ impl Session {
         self.telemetry = telemetry.map(|telemetry| {
             crate::telemetry::call::SessionTelemetry::new(
                 telemetry,
-                target,
+                target.http_url(),
                 self.negotiated.version.as_str(),
                 || self.transport.session_id_text(),
             )

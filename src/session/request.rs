@@ -178,7 +178,7 @@ impl Session {
             (result, _) => result.map(|exchanged| exchanged.raw),
         };
         if let Some(span) = span {
-            span.finish(&result);
+            span.finish(result.as_deref().map_err(Error::failure));
         }
         result
     }
@@ -416,7 +416,7 @@ fn after(start: Instant, by: Duration) -> Instant {
 
 /// `params` with `_meta.progressToken` set.
 fn with_progress_token(params: Option<Value>, token: &Value) -> Value {
-    super::with_meta_entries(params, |meta| {
+    crate::protocol::with_meta_entries(params, |meta| {
         meta.insert("progressToken".into(), token.clone());
     })
 }

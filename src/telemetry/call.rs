@@ -19,12 +19,11 @@ use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use mcp_connect_layers::Failure;
+
 use super::establish::{shared, target_attributes};
 use super::{names, propagate, Telemetry};
-use crate::protocol::{methods, Request};
-use crate::session::with_meta_entries;
-use crate::target::Target;
-use crate::Error;
+use crate::protocol::{methods, with_meta_entries, Request};
 
 /// How a request ended, as the span needs it.
 enum CallOutcome<'a> {
@@ -50,15 +49,16 @@ pub(crate) struct SessionTelemetry {
 }
 
 impl SessionTelemetry {
-    /// The telemetry of a session with `target` on protocol `version`;
-    /// `session_id` is asked only when the telemetry records it.
+    /// The telemetry of a session with the server at `http` (`None`: a
+    /// stdio child) on protocol `version`; `session_id` is asked only when
+    /// the telemetry records it.
     pub(crate) fn new(
         telemetry: &Telemetry,
-        target: &Target,
+        http: Option<&http::Uri>,
         version: &str,
         session_id: impl FnOnce() -> Option<String>,
     ) -> Self {
-        let mut attributes = target_attributes(target);
+        let mut attributes = target_attributes(http);
         attributes.push(KeyValue::new(names::PROTOCOL_VERSION, shared(version)));
         SessionTelemetry {
             telemetry: telemetry.clone(),
@@ -199,13 +199,14 @@ impl CallSpan {
         }
     }
 
-    /// Ends the span with the request's result and records its duration.
-    pub(crate) fn finish(self, result: &Result<Box<RawValue>, Error>) {
+    /// Ends the span with the request's result (or what failed) and
+    /// records its duration.
+    pub(crate) fn finish(self, result: Result<&RawValue, Failure>) {
         self.finish_as(match result {
             Ok(raw) => CallOutcome::Result(raw),
-            Err(error) => match error.jsonrpc_code() {
+            Err(failure) => match failure.jsonrpc_code {
                 Some(code) => CallOutcome::Rpc(code),
-                None => CallOutcome::Failed(error.failure().kind.as_str()),
+                None => CallOutcome::Failed(failure.kind.as_str()),
             },
         });
     }

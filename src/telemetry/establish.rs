@@ -18,61 +18,56 @@ use mcp_connect_layers::{Failure, StageEvent, StageObserver, StageOutcome};
 use opentelemetry::trace::{FutureExt as _, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
+pub(crate) use super::outcome::{EstablishOutcome, Established};
 use super::{names, Telemetry};
-use crate::stack::EstablishError;
-use crate::target::Target;
-use crate::{ConnectRequest, Error, Session};
 
 /// Runs one establishment through the stack (`establish`, given the
-/// request) inside its `establish` span, and records its metrics.
-pub(crate) fn establishment<F>(
+/// observer that counts its attempts) inside its `establish` span, and
+/// records its metrics; `outcome` reads what the span records of its
+/// result. `http` is the server's URL (`None`: a stdio child).
+pub(crate) fn establishment<T, E, F>(
     telemetry: &Telemetry,
-    request: ConnectRequest,
-    establish: impl FnOnce(ConnectRequest) -> F,
-) -> BoxFuture<'static, Result<Session, EstablishError>>
+    http: Option<&http::Uri>,
+    establish: impl FnOnce(Arc<dyn StageObserver>) -> F,
+    outcome: fn(&Result<T, E>) -> EstablishOutcome<'_>,
+) -> BoxFuture<'static, Result<T, E>>
 where
-    F: Future<Output = Result<Session, EstablishError>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: 'static,
+    E: 'static,
 {
-    let (establishment, counter) = Establishment::start(telemetry, request.target());
-    let made = establish(request.with_observer(counter)).with_context(establishment.cx.clone());
+    let (establishment, counter) = Establishment::start(telemetry, http);
+    let made = establish(counter).with_context(establishment.cx.clone());
     Box::pin(async move {
         let made = made.await;
-        match &made {
-            Ok(session) => establishment.finish(
-                Ok(Established {
-                    era: session.era().as_str(),
-                    transport: session.transport_kind().as_str(),
-                    version: session.protocol_version().as_str(),
-                }),
-                None,
-            ),
-            Err(error) => establishment.finish(Err(error.failure()), Some(error.attempts())),
-        }
+        establishment.finish(outcome(&made));
         made
     })
 }
 
-/// Runs one attempt (`connect`, given the request) inside its `establish
-/// attempt` span, each stage an event of it.
-pub(crate) async fn attempt<F>(
+/// Runs one attempt (`connect`, given the observer that writes its
+/// stages) inside its `establish attempt` span; `failure` reads what
+/// failed.
+pub(crate) async fn attempt<T, E, F>(
     telemetry: &Telemetry,
-    request: ConnectRequest,
-    connect: impl FnOnce(ConnectRequest) -> F,
-) -> Result<Session, Error>
+    attempt: u32,
+    connect: impl FnOnce(Arc<dyn StageObserver>) -> F,
+    failure: impl FnOnce(&Result<T, E>) -> Option<Failure>,
+) -> Result<T, E>
 where
-    F: Future<Output = Result<Session, Error>>,
+    F: Future<Output = Result<T, E>>,
 {
-    let (attempt, stages) = AttemptSpan::start(telemetry, request.attempt());
-    let made = connect(request.with_observer(stages)).await;
-    attempt.finish(made.as_ref().err().map(|e| e.failure()));
+    let (span, stages) = AttemptSpan::start(telemetry, attempt);
+    let made = connect(stages).await;
+    span.finish(failure(&made));
     made
 }
 
 /// The target's attributes: `network.transport`, and for an HTTP target
-/// `server.address` and `server.port`.
-pub(crate) fn target_attributes(target: &Target) -> Vec<KeyValue> {
-    match target {
-        Target::Http { url, .. } => {
+/// (its URL; `None` is a stdio child) `server.address` and `server.port`.
+pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
+    match http {
+        Some(url) => {
             let mut attributes = vec![KeyValue::new(names::NETWORK_TRANSPORT, "tcp")];
             if let Some(host) = url.host() {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -86,7 +81,7 @@ pub(crate) fn target_attributes(target: &Target) -> Vec<KeyValue> {
             attributes.push(KeyValue::new(names::SERVER_PORT, i64::from(port)));
             attributes
         }
-        _ => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
+        None => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
     }
 }
 
@@ -120,13 +115,6 @@ fn mark_failed(span: &opentelemetry::trace::SpanRef<'_>, failure: &Failure) {
     span.set_status(Status::error(""));
 }
 
-/// What an established session negotiated, for the establishment span.
-struct Established<'a> {
-    era: &'static str,
-    transport: &'static str,
-    version: &'a str,
-}
-
 /// One establishment through the stack: its span, and what the attempts
 /// under it report.
 struct Establishment {
@@ -137,15 +125,18 @@ struct Establishment {
 }
 
 impl Establishment {
-    /// Starts the span of establishing `target`; the observer counts its
-    /// attempts (the caller adds it to the request).
-    fn start(telemetry: &Telemetry, target: &Target) -> (Establishment, Arc<dyn StageObserver>) {
+    /// Starts the span of establishing the server at `http`; the observer
+    /// counts its attempts (the caller adds it to the request).
+    fn start(
+        telemetry: &Telemetry,
+        http: Option<&http::Uri>,
+    ) -> (Establishment, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
         let span = tracer
             .span_builder("establish")
             .with_kind(SpanKind::Internal)
-            .with_attributes(target_attributes(target))
+            .with_attributes(target_attributes(http))
             .start_with_context(tracer, &parent);
         let attempts = Arc::new(AtomicU32::new(0));
         let counter = Arc::new(AttemptCounter(Arc::clone(&attempts)));
@@ -160,7 +151,11 @@ impl Establishment {
 
     /// Ends the span: established (with era, transport and version) or
     /// failed (with the failure), and records the metrics.
-    fn finish(self, outcome: Result<Established<'_>, Failure>, attempts: Option<u32>) {
+    fn finish(self, outcome: EstablishOutcome<'_>) {
+        let (outcome, attempts) = match outcome {
+            Ok(established) => (Ok(established), None),
+            Err((failure, attempts)) => (Err(failure), attempts),
+        };
         let attempts = attempts.unwrap_or_else(|| self.attempts.load(Ordering::Relaxed).max(1));
         let span = self.cx.span();
         let mut labels = Vec::new();

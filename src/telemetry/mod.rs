@@ -44,8 +44,8 @@
 pub(crate) mod call;
 pub(crate) mod establish;
 pub(crate) mod inbound;
+mod outcome;
 mod propagate;
-mod wiring;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,22 +1,27 @@
 //! Telemetry with the `otel` feature off: the names the rest of the crate
 //! calls, on types that cannot be made. Every `Option<Telemetry>` is then
 //! `None`, each instrumented path reduces to the plain one at compile time,
-//! and no call site needs a `cfg`. The real module is `mod.rs` beside this.
+//! and no call site needs a `cfg`. The real module is `mod.rs` beside this;
+//! `outcome.rs` is shared by both.
 
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_connect_layers::{Failure, StageObserver};
+use serde_json::value::RawValue;
 use serde_json::Value;
+
+use crate::protocol::{Request, RpcError};
+
+#[path = "outcome.rs"]
+mod outcome;
 
 /// Cannot be made without the `otel` feature.
 #[derive(Clone, Debug)]
 pub(crate) enum Telemetry {}
 
 pub(crate) mod call {
-    use serde_json::value::RawValue;
-    use serde_json::Value;
-
-    use super::Telemetry;
-    use crate::protocol::Request;
-    use crate::target::Target;
-    use crate::Error;
+    use super::*;
 
     /// Cannot be made without the `otel` feature.
     pub(crate) enum SessionTelemetry {}
@@ -24,7 +29,7 @@ pub(crate) mod call {
     impl SessionTelemetry {
         pub(crate) fn new(
             telemetry: &Telemetry,
-            _: &Target,
+            _: Option<&http::Uri>,
             _: &str,
             _: impl FnOnce() -> Option<String>,
         ) -> Self {
@@ -53,49 +58,45 @@ pub(crate) mod call {
             match *self {}
         }
 
-        pub(crate) fn finish(self, _: &Result<Box<RawValue>, Error>) {
+        pub(crate) fn finish(self, _: Result<&RawValue, Failure>) {
             match self {}
         }
     }
 }
 
 pub(crate) mod establish {
-    use std::future::Future;
-
     use futures_util::future::BoxFuture;
 
-    use super::Telemetry;
-    use crate::stack::EstablishError;
-    use crate::{ConnectRequest, Error, Session};
+    pub(crate) use super::outcome::{EstablishOutcome, Established};
+    use super::*;
 
-    pub(crate) fn establishment<F>(
+    pub(crate) fn establishment<T, E, F>(
         telemetry: &Telemetry,
-        _: ConnectRequest,
-        _: impl FnOnce(ConnectRequest) -> F,
-    ) -> BoxFuture<'static, Result<Session, EstablishError>>
+        _: Option<&http::Uri>,
+        _: impl FnOnce(Arc<dyn StageObserver>) -> F,
+        _: fn(&Result<T, E>) -> EstablishOutcome<'_>,
+    ) -> BoxFuture<'static, Result<T, E>>
     where
-        F: Future<Output = Result<Session, EstablishError>> + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
     {
         match *telemetry {}
     }
 
-    pub(crate) async fn attempt<F>(
+    pub(crate) async fn attempt<T, E, F>(
         telemetry: &Telemetry,
-        _: ConnectRequest,
-        _: impl FnOnce(ConnectRequest) -> F,
-    ) -> Result<Session, Error>
+        _: u32,
+        _: impl FnOnce(Arc<dyn StageObserver>) -> F,
+        _: impl FnOnce(&Result<T, E>) -> Option<Failure>,
+    ) -> Result<T, E>
     where
-        F: Future<Output = Result<Session, Error>>,
+        F: Future<Output = Result<T, E>>,
     {
         match *telemetry {}
     }
 }
 
 pub(crate) mod inbound {
-    use std::future::Future;
-
-    use super::{Telemetry, Value};
-    use crate::protocol::RpcError;
+    use super::*;
 
     /// Runs the handler on a server request.
     pub(crate) async fn answer<F>(

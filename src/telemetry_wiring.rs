@@ -1,10 +1,12 @@
-//! Where an application hands telemetry to what it builds: a request and a
-//! group. The rest of the crate reads it through crate-private accessors
-//! that exist with the feature off too (see `off.rs`), so no call site
-//! outside this module names the feature.
+//! Where an application hands telemetry (feature `otel`) to what it builds:
+//! a request and a group. The rest of the crate reads it through
+//! crate-private accessors that exist with the feature off too (on the
+//! stand-in types of `telemetry/off.rs`), so no call site names the
+//! feature; this module sits beside `telemetry/` because it depends on
+//! the request and the group, which depend on telemetry.
 
-use super::Telemetry;
 use crate::group::ServerGroupBuilder;
+use crate::telemetry::Telemetry;
 use crate::ConnectRequest;
 
 impl ConnectRequest {
