@@ -198,10 +198,7 @@ impl Clock {
     {
         self.check(stage)?;
         // A limit of `Duration::MAX` means "none": saturate instead of overflowing.
-        let now = Instant::now();
-        let own = now
-            .checked_add(limit)
-            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+        let own = mcp_connect_layers::instant::after(Instant::now(), limit);
         let (until, source) = match self.deadline() {
             Some(deadline) if deadline <= own => (deadline, CancelSource::Deadline),
             _ => (own, source),

@@ -53,13 +53,12 @@ pub struct EraSignals;
 impl EraSignals {
     /// The rule for one failure, as plain data.
     pub fn allows(failure: &Failure) -> bool {
-        let era_status = |status: Option<u16>| matches!(status, Some(400 | 404 | 405));
         let signal = failure.stage.is_establishing()
             && match failure.kind {
-                FailureKind::HttpStatus => era_status(failure.http_status),
-                FailureKind::Rpc => failure
-                    .http_status
-                    .is_none_or(|s| (200..=299).contains(&s) || era_status(Some(s))),
+                FailureKind::HttpStatus => crate::protocol::is_era_refusal(failure.http_status),
+                FailureKind::Rpc => failure.http_status.is_none_or(|s| {
+                    (200..=299).contains(&s) || crate::protocol::is_era_refusal(Some(s))
+                }),
                 _ => false,
             };
         signal || Conservative::allows(failure)

@@ -1,4 +1,5 @@
-//! Instants plus caller-chosen durations, without overflow.
+//! Instants plus caller-chosen durations, without overflow: the one place
+//! this workspace adds a duration it did not choose to an instant.
 //!
 //! A budget of `Duration::MAX` (meaning "no limit") must not panic when it
 //! is added to `Instant::now()`: such sums saturate at a far future instant,
@@ -12,7 +13,7 @@ use tokio::time::Instant;
 const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// `start + by`, or a far-future instant when that would overflow.
-pub(crate) fn after(start: Instant, by: Duration) -> Instant {
+pub fn after(start: Instant, by: Duration) -> Instant {
     start.checked_add(by).unwrap_or_else(|| start + FAR.min(by))
 }
 

@@ -51,7 +51,7 @@ mod failure;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
-mod instant;
+pub mod instant;
 mod observe;
 mod pause;
 pub mod recovery;

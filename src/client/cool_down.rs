@@ -59,11 +59,8 @@ impl McpClient {
             backoff.delay(failures, rng)
         };
         // A caller's cool-down may be `Duration::MAX`: saturate.
-        let now = Instant::now();
         *self.state() = State::CoolingDown {
-            until: now
-                .checked_add(pause)
-                .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
+            until: mcp_connect_layers::instant::after(Instant::now(), pause),
             failures,
             failure,
             cause,

@@ -6,7 +6,9 @@ use mcp_connect_layers::{CancelSource, Failure, FailureKind};
 
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
 use crate::policy::VersionPolicy;
-use crate::protocol::{codes, DiscoverResult, Era, ProtocolVersion, UnsupportedVersionData};
+use crate::protocol::{
+    codes, is_era_refusal, DiscoverResult, Era, ProtocolVersion, UnsupportedVersionData,
+};
 use crate::transport::{Reply, TransportKind};
 
 /// How many `server/discover` requests one establishment sends at most.
@@ -124,9 +126,7 @@ pub(super) fn sse_fallback_allowed(error: &Error) -> bool {
                 | codes::MISSING_REQUIRED_CAPABILITY
         )
     );
-    failure.stage == stage::INITIALIZE
-        && matches!(failure.http_status, Some(400 | 404 | 405))
-        && !modern_code
+    failure.stage == stage::INITIALIZE && is_era_refusal(failure.http_status) && !modern_code
 }
 
 /// A `-32022` answer to `initialize` naming a mutual modern version.

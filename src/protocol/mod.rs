@@ -22,4 +22,5 @@ pub use messages::{
     GetPromptParams, InitializeParams, InitializeResult, ListToolsResult, Page, Prompt,
     ReadResourceParams, Resource, ResourceTemplate, ServerInfo, Tool, UnsupportedVersionData,
 };
+pub(crate) use version::is_era_refusal;
 pub use version::{Era, ProtocolVersion};

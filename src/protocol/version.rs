@@ -5,6 +5,15 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// Whether an HTTP status is how a server refuses a request of an era or
+/// version it does not serve: 400 (the version header refused), 404 or 405
+/// (no such endpoint or method, as a 2024 server answers a POST). The one
+/// home of this set: the era ladder, the fallback to HTTP+SSE, the
+/// remembered discover and the recovery policy read it here.
+pub(crate) fn is_era_refusal(status: Option<u16>) -> bool {
+    matches!(status, Some(400 | 404 | 405))
+}
+
 /// An MCP protocol revision such as `2025-11-25`.
 ///
 /// Versions are date strings and compare as strings, which orders the

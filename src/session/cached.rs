@@ -25,7 +25,7 @@ use serde_json::Value;
 use super::Session;
 use crate::era_cache::EraCache;
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
-use crate::protocol::{codes, Era, RpcError, Tool};
+use crate::protocol::{codes, is_era_refusal, Era, RpcError, Tool};
 use crate::response_cache::{cacheable, CacheMode, Context, Hints, ResponseCache};
 use crate::target::Target;
 use crate::transport::Reply;
@@ -208,13 +208,8 @@ impl Session {
                 return None;
             }
             Ok(Err(rpc)) => refuses_version(rpc),
-            Err(error) => matches!(
-                error,
-                TransportError::Status {
-                    status: 400 | 404 | 405,
-                    ..
-                }
-            ),
+            Err(TransportError::Status { status, .. }) => is_era_refusal(Some(*status)),
+            Err(_) => false,
         };
         if !refused {
             return None;
@@ -232,5 +227,5 @@ impl Session {
 /// `-32022`, or the transport's refusal (400, 404, 405) without an id.
 fn refuses_version(rpc: &RpcError) -> bool {
     rpc.code() == codes::UNSUPPORTED_PROTOCOL_VERSION
-        || (matches!(rpc.http_status(), Some(400 | 404 | 405)) && rpc.id_is_null())
+        || (is_era_refusal(rpc.http_status()) && rpc.id_is_null())
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect_layers::instant::after;
 use mcp_connect_layers::{CancelSource, Stage};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -404,14 +405,6 @@ fn input_required(
 
 fn input_error(error: InputRequiredError) -> Error {
     Error::new(Stage::REQUEST, ErrorKind::InputRequired(error))
-}
-
-/// `start + by`, saturating at a far future instead of overflowing (a
-/// limit of `Duration::MAX` means none).
-fn after(start: Instant, by: Duration) -> Instant {
-    start
-        .checked_add(by)
-        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// `params` with `_meta.progressToken` set.
