@@ -266,12 +266,34 @@ impl StdError for Error {
 }
 
 fn rpc_failure(stage: Stage, error: &RpcError, otherwise: FailureKind) -> Failure {
+    if error.code() == crate::protocol::codes::RATE_LIMITED {
+        return rate_limited(stage, error);
+    }
     let failure = match error.http_status() {
         Some(status @ (401 | 403 | 429 | 500..)) => status_failure(stage, status),
         Some(status) => Failure::new(stage, otherwise).with_http_status(status),
         None => Failure::new(stage, otherwise),
     };
     failure.with_jsonrpc_code(error.code())
+}
+
+/// A JSON-RPC rate-limit refusal: throttled, with the delay its
+/// `data.retryAfterMs` states (at most a day; a value that is not a
+/// non-negative integer is no delay), which wins over a `Retry-After`.
+fn rate_limited(stage: Stage, error: &RpcError) -> Failure {
+    const LONGEST: u64 = 86_400_000;
+    let mut failure = Failure::new(stage, FailureKind::Throttled).with_jsonrpc_code(error.code());
+    if let Some(status) = error.http_status() {
+        failure = failure.with_http_status(status);
+    }
+    let stated = error
+        .data()
+        .and_then(|data| data.get("retryAfterMs"))
+        .and_then(serde_json::Value::as_u64);
+    match stated {
+        Some(ms) => failure.with_retry_after(std::time::Duration::from_millis(ms.min(LONGEST))),
+        None => failure,
+    }
 }
 
 impl Classify for Error {

@@ -54,6 +54,7 @@ pub mod http;
 pub mod instant;
 mod observe;
 mod pause;
+pub mod policy;
 pub mod recovery;
 mod request;
 mod stage;

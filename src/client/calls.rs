@@ -1,16 +1,23 @@
-//! The calls an application makes through the client: each runs on the
-//! current session through [`McpClient::run`](super::McpClient), which
-//! applies the session-loss rule and the opt-in replay; none rebuilds a
-//! request the session already knows how to make.
+//! The calls an application makes through the client. Each request goes
+//! through the client's call path ([`Call`], with any layers the
+//! application put on it) to the current session, which applies the
+//! session-loss rule and the opt-in replay; a listing sends each page that
+//! way. Subscriptions and tasks run on the session directly: a
+//! subscription is state on the session, and a task's creation is never
+//! sent twice.
 
-use crate::protocol::methods;
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::{ClientError, McpClient};
+use super::{Call, ClientError, McpClient};
+use crate::error::Error;
 use crate::extensions::tasks::{Called, Task};
-use crate::protocol::{CallToolResult, ListToolsResult, Prompt, Resource, ResourceTemplate};
-use crate::session::RequestOptions;
+use crate::protocol::{
+    methods, CallToolParams, CallToolResult, GetPromptParams, ListToolsResult, Prompt,
+    ReadResourceParams, Resource, ResourceTemplate, Tool,
+};
+use crate::session::{collect_pages, page_params, shape, RequestOptions};
 
 impl McpClient {
     /// `resources/subscribe`, kept: every later session of this client
@@ -39,10 +46,8 @@ impl McpClient {
         name: &str,
         arguments: &Value,
     ) -> Result<CallToolResult, ClientError> {
-        self.run("call_tool", |s| async move {
-            s.call_tool(name, arguments).await
-        })
-        .await
+        self.call_tool_with(name, arguments, &RequestOptions::default())
+            .await
     }
 
     /// `tools/call` with its own [`RequestOptions`] (cancellation, timeout,
@@ -53,10 +58,11 @@ impl McpClient {
         arguments: &Value,
         options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
-        self.run("call_tool", |s| async move {
-            s.call_tool_with(name, arguments, options).await
-        })
-        .await
+        // A `&str` and a `Value` always serialize to a `Value`.
+        let params =
+            serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
+        self.call_as("call_tool", methods::TOOLS_CALL, Some(params), options)
+            .await
     }
 
     /// `tools/call` offering a task (SEP-2663): the result, or a task to
@@ -99,32 +105,36 @@ impl McpClient {
         .await
     }
 
-    /// `tools/list`, every page.
+    /// `tools/list`, every page, each through the call path.
     pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
-        self.run("list_tools", |s| async move { s.list_tools().await })
-            .await
+        let tools: Vec<Tool> = self
+            .listing("list_tools", methods::TOOLS_LIST, "tools")
+            .await?;
+        // The session that serves the calls keeps the tools' header
+        // declarations (the modern era's `Mcp-Param-*`).
+        let (session, _) = self.session().await?;
+        Ok(session.tools_listed(tools, None, true))
     }
 
     /// `prompts/list`, every page.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.run("list_prompts", |s| async move { s.list_prompts().await })
+        self.listing("list_prompts", methods::PROMPTS_LIST, "prompts")
             .await
     }
 
     /// `resources/list`, every page.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.run(
-            "list_resources",
-            |s| async move { s.list_resources().await },
-        )
-        .await
+        self.listing("list_resources", methods::RESOURCES_LIST, "resources")
+            .await
     }
 
     /// `resources/templates/list`, every page.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.run("list_resource_templates", |s| async move {
-            s.list_resource_templates().await
-        })
+        self.listing(
+            "list_resource_templates",
+            methods::RESOURCES_TEMPLATES_LIST,
+            "resourceTemplates",
+        )
         .await
     }
 
@@ -134,31 +144,103 @@ impl McpClient {
         name: &str,
         arguments: Option<&Value>,
     ) -> Result<Value, ClientError> {
-        self.run("get_prompt", |s| async move {
-            s.get_prompt(name, arguments).await
-        })
+        // A `&str` and a `Value` always serialize to a `Value`.
+        let params =
+            serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
+        self.call_as(
+            "get_prompt",
+            methods::PROMPTS_GET,
+            Some(params),
+            &RequestOptions::default(),
+        )
         .await
     }
 
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
-        self.run(
+        // A `&str` always serializes to a `Value`.
+        let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
+        self.call_as(
             "read_resource",
-            |s| async move { s.read_resource(uri).await },
+            methods::RESOURCES_READ,
+            Some(params),
+            &RequestOptions::default(),
         )
         .await
     }
 
-    /// Any request, raw result.
+    /// `completion/complete` (see [`Session::complete`](crate::Session::complete)).
+    pub async fn complete(
+        &self,
+        reference: Value,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, ClientError> {
+        let params = json!({ "ref": reference, "argument": { "name": argument, "value": value } });
+        self.call_as(
+            "complete",
+            methods::COMPLETION_COMPLETE,
+            Some(params),
+            &RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// Any request, raw result, through the call path.
     pub async fn request(
         &self,
         method: &str,
         params: Option<Value>,
     ) -> Result<Box<RawValue>, ClientError> {
-        self.run("request", |s| {
-            let params = params.clone();
-            async move { s.request(method, params).await }
-        })
+        self.call(Call::new(method.to_owned(), params).made_by(self))
+            .await
+    }
+
+    /// One request through the call path, its result read as `T`.
+    async fn call_as<T: DeserializeOwned>(
+        &self,
+        operation: &'static str,
+        method: &'static str,
+        params: Option<Value>,
+        options: &RequestOptions,
+    ) -> Result<T, ClientError> {
+        let call = Call::of(self, operation, method, params, options.clone());
+        let raw = self.call(call).await?;
+        serde_json::from_str(raw.get()).map_err(|e| self.local(operation, shape(e)))
+    }
+
+    /// Every page of a listing, each through the call path.
+    async fn listing<T: DeserializeOwned>(
+        &self,
+        operation: &'static str,
+        method: &'static str,
+        key: &str,
+    ) -> Result<Vec<T>, ClientError> {
+        collect_pages(
+            key,
+            |cursor| {
+                let options = RequestOptions::default();
+                self.call(Call::of(
+                    self,
+                    operation,
+                    method,
+                    page_params(cursor.as_deref()),
+                    options,
+                ))
+            },
+            |error| self.local(operation, error),
+        )
         .await
+    }
+
+    /// An error found here, after the session answered (a result of the
+    /// wrong shape, a listing that does not end): the session stays.
+    fn local(&self, operation: &'static str, error: Error) -> ClientError {
+        ClientError::Call {
+            operation,
+            generation: self.generation(),
+            session_lost: false,
+            error,
+        }
     }
 }

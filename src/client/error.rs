@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_connect_layers::{Classify, Failure};
+use mcp_connect_layers::policy::Refused;
+use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
 
 use crate::error::Error;
 use crate::session_loss::LossReason;
@@ -42,6 +43,14 @@ pub enum ClientError {
         #[source]
         error: Error,
     },
+    /// A call policy on this server's call path refused the call before it
+    /// was sent: its bulkhead was full or its breaker open.
+    #[error("a call policy refused the call")]
+    Refused(#[source] Refused),
+    /// The client was dropped while a call through its call path was
+    /// queued.
+    #[error("the client is gone")]
+    Gone,
     /// The first request on a session that replaced a refused one was
     /// refused the same way (`reason`): the refusal is not about the
     /// session. The session is kept, and this refusal no longer replaces
@@ -98,6 +107,8 @@ impl Classify for ClientError {
         match self {
             ClientError::Connect(e) => e.failure(),
             ClientError::CoolingDown { failure, .. } => *failure,
+            ClientError::Refused(refused) => refused.failure(),
+            ClientError::Gone => Failure::new(Stage::REQUEST, FailureKind::Closed),
             ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
                 error.failure()
             }
@@ -106,3 +117,9 @@ impl Classify for ClientError {
 }
 
 crate::report::reportable!(ClientError);
+
+impl From<Refused> for ClientError {
+    fn from(refused: Refused) -> Self {
+        ClientError::Refused(refused)
+    }
+}

@@ -57,10 +57,12 @@ mod attempt;
 mod calls;
 mod cool_down;
 mod error;
+mod service;
 
 pub use cool_down::STABLE_AFTER;
 use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
+pub use service::{Call, CallService, SessionCalls};
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -117,6 +119,9 @@ struct Inner {
     first_connect: std::sync::Mutex<Option<(Option<Instant>, Option<CancellationToken>)>>,
     /// Ends every establishment of this client (`with_shutdown`).
     shutdown: std::sync::Mutex<Option<CancellationToken>>,
+    /// The call path's layers around the session, when the application
+    /// put any (`with_call_layer`); cloned (one box) per call.
+    calls: std::sync::Mutex<Option<service::CallService>>,
 }
 
 /// A new session of an [`McpClient`], as reported by
@@ -181,6 +186,7 @@ impl McpClient {
                 loss: std::sync::Mutex::new(SessionLossRule::default()),
                 suspicion: std::sync::Mutex::new(Suspicion::default()),
                 flaps: std::sync::Mutex::new(Flaps::default()),
+                calls: std::sync::Mutex::new(None),
             }),
             reconnect: Reconnect::OnNextCall,
             replay: ReplayPolicy::Never,

@@ -17,6 +17,9 @@ pub const MISSING_REQUIRED_CAPABILITY: i64 = -32021;
 /// Modern era: the requested protocol version is not supported; `data.supported`
 /// lists the versions the server speaks.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// The server is throttling this client (a draft SEP); `data.retryAfterMs`
+/// says how long to wait, and is preferred to an HTTP `Retry-After`.
+pub const RATE_LIMITED: i64 = -32023;
 /// MCP: the resource does not exist.
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 

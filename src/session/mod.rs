@@ -39,6 +39,7 @@ pub(crate) use identity::ClientIdentity;
 pub use options::RequestOptions;
 pub use request::MAX_INPUT_ROUNDS;
 pub use typed::MAX_PAGES;
+pub(crate) use typed::{collect_pages, page_params, shape};
 
 /// Whether a session can still be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use mcp_connect_layers::Stage;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{RequestOptions, Session};
@@ -35,8 +36,63 @@ struct RawPage {
     rest: serde_json::Map<String, Value>,
 }
 
-fn shape(error: serde_json::Error) -> Error {
+/// A result that does not have the shape its method promises.
+pub(crate) fn shape(error: serde_json::Error) -> Error {
     Error::new(Stage::REQUEST, ErrorKind::Result(error.into()))
+}
+
+/// One page of a listing, its items under `key`.
+pub(crate) fn parse_page<T: DeserializeOwned>(raw: &RawValue, key: &str) -> Result<Page<T>, Error> {
+    let mut page: RawPage = serde_json::from_str(raw.get()).map_err(shape)?;
+    let items = match page.rest.remove(key) {
+        Some(items) => serde_json::from_value(items).map_err(shape)?,
+        None => Vec::new(),
+    };
+    Ok(Page {
+        items,
+        next_cursor: page.next_cursor.filter(|c| !c.is_empty()),
+    })
+}
+
+/// The params of a listing page from `cursor`.
+pub(crate) fn page_params(cursor: Option<&str>) -> Option<Value> {
+    cursor.map(|cursor| json!({ "cursor": cursor }))
+}
+
+/// Every page of a listing, `fetch` getting one from a cursor (bounded
+/// twice: a repeated cursor and [`MAX_PAGES`]); `local` makes this
+/// function's own errors the caller's type.
+pub(crate) async fn collect_pages<T, E, Fut>(
+    key: &str,
+    mut fetch: impl FnMut(Option<String>) -> Fut,
+    local: impl Fn(Error) -> E,
+) -> Result<Vec<T>, E>
+where
+    T: DeserializeOwned,
+    Fut: std::future::Future<Output = Result<Box<RawValue>, E>>,
+{
+    let mut items = Vec::new();
+    let mut seen = HashSet::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let raw = fetch(cursor.take()).await?;
+        let page = parse_page::<T>(&raw, key).map_err(&local)?;
+        items.extend(page.items);
+        match page.next_cursor {
+            None => return Ok(items),
+            Some(next) if !seen.insert(next.clone()) => {
+                return Err(local(Error::new(
+                    Stage::REQUEST,
+                    ErrorKind::Pagination(PaginationError::CursorRepeated),
+                )))
+            }
+            Some(next) => cursor = Some(next),
+        }
+    }
+    Err(local(Error::new(
+        Stage::REQUEST,
+        ErrorKind::Pagination(PaginationError::TooManyPages { limit: MAX_PAGES }),
+    )))
 }
 
 impl Session {
@@ -47,17 +103,10 @@ impl Session {
         cursor: Option<&str>,
         options: &RequestOptions,
     ) -> Result<Page<T>, Error> {
-        let params = cursor.map(|cursor| json!({ "cursor": cursor }));
-        let raw = self.request_with(method, params, options).await?;
-        let mut page: RawPage = serde_json::from_str(raw.get()).map_err(shape)?;
-        let items = match page.rest.remove(key) {
-            Some(items) => serde_json::from_value(items).map_err(shape)?,
-            None => Vec::new(),
-        };
-        Ok(Page {
-            items,
-            next_cursor: page.next_cursor.filter(|c| !c.is_empty()),
-        })
+        let raw = self
+            .request_with(method, page_params(cursor), options)
+            .await?;
+        parse_page(&raw, key)
     }
 
     pub(super) async fn all_pages<T: DeserializeOwned>(
@@ -66,29 +115,12 @@ impl Session {
         key: &str,
         options: &RequestOptions,
     ) -> Result<Vec<T>, Error> {
-        let mut items = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let page = self
-                .page::<T>(method, key, cursor.as_deref(), options)
-                .await?;
-            items.extend(page.items);
-            match page.next_cursor {
-                None => return Ok(items),
-                Some(next) if !seen.insert(next.clone()) => {
-                    return Err(Error::new(
-                        Stage::REQUEST,
-                        ErrorKind::Pagination(PaginationError::CursorRepeated),
-                    ))
-                }
-                Some(next) => cursor = Some(next),
-            }
-        }
-        Err(Error::new(
-            Stage::REQUEST,
-            ErrorKind::Pagination(PaginationError::TooManyPages { limit: MAX_PAGES }),
-        ))
+        collect_pages(
+            key,
+            |cursor| self.request_with(method, page_params(cursor.as_deref()), options),
+            |error| error,
+        )
+        .await
     }
 
     /// `tools/list`, every page.
@@ -128,7 +160,7 @@ impl Session {
         Ok(self.tools_listed(page.items, page.next_cursor, false))
     }
 
-    fn tools_listed(
+    pub(crate) fn tools_listed(
         &self,
         tools: Vec<Tool>,
         next_cursor: Option<String>,

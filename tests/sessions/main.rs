@@ -8,6 +8,7 @@ mod support;
 
 mod group;
 mod multi_round_trip;
+mod policies;
 mod remembered_discover;
 mod replay;
 mod response_cache;

@@ -1,0 +1,322 @@
+//! A circuit breaker for one server's calls.
+//!
+//! Closed, it counts consecutive failures the rule says are the server's
+//! health ([`server_unwell`](super::server_unwell) by default: never a tool
+//! error, which is a successful response, nor an answer naming the
+//! request); at the threshold it opens. Open, calls fail at once with
+//! [`Refused::CircuitOpen`] until a wait that doubles with every opening
+//! (jittered into its upper half) has passed; then one call goes through as
+//! the probe (half-open) while the others still fail fast. The probe's
+//! success closes the breaker; its failure opens it again for longer. A
+//! probe whose caller gave up lets the next call probe.
+//!
+//! The state is shared by every clone and every service the layer makes:
+//! it is the server's. [`CircuitBreakerLayer::state`] reads it (a group
+//! shows it as the server's health).
+
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tower::util::rng::HasherRng;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::{jittered, server_unwell, BoxFuture, Refused};
+use crate::Classify;
+
+/// When a breaker opens and how long it stays open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BreakerConfig {
+    /// Consecutive counted failures that open it (default 5).
+    pub threshold: u32,
+    /// The first wait before a probe (default 5 s); it doubles with each
+    /// failed probe.
+    pub open_for: Duration,
+    /// The longest wait before a probe (default 60 s).
+    pub max_open_for: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            threshold: 5,
+            open_for: Duration::from_secs(5),
+            max_open_for: Duration::from_secs(60),
+        }
+    }
+}
+
+impl BreakerConfig {
+    /// Opens after `threshold` consecutive counted failures (at least one).
+    #[must_use]
+    pub fn with_threshold(mut self, threshold: u32) -> Self {
+        self.threshold = threshold.max(1);
+        self
+    }
+
+    /// Waits `open_for` before the first probe, doubling up to `max`.
+    #[must_use]
+    pub fn with_open_for(mut self, open_for: Duration, max: Duration) -> Self {
+        self.open_for = open_for;
+        self.max_open_for = max.max(open_for);
+        self
+    }
+}
+
+/// Where a breaker stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CircuitState {
+    /// Calls go through; this many counted failures in a row so far.
+    Closed {
+        /// Counted failures since the last success.
+        failures: u32,
+    },
+    /// Calls fail fast until a probe may go.
+    Open {
+        /// Until then.
+        until: Instant,
+    },
+    /// One probe is in flight; other calls fail fast.
+    HalfOpen,
+}
+
+struct State {
+    circuit: CircuitState,
+    /// How many times it opened since it last closed.
+    openings: u32,
+    rng: HasherRng,
+}
+
+type Rule<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
+
+/// Puts a [`CircuitBreaker`] around a service; every service it makes
+/// shares one breaker.
+pub struct CircuitBreakerLayer<E> {
+    config: BreakerConfig,
+    state: Arc<Mutex<State>>,
+    counts: Rule<E>,
+}
+
+impl<E> Clone for CircuitBreakerLayer<E> {
+    fn clone(&self) -> Self {
+        CircuitBreakerLayer {
+            config: self.config,
+            state: Arc::clone(&self.state),
+            counts: Arc::clone(&self.counts),
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for CircuitBreakerLayer<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CircuitBreakerLayer")
+            .field("config", &self.config)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Classify + 'static> CircuitBreakerLayer<E> {
+    /// A breaker with `config`, counting the failures
+    /// [`server_unwell`](super::server_unwell) names.
+    pub fn new(config: BreakerConfig) -> Self {
+        Self::counting(config, |error: &E| server_unwell(&error.failure()))
+    }
+}
+
+impl<E> CircuitBreakerLayer<E> {
+    /// A breaker with `config` that counts the failures `counts` names.
+    pub fn counting(
+        config: BreakerConfig,
+        counts: impl Fn(&E) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        CircuitBreakerLayer {
+            config,
+            state: Arc::new(Mutex::new(State {
+                circuit: CircuitState::Closed { failures: 0 },
+                openings: 0,
+                rng: HasherRng::default(),
+            })),
+            counts: Arc::new(counts),
+        }
+    }
+
+    /// Where the breaker stands now.
+    pub fn state(&self) -> CircuitState {
+        lock(&self.state).circuit
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    // Held for one transition, which cannot panic.
+    state.lock().expect("breaker lock poisoned")
+}
+
+impl<S, E> Layer<S> for CircuitBreakerLayer<E> {
+    type Service = CircuitBreaker<S, E>;
+
+    fn layer(&self, inner: S) -> CircuitBreaker<S, E> {
+        CircuitBreaker {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service made by [`CircuitBreakerLayer`].
+pub struct CircuitBreaker<S, E> {
+    inner: S,
+    layer: CircuitBreakerLayer<E>,
+}
+
+impl<S: Clone, E> Clone for CircuitBreaker<S, E> {
+    fn clone(&self) -> Self {
+        CircuitBreaker {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
+    }
+}
+
+impl<S, E> std::fmt::Debug for CircuitBreaker<S, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CircuitBreaker")
+            .field("state", &self.layer.state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a call may go, and whether it is the probe.
+enum Admission {
+    Go { probe: bool },
+    Refuse(Duration),
+}
+
+impl<E> CircuitBreakerLayer<E> {
+    fn admit(&self) -> Admission {
+        let mut state = lock(&self.state);
+        let now = Instant::now();
+        match state.circuit {
+            CircuitState::Closed { .. } => Admission::Go { probe: false },
+            CircuitState::Open { until } if now >= until => {
+                state.circuit = CircuitState::HalfOpen;
+                Admission::Go { probe: true }
+            }
+            CircuitState::Open { until } => Admission::Refuse(until - now),
+            // The probe's answer decides; until then, fail fast for a
+            // moment rather than pile onto a server that may be down.
+            CircuitState::HalfOpen => {
+                Admission::Refuse(self.config.open_for.min(Duration::from_secs(1)))
+            }
+        }
+    }
+
+    /// Records a call's end: `counted` when it failed in a way the rule
+    /// counts, `None` when it failed in a way the rule ignores.
+    fn record(&self, probe: bool, counted: Option<bool>) {
+        let mut state = lock(&self.state);
+        match counted {
+            Some(false) => {
+                state.circuit = CircuitState::Closed { failures: 0 };
+                state.openings = 0;
+            }
+            Some(true) => {
+                let failures = match state.circuit {
+                    CircuitState::Closed { failures } if !probe => failures + 1,
+                    _ if probe => self.config.threshold,
+                    // A call let through before the breaker opened.
+                    _ => return,
+                };
+                if failures < self.config.threshold {
+                    state.circuit = CircuitState::Closed { failures };
+                    return;
+                }
+                let exponent = state.openings;
+                state.openings = state.openings.saturating_add(1);
+                let wait = jittered(
+                    self.config.open_for,
+                    self.config.max_open_for,
+                    exponent,
+                    &mut state.rng,
+                );
+                state.circuit = CircuitState::Open {
+                    until: crate::instant::after(Instant::now(), wait),
+                };
+            }
+            // An ignored failure on the probe: the server answered, so it
+            // is up; anywhere else it changes nothing.
+            None if probe => state.circuit = CircuitState::Closed { failures: 0 },
+            None => {}
+        }
+    }
+
+    /// A probe whose caller gave up: the next call probes.
+    fn abandon_probe(&self) {
+        let mut state = lock(&self.state);
+        if state.circuit == CircuitState::HalfOpen {
+            state.circuit = CircuitState::Open {
+                until: Instant::now(),
+            };
+        }
+    }
+}
+
+/// Lets the next call probe when a probe's future is dropped unfinished.
+struct ProbeGuard<E> {
+    layer: Option<CircuitBreakerLayer<E>>,
+}
+
+impl<E> Drop for ProbeGuard<E> {
+    fn drop(&mut self) {
+        if let Some(layer) = self.layer.take() {
+            layer.abandon_probe();
+        }
+    }
+}
+
+impl<S, E, R> Service<R> for CircuitBreaker<S, E>
+where
+    S: Service<R, Error = E> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    E: From<Refused> + Send + 'static,
+    R: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = E;
+    type Future = BoxFuture<Result<S::Response, E>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), E>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        let layer = self.layer.clone();
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(async move {
+            let probe = match layer.admit() {
+                Admission::Go { probe } => probe,
+                Admission::Refuse(retry_in) => return Err(Refused::CircuitOpen { retry_in }.into()),
+            };
+            let mut guard = ProbeGuard {
+                layer: probe.then(|| layer.clone()),
+            };
+            let outcome = match std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
+                Ok(()) => inner.call(request).await,
+                Err(error) => Err(error),
+            };
+            guard.layer = None;
+            let counted = match &outcome {
+                Ok(_) => Some(false),
+                Err(error) if (layer.counts)(error) => Some(true),
+                Err(_) => None,
+            };
+            layer.record(probe, counted);
+            outcome
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! Issue 43: a client's call path as tower middleware, and the per-server
+//! policies on it. Each test fails without its policy: the server sees
+//! more than the bulkhead allows, a failing server keeps being called, a
+//! throttled call is not sent again.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
+use mcp_connect::client::ClientError;
+use mcp_connect::layers::policy::{
+    BreakerConfig, BulkheadLayer, CircuitBreakerLayer, CircuitState, RateLimitRetryLayer, Refused,
+};
+use mcp_connect::layers::FailureKind;
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
+use serde_json::json;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn client(server: &ScriptServer) -> McpClient {
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(ProtocolVersion::V2025_11_25);
+    McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+}
+
+/// A legacy server whose `tools/call` answers take `delay`, recording when
+/// each arrived.
+fn slow_tools(delay: Duration, arrivals: Arc<Mutex<Vec<Instant>>>) -> impl Fn(&Recorded) -> Script {
+    move |request: &Recorded| match request.rpc_method() {
+        "tools/call" => {
+            arrivals.lock().unwrap().push(Instant::now());
+            Script::Delayed(delay, Box::new(legacy(request)))
+        }
+        _ => legacy(request),
+    }
+}
+
+/// The most arrivals within any `window`.
+fn most_within(arrivals: &[Instant], window: Duration) -> usize {
+    let mut sorted = arrivals.to_vec();
+    sorted.sort();
+    (0..sorted.len())
+        .map(|i| {
+            sorted[i..]
+                .iter()
+                .take_while(|t| **t - sorted[i] < window)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_bulkhead_of_four_keeps_twenty_calls_to_four_at_the_server() {
+    watchdog(LIMIT, async {
+        for bulkhead in [true, false] {
+            let arrivals = Arc::new(Mutex::new(Vec::new()));
+            let server =
+                ScriptServer::start(slow_tools(Duration::from_millis(300), arrivals.clone())).await;
+            let mut client = client(&server);
+            if bulkhead {
+                client = client
+                    .with_call_layer(BulkheadLayer::new(4).with_queue(16, Duration::from_secs(10)));
+            }
+            client.session().await.unwrap();
+            let calls = (0..20).map(|_| {
+                let client = client.clone();
+                async move { client.call_tool("x", &json!({})).await }
+            });
+            let outcomes = futures_util::future::join_all(calls).await;
+            assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+            let most = most_within(&arrivals.lock().unwrap(), Duration::from_millis(250));
+            if bulkhead {
+                assert!(most <= 4, "{most} calls at the server at once");
+            } else {
+                assert!(most > 4, "without a bulkhead all arrive together: {most}");
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_full_bulkhead_queue_fails_fast_and_typed() {
+    watchdog(LIMIT, async {
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let server =
+            ScriptServer::start(slow_tools(Duration::from_millis(500), arrivals.clone())).await;
+        let client = client(&server)
+            .with_call_layer(BulkheadLayer::new(4).with_queue(2, Duration::from_secs(10)));
+        client.session().await.unwrap();
+        let started = Instant::now();
+        let calls = (0..10).map(|_| {
+            let client = client.clone();
+            async move {
+                let outcome = client.call_tool("x", &json!({})).await;
+                (outcome, started.elapsed())
+            }
+        });
+        let outcomes = futures_util::future::join_all(calls).await;
+        let refused: Vec<_> = outcomes
+            .iter()
+            .filter(|(outcome, _)| {
+                matches!(outcome, Err(ClientError::Refused(Refused::BulkheadFull)))
+            })
+            .collect();
+        assert_eq!(refused.len(), 4, "{outcomes:?}");
+        for (outcome, took) in &refused {
+            assert!(*took < Duration::from_millis(200), "fails fast: {took:?}");
+            let error = outcome.as_ref().unwrap_err();
+            assert_eq!(error.failure().kind, FailureKind::Unavailable);
+        }
+        assert_eq!(outcomes.iter().filter(|(o, _)| o.is_ok()).count(), 6);
+        assert_eq!(arrivals.lock().unwrap().len(), 6);
+    })
+    .await;
+}
+
+/// A legacy server whose `tools/call` answers 503 while `failing`, and
+/// otherwise a result with `isError` when the tool is "broken".
+fn flaky(failing: Arc<AtomicBool>, calls: Arc<AtomicUsize>) -> impl Fn(&Recorded) -> Script {
+    move |request: &Recorded| match request.rpc_method() {
+        "tools/call" => {
+            calls.fetch_add(1, Ordering::SeqCst);
+            if failing.load(Ordering::SeqCst) {
+                Script::Status(503)
+            } else if request.body["params"]["name"] == "broken" {
+                Script::Json(
+                    200,
+                    result(
+                        request,
+                        json!({ "content": [{ "type": "text", "text": "no" }], "isError": true }),
+                    ),
+                )
+            } else {
+                legacy(request)
+            }
+        }
+        _ => legacy(request),
+    }
+}
+
+#[tokio::test]
+async fn a_breaker_opens_on_503s_fails_fast_and_closes_after_one_probe() {
+    watchdog(LIMIT, async {
+        let failing = Arc::new(AtomicBool::new(true));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = ScriptServer::start(flaky(failing.clone(), calls.clone())).await;
+        let breaker = CircuitBreakerLayer::<ClientError>::new(
+            BreakerConfig::default()
+                .with_threshold(3)
+                .with_open_for(Duration::from_millis(300), Duration::from_secs(2)),
+        );
+        let client = client(&server).with_call_layer(breaker.clone());
+        for _ in 0..3 {
+            let error = client.call_tool("x", &json!({})).await.unwrap_err();
+            assert_eq!(error.http_status(), Some(503), "{error:?}");
+        }
+        assert!(matches!(breaker.state(), CircuitState::Open { .. }));
+        // Open: later calls do not reach the server.
+        for _ in 0..5 {
+            let error = client.call_tool("x", &json!({})).await.unwrap_err();
+            assert!(
+                matches!(error, ClientError::Refused(Refused::CircuitOpen { .. })),
+                "{error:?}"
+            );
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        // The server recovers; after the wait one probe closes the breaker.
+        failing.store(false, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        client.call_tool("x", &json!({})).await.unwrap();
+        assert_eq!(breaker.state(), CircuitState::Closed { failures: 0 });
+        for _ in 0..3 {
+            client.call_tool("x", &json!({})).await.unwrap();
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 7);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_hundred_tool_errors_never_open_the_breaker() {
+    watchdog(LIMIT, async {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server =
+            ScriptServer::start(flaky(Arc::new(AtomicBool::new(false)), calls.clone())).await;
+        let breaker =
+            CircuitBreakerLayer::<ClientError>::new(BreakerConfig::default().with_threshold(3));
+        let client = client(&server).with_call_layer(breaker.clone());
+        for _ in 0..100 {
+            let result = client.call_tool("broken", &json!({})).await.unwrap();
+            assert!(result.is_error);
+        }
+        assert_eq!(breaker.state(), CircuitState::Closed { failures: 0 });
+        assert_eq!(calls.load(Ordering::SeqCst), 100);
+    })
+    .await;
+}
+
+/// A legacy server whose first `tools/call` is throttled by `throttle`.
+fn throttled_once(
+    throttle: impl Fn(&Recorded) -> Script + Send + Sync + 'static,
+    calls: Arc<Mutex<Vec<Instant>>>,
+) -> impl Fn(&Recorded) -> Script {
+    move |request: &Recorded| match request.rpc_method() {
+        "tools/call" => {
+            let mut calls = calls.lock().unwrap();
+            calls.push(Instant::now());
+            if calls.len() == 1 {
+                throttle(request)
+            } else {
+                legacy(request)
+            }
+        }
+        _ => legacy(request),
+    }
+}
+
+#[tokio::test]
+async fn a_throttled_call_is_sent_again_after_the_stated_delay_only_when_asked() {
+    watchdog(LIMIT, async {
+        let status_429 =
+            |_: &Recorded| Script::StatusWith(429, vec![("retry-after", "1".to_owned())]);
+        let rpc_32023 = |request: &Recorded| {
+            Script::Json(
+                200,
+                crate::support::error(request, -32023, Some(json!({ "retryAfterMs": 1000 }))),
+            )
+        };
+        type Throttle = Arc<dyn Fn(&Recorded) -> Script + Send + Sync>;
+        let throttles: [(&str, Throttle); 2] = [
+            ("429", Arc::new(status_429)),
+            ("-32023", Arc::new(rpc_32023)),
+        ];
+        for (name, throttle) in throttles {
+            for retrying in [false, true] {
+                let calls = Arc::new(Mutex::new(Vec::new()));
+                let throttle = throttle.clone();
+                let server =
+                    ScriptServer::start(throttled_once(move |r| throttle(r), calls.clone())).await;
+                let mut client = client(&server);
+                if retrying {
+                    client = client.with_call_layer(RateLimitRetryLayer::new());
+                }
+                let outcome = client.call_tool("x", &json!({})).await;
+                let calls = calls.lock().unwrap().clone();
+                if retrying {
+                    outcome.unwrap_or_else(|e| panic!("{name}: {e:?}"));
+                    assert_eq!(calls.len(), 2, "{name}");
+                    assert!(calls[1] - calls[0] >= Duration::from_secs(1), "{name}");
+                } else {
+                    let error = outcome.unwrap_err();
+                    assert_eq!(error.failure().kind, FailureKind::Throttled, "{name}");
+                    assert_eq!(
+                        error.failure().retry_after,
+                        Some(Duration::from_secs(1)),
+                        "{name}"
+                    );
+                    assert_eq!(calls.len(), 1, "{name}");
+                }
+            }
+        }
+    })
+    .await;
+}
