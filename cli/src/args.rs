@@ -258,6 +258,22 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = Replay::Never, requires = "call_tool")]
     pub(crate) replay: Replay,
 
+    /// At most N calls in flight to the server; up to N more wait (at most
+    /// 5 s), the rest fail at once.
+    #[arg(long, value_name = "N", requires = "call_tool", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_in_flight: Option<u32>,
+
+    /// A circuit breaker on the server's calls: open after 5 consecutive
+    /// transport failures, timeouts or 5xx (never tool errors), fail fast
+    /// while open, one probe after 5 s (doubling to 60 s).
+    #[arg(long, requires = "call_tool")]
+    pub(crate) breaker: bool,
+
+    /// Send a throttled call (429 with Retry-After, or JSON-RPC -32023 with
+    /// retryAfterMs) once more after the delay it states, if at most 10 s.
+    #[arg(long, requires = "call_tool")]
+    pub(crate) retry_rate_limited: bool,
+
     /// The pause between repeated calls.
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,

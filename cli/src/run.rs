@@ -197,6 +197,7 @@ async fn run(args: Args) -> ExitCode {
             Replay::Never => ReplayPolicy::Never,
             Replay::Undelivered => ReplayPolicy::Undelivered,
         });
+    let client = with_call_policies(client, &args);
     let outcome = match client.session().await {
         Ok((session, _)) => Ok(session),
         Err(ClientError::Connect(error)) => Err(error),
@@ -364,6 +365,26 @@ fn warn_about_own_options_after_dash_dash(args: &Args) {
 
 /// Calls the tool `repeat` times through the long-lived client, one line per
 /// call; true when every call succeeded.
+/// The per-server call policies the flags ask for, the bulkhead outermost
+/// (it bounds retries too), the rate-limit retry innermost.
+fn with_call_policies(mut client: McpClient, args: &Args) -> McpClient {
+    use mcp_connect::layers::policy::{
+        BreakerConfig, BulkheadLayer, CircuitBreakerLayer, RateLimitRetryLayer,
+    };
+    if args.retry_rate_limited {
+        client = client.with_call_layer(RateLimitRetryLayer::new());
+    }
+    if args.breaker {
+        client = client.with_call_layer(CircuitBreakerLayer::<ClientError>::new(
+            BreakerConfig::default(),
+        ));
+    }
+    if let Some(n) = args.max_in_flight {
+        client = client.with_call_layer(BulkheadLayer::new(n as usize));
+    }
+    client
+}
+
 async fn watch(
     printer: &Arc<Printer>,
     client: &McpClient,

@@ -359,6 +359,91 @@ mod watch {
     }
 }
 
+/// Issue 43, item 4: the command's per-server call policies in watch mode.
+mod call_policies {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::support::{LegacyServer, Script, ScriptServer};
+
+    /// The call lines and exit code of a watch run with `extra` arguments.
+    async fn calls(server: &ScriptServer, extra: &[&str]) -> (Vec<serde_json::Value>, Option<i32>) {
+        let url = server.url();
+        let mut args = vec![
+            "--json",
+            "--pin",
+            "2025-11-25",
+            "--call-tool",
+            "x",
+            "--interval",
+            "10ms",
+        ];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let output = crate::support::cli::run_async(&args).await;
+        let calls = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["event"] == "call")
+            .collect();
+        (calls, output.status.code())
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn retry_rate_limited_waits_out_a_429_once() {
+        for retrying in [false, true] {
+            let legacy = LegacyServer::new();
+            let seen = AtomicUsize::new(0);
+            let server = ScriptServer::start(move |r| match r.rpc_method() {
+                "tools/call" if seen.fetch_add(1, Ordering::SeqCst) == 0 => {
+                    Script::StatusWith(429, vec![("retry-after", "1".to_owned())])
+                }
+                _ => legacy.respond(r),
+            })
+            .await;
+            let extra: &[&str] = if retrying {
+                &["--retry-rate-limited"]
+            } else {
+                &[]
+            };
+            let (calls, code) = calls(&server, extra).await;
+            assert_eq!(calls.len(), 1);
+            if retrying {
+                assert_eq!((calls[0]["ok"].as_bool(), code), (Some(true), Some(0)));
+                assert_eq!(server.count("tools/call"), 2);
+            } else {
+                assert_eq!(calls[0]["failure"]["kind"], "throttled", "{calls:?}");
+                assert_eq!(code, Some(1));
+                assert_eq!(server.count("tools/call"), 1);
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn breaker_stops_calling_a_server_that_answers_503() {
+        for breaker in [false, true] {
+            let legacy = LegacyServer::new();
+            let server = ScriptServer::start(move |r| match r.rpc_method() {
+                "tools/call" => Script::Status(503),
+                _ => legacy.respond(r),
+            })
+            .await;
+            let mut extra = vec!["--repeat", "8"];
+            if breaker {
+                extra.push("--breaker");
+            }
+            let (calls, code) = calls(&server, &extra).await;
+            assert_eq!((calls.len(), code), (8, Some(1)));
+            let reached = server.count("tools/call");
+            if breaker {
+                assert_eq!(reached, 5, "the breaker opens after 5: {calls:?}");
+                assert_eq!(calls[7]["failure"]["kind"], "unavailable", "{:?}", calls[7]);
+            } else {
+                assert_eq!(reached, 8);
+            }
+        }
+    }
+}
+
 /// Issue 30, item 6: `--list-skills` lists the skills' `SKILL.md` URIs
 /// and reads no skill file.
 #[tokio::test(flavor = "multi_thread")]
