@@ -47,6 +47,10 @@ pub enum ClientError {
     /// was sent: its bulkhead was full or its breaker open.
     #[error("a call policy refused the call")]
     Refused(#[source] Refused),
+    /// A layer the application put on the call path failed the call with
+    /// an error of its own (tower's `Timeout` elapsed, `LoadShed` shed it).
+    #[error("a layer on the call path failed the call")]
+    Layer(#[source] Arc<dyn std::error::Error + Send + Sync>),
     /// The client was dropped while a call through its call path was
     /// queued.
     #[error("the client is gone")]
@@ -109,6 +113,7 @@ impl Classify for ClientError {
             ClientError::CoolingDown { failure, .. } => *failure,
             ClientError::Refused(refused) => refused.failure(),
             ClientError::Gone => Failure::new(Stage::REQUEST, FailureKind::Closed),
+            ClientError::Layer(error) => layer_failure(error.as_ref()),
             ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
                 error.failure()
             }
@@ -122,4 +127,17 @@ impl From<Refused> for ClientError {
     fn from(refused: Refused) -> Self {
         ClientError::Refused(refused)
     }
+}
+
+/// What a layer's own error says, as far as the layers know it: a
+/// policy's refusal or an elapsed tower `Timeout` by type, anything else
+/// `Other`.
+fn layer_failure(error: &(dyn std::error::Error + 'static)) -> Failure {
+    if let Some(refused) = error.downcast_ref::<Refused>() {
+        return refused.failure();
+    }
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return Failure::new(Stage::REQUEST, FailureKind::Timeout);
+    }
+    Failure::new(Stage::REQUEST, FailureKind::Other)
 }

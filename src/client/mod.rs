@@ -57,11 +57,13 @@ mod attempt;
 mod calls;
 mod cool_down;
 mod error;
+mod hedge;
 mod service;
 
 pub use cool_down::STABLE_AFTER;
 use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
+pub use hedge::{HedgeLayer, Hedged};
 pub use service::{Call, CallService, SessionCalls};
 
 /// When the client builds a new session after the old one died.

@@ -29,6 +29,7 @@ use super::{ClientError, Inner, McpClient, Reconnect};
 use crate::protocol::methods;
 use crate::replay::ReplayPolicy;
 use crate::session::RequestOptions;
+use crate::transport::error::BoxError;
 
 /// One request through a client's call path.
 ///
@@ -194,6 +195,15 @@ impl Service<Call> for SessionCalls {
     }
 }
 
+/// A call path layer's error as the client's: the `ClientError` it wraps,
+/// or the layer's own.
+pub(super) fn into_client_error(error: impl Into<BoxError>) -> ClientError {
+    match error.into().downcast::<ClientError>() {
+        Ok(error) => *error,
+        Err(other) => ClientError::Layer(other.into()),
+    }
+}
+
 impl McpClient {
     /// Puts `layer` around this client's call path (outside any layer put
     /// before): a policy for this server's calls alone. Built once; the
@@ -209,21 +219,24 @@ impl McpClient {
     /// client.with_call_layer(GlobalConcurrencyLimitLayer::new(4))
     /// # }
     /// ```
+    ///
+    /// A layer whose errors are not [`ClientError`]s (tower's `Timeout` or
+    /// `LoadShed`, whose error is a `BoxError`) is taken too: an error that
+    /// is a `ClientError` underneath comes back as one, any other is
+    /// [`ClientError::Layer`].
     #[must_use]
     pub fn with_call_layer<L>(self, layer: L) -> Self
     where
         L: Layer<CallService>,
-        L::Service: Service<Call, Response = Box<RawValue>, Error = ClientError>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        L::Service: Service<Call, Response = Box<RawValue>> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Call>>::Error: Into<BoxError>,
         <L::Service as Service<Call>>::Future: Send + 'static,
     {
         {
             let mut calls = self.calls();
             let inner = calls.take().unwrap_or_else(|| self.session_calls());
-            *calls = Some(CallService::new(layer.layer(inner)));
+            let layered = layer.layer(inner).map_err(into_client_error);
+            *calls = Some(CallService::new(layered));
         }
         self
     }

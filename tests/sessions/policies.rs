@@ -267,3 +267,87 @@ async fn a_throttled_call_is_sent_again_after_the_stated_delay_only_when_asked()
     })
     .await;
 }
+
+/// A legacy server whose every tenth `tools/list` stalls for 400 ms; the
+/// others take 20 ms.
+fn one_in_ten_stalls(seen: Arc<AtomicUsize>) -> impl Fn(&Recorded) -> Script {
+    move |request: &Recorded| match request.rpc_method() {
+        "tools/list" => {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            let answer = Script::Json(200, result(request, json!({ "tools": [] })));
+            let delay = if n % 10 == 9 { 400 } else { 20 };
+            Script::Delayed(Duration::from_millis(delay), Box::new(answer))
+        }
+        _ => legacy(request),
+    }
+}
+
+/// The p50 and p99 of 60 listings after 40 to warm the history.
+async fn listing_latencies(client: &McpClient) -> (Duration, Duration) {
+    for _ in 0..40 {
+        client.list_tools().await.unwrap();
+    }
+    let mut took = Vec::new();
+    for _ in 0..60 {
+        let started = Instant::now();
+        client.list_tools().await.unwrap();
+        took.push(started.elapsed());
+    }
+    took.sort();
+    (took[29], took[58])
+}
+
+#[tokio::test]
+async fn a_hedged_listing_keeps_its_tail_near_its_median() {
+    watchdog(Duration::from_secs(60), async {
+        let server = ScriptServer::start(one_in_ten_stalls(Arc::default())).await;
+        // A short history, so that it fills within the test.
+        let layer =
+            mcp_connect::client::HedgeLayer::new(0.5).with_history(Duration::from_secs(1), 10);
+        let hedged = client(&server).with_call_layer(layer);
+        let (p50, p99) = listing_latencies(&hedged).await;
+        // A hedged listing costs the hedge delay (the median) and one more
+        // listing: about twice the median, never the stall.
+        eprintln!("hedged: p50 {p50:?}, p99 {p99:?}");
+        assert!(p99 < p50 * 3, "hedged: p50 {p50:?}, p99 {p99:?}");
+        assert!(p99 < Duration::from_millis(200), "hedged: p99 {p99:?}");
+
+        let server = ScriptServer::start(one_in_ten_stalls(Arc::default())).await;
+        let plain = client(&server);
+        let (p50, p99) = listing_latencies(&plain).await;
+        eprintln!("unhedged: p50 {p50:?}, p99 {p99:?}");
+        assert!(
+            p99 >= Duration::from_millis(400),
+            "unhedged: p50 {p50:?}, p99 {p99:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tools_call_is_hedged_only_when_the_application_names_the_tool() {
+    watchdog(LIMIT, async {
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        // Every call is slow: a hedge would fire on each once the history
+        // knows the median.
+        let server =
+            ScriptServer::start(slow_tools(Duration::from_millis(100), arrivals.clone())).await;
+        let layer = mcp_connect::client::HedgeLayer::new(0.0)
+            .with_history(Duration::from_secs(10), 1)
+            .with_safe_tools(["safe"]);
+        let client = client(&server).with_call_layer(layer);
+        for _ in 0..5 {
+            client.call_tool("x", &json!({})).await.unwrap();
+        }
+        assert_eq!(arrivals.lock().unwrap().len(), 5, "never hedged");
+        for _ in 0..5 {
+            client.call_tool("safe", &json!({})).await.unwrap();
+        }
+        assert!(
+            arrivals.lock().unwrap().len() > 6,
+            "hedged: {}",
+            arrivals.lock().unwrap().len()
+        );
+    })
+    .await;
+}
