@@ -62,8 +62,10 @@ impl Connector {
     pub async fn connect(&self, request: ConnectRequest) -> Result<Session, Error> {
         if let Some(telemetry) = request.instruments().cloned() {
             let attempt = request.attempt();
+            let peer = request.peer().owned();
             return crate::telemetry::establish::attempt(
                 &telemetry,
+                peer.borrowed(),
                 attempt,
                 |stages| self.connect_plain(request.with_observer(stages)),
                 |made| made.as_ref().err().map(Error::failure),

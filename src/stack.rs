@@ -179,10 +179,11 @@ impl Service<ConnectRequest> for Establish {
 
     fn call(&mut self, request: ConnectRequest) -> Self::Future {
         if let Some(telemetry) = request.instruments().cloned() {
-            let http = request.target().http_url().cloned();
+            // Owned: the request moves into the establishment.
+            let peer = request.peer().owned();
             return crate::telemetry::establish::establishment(
                 &telemetry,
-                http.as_ref(),
+                peer.borrowed(),
                 |attempts| self.service.call(request.with_observer(attempts)),
                 established,
             );

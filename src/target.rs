@@ -104,4 +104,12 @@ impl Target {
             Target::Stdio(_) => None,
         }
     }
+
+    /// The program of a stdio target, when it is text.
+    pub(crate) fn program(&self) -> Option<&str> {
+        match self {
+            Target::Stdio(command) => command.program().to_str(),
+            Target::Http { .. } => None,
+        }
+    }
 }

@@ -265,7 +265,7 @@ impl<'a> AttemptContext<'a> {
             server_stream,
         );
         let session = session.with_cache(request.response_cache(), request.target());
-        let session = session.with_telemetry(request.instruments(), request.target());
+        let session = session.with_telemetry(request.instruments(), request.peer());
         self.subscribe_from_start(&session).await;
         Ok(session.with_auth(self.authorizer.clone()))
     }

@@ -334,6 +334,15 @@ impl ConnectRequest {
         self
     }
 
+    /// Which server this request is for, as telemetry names it.
+    pub(crate) fn peer(&self) -> crate::telemetry::establish::Peer<'_> {
+        crate::telemetry::establish::Peer {
+            name: self.name(),
+            http: self.target().http_url(),
+            program: self.target().program(),
+        }
+    }
+
     /// The request's telemetry, when it has one.
     pub(crate) fn instruments(&self) -> Option<&crate::telemetry::Telemetry> {
         self.settings.telemetry.as_ref()

@@ -141,12 +141,12 @@ impl Session {
     pub(crate) fn with_telemetry(
         mut self,
         telemetry: Option<&crate::telemetry::Telemetry>,
-        target: &crate::target::Target,
+        peer: crate::telemetry::establish::Peer<'_>,
     ) -> Self {
         self.telemetry = telemetry.map(|telemetry| {
             crate::telemetry::call::SessionTelemetry::new(
                 telemetry,
-                target.http_url(),
+                peer,
                 self.negotiated.version.as_str(),
                 || self.transport.session_id_text(),
             )

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use mcp_connect_layers::Failure;
 
-use super::establish::{shared, target_attributes};
+use super::establish::{shared, target_attributes, Peer};
 use super::{names, propagate, Telemetry};
 use crate::protocol::{methods, with_meta_entries, Request};
 
@@ -49,16 +49,15 @@ pub(crate) struct SessionTelemetry {
 }
 
 impl SessionTelemetry {
-    /// The telemetry of a session with the server at `http` (`None`: a
-    /// stdio child) on protocol `version`; `session_id` is asked only when
-    /// the telemetry records it.
+    /// The telemetry of a session with `peer` on protocol `version`;
+    /// `session_id` is asked only when the telemetry records it.
     pub(crate) fn new(
         telemetry: &Telemetry,
-        http: Option<&http::Uri>,
+        peer: Peer<'_>,
         version: &str,
         session_id: impl FnOnce() -> Option<String>,
     ) -> Self {
-        let mut attributes = target_attributes(http);
+        let mut attributes = target_attributes(peer);
         attributes.push(KeyValue::new(names::PROTOCOL_VERSION, shared(version)));
         SessionTelemetry {
             telemetry: telemetry.clone(),

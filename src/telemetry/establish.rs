@@ -18,16 +18,16 @@ use mcp_connect_layers::{Failure, StageEvent, StageObserver, StageOutcome};
 use opentelemetry::trace::{FutureExt as _, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
-pub(crate) use super::outcome::{EstablishOutcome, Established};
+pub(crate) use super::outcome::{EstablishOutcome, Established, Peer};
 use super::{names, Telemetry};
 
 /// Runs one establishment through the stack (`establish`, given the
 /// observer that counts its attempts) inside its `establish` span, and
 /// records its metrics; `outcome` reads what the span records of its
-/// result. `http` is the server's URL (`None`: a stdio child).
+/// result.
 pub(crate) fn establishment<T, E, F>(
     telemetry: &Telemetry,
-    http: Option<&http::Uri>,
+    peer: Peer<'_>,
     establish: impl FnOnce(Arc<dyn StageObserver>) -> F,
     outcome: fn(&Result<T, E>) -> EstablishOutcome<'_>,
 ) -> BoxFuture<'static, Result<T, E>>
@@ -36,7 +36,7 @@ where
     T: 'static,
     E: 'static,
 {
-    let (establishment, counter) = Establishment::start(telemetry, http);
+    let (establishment, counter) = Establishment::start(telemetry, peer);
     let made = establish(counter).with_context(establishment.cx.clone());
     Box::pin(async move {
         let made = made.await;
@@ -50,6 +50,7 @@ where
 /// failed.
 pub(crate) async fn attempt<T, E, F>(
     telemetry: &Telemetry,
+    peer: Peer<'_>,
     attempt: u32,
     connect: impl FnOnce(Arc<dyn StageObserver>) -> F,
     failure: impl FnOnce(&Result<T, E>) -> Option<Failure>,
@@ -57,16 +58,17 @@ pub(crate) async fn attempt<T, E, F>(
 where
     F: Future<Output = Result<T, E>>,
 {
-    let (span, stages) = AttemptSpan::start(telemetry, attempt);
+    let (span, stages) = AttemptSpan::start(telemetry, peer, attempt);
     let made = connect(stages).await;
     span.finish(failure(&made));
     made
 }
 
-/// The target's attributes: `network.transport`, and for an HTTP target
-/// (its URL; `None` is a stdio child) `server.address` and `server.port`.
-pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
-    match http {
+/// The server's attributes: its name, `network.transport`, and for an HTTP
+/// server `server.address` and `server.port`, for a stdio one its
+/// program's file name.
+pub(crate) fn target_attributes(peer: Peer<'_>) -> Vec<KeyValue> {
+    let mut attributes = match peer.http {
         Some(url) => {
             let mut attributes = vec![KeyValue::new(names::NETWORK_TRANSPORT, "tcp")];
             if let Some(host) = url.host() {
@@ -81,8 +83,19 @@ pub(crate) fn target_attributes(http: Option<&http::Uri>) -> Vec<KeyValue> {
             attributes.push(KeyValue::new(names::SERVER_PORT, i64::from(port)));
             attributes
         }
-        None => vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")],
-    }
+        None => {
+            let mut attributes = vec![KeyValue::new(names::NETWORK_TRANSPORT, "pipe")];
+            if let Some(program) = peer.program {
+                let file = std::path::Path::new(program)
+                    .file_name()
+                    .map_or(program.into(), |name| name.to_string_lossy());
+                attributes.push(KeyValue::new(names::PROCESS_EXECUTABLE, shared(&file)));
+            }
+            attributes
+        }
+    };
+    attributes.push(KeyValue::new(names::SERVER_NAME, shared(peer.name)));
+    attributes
 }
 
 /// A string attribute value that clones without allocating.
@@ -119,29 +132,30 @@ fn mark_failed(span: &opentelemetry::trace::SpanRef<'_>, failure: &Failure) {
 /// under it report.
 struct Establishment {
     telemetry: Telemetry,
+    /// The server's attributes, on the span and every metric.
+    server: Vec<KeyValue>,
     cx: Context,
     started: Instant,
     attempts: Arc<AtomicU32>,
 }
 
 impl Establishment {
-    /// Starts the span of establishing the server at `http`; the observer
-    /// counts its attempts (the caller adds it to the request).
-    fn start(
-        telemetry: &Telemetry,
-        http: Option<&http::Uri>,
-    ) -> (Establishment, Arc<dyn StageObserver>) {
+    /// Starts the span of establishing `peer`; the observer counts its
+    /// attempts (the caller adds it to the request).
+    fn start(telemetry: &Telemetry, peer: Peer<'_>) -> (Establishment, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
+        let server = target_attributes(peer);
         let span = tracer
             .span_builder("establish")
             .with_kind(SpanKind::Internal)
-            .with_attributes(target_attributes(http))
+            .with_attributes(server.clone())
             .start_with_context(tracer, &parent);
         let attempts = Arc::new(AtomicU32::new(0));
         let counter = Arc::new(AttemptCounter(Arc::clone(&attempts)));
         let establishment = Establishment {
             telemetry: telemetry.clone(),
+            server,
             cx: parent.with_span(span),
             started: Instant::now(),
             attempts,
@@ -177,6 +191,7 @@ impl Establishment {
         }
         span.set_attribute(KeyValue::new(names::ATTEMPTS, i64::from(attempts)));
         span.end();
+        labels.extend(self.server.iter().cloned());
         let inner = &self.telemetry.inner;
         inner
             .establishment
@@ -203,17 +218,25 @@ struct AttemptSpan {
 impl AttemptSpan {
     /// Starts attempt number `attempt` as a child of the current context;
     /// the observer writes its stages (the caller adds it to the request).
-    fn start(telemetry: &Telemetry, attempt: u32) -> (AttemptSpan, Arc<dyn StageObserver>) {
+    fn start(
+        telemetry: &Telemetry,
+        peer: Peer<'_>,
+        attempt: u32,
+    ) -> (AttemptSpan, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
+        let server = target_attributes(peer);
+        let mut attributes = server.clone();
+        attributes.push(KeyValue::new(names::ATTEMPT, i64::from(attempt)));
         let span = tracer
             .span_builder("establish attempt")
             .with_kind(SpanKind::Internal)
-            .with_attributes([KeyValue::new(names::ATTEMPT, i64::from(attempt))])
+            .with_attributes(attributes)
             .start_with_context(tracer, &parent);
         let cx = parent.with_span(span);
         let stages = Arc::new(Stages {
             cx: cx.clone(),
+            server,
             telemetry: telemetry.clone(),
             begun: Mutex::new(HashMap::new()),
         });
@@ -233,6 +256,8 @@ impl AttemptSpan {
 /// Writes each stage event on its attempt's span and times each stage.
 struct Stages {
     cx: Context,
+    /// The server's attributes, on the stage metric.
+    server: Vec<KeyValue>,
     telemetry: Telemetry,
     /// When each stage began, since the establishment began.
     begun: Mutex<HashMap<&'static str, Duration>>,
@@ -284,13 +309,12 @@ impl StageObserver for Stages {
                 .remove(stage);
             if let Some(begun) = begun {
                 let took = event.elapsed.saturating_sub(begun).as_secs_f64();
-                self.telemetry.inner.stage.record(
-                    took,
-                    &[
-                        KeyValue::new(names::STAGE, stage),
-                        KeyValue::new(names::OUTCOME, outcome),
-                    ],
-                );
+                let mut labels = vec![
+                    KeyValue::new(names::STAGE, stage),
+                    KeyValue::new(names::OUTCOME, outcome),
+                ];
+                labels.extend(self.server.iter().cloned());
+                self.telemetry.inner.stage.record(took, &labels);
             }
         }
         self.cx.span().add_event("stage", attributes);

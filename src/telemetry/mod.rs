@@ -90,6 +90,12 @@ pub mod names {
     pub const SERVER_ADDRESS: &str = "server.address";
     /// The HTTP server's port.
     pub const SERVER_PORT: &str = "server.port";
+    /// The application's name for the server (a group member's name; by
+    /// default its URL without secrets, or its stdio program), on every
+    /// span and metric.
+    pub const SERVER_NAME: &str = "mcp_connect.server.name";
+    /// A stdio server's program, its file name only.
+    pub const PROCESS_EXECUTABLE: &str = "process.executable.name";
     /// Request duration, client side (histogram, seconds).
     pub const OPERATION_DURATION: &str = "mcp.client.operation.duration";
     /// Session duration, client side (histogram, seconds).

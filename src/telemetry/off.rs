@@ -29,7 +29,7 @@ pub(crate) mod call {
     impl SessionTelemetry {
         pub(crate) fn new(
             telemetry: &Telemetry,
-            _: Option<&http::Uri>,
+            _: super::establish::Peer<'_>,
             _: &str,
             _: impl FnOnce() -> Option<String>,
         ) -> Self {
@@ -67,12 +67,12 @@ pub(crate) mod call {
 pub(crate) mod establish {
     use futures_util::future::BoxFuture;
 
-    pub(crate) use super::outcome::{EstablishOutcome, Established};
+    pub(crate) use super::outcome::{EstablishOutcome, Established, Peer};
     use super::*;
 
     pub(crate) fn establishment<T, E, F>(
         telemetry: &Telemetry,
-        _: Option<&http::Uri>,
+        _: Peer<'_>,
         _: impl FnOnce(Arc<dyn StageObserver>) -> F,
         _: fn(&Result<T, E>) -> EstablishOutcome<'_>,
     ) -> BoxFuture<'static, Result<T, E>>
@@ -84,6 +84,7 @@ pub(crate) mod establish {
 
     pub(crate) async fn attempt<T, E, F>(
         telemetry: &Telemetry,
+        _: Peer<'_>,
         _: u32,
         _: impl FnOnce(Arc<dyn StageObserver>) -> F,
         _: impl FnOnce(&Result<T, E>) -> Option<Failure>,

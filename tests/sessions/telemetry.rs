@@ -524,5 +524,31 @@ async fn a_group_instruments_each_server() {
         attribute(&calls[0], names::SERVER_PORT),
         Some(&OtelValue::I64(i64::from(beta.addr().port())))
     );
+    // Issue 43, item 2: every span and metric names the member.
+    assert_eq!(text(&calls[0], names::SERVER_NAME).as_deref(), Some("beta"));
+    let mut establishing: Vec<String> = otel
+        .named("establish")
+        .iter()
+        .chain(otel.named("establish attempt").iter())
+        .filter_map(|span| text(span, names::SERVER_NAME))
+        .collect();
+    establishing.sort();
+    assert_eq!(establishing, ["alpha", "alpha", "beta", "beta"]);
+    for (metric, _, labels) in otel.histograms() {
+        let named: Vec<Option<String>> = labels
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .find(|kv| kv.key.as_str() == names::SERVER_NAME)
+                    .map(|kv| kv.value.to_string())
+            })
+            .collect();
+        assert!(
+            named
+                .iter()
+                .all(|name| matches!(name.as_deref(), Some("alpha" | "beta"))),
+            "{metric}: {named:?}"
+        );
+    }
     group.shutdown().await;
 }
