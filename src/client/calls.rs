@@ -110,10 +110,20 @@ impl McpClient {
         let tools: Vec<Tool> = self
             .listing("list_tools", methods::TOOLS_LIST, "tools")
             .await?;
-        // The session that serves the calls keeps the tools' header
-        // declarations (the modern era's `Mcp-Param-*`).
-        let (session, _) = self.session().await?;
-        Ok(session.tools_listed(tools, None, true))
+        // The client's session keeps the tools' header declarations (the
+        // modern era's `Mcp-Param-*`) and leaves out invalid ones. A client
+        // whose calls went to replicas may have none of its own: then the
+        // listing is as the server sent it, and each replica's session
+        // learns the declarations when a call needs them.
+        match self.current().await {
+            Ok(Some((session, _))) => Ok(session.tools_listed(tools, None, true)),
+            _ => Ok(ListToolsResult {
+                tools,
+                next_cursor: None,
+                extra: Default::default(),
+                excluded: Vec::new(),
+            }),
+        }
     }
 
     /// `prompts/list`, every page.

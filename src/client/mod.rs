@@ -58,12 +58,14 @@ mod calls;
 mod cool_down;
 mod error;
 mod hedge;
+mod replicas;
 mod service;
 
 pub use cool_down::STABLE_AFTER;
 use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
 pub use hedge::{HedgeLayer, Hedged};
+pub use replicas::{ReplicaConfig, Replicas, ReplicasLayer};
 pub use service::{Call, CallService, SessionCalls};
 
 /// When the client builds a new session after the old one died.

@@ -27,13 +27,14 @@ fn client(server: &ScriptServer) -> McpClient {
 }
 
 /// A legacy server whose `tools/call` answers take `delay`, recording when
-/// each arrived.
+/// each arrived; it lists no tools.
 fn slow_tools(delay: Duration, arrivals: Arc<Mutex<Vec<Instant>>>) -> impl Fn(&Recorded) -> Script {
     move |request: &Recorded| match request.rpc_method() {
         "tools/call" => {
             arrivals.lock().unwrap().push(Instant::now());
             Script::Delayed(delay, Box::new(legacy(request)))
         }
+        "tools/list" => Script::Json(200, result(request, json!({ "tools": [] }))),
         _ => legacy(request),
     }
 }
@@ -348,6 +349,79 @@ async fn a_tools_call_is_hedged_only_when_the_application_names_the_tool() {
             "hedged: {}",
             arrivals.lock().unwrap().len()
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn replicas_fail_over_reads_never_resend_a_sent_call_and_take_back_a_recovered_one() {
+    use mcp_connect::client::{ReplicaConfig, ReplicasLayer};
+    watchdog(LIMIT, async {
+        let (a_calls, b_calls) = (
+            Arc::new(Mutex::new(Vec::new())),
+            Arc::new(Mutex::new(Vec::new())),
+        );
+        let delay = Duration::from_millis(400);
+        let a = ScriptServer::start(slow_tools(delay, a_calls.clone())).await;
+        let b = ScriptServer::start(slow_tools(delay, b_calls.clone())).await;
+        let a_addr = a.addr();
+        let config = ReplicaConfig::default().with_ejection(2, Duration::from_millis(300));
+        let replicated = client(&a).with_call_layer(ReplicasLayer::new([client(&b)], config));
+
+        // Both up: calls spread over both.
+        let arguments = json!({});
+        let calls = (0..8).map(|_| replicated.call_tool("x", &arguments));
+        let outcomes = futures_util::future::join_all(calls).await;
+        assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+        let (on_a, on_b) = (a_calls.lock().unwrap().len(), b_calls.lock().unwrap().len());
+        assert_eq!(on_a + on_b, 8);
+        assert!(on_a > 0 && on_b > 0, "balanced: {on_a} and {on_b}");
+
+        // A dies with calls in flight: those fail once and are not sent
+        // again anywhere.
+        let in_flight = (0..8).map(|_| replicated.call_tool("x", &arguments));
+        let killer = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            a.stop().await;
+        };
+        let (outcomes, ()) = tokio::join!(futures_util::future::join_all(in_flight), killer);
+        let failed = outcomes.iter().filter(|o| o.is_err()).count();
+        let on_a_now = a_calls.lock().unwrap().len();
+        let on_b_now = b_calls.lock().unwrap().len();
+        assert_eq!(
+            on_a_now + on_b_now,
+            16,
+            "every call reached one server once"
+        );
+        let lost_with_a = on_a_now - on_a;
+        assert!(lost_with_a >= 1, "some calls were on A: {outcomes:?}");
+        assert_eq!(
+            failed, lost_with_a,
+            "exactly the calls on A failed: {outcomes:?}"
+        );
+
+        // Every idempotent read succeeds while A is down.
+        for _ in 0..10 {
+            replicated.list_tools().await.unwrap();
+        }
+        // Later calls go to B.
+        let before = b_calls.lock().unwrap().len();
+        for _ in 0..4 {
+            replicated.call_tool("x", &json!({})).await.unwrap();
+        }
+        assert_eq!(b_calls.lock().unwrap().len(), before + 4);
+
+        // A comes back and, once its ejection ends, takes calls again.
+        let _a = ScriptServer::start_on(a_addr, slow_tools(delay, a_calls.clone()))
+            .await
+            .unwrap();
+        let back = a_calls.lock().unwrap().len();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while a_calls.lock().unwrap().len() == back {
+            assert!(Instant::now() < deadline, "A never took a call again");
+            let _ = replicated.call_tool("x", &json!({})).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     })
     .await;
 }
