@@ -27,14 +27,23 @@ pub enum HealthState {
     /// or it failed at start. [`ServerGroup::restart`](super::ServerGroup::restart)
     /// tries again.
     Failed(Failure),
+    /// Its circuit breaker (a call policy on its [`Server`](super::Server))
+    /// is open after this failure: calls fail fast until the breaker lets a
+    /// probe through, and a call that succeeds makes it ready again. Calls
+    /// are still routed to it, so that the probe can go.
+    CircuitOpen(Failure),
     /// It was removed from the group (the last change of a server).
     Removed,
 }
 
 impl HealthState {
-    /// Whether calls are routed to it: ready or degraded.
+    /// Whether calls are routed to it: ready, degraded, or with its breaker
+    /// open (which refuses them itself, and lets its probe through).
     pub fn is_usable(&self) -> bool {
-        matches!(self, HealthState::Ready | HealthState::Degraded(_))
+        matches!(
+            self,
+            HealthState::Ready | HealthState::Degraded(_) | HealthState::CircuitOpen(_)
+        )
     }
 
     /// Whether its establishment is still under way.
@@ -50,6 +59,7 @@ impl HealthState {
             HealthState::Degraded(_) => "degraded",
             HealthState::NeedsAuthorization(_) => "needs-authorization",
             HealthState::Failed(_) => "failed",
+            HealthState::CircuitOpen(_) => "circuit-open",
             HealthState::Removed => "removed",
         }
     }
@@ -59,7 +69,8 @@ impl HealthState {
         match self {
             HealthState::Degraded(failure)
             | HealthState::NeedsAuthorization(failure)
-            | HealthState::Failed(failure) => Some(failure),
+            | HealthState::Failed(failure)
+            | HealthState::CircuitOpen(failure) => Some(failure),
             _ => None,
         }
     }

@@ -76,7 +76,10 @@ impl Member {
         let request = server.request.with_notifications(sender);
         let member = Member {
             name: server.name,
-            client: McpClient::lazy(server.stack, request),
+            client: (server.call_layers.iter())
+                .fold(McpClient::lazy(server.stack, request), |client, layer| {
+                    layer(client)
+                }),
             filter: server.filter,
             health: Mutex::new(ServerHealth::new(HealthState::Connecting, 0)),
             listing: Mutex::new(None),

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use mcp_connect_layers::policy::Refused;
+
 use super::{GroupError, HealthState, Member, ServerGroup};
 use crate::protocol::CallToolResult;
 use crate::session::RequestOptions;
@@ -87,12 +89,25 @@ impl ServerGroup {
     }
 
     /// A routed call's outcome; a failure on transport degrades its server
-    /// at once (its supervisor then builds a new session).
+    /// at once (its supervisor then builds a new session); a breaker's
+    /// refusal shows as `CircuitOpen` until a call gets through again.
     fn observed<T>(
         &self,
         member: &Member,
         outcome: Result<T, crate::client::ClientError>,
     ) -> Result<T, GroupError> {
+        let open = matches!(member.health().state, HealthState::CircuitOpen(_));
+        match &outcome {
+            Err(error @ crate::client::ClientError::Refused(Refused::CircuitOpen { .. }))
+                if !open =>
+            {
+                let failure = error.failure();
+                self.shared
+                    .set_health(member, HealthState::CircuitOpen(failure));
+            }
+            Ok(_) if open => self.shared.set_health(member, HealthState::Ready),
+            _ => {}
+        }
         outcome.map_err(|error| {
             if let Some(failure) = member.call_failed(&error) {
                 self.shared

@@ -4,20 +4,42 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::value::RawValue;
+use tower::{Layer, Service};
+
 use super::filter::ToolFilter;
+use crate::client::{Call, CallService};
 use crate::request::ConnectRequest;
 use crate::stack::Establish;
+use crate::transport::error::BoxError;
+use crate::McpClient;
 
 /// A server to add to a group: its own stack (deadline, recovery,
 /// classifier, era cache), its own request (target, limits, auth,
 /// handler) and its tool filter. Its name is the request's
 /// ([`ConnectRequest::with_name`]).
-#[derive(Debug)]
 pub struct Server {
     pub(super) name: Arc<str>,
     pub(super) stack: Establish,
     pub(super) request: ConnectRequest,
     pub(super) filter: ToolFilter,
+    /// The call policies its client gets, in order.
+    pub(super) call_layers: Vec<CallLayer>,
+}
+
+/// Puts one layer on a client's call path.
+pub(super) type CallLayer = Arc<dyn Fn(McpClient) -> McpClient + Send + Sync>;
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.name)
+            .field("stack", &self.stack)
+            .field("request", &self.request)
+            .field("filter", &self.filter)
+            .field("call_layers", &self.call_layers.len())
+            .finish()
+    }
 }
 
 impl Server {
@@ -28,7 +50,26 @@ impl Server {
             stack,
             request,
             filter: ToolFilter::new(),
+            call_layers: Vec::new(),
         }
+    }
+
+    /// Puts `layer` on this server's call path (see
+    /// [`McpClient::with_call_layer`]): a bulkhead, a breaker (the group's
+    /// health then shows [`CircuitOpen`](super::HealthState::CircuitOpen)
+    /// while it refuses calls), replicas, tower's own.
+    #[must_use]
+    pub fn with_call_layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<CallService> + Clone + Send + Sync + 'static,
+        L::Service: Service<Call, Response = Box<RawValue>> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Call>>::Error: Into<BoxError>,
+        <L::Service as Service<Call>>::Future: Send + 'static,
+    {
+        self.call_layers.push(Arc::new(move |client: McpClient| {
+            client.with_call_layer(layer.clone())
+        }));
+        self
     }
 
     /// Shows only the tools `filter` allows in the catalogue.

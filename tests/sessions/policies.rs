@@ -140,6 +140,16 @@ fn flaky(failing: Arc<AtomicBool>, calls: Arc<AtomicUsize>) -> impl Fn(&Recorded
                 legacy(request)
             }
         }
+        "tools/list" => Script::Json(
+            200,
+            result(
+                request,
+                json!({ "tools": [
+                    { "name": "x", "inputSchema": { "type": "object" } },
+                    { "name": "broken", "inputSchema": { "type": "object" } }
+                ] }),
+            ),
+        ),
         _ => legacy(request),
     }
 }
@@ -422,6 +432,45 @@ async fn replicas_fail_over_reads_never_resend_a_sent_call_and_take_back_a_recov
             let _ = replicated.call_tool("x", &json!({})).await;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_group_shows_a_members_open_breaker_and_its_recovery() {
+    use mcp_connect::group::{HealthState, Server, ServerGroup};
+    watchdog(LIMIT, async {
+        let failing = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = ScriptServer::start(flaky(failing.clone(), calls.clone())).await;
+        let request = ConnectRequest::http(&server.url())
+            .unwrap()
+            .with_pin(ProtocolVersion::V2025_11_25)
+            .with_name("flaky");
+        let breaker = CircuitBreakerLayer::<ClientError>::new(
+            BreakerConfig::default()
+                .with_threshold(2)
+                .with_open_for(Duration::from_millis(300), Duration::from_secs(2)),
+        );
+        let group = ServerGroup::builder().build();
+        let stack = EstablishBuilder::new(Connector::new()).build();
+        group
+            .add(Server::new(stack, request).with_call_layer(breaker))
+            .unwrap();
+        group.settled().await;
+        failing.store(true, Ordering::SeqCst);
+        for _ in 0..3 {
+            group.call_tool("x", &json!({})).await.unwrap_err();
+        }
+        let state = group.health("flaky").unwrap().state;
+        assert!(matches!(state, HealthState::CircuitOpen(_)), "{state:?}");
+        assert!(state.is_usable(), "the probe must be routed");
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "the third was refused");
+        failing.store(false, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        group.call_tool("x", &json!({})).await.unwrap();
+        assert_eq!(group.health("flaky").unwrap().state, HealthState::Ready);
+        group.shutdown().await;
     })
     .await;
 }
