@@ -274,6 +274,12 @@ pub(crate) struct Args {
     #[arg(long, requires = "call_tool")]
     pub(crate) retry_rate_limited: bool,
 
+    /// A call may go this long without a word from the server; each
+    /// progress notification restarts it, and --request-timeout caps the
+    /// whole call.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "call_tool")]
+    pub(crate) idle_timeout: Option<Duration>,
+
     /// The pause between repeated calls.
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,

@@ -371,6 +371,12 @@ fn with_call_policies(mut client: McpClient, args: &Args) -> McpClient {
     use mcp_connect::layers::policy::{
         BreakerConfig, BulkheadLayer, CircuitBreakerLayer, RateLimitRetryLayer,
     };
+    if let Some(idle) = args.idle_timeout {
+        client = client.with_call_layer(mcp_connect::client::idle_timeout(
+            idle,
+            args.request_timeout,
+        ));
+    }
     if args.retry_rate_limited {
         client = client.with_call_layer(RateLimitRetryLayer::new());
     }

@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
@@ -139,6 +140,38 @@ impl Call {
             replay: client.replay,
         }
     }
+}
+
+/// A server's default limit on its calls: `idle` without a word from the
+/// server (each progress notification restarts it; a call asks for
+/// progress whenever this applies), never more than `cap` in all. A call
+/// with a limit of its own keeps it. On expiry the server is told
+/// (`notifications/cancelled` on the legacy era).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// # fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
+/// client.with_call_layer(mcp_connect::client::idle_timeout(
+///     Duration::from_secs(30),
+///     Duration::from_secs(300),
+/// ))
+/// # }
+/// ```
+pub fn idle_timeout(
+    idle: Duration,
+    cap: Duration,
+) -> tower::util::MapRequestLayer<impl Fn(Call) -> Call + Clone + Send + Sync + 'static> {
+    tower::util::MapRequestLayer::new(move |call: Call| {
+        if call.options.has_timeout() {
+            return call;
+        }
+        let options = call
+            .options
+            .clone()
+            .with_timeout(idle)
+            .reset_timeout_on_progress(cap);
+        call.with_options(options)
+    })
 }
 
 impl fmt::Debug for Call {

@@ -82,6 +82,11 @@ impl RequestOptions {
         self
     }
 
+    /// Whether the request has a limit of its own.
+    pub(crate) fn has_timeout(&self) -> bool {
+        self.timeout.is_some()
+    }
+
     pub(super) fn wants_progress(&self) -> bool {
         self.progress.is_some() || self.max_total.is_some()
     }

@@ -474,3 +474,77 @@ async fn a_group_shows_a_members_open_breaker_and_its_recovery() {
     })
     .await;
 }
+
+/// A legacy server whose `tools/call` reports progress every 100 ms for
+/// `reports` times, then answers; the GET stream is refused.
+fn progressing(reports: u32) -> impl Fn(&Recorded) -> Script {
+    move |request: &Recorded| {
+        if request.method == http::Method::GET {
+            return Script::Status(405);
+        }
+        match request.rpc_method() {
+            "tools/call" => {
+                let token = request.body["params"]["_meta"]["progressToken"].clone();
+                let event =
+                    |message: serde_json::Value| format!("event: message\ndata: {message}\n\n");
+                let step = Duration::from_millis(100);
+                let mut events: Vec<(Duration, String)> = (1..=reports)
+                    .map(|i| {
+                        let report = json!({ "jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": { "progressToken": token, "progress": i } });
+                        (step, event(report))
+                    })
+                    .collect();
+                events.push((step, event(result(request, json!({ "content": [] })))));
+                Script::SsePaced(events)
+            }
+            "notifications/cancelled" => Script::Status(202),
+            _ => legacy(request),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_idle_timeout_is_restarted_by_progress_and_ended_by_its_cap() {
+    watchdog(LIMIT, async {
+        // Progress for a second, every 100 ms: a 250 ms idle limit holds.
+        let server = ScriptServer::start(progressing(10)).await;
+        let lasting = client(&server).with_call_layer(mcp_connect::client::idle_timeout(
+            Duration::from_millis(250),
+            Duration::from_secs(5),
+        ));
+        lasting.call_tool("long", &json!({})).await.unwrap();
+
+        // The same under a 600 ms cap: it ends at the cap, and the server
+        // is told.
+        let server = ScriptServer::start(progressing(10)).await;
+        let capped = client(&server).with_call_layer(mcp_connect::client::idle_timeout(
+            Duration::from_millis(250),
+            Duration::from_millis(600),
+        ));
+        let started = Instant::now();
+        let error = capped.call_tool("long", &json!({})).await.unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(error.failure().kind, FailureKind::Timeout, "{error:?}");
+        assert!(
+            took >= Duration::from_millis(590) && took < Duration::from_millis(900),
+            "{took:?}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while server.count("notifications/cancelled") == 0 {
+            assert!(Instant::now() < deadline, "the server was never told");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // Without the layer's reset, the 250 ms limit alone ends it early.
+        let server = ScriptServer::start(progressing(10)).await;
+        let plain = client(&server);
+        let options =
+            mcp_connect::session::RequestOptions::new().with_timeout(Duration::from_millis(250));
+        plain
+            .call_tool_with("long", &json!({}), &options)
+            .await
+            .unwrap_err();
+    })
+    .await;
+}
