@@ -902,3 +902,128 @@ mod trace_context {
         }
     }
 }
+
+/// Issue 43: the per-server policies and the telemetry that names each
+/// server, against real servers.
+mod call_policies {
+    use super::*;
+    use mcp_connect::client::ClientError;
+    use mcp_connect::group::{Server, ServerGroup};
+    use mcp_connect::layers::policy::{BreakerConfig, CircuitBreakerLayer, CircuitState, Refused};
+    use mcp_connect::telemetry::{names, Telemetry};
+    use mcp_connect::{EstablishBuilder, McpClient};
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn a_breaker_opens_on_a_killed_server_everything_and_closes_after_its_restart() {
+        watchdog(LIMIT, async {
+            let port = free_port();
+            let peer = everything_http_on(port).await;
+            let breaker = CircuitBreakerLayer::<ClientError>::new(
+                BreakerConfig::default()
+                    .with_threshold(2)
+                    .with_open_for(Duration::from_millis(300), Duration::from_secs(1)),
+            );
+            let request = ConnectRequest::http(&peer.url("/mcp")).unwrap();
+            let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+                .with_call_layer(breaker.clone());
+            let arguments = json!({ "a": 2, "b": 3 });
+            let sum = || client.call_tool("get-sum", &arguments);
+            assert!(sum().await.unwrap().text().contains('5'));
+
+            peer.stop().await;
+            // The call that finds the session dead, then a refused reconnect.
+            sum().await.unwrap_err();
+            sum().await.unwrap_err();
+            assert!(
+                matches!(breaker.state(), CircuitState::Open { .. }),
+                "{:?}",
+                breaker.state()
+            );
+            let refused = sum().await.unwrap_err();
+            assert!(
+                matches!(refused, ClientError::Refused(Refused::CircuitOpen { .. })),
+                "{refused:?}"
+            );
+
+            let _back = everything_http_on(port).await;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                if let Ok(result) = sum().await {
+                    assert!(result.text().contains('5'));
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never closed: {:?}",
+                    breaker.state()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert_eq!(breaker.state(), CircuitState::Closed { failures: 0 });
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the interop peers: run through .ci/run"]
+    async fn telemetry_names_each_member_of_a_group_of_real_servers() {
+        watchdog(LIMIT, async {
+            let spans = InMemorySpanExporter::default();
+            let tracers = SdkTracerProvider::builder()
+                .with_simple_exporter(spans.clone())
+                .build();
+            let meters = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+            let group = ServerGroup::builder()
+                .with_telemetry(Telemetry::new(&tracers, &meters))
+                .build();
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            let everything = StdioCommand::new("node")
+                .args([everything_entry().into_os_string(), "stdio".into()]);
+            let python = python_http().await;
+            group
+                .add(Server::new(
+                    stack.clone(),
+                    ConnectRequest::stdio(everything).with_name("everything"),
+                ))
+                .unwrap();
+            group
+                .add(Server::new(
+                    stack,
+                    ConnectRequest::http(&python.url("/mcp"))
+                        .unwrap()
+                        .with_name("python"),
+                ))
+                .unwrap();
+            group.settled().await;
+            for name in ["everything", "python"] {
+                let state = group.health(name).unwrap().state;
+                assert!(state.is_usable(), "{name}: {state:?}");
+            }
+            // Only server-everything has it: its name is its own.
+            group
+                .call_tool("get-sum", &json!({ "a": 2, "b": 3 }))
+                .await
+                .unwrap();
+            let finished = spans.get_finished_spans().unwrap();
+            let named = |server: &str| {
+                finished.iter().any(|span| {
+                    span.attributes.iter().any(|kv| {
+                        kv.key.as_str() == names::SERVER_NAME && kv.value.as_str() == server
+                    })
+                })
+            };
+            assert!(named("everything"), "no span names everything");
+            assert!(named("python"), "no span names python");
+            let program = finished.iter().any(|span| {
+                span.attributes.iter().any(|kv| {
+                    kv.key.as_str() == names::PROCESS_EXECUTABLE && kv.value.as_str() == "node"
+                })
+            });
+            assert!(program, "the stdio member's spans name its program");
+            group.shutdown().await;
+        })
+        .await;
+    }
+}
