@@ -2,9 +2,11 @@
 //! first server (naming, how many establish at once, keepalive, the
 //! listener, the caches and telemetry its servers share).
 
+use mcp_connect_layers::recovery::Backoff;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, watch, Semaphore};
 
@@ -22,9 +24,15 @@ pub struct ServerGroupBuilder {
     keepalive: Option<Keepalive>,
     notifications: Option<NotificationSender>,
     caches: Caches,
+    /// The pace of trying a member again after an outage.
+    retry: Option<Backoff>,
     /// The telemetry of servers added without their own (feature `otel`).
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
 }
+
+/// The default pace of trying a member again after an outage: full
+/// jitter under a ceiling doubling from 1 s to 60 s.
+const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// The caches every server of a group shares unless its request has its
 /// own.
@@ -97,6 +105,17 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// The pace of trying a member again on its own after it failed in a
+    /// way an outage explains (the connection, a timeout, 5xx; never
+    /// authorization, configuration, DNS, TLS or another 4xx): full jitter
+    /// under a ceiling doubling from `backoff`'s base to its max (default
+    /// 1 s to 60 s). A server's own ([`Server::with_retry`]) wins.
+    #[must_use]
+    pub fn with_retry(mut self, backoff: Backoff) -> Self {
+        self.retry = Some(backoff);
+        self
+    }
+
     /// The group, empty.
     pub fn build(self) -> ServerGroup {
         ServerGroup {
@@ -107,6 +126,7 @@ impl ServerGroupBuilder {
                 notifications: self.notifications,
                 caches: self.caches,
                 telemetry: self.telemetry,
+                retry: self.retry.unwrap_or(RETRY),
                 members: Mutex::new(BTreeMap::new()),
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,
                 health: broadcast::channel(HEALTH_CAPACITY).0,

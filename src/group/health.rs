@@ -94,12 +94,33 @@ pub struct ServerHealth {
     pub state: HealthState,
     /// Its session's generation.
     pub generation: u64,
+    /// When the group tries it again on its own, for a server that failed
+    /// in a way an outage explains (see [`Server::with_retry`](super::Server::with_retry)).
+    pub retry_at: Option<tokio::time::Instant>,
 }
 
 impl ServerHealth {
     pub(crate) fn new(state: HealthState, generation: u64) -> Self {
-        ServerHealth { state, generation }
+        ServerHealth {
+            state,
+            generation,
+            retry_at: None,
+        }
     }
+
+    pub(crate) fn retrying_at(mut self, at: Option<tokio::time::Instant>) -> Self {
+        self.retry_at = at;
+        self
+    }
+}
+
+/// Whether a failed establishment looks like an outage, which the group
+/// outlasts by trying again: the connection failed, closed or timed out,
+/// or the server answered 5xx or said it is unavailable. Never
+/// authorization, configuration, DNS, TLS or another 4xx: trying again
+/// cannot fix those.
+pub(crate) fn is_outage(failure: &Failure) -> bool {
+    failure.kind != FailureKind::Dns && mcp_connect_layers::policy::server_unwell(failure)
 }
 
 /// One change of one server's health.

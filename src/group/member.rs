@@ -29,13 +29,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use mcp_connect_layers::classify::Conservative;
+use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
+use tower::util::rng::HasherRng;
 
 use super::catalogue::Listing;
 use super::filter::ToolFilter;
-use super::health::{HealthState, ServerHealth};
+use super::health::{is_outage, HealthState, ServerHealth};
 use super::listing::{ListingFailed, Relist};
 use super::server::{Keepalive, Server};
 use super::Shared;
@@ -63,6 +65,10 @@ pub(super) struct Member {
     pub(super) listing: Mutex<Option<Arc<Listing>>>,
     /// Why its last establishment failed; cleared when it is ready.
     pub(super) last_error: Mutex<Option<Arc<ClientError>>>,
+    /// The pace of trying again after a failure an outage explains.
+    pub(super) retry: Backoff,
+    /// When the next of those tries is due, while one is.
+    pub(super) retry_at: Mutex<Option<Instant>>,
     intent: Mutex<Intent>,
     wake: Notify,
     pub(super) task: Mutex<Option<JoinHandle<()>>>,
@@ -71,7 +77,11 @@ pub(super) struct Member {
 impl Member {
     /// The member for `server` and the notifications its sessions send
     /// (the group's listener for list changes; forwarded on).
-    pub(super) fn new(server: Server, capacity: usize) -> (Arc<Member>, Notifications) {
+    pub(super) fn new(
+        server: Server,
+        capacity: usize,
+        retry: Backoff,
+    ) -> (Arc<Member>, Notifications) {
         let (sender, notifications) = crate::inbound::notification_channel(capacity);
         let request = server.request.with_notifications(sender);
         let member = Member {
@@ -84,6 +94,8 @@ impl Member {
             health: Mutex::new(ServerHealth::new(HealthState::Connecting, 0)),
             listing: Mutex::new(None),
             last_error: Mutex::new(None),
+            retry: server.retry.unwrap_or(retry),
+            retry_at: Mutex::new(None),
             intent: Mutex::new(Intent::Nothing),
             wake: Notify::new(),
             task: Mutex::new(None),
@@ -174,6 +186,10 @@ pub(super) struct Supervisor {
     pub(super) forward: Vec<NotificationSender>,
     pub(super) permits: Option<Arc<Semaphore>>,
     pub(super) keepalive: Option<Keepalive>,
+    /// Failed establishments in a row, toward the retry backoff.
+    pub(super) failures_in_a_row: u32,
+    /// The retry backoff's randomness, per member.
+    pub(super) rng: HasherRng,
 }
 
 impl Supervisor {
@@ -191,6 +207,7 @@ impl Supervisor {
             };
             let mut step = match established {
                 Ok(_) => {
+                    self.failures_in_a_row = 0;
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => Step::Serve,
@@ -347,9 +364,26 @@ impl Supervisor {
         generations: &mut watch::Receiver<Generation>,
     ) -> Step {
         self.publish(None);
+        // An outage is outlasted: the group tries again on its own, paced
+        // by a fully jittered backoff that grows with each failure in a row.
+        let retry_at = is_outage(&failure).then(|| {
+            self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
+            let delay = self
+                .member
+                .retry
+                .delay(self.failures_in_a_row, &mut self.rng);
+            Instant::now() + delay
+        });
+        *self.member.retry_at.lock().expect("retry lock poisoned") = retry_at;
         self.set(HealthState::after_failed_establishment(failure));
         loop {
             tokio::select! {
+                () = sleep_until(retry_at) => {
+                    *self.member.retry_at.lock().expect("retry lock poisoned") = None;
+                    // Also ends the client's cool-down: this is the pace.
+                    let _ = self.member.client.close().await;
+                    return Step::Again;
+                }
                 () = self.member.wake.notified() => {
                     if self.member.take_intent() == Intent::Restart {
                         return self.restart().await;
@@ -390,6 +424,10 @@ impl Supervisor {
     pub(super) fn set(&self, state: HealthState) {
         if state == HealthState::Ready {
             *self.member.last_error.lock().expect("error lock poisoned") = None;
+        }
+        if !matches!(state, HealthState::Failed(_)) {
+            // Only a failed member waits for its next try.
+            *self.member.retry_at.lock().expect("retry lock poisoned") = None;
         }
         if let Some(group) = self.group.upgrade() {
             group.set_health(&self.member, state);

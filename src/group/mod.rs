@@ -63,7 +63,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use mcp_connect_layers::recovery::Backoff;
 use tokio::sync::{broadcast, watch, Semaphore};
+use tower::util::rng::HasherRng;
 
 use crate::client::McpClient;
 use crate::config::ServersConfig;
@@ -117,6 +119,9 @@ struct Shared {
     notifications: Option<NotificationSender>,
     caches: Caches,
     telemetry: Option<crate::telemetry::Telemetry>,
+    /// The pace of trying a member again after an outage, unless its
+    /// server has its own.
+    retry: Backoff,
     /// Held for one look or one change, never across an `.await`.
     members: Mutex<BTreeMap<Arc<str>, Arc<Member>>>,
     catalogue: watch::Sender<Arc<Catalogue>>,
@@ -179,7 +184,7 @@ impl ServerGroup {
             .into_iter()
             .chain(self.shared.notifications.clone())
             .collect();
-        let (member, notifications) = Member::new(server, NOTIFICATION_CAPACITY);
+        let (member, notifications) = Member::new(server, NOTIFICATION_CAPACITY, self.shared.retry);
         let supervisor = Supervisor {
             group: Arc::downgrade(&self.shared),
             member: Arc::clone(&member),
@@ -187,6 +192,8 @@ impl ServerGroup {
             forward,
             permits: self.shared.permits.clone(),
             keepalive: self.shared.keepalive,
+            failures_in_a_row: 0,
+            rng: HasherRng::default(),
         };
         *member.task.lock().expect("task lock poisoned") = Some(tokio::spawn(supervisor.run()));
         members.insert(Arc::clone(&member.name), member);

@@ -12,7 +12,8 @@ impl Shared {
     /// Sets a member's health, with its client's generation, and tells the
     /// stream and the waits when it changed.
     pub(super) fn set_health(&self, member: &Member, state: HealthState) {
-        let health = ServerHealth::new(state, member.client.generation());
+        let retry_at = *member.retry_at.lock().expect("retry lock poisoned");
+        let health = ServerHealth::new(state, member.client.generation()).retrying_at(retry_at);
         {
             let mut current = member.health.lock().expect("health lock poisoned");
             if *current == health {

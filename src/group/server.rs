@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect_layers::recovery::Backoff;
 use serde_json::value::RawValue;
 use tower::{Layer, Service};
 
@@ -25,6 +26,8 @@ pub struct Server {
     pub(super) filter: ToolFilter,
     /// The call policies its client gets, in order.
     pub(super) call_layers: Vec<CallLayer>,
+    /// Its own pace of trying again after an outage.
+    pub(super) retry: Option<Backoff>,
 }
 
 /// Puts one layer on a client's call path.
@@ -51,7 +54,26 @@ impl Server {
             request,
             filter: ToolFilter::new(),
             call_layers: Vec::new(),
+            retry: None,
         }
+    }
+
+    /// This server's own pace of trying again on its own after an outage
+    /// (see [`ServerGroupBuilder::with_retry`](super::ServerGroupBuilder::with_retry)).
+    #[must_use]
+    pub fn with_retry(mut self, backoff: Backoff) -> Self {
+        self.retry = Some(backoff);
+        self
+    }
+
+    /// This server's client's cool-down between failed reconnects after
+    /// its session died (see [`McpClient::with_cool_down`]).
+    #[must_use]
+    pub fn with_cool_down(mut self, cool_down: Backoff) -> Self {
+        self.call_layers.push(Arc::new(move |client: McpClient| {
+            client.with_cool_down(cool_down)
+        }));
+        self
     }
 
     /// Puts `layer` on this server's call path (see

@@ -854,3 +854,51 @@ async fn a_groups_error_is_at_most_four_levels_above_the_transports() {
     })
     .await;
 }
+
+/// Issue 44, item 3: a server down when the group starts is tried again on
+/// its own, paced by the retry backoff, and is ready soon after it starts,
+/// with no call from the application.
+#[tokio::test]
+async fn a_server_down_at_start_is_ready_soon_after_it_starts() {
+    watchdog(Duration::from_secs(30), async {
+        let addr = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let group = ServerGroup::builder()
+            .with_retry(Backoff::new(
+                Duration::from_millis(100),
+                Duration::from_millis(400),
+            ))
+            .build();
+        let url = format!("http://{addr}/mcp");
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(2)),
+                named(&url, "late"),
+            ))
+            .unwrap();
+        group.settled().await;
+        let health = group.health("late").unwrap();
+        assert!(matches!(health.state, HealthState::Failed(_)), "{health:?}");
+        assert!(
+            health.retry_at.is_some(),
+            "the next try is shown: {health:?}"
+        );
+        let scripted = Scripted::new("late", &["late_tool"], Duration::ZERO);
+        let _server = scripted.start_on(addr).await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let health = group.health("late").unwrap();
+            if health.state == HealthState::Ready {
+                assert_eq!(health.retry_at, None);
+                break;
+            }
+            assert!(Instant::now() < deadline, "never ready: {health:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(group.catalogue().tool("late_tool").is_some());
+        group.shutdown().await;
+    })
+    .await;
+}
