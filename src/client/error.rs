@@ -51,6 +51,16 @@ pub enum ClientError {
     /// an error of its own (tower's `Timeout` elapsed, `LoadShed` shed it).
     #[error("a layer on the call path failed the call")]
     Layer(#[source] Arc<dyn std::error::Error + Send + Sync>),
+    /// The server's result was larger than the cap the application put on
+    /// this server's results ([`result_cap`](super::result_cap)); it was
+    /// dropped unread.
+    #[error("the result of {size} bytes is over the {limit}-byte cap on this server's results")]
+    ResultTooLarge {
+        /// The cap, in bytes.
+        limit: usize,
+        /// The result's size, in bytes.
+        size: usize,
+    },
     /// The client was dropped while a call through its call path was
     /// queued.
     #[error("the client is gone")]
@@ -113,6 +123,9 @@ impl Classify for ClientError {
             ClientError::CoolingDown { failure, .. } => *failure,
             ClientError::Refused(refused) => refused.failure(),
             ClientError::Gone => Failure::new(Stage::REQUEST, FailureKind::Closed),
+            ClientError::ResultTooLarge { .. } => {
+                Failure::new(Stage::REQUEST, FailureKind::Protocol)
+            }
             ClientError::Layer(error) => layer_failure(error.as_ref()),
             ClientError::Call { error, .. } | ClientError::RefusedAgain { error, .. } => {
                 error.failure()

@@ -174,6 +174,29 @@ pub fn idle_timeout(
     })
 }
 
+/// A cap on the size of this server's results, beside the transport's
+/// limit on a whole message: a result of more than `limit` bytes (its JSON
+/// as received) fails the call with [`ClientError::ResultTooLarge`], so a
+/// giant tool result never reaches a model's context.
+pub fn result_cap(
+    limit: usize,
+) -> tower::util::MapResultLayer<
+    impl Fn(Result<Box<RawValue>, ClientError>) -> Result<Box<RawValue>, ClientError>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+> {
+    tower::util::MapResultLayer::new(move |result: Result<Box<RawValue>, ClientError>| {
+        let raw = result?;
+        let size = raw.get().len();
+        if size > limit {
+            return Err(ClientError::ResultTooLarge { limit, size });
+        }
+        Ok(raw)
+    })
+}
+
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Params are the application's data: never shown.

@@ -548,3 +548,36 @@ async fn an_idle_timeout_is_restarted_by_progress_and_ended_by_its_cap() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_result_over_the_servers_cap_is_a_typed_error_naming_the_cap() {
+    watchdog(LIMIT, async {
+        let big = "x".repeat(10_000);
+        let server = ScriptServer::start(move |request: &Recorded| match request.rpc_method() {
+            "tools/call" => Script::Json(
+                200,
+                result(
+                    request,
+                    json!({ "content": [{ "type": "text", "text": big }] }),
+                ),
+            ),
+            _ => legacy(request),
+        })
+        .await;
+        let plain = client(&server);
+        assert_eq!(
+            plain.call_tool("x", &json!({})).await.unwrap().text().len(),
+            10_000
+        );
+        let capped = client(&server).with_call_layer(mcp_connect::client::result_cap(4096));
+        let error = capped.call_tool("x", &json!({})).await.unwrap_err();
+        match error {
+            ClientError::ResultTooLarge { limit, size } => {
+                assert_eq!(limit, 4096);
+                assert!(size > 10_000);
+            }
+            other => panic!("{other:?}"),
+        }
+    })
+    .await;
+}
