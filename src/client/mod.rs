@@ -67,7 +67,9 @@ use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
 pub use hedge::{HedgeLayer, Hedged};
 pub use replicas::{ReplicaConfig, Replicas, ReplicasLayer};
-pub use service::{idle_timeout, result_cap, Call, CallService, SessionCalls};
+pub use service::{
+    idle_timeout, result_cap, Call, CallService, ResultCap, ResultCapLayer, SessionCalls,
+};
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -178,23 +178,59 @@ pub fn idle_timeout(
 /// limit on a whole message: a result of more than `limit` bytes (its JSON
 /// as received) fails the call with [`ClientError::ResultTooLarge`], so a
 /// giant tool result never reaches a model's context.
-pub fn result_cap(
+pub fn result_cap(limit: usize) -> ResultCapLayer {
+    ResultCapLayer { limit }
+}
+
+/// The layer [`result_cap`] makes.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultCapLayer {
     limit: usize,
-) -> tower::util::MapResultLayer<
-    impl Fn(Result<Box<RawValue>, ClientError>) -> Result<Box<RawValue>, ClientError>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-> {
-    tower::util::MapResultLayer::new(move |result: Result<Box<RawValue>, ClientError>| {
-        let raw = result?;
-        let size = raw.get().len();
-        if size > limit {
-            return Err(ClientError::ResultTooLarge { limit, size });
+}
+
+impl<S> Layer<S> for ResultCapLayer {
+    type Service = ResultCap<S>;
+
+    fn layer(&self, inner: S) -> ResultCap<S> {
+        ResultCap {
+            inner,
+            limit: self.limit,
         }
-        Ok(raw)
-    })
+    }
+}
+
+/// The service a [`ResultCapLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct ResultCap<S> {
+    inner: S,
+    limit: usize,
+}
+
+impl<S> Service<Call> for ResultCap<S>
+where
+    S: Service<Call, Response = Box<RawValue>, Error = ClientError>,
+    S::Future: Send + 'static,
+{
+    type Response = Box<RawValue>;
+    type Error = ClientError;
+    type Future = BoxFuture<'static, Result<Box<RawValue>, ClientError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let limit = self.limit;
+        let answer = self.inner.call(call);
+        Box::pin(async move {
+            let raw = answer.await?;
+            let size = raw.get().len();
+            if size > limit {
+                return Err(ClientError::ResultTooLarge { limit, size });
+            }
+            Ok(raw)
+        })
+    }
 }
 
 impl fmt::Debug for Call {
