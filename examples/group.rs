@@ -70,6 +70,19 @@ async fn start(config: &ServersConfig) -> Result<ServerGroup, Failure> {
     Ok(group)
 }
 
+/// A server's tool under the name the catalogue gave it (`alpha__add`
+/// when several servers offer `add` at once; a name handed out before
+/// another server joined stays as it was).
+fn tool_name(group: &ServerGroup, server: &str, tool: &str) -> Result<String, Failure> {
+    let catalogue = group.catalogue();
+    let found = (catalogue.tools().iter())
+        .find(|entry| &*entry.server == server && entry.item.name == tool);
+    match found {
+        Some(entry) => Ok(entry.name.clone()),
+        None => Err(format!("{server} offers no {tool}").into()),
+    }
+}
+
 async fn demo() -> Result<(), Failure> {
     let mut servers = Vec::new();
     for _ in 0..3 {
@@ -105,23 +118,21 @@ async fn demo() -> Result<(), Failure> {
     });
 
     for name in names {
-        let result = group
-            .call_tool(&format!("{name}__add"), &json!({ "a": 2, "b": 3 }))
-            .await?;
-        println!(
-            "{name}__add(2, 3) = {}",
-            serde_json::to_string(&result.content)?
-        );
+        let add = tool_name(&group, name, "add")?;
+        let result = group.call_tool(&add, &json!({ "a": 2, "b": 3 })).await?;
+        println!("{add}(2, 3) = {}", serde_json::to_string(&result.content)?);
     }
+    let echo = |name| tool_name(&group, name, "echo");
+    let (alpha_echo, beta_echo, gamma_echo) = (echo("alpha")?, echo("beta")?, echo("gamma")?);
 
     println!("killing beta");
     let addr = servers[1].addr();
     drop(servers.remove(1));
     let failed = group
-        .call_tool("beta__echo", &json!({ "message": "hi" }))
+        .call_tool(&beta_echo, &json!({ "message": "hi" }))
         .await;
     println!(
-        "beta__echo: {}",
+        "{beta_echo}: {}",
         if failed.is_err() {
             "failed, as it must"
         } else {
@@ -131,14 +142,11 @@ async fn demo() -> Result<(), Failure> {
     if failed.is_ok() {
         return Err("a call to a killed server succeeded".into());
     }
-    for name in ["alpha", "gamma"] {
+    for echo in [&alpha_echo, &gamma_echo] {
         group
-            .call_tool(
-                &format!("{name}__echo"),
-                &json!({ "message": "still here" }),
-            )
+            .call_tool(echo, &json!({ "message": "still here" }))
             .await?;
-        println!("{name}__echo: answered while beta is down");
+        println!("{echo}: answered while beta is down");
     }
 
     println!("restarting beta on its port");
@@ -156,10 +164,10 @@ async fn demo() -> Result<(), Failure> {
     .await
     .map_err(|_| "beta did not come back within 30 s")?;
     let result = group
-        .call_tool("beta__echo", &json!({ "message": "back" }))
+        .call_tool(&beta_echo, &json!({ "message": "back" }))
         .await?;
     println!(
-        "beta__echo on session {back}: {}",
+        "{beta_echo} on session {back}: {}",
         serde_json::to_string(&result.content)?
     );
     group.shutdown().await;

@@ -174,6 +174,7 @@ impl Catalogue {
             |listing| &listing.tools,
             |tool| &tool.name,
             naming,
+            &published(&previous.content.tools, |tool| &tool.name, naming),
             ItemKind::Tool,
             &mut left_out,
         );
@@ -182,6 +183,7 @@ impl Catalogue {
             |listing| &listing.prompts,
             |prompt| &prompt.name,
             naming,
+            &published(&previous.content.prompts, |prompt| &prompt.name, naming),
             ItemKind::Prompt,
             &mut left_out,
         );
@@ -222,13 +224,36 @@ fn find<'a, T>(named: &'a [Named<T>], name: &str) -> Option<&'a Named<T>> {
         .map(|i| &named[i])
 }
 
-/// Names every item of one kind across servers: the naming rule, then the
-/// checks (valid, unique), sorted by catalogue name.
+/// The names the default rule already handed out, by server and original
+/// name: they keep meaning the same item while it exists, whoever joins
+/// (a newcomer with the same name is the one prefixed). Empty for the
+/// other rules, which are stable by themselves or the application's.
+fn published<T>(
+    previous: &[Named<T>],
+    name_of: impl Fn(&T) -> &String,
+    naming: &Naming,
+) -> HashMap<(Arc<str>, String), String> {
+    if !matches!(naming, Naming::OnCollision) {
+        return HashMap::new();
+    }
+    previous
+        .iter()
+        .map(|entry| {
+            let key = (Arc::clone(&entry.server), name_of(&entry.item).clone());
+            (key, entry.name.clone())
+        })
+        .collect()
+}
+
+/// Names every item of one kind across servers: a name already handed out
+/// for it, else the naming rule; then the checks (valid, unique: a name
+/// already handed out wins over a new one), sorted by catalogue name.
 fn named<T>(
     listings: &BTreeMap<Arc<str>, Arc<Listing>>,
     items: impl Fn(&Listing) -> &Vec<Arc<T>>,
     name_of: impl Fn(&T) -> &String,
     naming: &Naming,
+    published: &HashMap<(Arc<str>, String), String>,
     kind: ItemKind,
     left_out: &mut Vec<LeftOut>,
 ) -> Vec<Named<T>> {
@@ -256,7 +281,11 @@ fn named<T>(
                     .get(&fit(original))
                     .is_some_and(|&servers| servers > 1),
             };
-            let name = naming.name(&request);
+            let kept = published.get(&(Arc::clone(server), original.clone()));
+            let name = match kept {
+                Some(name) => name.clone(),
+                None => naming.name(&request),
+            };
             if !is_valid_tool_name(&name) {
                 left_out.push(LeftOut {
                     server: Arc::clone(server),
@@ -266,23 +295,39 @@ fn named<T>(
                 });
                 continue;
             }
-            named.push(Named {
-                name,
-                server: Arc::clone(server),
-                item: Arc::clone(item),
-            });
+            named.push((
+                kept.is_some(),
+                Named {
+                    name,
+                    server: Arc::clone(server),
+                    item: Arc::clone(item),
+                },
+            ));
         }
     }
-    // Stable: servers in name order, each in its own order.
-    named.sort_by(|a, b| a.name.cmp(&b.name));
+    // Stable: servers in name order, each in its own order; of the same
+    // name, one already handed out first.
+    named.sort_by(|(a_kept, a), (b_kept, b)| a.name.cmp(&b.name).then(b_kept.cmp(a_kept)));
     let mut unique = Vec::with_capacity(named.len());
     let mut entries = named.into_iter().peekable();
-    while let Some(entry) = entries.next() {
+    while let Some((kept, entry)) = entries.next() {
         let mut same = Vec::new();
-        while let Some(next) = entries.next_if(|next| next.name == entry.name) {
+        while let Some((_, next)) = entries.next_if(|(_, next)| next.name == entry.name) {
             same.push(next);
         }
         if same.is_empty() {
+            unique.push(entry);
+            continue;
+        }
+        if kept {
+            // The name keeps its meaning; the newcomers are left out.
+            let name = entry.name.clone();
+            left_out.extend(same.into_iter().map(|other| LeftOut {
+                name: name_of(&other.item).clone(),
+                server: other.server,
+                kind,
+                reason: LeftOutReason::Collision(name.clone()),
+            }));
             unique.push(entry);
             continue;
         }
@@ -335,6 +380,30 @@ mod tests {
             .iter()
             .map(|t| (t.name.as_str(), &*t.server, t.item.name.as_str()))
             .collect()
+    }
+
+    /// Issue 44, item 2: a name handed out keeps meaning the same tool
+    /// when a server with the same name joins; the newcomer is prefixed.
+    #[test]
+    fn a_published_name_survives_a_colliding_newcomer() {
+        let alone = listings(&[("py", &["add"])]);
+        let first = next(&Catalogue::default(), &alone, &Naming::OnCollision);
+        assert_eq!(names(&first), vec![("add", "py", "add")]);
+        let both = listings(&[("js", &["add"]), ("py", &["add"])]);
+        let second = next(&first, &both, &Naming::OnCollision);
+        assert_eq!(
+            names(&second),
+            vec![("add", "py", "add"), ("js__add", "js", "add")]
+        );
+        // Started together, neither wins: both prefixed.
+        let together = next(&Catalogue::default(), &both, &Naming::OnCollision);
+        assert_eq!(
+            names(&together),
+            vec![("js__add", "js", "add"), ("py__add", "py", "add")]
+        );
+        // Once handed out, a prefixed name stays when the other leaves.
+        let alone_again = next(&together, &alone, &Naming::OnCollision);
+        assert_eq!(names(&alone_again), vec![("py__add", "py", "add")]);
     }
 
     #[test]

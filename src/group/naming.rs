@@ -112,10 +112,14 @@ type Custom = Arc<dyn Fn(&NameRequest<'_>) -> String + Send + Sync>;
 #[non_exhaustive]
 pub enum Naming {
     /// The default: a name only one server offers is kept (made to fit);
-    /// a name several servers offer becomes `server__name` on every one of
-    /// them, so no server wins by starting first and the name a caller
-    /// used keeps meaning the same tool while the set of servers holds. A
-    /// name that holds `__` is always prefixed (see the module docs).
+    /// a name several servers offer at once becomes `server__name` on
+    /// every one of them, so no server wins by starting first. A name once
+    /// handed out keeps meaning the same tool while that tool is in the
+    /// catalogue: a server that joins later with the same name is the one
+    /// prefixed, and a prefixed name stays prefixed when the other server
+    /// leaves, so a model's next call, made with the name it was given,
+    /// still reaches the tool. A name that holds `__` is always prefixed
+    /// (see the module docs).
     #[default]
     OnCollision,
     /// Every name becomes `server__name`: stable whatever other servers
