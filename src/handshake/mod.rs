@@ -216,7 +216,8 @@ impl<'a> AttemptContext<'a> {
             // A session from a remembered discover leaves the entry as it
             // is, until the server confirms or refuses it.
             (Ok(session), Some(cache)) if session.started_from_memory() => {
-                Ok(session.forgetting_on_refusal(cache.clone(), target.clone()))
+                let (cache, target) = (cache.clone(), target.clone());
+                Ok(session.forgetting_on_refusal(Box::new(move || cache.remove(&target))))
             }
             (Ok(mut session), Some(cache)) => {
                 let discovered = session.take_discovered();

@@ -37,10 +37,13 @@ pub(crate) struct SessionCache {
     target: Target,
 }
 
+/// What forgets a remembered discover the server refused: the handshake's
+/// (the era cache is written by the handshake alone).
+pub(crate) type Forget = Box<dyn Fn() + Send + Sync>;
+
 /// A session from a remembered discover, until the server confirms it.
 pub(crate) struct Remembered {
-    era_cache: EraCache,
-    target: Target,
+    forget: Forget,
     confirmed: AtomicBool,
 }
 
@@ -77,12 +80,11 @@ impl Session {
         self.negotiated.discovered.take()
     }
 
-    /// Makes a refusal of the remembered version forget `target` in
-    /// `era_cache`.
-    pub(crate) fn forgetting_on_refusal(mut self, era_cache: EraCache, target: Target) -> Self {
+    /// Makes a refusal of the remembered version call `forget` (the
+    /// handshake's: it forgets the entry).
+    pub(crate) fn forgetting_on_refusal(mut self, forget: Forget) -> Self {
         self.remembered = Some(Remembered {
-            era_cache,
-            target,
+            forget,
             confirmed: AtomicBool::new(false),
         });
         self
@@ -214,7 +216,7 @@ impl Session {
         if !refused {
             return None;
         }
-        remembered.era_cache.remove(&remembered.target);
+        (remembered.forget)();
         let _ = self.transport.close().await;
         Some(Error::new(
             Stage::REQUEST,
