@@ -109,7 +109,7 @@ impl ServerGroupBuilder {
     /// way an outage explains (the connection, a timeout, 5xx; never
     /// authorization, configuration, DNS, TLS or another 4xx): full jitter
     /// under a ceiling doubling from `backoff`'s base to its max (default
-    /// 1 s to 60 s). A server's own ([`Server::with_retry`]) wins.
+    /// 1 s to 60 s). A server's own ([`Server::with_retry`](super::Server::with_retry)) wins.
     #[must_use]
     pub fn with_retry(mut self, backoff: Backoff) -> Self {
         self.retry = Some(backoff);
