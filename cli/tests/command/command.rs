@@ -380,9 +380,8 @@ mod call_policies {
         args.extend_from_slice(extra);
         args.push(&url);
         let output = crate::support::cli::run_async(&args).await;
-        let calls = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        let calls = crate::support::cli::json_lines(&output)
+            .into_iter()
             .filter(|l| l["event"] == "call")
             .collect();
         (calls, output.status.code())
