@@ -14,7 +14,6 @@ use futures_util::future::BoxFuture;
 use mcp_connect_layers::classify::ClassifyOutcome;
 use tower_service::Service;
 
-use crate::auth::Authorizer;
 use crate::error::{ConfigError, Error};
 use crate::handshake;
 use crate::request::ConnectRequest;
@@ -55,7 +54,9 @@ impl Connector {
     /// ([`ConfigError::TlsUnavailable`] otherwise), and that authorization
     /// can read the URL of an HTTP target it protects ([`ConfigError::Url`]).
     pub fn validate(&self, request: &ConnectRequest) -> Result<(), Error> {
-        self.checked(request).map(drop)
+        self.checked(request)?;
+        // Built only to see that it can be; the establishment builds its own.
+        handshake::authorizer(request, self.client_for(request)).map(drop)
     }
 
     /// Establishes one session (the same as calling the service).
@@ -76,8 +77,8 @@ impl Connector {
     }
 
     async fn connect_plain(&self, request: ConnectRequest) -> Result<Session, Error> {
-        let authorizer = self.checked(&request)?;
-        handshake::establish(&request, self.client_for(&request), authorizer).await
+        self.checked(&request)?;
+        handshake::establish(&request, self.client_for(&request)).await
     }
 
     /// The request's own client, or this connector's.
@@ -85,19 +86,19 @@ impl Connector {
         request.http_client().unwrap_or(&self.http)
     }
 
-    /// [`validate`](Self::validate), keeping the authorizer it builds so
-    /// the establishment converts the server URL only once.
-    fn checked(&self, request: &ConnectRequest) -> Result<Option<Authorizer>, Error> {
+    /// What [`validate`](Self::validate) checks but the authorization URL,
+    /// which the establishment checks as it builds its authorizer (the URL
+    /// converted once).
+    fn checked(&self, request: &ConnectRequest) -> Result<(), Error> {
         request.validate()?;
         let http = self.client_for(request);
-        let authorizer = handshake::authorizer(request, http)?;
         match request.target() {
             Target::Http { url, .. }
                 if url.scheme() == Some(&http::uri::Scheme::HTTPS) && !http.speaks_tls() =>
             {
                 Err(Error::config(ConfigError::TlsUnavailable))
             }
-            _ => Ok(authorizer),
+            _ => Ok(()),
         }
     }
 }

@@ -88,12 +88,14 @@ pub(crate) struct AttemptContext<'a> {
 
 /// Establishes one session for a validated `request` over `http` (the
 /// connector's client, shared and never shut down here), authorizing with
-/// the [`authorizer`] validation built for it.
+/// the request's [`authorizer`].
 pub(crate) async fn establish(
     request: &ConnectRequest,
     http: &HttpClient,
-    authorizer: Option<Authorizer>,
 ) -> Result<Session, Error> {
+    // Made here, where it is used: before any I/O, so a URL it cannot read
+    // fails as configuration.
+    let authorizer = authorizer(request, http)?;
     let attempt = AttemptContext::new(request, http, authorizer);
     let mut reauthorization = Reauthorization::default();
     loop {
