@@ -20,16 +20,20 @@ use crate::request::{ConnectRequest, TransportMode};
 use crate::session::{ClientIdentity, Negotiated};
 use crate::transport::{Transport, TransportKind};
 
+use super::open::Opener;
 use super::plan::Plan;
 use super::verdict::{
     judge_probe, modern_evidence, sse_fallback_allowed, ProbeVerdict, MAX_PROBES,
 };
-use super::AttemptContext;
+use crate::response_cache::Context;
 
 pub(super) struct Ladder<'a> {
-    attempt: &'a AttemptContext<'a>,
     request: &'a ConnectRequest,
     clock: &'a Clock,
+    opener: &'a Opener,
+    /// Who is asking, when the era cache may remember a discover answer
+    /// (it keys what is private to an authorization context).
+    remembering: Option<Context>,
     next_id: i64,
     transport: Box<dyn Transport>,
     /// The `_meta` envelope of the last probe, encoded once: a modern
@@ -40,11 +44,21 @@ pub(super) struct Ladder<'a> {
 }
 
 impl<'a> Ladder<'a> {
-    pub(super) fn new(attempt: &'a AttemptContext<'a>, transport: Box<dyn Transport>) -> Self {
+    /// A ladder for `request` on `transport`, opening any other transport
+    /// with `opener`, and remembering discover answers for `remembering`
+    /// (when the era cache is on).
+    pub(super) fn new(
+        request: &'a ConnectRequest,
+        clock: &'a Clock,
+        opener: &'a Opener,
+        remembering: Option<Context>,
+        transport: Box<dyn Transport>,
+    ) -> Self {
         Ladder {
-            attempt,
-            request: attempt.request,
-            clock: &attempt.clock,
+            request,
+            clock,
+            opener,
+            remembering,
             next_id: 1,
             transport,
             probe_meta: None,
@@ -65,11 +79,7 @@ impl<'a> Ladder<'a> {
     /// Closes the current transport and opens a fresh one of `kind`.
     async fn reopen(&mut self, kind: TransportKind) -> Result<(), Error> {
         self.dispose().await;
-        self.transport = self
-            .attempt
-            .opener
-            .open(kind, self.request, self.clock)
-            .await?;
+        self.transport = self.opener.open(kind, self.request, self.clock).await?;
         self.next_id = 1;
         Ok(())
     }
@@ -169,8 +179,8 @@ impl<'a> Ladder<'a> {
                 },
             )
             .await;
-        self.discovered = match (&outcome, self.attempt.era_cache()) {
-            (Ok(Ok(raw)), Some(_)) => RememberedDiscover::of(raw.get(), &self.attempt.context()),
+        self.discovered = match (&outcome, &self.remembering) {
+            (Ok(Ok(raw)), Some(context)) => RememberedDiscover::of(raw.get(), context),
             _ => None,
         };
         let verdict = judge_probe(

@@ -240,7 +240,8 @@ impl<'a> AttemptContext<'a> {
             .opener
             .open(plan.transport, self.request, clock)
             .await?;
-        let mut ladder = Ladder::new(self, transport);
+        let remembering = self.era_cache().map(|_| self.context());
+        let mut ladder = Ladder::new(self.request, clock, &self.opener, remembering, transport);
         let negotiated = match ladder.run(plan).await {
             Ok(negotiated) => negotiated,
             Err(error) => {
