@@ -69,7 +69,7 @@ use crate::policy::VersionPolicy;
 use crate::protocol::Era;
 use crate::request::{ConnectRequest, Strategy, TransportMode};
 use crate::response_cache::Context;
-use crate::session::{Negotiated, Session};
+use crate::session::{Negotiated, Parts, Session};
 use crate::target::Target;
 use crate::transport::{HttpClient, ServerStream, TransportKind};
 
@@ -259,19 +259,22 @@ impl<'a> AttemptContext<'a> {
         let server_stream = self.open_server_stream(&ladder, &negotiated).await;
         let request = self.request;
         let (transport, next_id) = ladder.into_parts();
-        let session = Session::new(
+        let session = Session::new(Parts {
             transport,
             negotiated,
-            Arc::clone(request.client()),
-            next_id,
-            request.limits().request_timeout,
-            Arc::clone(request.inbound()),
+            first_id: next_id,
             server_stream,
-        );
-        let session = session.with_cache(request.response_cache(), request.target());
-        let session = session.with_telemetry(request.instruments(), request.peer());
+            client: Arc::clone(request.client()),
+            request_timeout: request.limits().request_timeout,
+            inbound: Arc::clone(request.inbound()),
+            auth: self.authorizer.clone(),
+            response_cache: request.response_cache(),
+            target: request.target(),
+            telemetry: request.instruments(),
+            peer: request.peer(),
+        });
         self.subscribe_from_start(&session).await;
-        Ok(session.with_auth(self.authorizer.clone()))
+        Ok(session)
     }
 
     /// The standalone server stream, opened before the session is handed

@@ -59,7 +59,7 @@ pub(super) struct Lookup {
 
 impl Session {
     /// Uses `cache` for this session's cacheable requests (modern era).
-    pub(crate) fn with_cache(mut self, cache: Option<&ResponseCache>, target: &Target) -> Self {
+    pub(super) fn with_cache(mut self, cache: Option<&ResponseCache>, target: &Target) -> Self {
         self.cache = cache
             .filter(|_| self.era() == Era::Modern)
             .map(|cache| SessionCache {

@@ -92,16 +92,45 @@ pub struct Session {
     telemetry: Option<crate::telemetry::call::SessionTelemetry>,
 }
 
+/// Everything a session is made of: what the handshake negotiated and
+/// opened, and the configuration it serves with. The handshake fills it
+/// in one place.
+pub(crate) struct Parts<'a> {
+    pub(crate) transport: Box<dyn Transport>,
+    pub(crate) negotiated: Negotiated,
+    /// The first id the session's own requests take (the handshake used
+    /// those before it).
+    pub(crate) first_id: i64,
+    /// The GET stream opened during establishment, when one was.
+    pub(crate) server_stream: Option<ServerStream>,
+    pub(crate) client: Arc<ClientIdentity>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) inbound: Arc<Inbound>,
+    /// How to authorize again when a request is refused.
+    pub(crate) auth: Option<crate::auth::Authorizer>,
+    pub(crate) response_cache: Option<&'a crate::response_cache::ResponseCache>,
+    pub(crate) target: &'a crate::target::Target,
+    pub(crate) telemetry: Option<&'a crate::telemetry::Telemetry>,
+    pub(crate) peer: crate::telemetry::establish::Peer<'a>,
+}
+
 impl Session {
-    pub(crate) fn new(
-        transport: Box<dyn Transport>,
-        mut negotiated: Negotiated,
-        client: Arc<ClientIdentity>,
-        first_id: i64,
-        request_timeout: Duration,
-        inbound: Arc<Inbound>,
-        server_stream: Option<ServerStream>,
-    ) -> Self {
+    /// The session made of `parts`.
+    pub(crate) fn new(parts: Parts<'_>) -> Self {
+        let Parts {
+            transport,
+            mut negotiated,
+            first_id,
+            server_stream,
+            client,
+            request_timeout,
+            inbound,
+            auth,
+            response_cache,
+            target,
+            telemetry,
+            peer,
+        } = parts;
         let transport: Arc<dyn Transport> = Arc::from(transport);
         // The legacy era over Streamable HTTP sends what is not tied to a
         // request on the GET stream, opened during establishment when the
@@ -130,15 +159,17 @@ impl Session {
             listener,
             tool_headers: Default::default(),
             subscriptions: Default::default(),
-            auth: None,
+            auth,
             cache: None,
             remembered: None,
             telemetry: None,
         }
+        .with_cache(response_cache, target)
+        .with_telemetry(telemetry, peer)
     }
 
     /// Instruments this session's requests with `telemetry`.
-    pub(crate) fn with_telemetry(
+    fn with_telemetry(
         mut self,
         telemetry: Option<&crate::telemetry::Telemetry>,
         peer: crate::telemetry::establish::Peer<'_>,
@@ -151,12 +182,6 @@ impl Session {
                 || self.transport.session_id_text(),
             )
         });
-        self
-    }
-
-    /// Lets the session authorize again when a request is refused.
-    pub(crate) fn with_auth(mut self, auth: Option<crate::auth::Authorizer>) -> Self {
-        self.auth = auth;
         self
     }
 
