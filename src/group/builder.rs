@@ -132,6 +132,7 @@ impl ServerGroupBuilder {
                 health: broadcast::channel(HEALTH_CAPACITY).0,
                 changes: watch::channel(0).0,
                 listings_changed: AtomicU64::new(0),
+                started: std::sync::atomic::AtomicBool::new(false),
                 built: AtomicU64::new(0),
                 rebuild_scheduled: AtomicBool::new(false),
                 rebuilding: Mutex::new(()),

@@ -95,6 +95,9 @@ pub struct LeftOut {
 pub struct Catalogue {
     version: u64,
     content: Content,
+    /// Built after the group's first settle: from then on a name handed
+    /// out is kept (not part of the content: it never moves the version).
+    settled: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -161,20 +164,41 @@ impl Catalogue {
         servers
     }
 
+    /// Marks it built after the group settled, without a new version.
+    pub(crate) fn mark_settled(&mut self) {
+        self.settled = true;
+    }
+
     /// The catalogue of `listings` (server name to listing), one version
-    /// after `previous`; `None` when its content is `previous`'s.
+    /// after `previous`; `None` when its content is `previous`'s. Names
+    /// `previous` handed out are kept when it was built after the group
+    /// settled: before, while the servers started at once come up in any
+    /// order, names follow the set of servers alone, so the same servers
+    /// get the same names on every start.
     pub(crate) fn next(
         previous: &Catalogue,
         listings: &BTreeMap<Arc<str>, Arc<Listing>>,
         naming: &Naming,
+        settled: bool,
     ) -> Option<Catalogue> {
+        let kept = |names| {
+            if previous.settled {
+                names
+            } else {
+                HashMap::new()
+            }
+        };
         let mut left_out = Vec::new();
         let tools = named(
             listings,
             |listing| &listing.tools,
             |tool| &tool.name,
             naming,
-            &published(&previous.content.tools, |tool| &tool.name, naming),
+            &kept(published(
+                &previous.content.tools,
+                |tool| &tool.name,
+                naming,
+            )),
             ItemKind::Tool,
             &mut left_out,
         );
@@ -183,7 +207,11 @@ impl Catalogue {
             |listing| &listing.prompts,
             |prompt| &prompt.name,
             naming,
-            &published(&previous.content.prompts, |prompt| &prompt.name, naming),
+            &kept(published(
+                &previous.content.prompts,
+                |prompt| &prompt.name,
+                naming,
+            )),
             ItemKind::Prompt,
             &mut left_out,
         );
@@ -212,6 +240,7 @@ impl Catalogue {
         Some(Catalogue {
             version: previous.version + 1,
             content,
+            settled,
         })
     }
 }

@@ -26,7 +26,7 @@ fn next(
     listings: &BTreeMap<Arc<str>, Arc<Listing>>,
     naming: &Naming,
 ) -> Catalogue {
-    Catalogue::next(previous, listings, naming).unwrap_or_else(|| previous.clone())
+    Catalogue::next(previous, listings, naming, true).unwrap_or_else(|| previous.clone())
 }
 
 fn names(catalogue: &Catalogue) -> Vec<(&str, &str, &str)> {

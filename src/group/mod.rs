@@ -130,6 +130,9 @@ struct Shared {
     changes: watch::Sender<u64>,
     /// How many times a listing changed.
     listings_changed: AtomicU64,
+    /// Set at the group's first settle (every server out of its first
+    /// establishment): from then on the catalogue keeps names handed out.
+    started: std::sync::atomic::AtomicBool,
     /// The count of [`listings_changed`](Self::listings_changed) the
     /// published catalogue includes: set after it is published, so a
     /// reader that finds it behind waits for the rebuild under way.

@@ -112,8 +112,9 @@ type Custom = Arc<dyn Fn(&NameRequest<'_>) -> String + Send + Sync>;
 #[non_exhaustive]
 pub enum Naming {
     /// The default: a name only one server offers is kept (made to fit);
-    /// a name several servers offer at once becomes `server__name` on
-    /// every one of them, so no server wins by starting first. A name once
+    /// a name several servers offer becomes `server__name` on every one of
+    /// them, so the servers a group starts with get the same names on every
+    /// start, whichever comes up first. Once the group has settled, a name
     /// handed out keeps meaning the same tool while that tool is in the
     /// catalogue: a server that joins later with the same name is the one
     /// prefixed, and a prefixed name stays prefixed when the other server

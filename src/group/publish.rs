@@ -33,6 +33,15 @@ impl Shared {
             server: Arc::clone(&member.name),
             health,
         });
+        if !self.started.load(Ordering::Acquire)
+            && self
+                .members()
+                .values()
+                .all(|member| !member.health().state.is_connecting())
+        {
+            // The first settle: names handed out from now on are kept.
+            self.started.store(true, Ordering::Release);
+        }
         self.changes.send_modify(|n| *n += 1);
     }
 
@@ -86,13 +95,20 @@ impl Shared {
                 listing.map(|listing| (Arc::clone(name), listing))
             })
             .collect();
+        let settled = self.started.load(Ordering::Acquire);
         self.catalogue.send_if_modified(|current| {
-            match Catalogue::next(current, &listings, &self.naming) {
+            match Catalogue::next(current, &listings, &self.naming, settled) {
                 Some(next) => {
                     *current = Arc::new(next);
                     true
                 }
-                None => false,
+                None => {
+                    if settled {
+                        // The same content: nobody is told.
+                        Arc::make_mut(current).mark_settled();
+                    }
+                    false
+                }
             }
         });
         self.built.store(changed, Ordering::Release);
