@@ -133,6 +133,7 @@ impl ServerGroupBuilder {
                 changes: watch::channel(0).0,
                 listings_changed: AtomicU64::new(0),
                 started: std::sync::atomic::AtomicBool::new(false),
+                starting: std::sync::atomic::AtomicUsize::new(0),
                 built: AtomicU64::new(0),
                 rebuild_scheduled: AtomicBool::new(false),
                 rebuilding: Mutex::new(()),

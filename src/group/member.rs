@@ -65,6 +65,9 @@ pub(super) struct Member {
     pub(super) listing: Mutex<Option<Arc<Listing>>>,
     /// Why its last establishment failed; cleared when it is ready.
     pub(super) last_error: Mutex<Option<Arc<ClientError>>>,
+    /// Set when its first establishment ended (counted once toward the
+    /// group's first settle).
+    pub(super) first_settled: std::sync::atomic::AtomicBool,
     /// The pace of trying again after a failure an outage explains.
     pub(super) retry: Backoff,
     /// When the next of those tries is due, while one is.
@@ -94,6 +97,7 @@ impl Member {
             health: Mutex::new(ServerHealth::new(HealthState::Connecting, 0)),
             listing: Mutex::new(None),
             last_error: Mutex::new(None),
+            first_settled: std::sync::atomic::AtomicBool::new(false),
             retry: server.retry.unwrap_or(retry),
             retry_at: Mutex::new(None),
             intent: Mutex::new(Intent::Nothing),

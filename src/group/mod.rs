@@ -59,7 +59,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -132,7 +132,9 @@ struct Shared {
     listings_changed: AtomicU64,
     /// Set at the group's first settle (every server out of its first
     /// establishment): from then on the catalogue keeps names handed out.
-    started: std::sync::atomic::AtomicBool,
+    started: AtomicBool,
+    /// Members still in their first establishment, toward `started`.
+    starting: AtomicUsize,
     /// The count of [`listings_changed`](Self::listings_changed) the
     /// published catalogue includes: set after it is published, so a
     /// reader that finds it behind waits for the rebuild under way.
@@ -188,6 +190,7 @@ impl ServerGroup {
             .chain(self.shared.notifications.clone())
             .collect();
         let (member, notifications) = Member::new(server, NOTIFICATION_CAPACITY, self.shared.retry);
+        self.shared.starting.fetch_add(1, Ordering::AcqRel);
         let supervisor = Supervisor {
             group: Arc::downgrade(&self.shared),
             member: Arc::clone(&member),

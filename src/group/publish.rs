@@ -33,13 +33,14 @@ impl Shared {
             server: Arc::clone(&member.name),
             health,
         });
-        if !self.started.load(Ordering::Acquire)
-            && self
-                .members()
-                .values()
-                .all(|member| !member.health().state.is_connecting())
+        // A member out of its first establishment (ready, failed or
+        // removed) is counted once; the last one makes the first settle,
+        // from which names handed out are kept. O(1): no walk of the group
+        // on every change while thousands of servers start.
+        if !state.is_connecting()
+            && !member.first_settled.swap(true, Ordering::AcqRel)
+            && self.starting.fetch_sub(1, Ordering::AcqRel) == 1
         {
-            // The first settle: names handed out from now on are kept.
             self.started.store(true, Ordering::Release);
         }
         self.changes.send_modify(|n| *n += 1);
