@@ -44,7 +44,24 @@ pub(super) async fn turn(
     let lasting = limit + Duration::from_secs(5);
     let lease = store.lease(key, LeaseKind::Authorization, lasting).await;
     match auth.store_said("lease", lease)? {
-        Some(Some(lease)) => return Ok(Turn::Mine(Some(lease))),
+        Some(Some(lease)) => {
+            // Another holder's person may have finished, and its lease
+            // been given back, since the read above: their tokens, then.
+            let now = match auth.store_said("read", store.load(key).await) {
+                Ok(now) => now.flatten(),
+                Err(error) => {
+                    done(auth, key, Some(lease)).await;
+                    return Err(error);
+                }
+            };
+            return match now.filter(|t| Some(t.access_token()) != before.as_deref()) {
+                Some(theirs) => {
+                    done(auth, key, Some(lease)).await;
+                    Ok(Turn::Theirs(theirs))
+                }
+                None => Ok(Turn::Mine(Some(lease))),
+            };
+        }
         Some(None) => {}
         None => return Ok(Turn::Mine(None)),
     }

@@ -72,7 +72,24 @@ pub(super) async fn before_new(
         };
         let lease = if shared {
             match auth.store_said("lease", store.lease(key, LeaseKind::Refresh, lasting).await)? {
-                Some(Some(lease)) => Some(lease),
+                Some(Some(lease)) => {
+                    // Another holder may have stored its tokens and given
+                    // the lease back between the read above and this
+                    // lease: refreshing with `base` now would reuse a
+                    // rotated refresh token. Look once more, holding it.
+                    let now = match auth.store_said("read", store.load(key).await) {
+                        Ok(now) => now.flatten(),
+                        Err(error) => {
+                            release(auth, key, &lease).await;
+                            return Err(error);
+                        }
+                    };
+                    if now.is_some_and(|s| s.access_token() != base.access_token()) {
+                        release(auth, key, &lease).await;
+                        continue;
+                    }
+                    Some(lease)
+                }
                 Some(None) => {
                     // Another holder is refreshing: its tokens, or its
                     // lease's end, then look again.

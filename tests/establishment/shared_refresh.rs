@@ -9,7 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_connect::auth::{Authorization, MemoryTokenStore, TokenStore};
+use futures_util::future::BoxFuture;
+use mcp_connect::auth::{
+    Authorization, Lease, LeaseKind, MemoryTokenStore, StoreError, TokenKey, TokenStore, Tokens,
+};
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::{ConnectRequest, Connector};
 
@@ -340,6 +343,118 @@ async fn a_session_refreshes_before_its_token_expires() {
             .count();
         assert!(refusals > 0);
         session.close().await.unwrap();
+    })
+    .await;
+}
+
+/// A store in which another holder finishes its refresh, and gives the
+/// lease back, between this holder's read and its lease.
+struct RefreshedMeanwhile {
+    inner: MemoryTokenStore,
+    newer: std::sync::Mutex<Option<(TokenKey, Tokens)>>,
+}
+
+impl TokenStore for RefreshedMeanwhile {
+    fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
+        self.inner.load(key)
+    }
+    fn save<'a>(
+        &'a self,
+        key: &'a TokenKey,
+        tokens: &'a Tokens,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.save(key, tokens)
+    }
+    fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.forget(key)
+    }
+    fn lease<'a>(
+        &'a self,
+        key: &'a TokenKey,
+        kind: LeaseKind,
+        lasting: Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
+        let newer = self.newer.lock().unwrap().take();
+        Box::pin(async move {
+            if let Some((key, tokens)) = newer {
+                self.inner.save(&key, &tokens).await?;
+            }
+            self.inner.lease(key, kind, lasting).await
+        })
+    }
+}
+
+/// The CI failure of wave 4 (one of eight command processes refused at
+/// its limit): a holder that read the old tokens and then got the lease
+/// just after another holder stored new ones refreshed with the rotated
+/// refresh token (`invalid_grant`, the grant lost, a new one asked). It
+/// looks again once it holds the lease, and uses the other's tokens.
+#[tokio::test]
+async fn a_holder_leasing_after_anothers_refresh_uses_its_tokens() {
+    watchdog(LIMIT, async {
+        let (server, rotation, expired) = rotating().await;
+        let store = Arc::new(RefreshedMeanwhile {
+            inner: MemoryTokenStore::new(),
+            newer: std::sync::Mutex::new(None),
+        });
+        let auth = Authorization::client_credentials("svc", "canary-secret")
+            .with_token_store(Arc::clone(&store));
+        let session = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap();
+        let theirs: Tokens = serde_json::from_value(serde_json::json!({
+            "access_token": "canary-refreshed-token",
+            "refresh_token": "canary-refresh-1",
+        }))
+        .unwrap();
+        *store.newer.lock().unwrap() = Some((key(&server, "svc"), theirs));
+        expired.store(true, std::sync::atomic::Ordering::SeqCst);
+        session
+            .call_tool("x", &serde_json::json!({}))
+            .await
+            .unwrap();
+        assert_eq!(
+            grants(&server),
+            ["client_credentials"],
+            "no refresh with the old refresh token"
+        );
+        assert_eq!(rotation.books().invalid_grants, 0);
+    })
+    .await;
+}
+
+/// The same for a person: a holder that gets the authorization lease
+/// just after another holder's person authorized (and the lease was
+/// given back) uses those tokens instead of asking the person again.
+#[tokio::test]
+async fn a_holder_leasing_after_anothers_person_asks_nobody() {
+    watchdog(LIMIT, async {
+        let server = start(As {
+            refresh: true,
+            ..As::default()
+        })
+        .await;
+        let theirs: Tokens = serde_json::from_value(serde_json::json!({
+            "access_token": "canary-refreshed-token",
+        }))
+        .unwrap();
+        let store = Arc::new(RefreshedMeanwhile {
+            inner: MemoryTokenStore::new(),
+            newer: std::sync::Mutex::new(Some((key(&server, ""), theirs))),
+        });
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let auth = Authorization::authorization_code(person(&asked, false))
+            .with_token_store(Arc::clone(&store));
+        let session = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap();
+        session
+            .call_tool("x", &serde_json::json!({}))
+            .await
+            .unwrap();
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0);
     })
     .await;
 }
