@@ -280,6 +280,19 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "call_tool")]
     pub(crate) idle_timeout: Option<Duration>,
 
+    /// Send the call a second time when the first has had no answer after
+    /// DURATION; the first answer wins, the other is cancelled. Give it
+    /// only for a tool that running twice cannot harm (a search, a read).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "call_tool")]
+    pub(crate) hedge_after: Option<Duration>,
+
+    /// Another URL of the same server (repeatable): each call goes to the
+    /// less loaded replica (of two picked at random), one failing again and
+    /// again is left out for a while; a sent tool call is never sent to a
+    /// second one.
+    #[arg(long = "replica", value_name = "URL", requires_all = ["call_tool", "url"])]
+    pub(crate) replicas: Vec<String>,
+
     /// The pause between repeated calls.
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,

@@ -191,13 +191,17 @@ async fn run(args: Args) -> ExitCode {
 
     // The signal ends the first establishment and every reconnect of
     // watch mode.
-    let client = McpClient::lazy(stack, request)
+    let client = McpClient::lazy(stack.clone(), request.clone())
         .with_shutdown(cancel.clone())
         .with_replay(match args.replay {
             Replay::Never => ReplayPolicy::Never,
             Replay::Undelivered => ReplayPolicy::Undelivered,
         });
-    let client = with_call_policies(client, &args);
+    let replicas = match replicas(&args, &stack, &request, &cancel) {
+        Ok(replicas) => replicas,
+        Err(message) => return usage(&message),
+    };
+    let client = with_call_policies(client, &args, replicas);
     let outcome = match client.session().await {
         Ok((session, _)) => Ok(session),
         Err(ClientError::Connect(error)) => Err(error),
@@ -367,10 +371,14 @@ fn warn_about_own_options_after_dash_dash(args: &Args) {
 /// call; true when every call succeeded.
 /// The per-server call policies the flags ask for, the bulkhead outermost
 /// (it bounds retries too), the rate-limit retry innermost.
-fn with_call_policies(mut client: McpClient, args: &Args) -> McpClient {
+fn with_call_policies(mut client: McpClient, args: &Args, replicas: Vec<McpClient>) -> McpClient {
+    use mcp_connect::client::{HedgeLayer, ReplicaConfig, ReplicasLayer};
     use mcp_connect::layers::policy::{
         BreakerConfig, BulkheadLayer, CircuitBreakerLayer, RateLimitRetryLayer,
     };
+    if !replicas.is_empty() {
+        client = client.with_call_layer(ReplicasLayer::new(replicas, ReplicaConfig::default()));
+    }
     if let Some(idle) = args.idle_timeout {
         client = client.with_call_layer(mcp_connect::client::idle_timeout(
             idle,
@@ -379,6 +387,11 @@ fn with_call_policies(mut client: McpClient, args: &Args) -> McpClient {
     }
     if args.retry_rate_limited {
         client = client.with_call_layer(RateLimitRetryLayer::new());
+    }
+    if let Some(delay) = args.hedge_after {
+        // The person who asked for it says the tool is safe to run twice.
+        let tool = args.call_tool.iter().cloned();
+        client = client.with_call_layer(HedgeLayer::after(delay).with_safe_tools(tool));
     }
     if args.breaker {
         client = client.with_call_layer(CircuitBreakerLayer::<ClientError>::new(
@@ -389,6 +402,25 @@ fn with_call_policies(mut client: McpClient, args: &Args) -> McpClient {
         client = client.with_call_layer(BulkheadLayer::new(n as usize));
     }
     client
+}
+
+/// A client for each `--replica`: the target's request for its URL, on
+/// the same establishment stack, ended by the same signal.
+fn replicas(
+    args: &Args,
+    stack: &mcp_connect::Establish,
+    request: &mcp_connect::ConnectRequest,
+    cancel: &CancellationToken,
+) -> Result<Vec<McpClient>, String> {
+    args.replicas
+        .iter()
+        .map(|url| {
+            let replica = request
+                .for_replica(url)
+                .map_err(|e| format!("--replica: {}", chain(&e)))?;
+            Ok(McpClient::lazy(stack.clone(), replica).with_shutdown(cancel.clone()))
+        })
+        .collect()
 }
 
 async fn watch(

@@ -11,6 +11,12 @@
 //! tower's `Hedge` is not `Clone` and returns a `BoxError`; [`Hedged`]
 //! shares one behind a lock held only to start a call (the services under
 //! a call path are always ready), and gives back the `ClientError`.
+//!
+//! tower hedges only after a percentile of measured latencies. With
+//! [`HedgeLayer::after`] the second call goes after a fixed delay instead
+//! (the command's `--hedge-after`): no history to fill, and a delay below
+//! the median bounds the tail by the delay plus one call, where the
+//! percentile's delay is at least the median.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -37,10 +43,22 @@ use crate::protocol::methods;
 /// ```
 #[derive(Debug, Clone)]
 pub struct HedgeLayer {
-    percentile: f32,
-    min_data_points: u64,
-    period: Duration,
+    when: When,
     safe_tools: Arc<HashSet<String>>,
+}
+
+/// When the second call goes.
+#[derive(Debug, Clone, Copy)]
+enum When {
+    /// After this percentile of the latencies of the last `period`, once
+    /// `min_data_points` were measured (tower's hedge).
+    Percentile {
+        percentile: f32,
+        min_data_points: u64,
+        period: Duration,
+    },
+    /// After this long.
+    After(Duration),
 }
 
 impl HedgeLayer {
@@ -48,19 +66,48 @@ impl HedgeLayer {
     /// latencies, once 10 calls were measured.
     pub fn new(percentile: f32) -> Self {
         HedgeLayer {
-            percentile: percentile.clamp(0.0, 1.0),
-            min_data_points: 10,
-            period: Duration::from_secs(10),
+            when: When::Percentile {
+                percentile: percentile.clamp(0.0, 1.0),
+                min_data_points: 10,
+                period: Duration::from_secs(10),
+            },
+            safe_tools: Arc::default(),
+        }
+    }
+
+    /// Hedges every hedgeable call still unanswered after `delay`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use mcp_connect::client::HedgeLayer;
+    /// # fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
+    /// client.with_call_layer(HedgeLayer::after(Duration::from_millis(50)))
+    /// # }
+    /// ```
+    pub fn after(delay: Duration) -> Self {
+        HedgeLayer {
+            when: When::After(delay),
             safe_tools: Arc::default(),
         }
     }
 
     /// Measures latencies over `period` and hedges only once
-    /// `min_data_points` calls were measured.
+    /// `min_data_points` calls were measured (a layer made with
+    /// [`after`](Self::after) measures nothing and is left as it is).
     #[must_use]
     pub fn with_history(mut self, period: Duration, min_data_points: u64) -> Self {
-        self.period = period;
-        self.min_data_points = min_data_points;
+        if let When::Percentile {
+            percentile,
+            min_data_points: _,
+            period: _,
+        } = self.when
+        {
+            self.when = When::Percentile {
+                percentile,
+                min_data_points,
+                period,
+            };
+        }
         self
     }
 
@@ -99,32 +146,39 @@ impl Layer<CallService> for HedgeLayer {
     type Service = Hedged;
 
     fn layer(&self, inner: CallService) -> Hedged {
-        let hedge = Hedge::new::<Call>(
-            inner,
-            Safe(Arc::clone(&self.safe_tools)),
-            self.min_data_points,
-            self.percentile,
-            self.period,
-        );
-        Hedged(Arc::new(Mutex::new(hedge)))
+        let safe = Safe(Arc::clone(&self.safe_tools));
+        match self.when {
+            When::Percentile {
+                percentile,
+                min_data_points,
+                period,
+            } => {
+                let hedge = Hedge::new::<Call>(inner, safe, min_data_points, percentile, period);
+                Hedged(Inner::Percentile(Arc::new(Mutex::new(hedge))))
+            }
+            When::After(delay) => Hedged(Inner::After { inner, safe, delay }),
+        }
     }
 }
 
 /// The service made by [`HedgeLayer`]; clones share one hedge and its
 /// latency history.
 #[derive(Clone)]
-pub struct Hedged(Arc<Mutex<Hedge<CallService, Safe>>>);
+pub struct Hedged(Inner);
+
+#[derive(Clone)]
+enum Inner {
+    Percentile(Arc<Mutex<Hedge<CallService, Safe>>>),
+    After {
+        inner: CallService,
+        safe: Safe,
+        delay: Duration,
+    },
+}
 
 impl std::fmt::Debug for Hedged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hedged").finish_non_exhaustive()
-    }
-}
-
-impl Hedged {
-    fn hedge(&self) -> std::sync::MutexGuard<'_, Hedge<CallService, Safe>> {
-        // Held to poll readiness or start a call, never across an await.
-        self.0.lock().expect("hedge lock poisoned")
     }
 }
 
@@ -134,11 +188,51 @@ impl Service<Call> for Hedged {
     type Future = BoxFuture<'static, Result<Box<RawValue>, ClientError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
-        self.hedge().poll_ready(cx).map_err(into_client_error)
+        match &mut self.0 {
+            // Held to poll readiness or start a call, never across an await.
+            Inner::Percentile(hedge) => hedge
+                .lock()
+                .expect("hedge lock poisoned")
+                .poll_ready(cx)
+                .map_err(into_client_error),
+            Inner::After { inner, .. } => inner.poll_ready(cx),
+        }
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        let future = self.hedge().call(call);
-        Box::pin(async move { future.await.map_err(into_client_error) })
+        match &mut self.0 {
+            Inner::Percentile(hedge) => {
+                let future = hedge.lock().expect("hedge lock poisoned").call(call);
+                Box::pin(async move { future.await.map_err(into_client_error) })
+            }
+            Inner::After { inner, safe, delay } => {
+                let second = safe.clone_request(&call);
+                let first = inner.call(call);
+                match second {
+                    None => first,
+                    Some(second) => Box::pin(after(first, inner.clone(), second, *delay)),
+                }
+            }
+        }
     }
+}
+
+/// `first`, and `second` on `inner` if `first` is unanswered after
+/// `delay`: the first to end wins, the other is dropped (cancelled), as in
+/// tower's hedge.
+async fn after(
+    mut first: BoxFuture<'static, Result<Box<RawValue>, ClientError>>,
+    inner: CallService,
+    second: Call,
+    delay: Duration,
+) -> Result<Box<RawValue>, ClientError> {
+    tokio::select! {
+        outcome = &mut first => return outcome,
+        () = tokio::time::sleep(delay) => {}
+    }
+    let second = tower::ServiceExt::oneshot(inner, second);
+    futures_util::future::select(first, Box::pin(second))
+        .await
+        .factor_first()
+        .0
 }

@@ -5,11 +5,39 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
 
+use super::ConnectRequest;
 use crate::error::{ConfigError, Error};
 use crate::target::Target;
 
+impl ConnectRequest {
+    /// This request for another HTTP endpoint of the same server, a replica
+    /// (see [`ReplicasLayer`](crate::client::ReplicasLayer)): the
+    /// configuration is shared, not copied, and the headers go along (the
+    /// replica is the same server, with the same credentials); userinfo in
+    /// `url` replaces the `Authorization` header. Fails as
+    /// [`http`](Self::http) does.
+    pub fn for_replica(&self, url: &str) -> Result<Self, Error> {
+        let (url, own) = http_parts(url)?;
+        let mut headers = match &self.target {
+            Target::Http { headers, .. } => headers.clone(),
+            Target::Stdio(_) => http::HeaderMap::new(),
+        };
+        headers.extend(own);
+        Ok(ConnectRequest {
+            target: Target::Http { url, headers },
+            ..self.clone()
+        })
+    }
+}
+
 /// The target of [`ConnectRequest::http`](super::ConnectRequest::http).
 pub(super) fn http(url: &str) -> Result<Target, Error> {
+    let (url, headers) = http_parts(url)?;
+    Ok(Target::Http { url, headers })
+}
+
+/// [`http`]'s URL, and the header its userinfo became.
+pub(super) fn http_parts(url: &str) -> Result<(Uri, HeaderMap), Error> {
     let url: Uri = url.parse().map_err(|_| Error::config(ConfigError::Url))?;
     match (url.scheme_str(), url.host()) {
         (Some("http" | "https"), Some(host)) if !host.is_empty() => {}
@@ -38,7 +66,7 @@ pub(super) fn http(url: &str) -> Result<Target, Error> {
             Uri::from_parts(parts).map_err(|_| Error::config(ConfigError::Url))?
         }
     };
-    Ok(Target::Http { url, headers })
+    Ok((url, headers))
 }
 
 /// Headers the caller may not set (see [`ConnectRequest::with_header`]).
@@ -77,4 +105,26 @@ fn basic_credentials(userinfo: &str) -> Vec<u8> {
         credentials.extend(percent_decode_str(password));
     }
     credentials
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_keeps_the_headers_and_takes_its_own_url_and_userinfo() {
+        let primary = ConnectRequest::http("http://a.example/mcp")
+            .unwrap()
+            .with_header("x-api-key", "k")
+            .unwrap();
+        let replica = primary.for_replica("http://u:p@b.example/mcp").unwrap();
+        let Target::Http { url, headers } = replica.target() else {
+            panic!("an HTTP target");
+        };
+        assert_eq!(url.to_string(), "http://b.example/mcp");
+        assert_eq!(headers["x-api-key"], "k");
+        assert!(headers.contains_key(http::header::AUTHORIZATION));
+        assert!(std::sync::Arc::ptr_eq(&primary.settings, &replica.settings));
+        assert!(primary.for_replica("ftp://b.example/").is_err());
+    }
 }

@@ -280,13 +280,13 @@ async fn a_throttled_call_is_sent_again_after_the_stated_delay_only_when_asked()
 }
 
 /// A legacy server whose every tenth `tools/list` stalls for 400 ms; the
-/// others take 20 ms.
-fn one_in_ten_stalls(seen: Arc<AtomicUsize>) -> impl Fn(&Recorded) -> Script {
+/// others take `normal` ms.
+fn one_in_ten_stalls(seen: Arc<AtomicUsize>, normal: u64) -> impl Fn(&Recorded) -> Script {
     move |request: &Recorded| match request.rpc_method() {
         "tools/list" => {
             let n = seen.fetch_add(1, Ordering::SeqCst);
             let answer = Script::Json(200, result(request, json!({ "tools": [] })));
-            let delay = if n % 10 == 9 { 400 } else { 20 };
+            let delay = if n % 10 == 9 { 400 } else { normal };
             Script::Delayed(Duration::from_millis(delay), Box::new(answer))
         }
         _ => legacy(request),
@@ -311,7 +311,7 @@ async fn listing_latencies(client: &McpClient) -> (Duration, Duration) {
 #[tokio::test]
 async fn a_hedged_listing_keeps_its_tail_near_its_median() {
     watchdog(Duration::from_secs(60), async {
-        let server = ScriptServer::start(one_in_ten_stalls(Arc::default())).await;
+        let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 20)).await;
         // A short history, so that it fills within the test.
         let layer =
             mcp_connect::client::HedgeLayer::new(0.5).with_history(Duration::from_secs(1), 10);
@@ -323,7 +323,7 @@ async fn a_hedged_listing_keeps_its_tail_near_its_median() {
         assert!(p99 < p50 * 3, "hedged: p50 {p50:?}, p99 {p99:?}");
         assert!(p99 < Duration::from_millis(200), "hedged: p99 {p99:?}");
 
-        let server = ScriptServer::start(one_in_ten_stalls(Arc::default())).await;
+        let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 20)).await;
         let plain = client(&server);
         let (p50, p99) = listing_latencies(&plain).await;
         eprintln!("unhedged: p50 {p50:?}, p99 {p99:?}");
@@ -331,6 +331,28 @@ async fn a_hedged_listing_keeps_its_tail_near_its_median() {
             p99 >= Duration::from_millis(400),
             "unhedged: p50 {p50:?}, p99 {p99:?}"
         );
+    })
+    .await;
+}
+
+/// Issue 43's figure: with the second listing sent after a fixed delay
+/// below the median (`--hedge-after`), the tail is the delay plus one
+/// listing: p99 within 1.5x of p50, where a stalled listing would be 10x.
+#[tokio::test]
+async fn a_listing_hedged_after_a_fixed_delay_has_its_p99_within_half_again_its_p50() {
+    watchdog(Duration::from_secs(60), async {
+        let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 40)).await;
+        let layer = mcp_connect::client::HedgeLayer::after(Duration::from_millis(10));
+        let hedged = client(&server).with_call_layer(layer);
+        let (p50, p99) = listing_latencies(&hedged).await;
+        eprintln!("hedged after 10 ms: p50 {p50:?}, p99 {p99:?}");
+        assert!(p99 * 2 <= p50 * 3, "p50 {p50:?}, p99 {p99:?}");
+        let listings = server
+            .recorded()
+            .iter()
+            .filter(|r| r.rpc_method() == "tools/list")
+            .count();
+        assert!(listings > 100, "the listings were hedged: {listings}");
     })
     .await;
 }

@@ -441,6 +441,77 @@ mod call_policies {
             }
         }
     }
+
+    /// `--replica`: a primary answering 503 is left out after 3 failures
+    /// and the calls go to the replica; without it, all 8 fail at the one.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn replica_takes_the_calls_of_a_failing_primary() {
+        let failing = || {
+            let legacy = LegacyServer::new();
+            move |r: &crate::support::Recorded| match r.rpc_method() {
+                "tools/call" => Script::Status(503),
+                _ => legacy.respond(r),
+            }
+        };
+        let working = LegacyServer::new();
+        for with_replica in [false, true] {
+            let primary = ScriptServer::start(failing()).await;
+            let working = working.clone();
+            let replica =
+                ScriptServer::start(move |r: &crate::support::Recorded| working.respond(r)).await;
+            let replica_url = replica.url();
+            let mut extra = vec!["--repeat", "8"];
+            if with_replica {
+                extra.extend(["--replica", &replica_url]);
+            }
+            let (calls, _) = calls(&primary, &extra).await;
+            assert_eq!(calls.len(), 8);
+            let (at_primary, at_replica) =
+                (primary.count("tools/call"), replica.count("tools/call"));
+            if with_replica {
+                assert!(at_primary <= 3, "ejected after 3: {at_primary}");
+                assert_eq!(at_primary + at_replica, 8);
+                let ok = calls.iter().filter(|c| c["ok"] == true).count();
+                assert_eq!(ok, at_replica, "{calls:?}");
+            } else {
+                assert_eq!((at_primary, at_replica), (8, 0));
+            }
+        }
+    }
+
+    /// `--hedge-after`: the called tool is sent a second time when the
+    /// first has no answer after the delay; the first answer wins.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn hedge_after_sends_a_stalled_call_again() {
+        for hedged in [false, true] {
+            let legacy = LegacyServer::new();
+            let seen = AtomicUsize::new(0);
+            let server = ScriptServer::start(move |r| match r.rpc_method() {
+                "tools/call" if seen.fetch_add(1, Ordering::SeqCst) == 0 => Script::Delayed(
+                    std::time::Duration::from_secs(3),
+                    Box::new(legacy.respond(r)),
+                ),
+                _ => legacy.respond(r),
+            })
+            .await;
+            let extra: &[&str] = if hedged {
+                &["--hedge-after", "100ms"]
+            } else {
+                &[]
+            };
+            let started = std::time::Instant::now();
+            let (calls, code) = calls(&server, extra).await;
+            let took = started.elapsed();
+            assert_eq!((calls.len(), code), (1, Some(0)), "{calls:?}");
+            if hedged {
+                assert_eq!(server.count("tools/call"), 2);
+                assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+            } else {
+                assert_eq!(server.count("tools/call"), 1);
+                assert!(took >= std::time::Duration::from_secs(3), "{took:?}");
+            }
+        }
+    }
 }
 
 /// Issue 30, item 6: `--list-skills` lists the skills' `SKILL.md` URIs
