@@ -265,7 +265,8 @@ pub(crate) struct Args {
 
     /// A circuit breaker on the server's calls: open after 5 consecutive
     /// transport failures, timeouts or 5xx (never tool errors), fail fast
-    /// while open, one probe after 5 s (doubling to 60 s).
+    /// while open, one probe (a ping before the call) after 5 s (doubling
+    /// to 60 s).
     #[arg(long, requires = "call_tool")]
     pub(crate) breaker: bool,
 

@@ -372,10 +372,8 @@ fn warn_about_own_options_after_dash_dash(args: &Args) {
 /// The per-server call policies the flags ask for, the bulkhead outermost
 /// (it bounds retries too), the rate-limit retry innermost.
 fn with_call_policies(mut client: McpClient, args: &Args, replicas: Vec<McpClient>) -> McpClient {
-    use mcp_connect::client::{HedgeLayer, ReplicaConfig, ReplicasLayer};
-    use mcp_connect::layers::policy::{
-        BreakerConfig, BulkheadLayer, CircuitBreakerLayer, RateLimitRetryLayer,
-    };
+    use mcp_connect::client::{circuit_breaker, HedgeLayer, ReplicaConfig, ReplicasLayer};
+    use mcp_connect::layers::policy::{BreakerConfig, BulkheadLayer, RateLimitRetryLayer};
     if !replicas.is_empty() {
         client = client.with_call_layer(ReplicasLayer::new(replicas, ReplicaConfig::default()));
     }
@@ -394,9 +392,7 @@ fn with_call_policies(mut client: McpClient, args: &Args, replicas: Vec<McpClien
         client = client.with_call_layer(HedgeLayer::after(delay).with_safe_tools(tool));
     }
     if args.breaker {
-        client = client.with_call_layer(CircuitBreakerLayer::<ClientError>::new(
-            BreakerConfig::default(),
-        ));
+        client = client.with_call_layer(circuit_breaker(BreakerConfig::default()));
     }
     if let Some(n) = args.max_in_flight {
         client = client.with_call_layer(BulkheadLayer::new(n as usize));

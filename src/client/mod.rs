@@ -58,6 +58,7 @@ mod calls;
 mod cool_down;
 mod error;
 mod hedge;
+mod probe;
 mod replicas;
 mod service;
 mod setup;
@@ -66,6 +67,7 @@ pub use cool_down::STABLE_AFTER;
 use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
 pub use hedge::{HedgeLayer, Hedged};
+pub use probe::{circuit_breaker, LivenessProbe};
 pub use replicas::{ReplicaConfig, Replicas, ReplicasLayer};
 pub use service::{
     idle_timeout, result_cap, Call, CallService, ResultCap, ResultCapLayer, SessionCalls,

@@ -116,6 +116,19 @@ impl Call {
         )
     }
 
+    /// The liveness check (`ping`, or the modern era's `server/discover`)
+    /// made as this call is (its reconnect and replay choices).
+    pub(super) fn liveness(&self) -> Call {
+        Call {
+            operation: "ping",
+            method: Cow::Borrowed(methods::PING),
+            params: None,
+            options: RequestOptions::default(),
+            reconnect: self.reconnect,
+            replay: self.replay,
+        }
+    }
+
     /// This call as `client` would make it (its reconnect and replay
     /// choices).
     pub(super) fn made_by(mut self, client: &McpClient) -> Self {
@@ -359,11 +372,12 @@ impl McpClient {
     async fn send(&self, call: &Call) -> Result<Box<RawValue>, ClientError> {
         self.run(call.operation, |session| {
             let params = call.params.clone();
-            async move {
-                session
-                    .request_with(&call.method, params, &call.options)
-                    .await
-            }
+            // A `ping` is the liveness check of the session's era.
+            let method = match &*call.method {
+                methods::PING => session.era().liveness_method(),
+                method => method,
+            };
+            async move { session.request_with(method, params, &call.options).await }
         })
         .await
     }

@@ -39,6 +39,15 @@ impl Era {
             Era::Modern => "modern",
         }
     }
+
+    /// The cheapest request that tells whether a server is up: `ping`, or
+    /// on the modern era (which has none) `server/discover`.
+    pub fn liveness_method(self) -> &'static str {
+        match self {
+            Era::Legacy => super::methods::PING,
+            Era::Modern => super::methods::SERVER_DISCOVER,
+        }
+    }
 }
 
 impl fmt::Display for Era {

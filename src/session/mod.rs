@@ -6,7 +6,6 @@
 //! it is terminal: every waiting request fails at once with the closure
 //! category, and later requests fail fast with the same category.
 
-use crate::protocol::methods;
 use std::fmt;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -327,11 +326,9 @@ impl Session {
     /// `ping` (legacy era; the modern era has no ping, so this sends
     /// `server/discover` as the liveness check there).
     pub async fn ping(&self) -> Result<(), Error> {
-        let method = match self.era() {
-            Era::Legacy => methods::PING,
-            Era::Modern => methods::SERVER_DISCOVER,
-        };
-        self.request(method, None).await.map(drop)
+        self.request(self.era().liveness_method(), None)
+            .await
+            .map(drop)
     }
 
     /// Opens the server-to-client stream, for applications that want the

@@ -193,6 +193,64 @@ async fn a_breaker_opens_on_503s_fails_fast_and_closes_after_one_probe() {
     .await;
 }
 
+/// Issue 43: the half-open probe is the era's liveness check (`ping` on
+/// 2025). While the server is still down the probe fails and the call is
+/// refused unsent; once it is back the server sees `ping`, then the call.
+#[tokio::test]
+async fn a_half_open_breaker_pings_before_it_lets_a_call_through() {
+    watchdog(LIMIT, async {
+        let down = Arc::new(AtomicBool::new(true));
+        let server = ScriptServer::start({
+            let down = Arc::clone(&down);
+            move |request: &Recorded| match request.rpc_method() {
+                "tools/call" | "ping" if down.load(Ordering::SeqCst) => Script::Status(503),
+                _ => legacy(request),
+            }
+        })
+        .await;
+        let breaker = mcp_connect::client::circuit_breaker(
+            BreakerConfig::default()
+                .with_threshold(2)
+                .with_open_for(Duration::from_millis(200), Duration::from_secs(2)),
+        );
+        let client = client(&server).with_call_layer(breaker.clone());
+        for _ in 0..2 {
+            client.call_tool("x", &json!({})).await.unwrap_err();
+        }
+        let wait_out = |state: CircuitState| match state {
+            CircuitState::Open { until } => tokio::time::sleep_until(until),
+            other => panic!("open, not {other:?}"),
+        };
+        wait_out(breaker.state()).await;
+        let error = client.call_tool("x", &json!({})).await.unwrap_err();
+        assert!(
+            matches!(error, ClientError::Refused(Refused::CircuitOpen { .. })),
+            "{error:?}"
+        );
+        assert_eq!(
+            (server.count("ping"), server.count("tools/call")),
+            (1, 2),
+            "the probe, and no third call"
+        );
+
+        down.store(false, Ordering::SeqCst);
+        wait_out(breaker.state()).await;
+        client.call_tool("x", &json!({})).await.unwrap();
+        assert_eq!(breaker.state(), CircuitState::Closed { failures: 0 });
+        let methods: Vec<String> = server
+            .recorded()
+            .iter()
+            .map(|r| r.rpc_method().to_owned())
+            .filter(|m| m == "ping" || m == "tools/call")
+            .collect();
+        assert_eq!(
+            methods[methods.len() - 2..],
+            ["ping".to_owned(), "tools/call".to_owned()]
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_hundred_tool_errors_never_open_the_breaker() {
     watchdog(LIMIT, async {

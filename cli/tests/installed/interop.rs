@@ -907,9 +907,10 @@ mod trace_context {
 /// server, against real servers.
 mod call_policies {
     use super::*;
+    use mcp_connect::client::circuit_breaker;
     use mcp_connect::client::ClientError;
     use mcp_connect::group::{Server, ServerGroup};
-    use mcp_connect::layers::policy::{BreakerConfig, CircuitBreakerLayer, CircuitState, Refused};
+    use mcp_connect::layers::policy::{BreakerConfig, CircuitState, Refused};
     use mcp_connect::telemetry::{names, Telemetry};
     use mcp_connect::{EstablishBuilder, McpClient};
     use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
@@ -920,7 +921,8 @@ mod call_policies {
         watchdog(LIMIT, async {
             let port = free_port();
             let peer = everything_http_on(port).await;
-            let breaker = CircuitBreakerLayer::<ClientError>::new(
+            // Half-open, a `ping` goes first.
+            let breaker = circuit_breaker(
                 BreakerConfig::default()
                     .with_threshold(2)
                     .with_open_for(Duration::from_millis(300), Duration::from_secs(1)),

@@ -10,6 +10,12 @@
 //! success closes the breaker; its failure opens it again for longer. A
 //! probe whose caller gave up lets the next call probe.
 //!
+//! With a [`Probe`] ([`CircuitBreakerLayer::with_probe`]) the half-open
+//! call first sends the probe's cheap request (a protocol's ping) on the
+//! same service: when that fails, the call itself is refused unsent, so a
+//! server still down never sees a real call, and one that is up sees the
+//! call right after.
+//!
 //! The state is shared by every clone and every service the layer makes:
 //! it is the server's. [`CircuitBreakerLayer::state`] reads it (a group
 //! shows it as the server's health).
@@ -93,25 +99,45 @@ struct State {
 
 type Rule<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
 
+/// The cheap request a half-open breaker sends before the call it admits
+/// (see the [module docs](self)).
+pub trait Probe<R>: Clone + Send + Sync + 'static {
+    /// The request that tells whether the server is back, sent before
+    /// `call`; `None` sends `call` itself as the probe.
+    fn probe(&self, call: &R) -> Option<R>;
+}
+
+/// No probe of its own: the admitted call is the probe.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProbe;
+
+impl<R> Probe<R> for NoProbe {
+    fn probe(&self, _: &R) -> Option<R> {
+        None
+    }
+}
+
 /// Puts a [`CircuitBreaker`] around a service; every service it makes
 /// shares one breaker.
-pub struct CircuitBreakerLayer<E> {
+pub struct CircuitBreakerLayer<E, P = NoProbe> {
     config: BreakerConfig,
     state: Arc<Mutex<State>>,
     counts: Rule<E>,
+    probe: P,
 }
 
-impl<E> Clone for CircuitBreakerLayer<E> {
+impl<E, P: Clone> Clone for CircuitBreakerLayer<E, P> {
     fn clone(&self) -> Self {
         CircuitBreakerLayer {
             config: self.config,
             state: Arc::clone(&self.state),
             counts: Arc::clone(&self.counts),
+            probe: self.probe.clone(),
         }
     }
 }
 
-impl<E> std::fmt::Debug for CircuitBreakerLayer<E> {
+impl<E, P> std::fmt::Debug for CircuitBreakerLayer<E, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CircuitBreakerLayer")
             .field("config", &self.config)
@@ -142,6 +168,20 @@ impl<E> CircuitBreakerLayer<E> {
                 rng: HasherRng::default(),
             })),
             counts: Arc::new(counts),
+            probe: NoProbe,
+        }
+    }
+}
+
+impl<E, P> CircuitBreakerLayer<E, P> {
+    /// Half-open, sends `probe`'s request before the admitted call, and the
+    /// call only when the server answered it.
+    pub fn with_probe<Q>(self, probe: Q) -> CircuitBreakerLayer<E, Q> {
+        CircuitBreakerLayer {
+            config: self.config,
+            state: self.state,
+            counts: self.counts,
+            probe,
         }
     }
 
@@ -156,10 +196,10 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().expect("breaker lock poisoned")
 }
 
-impl<S, E> Layer<S> for CircuitBreakerLayer<E> {
-    type Service = CircuitBreaker<S, E>;
+impl<S, E, P: Clone> Layer<S> for CircuitBreakerLayer<E, P> {
+    type Service = CircuitBreaker<S, E, P>;
 
-    fn layer(&self, inner: S) -> CircuitBreaker<S, E> {
+    fn layer(&self, inner: S) -> CircuitBreaker<S, E, P> {
         CircuitBreaker {
             inner,
             layer: self.clone(),
@@ -168,12 +208,12 @@ impl<S, E> Layer<S> for CircuitBreakerLayer<E> {
 }
 
 /// The service made by [`CircuitBreakerLayer`].
-pub struct CircuitBreaker<S, E> {
+pub struct CircuitBreaker<S, E, P = NoProbe> {
     inner: S,
-    layer: CircuitBreakerLayer<E>,
+    layer: CircuitBreakerLayer<E, P>,
 }
 
-impl<S: Clone, E> Clone for CircuitBreaker<S, E> {
+impl<S: Clone, E, P: Clone> Clone for CircuitBreaker<S, E, P> {
     fn clone(&self) -> Self {
         CircuitBreaker {
             inner: self.inner.clone(),
@@ -182,7 +222,7 @@ impl<S: Clone, E> Clone for CircuitBreaker<S, E> {
     }
 }
 
-impl<S, E> std::fmt::Debug for CircuitBreaker<S, E> {
+impl<S, E, P> std::fmt::Debug for CircuitBreaker<S, E, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CircuitBreaker")
             .field("state", &self.layer.state())
@@ -196,7 +236,7 @@ enum Admission {
     Refuse(Duration),
 }
 
-impl<E> CircuitBreakerLayer<E> {
+impl<E, P> CircuitBreakerLayer<E, P> {
     fn admit(&self) -> Admission {
         let mut state = lock(&self.state);
         let now = Instant::now();
@@ -254,6 +294,14 @@ impl<E> CircuitBreakerLayer<E> {
         }
     }
 
+    /// How long until the next probe may go (zero when it may now).
+    fn retry_in(&self) -> Duration {
+        match lock(&self.state).circuit {
+            CircuitState::Open { until } => until.saturating_duration_since(Instant::now()),
+            _ => Duration::ZERO,
+        }
+    }
+
     /// A probe whose caller gave up: the next call probes.
     fn abandon_probe(&self) {
         let mut state = lock(&self.state);
@@ -266,11 +314,11 @@ impl<E> CircuitBreakerLayer<E> {
 }
 
 /// Lets the next call probe when a probe's future is dropped unfinished.
-struct ProbeGuard<E> {
-    layer: Option<CircuitBreakerLayer<E>>,
+struct ProbeGuard<E, P> {
+    layer: Option<CircuitBreakerLayer<E, P>>,
 }
 
-impl<E> Drop for ProbeGuard<E> {
+impl<E, P> Drop for ProbeGuard<E, P> {
     fn drop(&mut self) {
         if let Some(layer) = self.layer.take() {
             layer.abandon_probe();
@@ -278,11 +326,12 @@ impl<E> Drop for ProbeGuard<E> {
     }
 }
 
-impl<S, E, R> Service<R> for CircuitBreaker<S, E>
+impl<S, E, P, R> Service<R> for CircuitBreaker<S, E, P>
 where
     S: Service<R, Error = E> + Clone + Send + 'static,
     S::Future: Send + 'static,
     E: From<Refused> + Send + 'static,
+    P: Probe<R>,
     R: Send + 'static,
 {
     type Response = S::Response;
@@ -298,17 +347,31 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            let probe = match layer.admit() {
+            let mut probe = match layer.admit() {
                 Admission::Go { probe } => probe,
                 Admission::Refuse(retry_in) => return Err(Refused::CircuitOpen { retry_in }.into()),
             };
             let mut guard = ProbeGuard {
                 layer: probe.then(|| layer.clone()),
             };
-            let outcome = match std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
-                Ok(()) => inner.call(request).await,
-                Err(error) => Err(error),
-            };
+            if let Some(cheap) = probe.then(|| layer.probe.probe(&request)).flatten() {
+                let answered = match send(&mut inner, cheap).await {
+                    Ok(_) => Some(false),
+                    Err(error) if (layer.counts)(&error) => Some(true),
+                    Err(_) => None,
+                };
+                guard.layer = None;
+                layer.record(true, answered);
+                if answered == Some(true) {
+                    return Err(Refused::CircuitOpen {
+                        retry_in: layer.retry_in(),
+                    }
+                    .into());
+                }
+                // Closed now: the call goes as any other.
+                probe = false;
+            }
+            let outcome = send(&mut inner, request).await;
             guard.layer = None;
             let counted = match &outcome {
                 Ok(_) => Some(false),
@@ -319,4 +382,10 @@ where
             outcome
         })
     }
+}
+
+/// `request` on `inner` once it is ready.
+async fn send<S: Service<R>, R>(inner: &mut S, request: R) -> Result<S::Response, S::Error> {
+    std::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
+    inner.call(request).await
 }

@@ -26,7 +26,9 @@ mod rate_limit;
 
 use std::time::Duration;
 
-pub use breaker::{BreakerConfig, CircuitBreaker, CircuitBreakerLayer, CircuitState};
+pub use breaker::{
+    BreakerConfig, CircuitBreaker, CircuitBreakerLayer, CircuitState, NoProbe, Probe,
+};
 pub use bulkhead::{Bulkhead, BulkheadLayer};
 pub use rate_limit::{RateLimitRetry, RateLimitRetryLayer};
 
