@@ -120,7 +120,7 @@ impl Call {
     /// made as this call is (its reconnect and replay choices).
     pub(super) fn liveness(&self) -> Call {
         Call {
-            operation: "ping",
+            operation: methods::PING,
             method: Cow::Borrowed(methods::PING),
             params: None,
             options: RequestOptions::default(),

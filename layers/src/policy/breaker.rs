@@ -100,7 +100,7 @@ struct State {
 type Rule<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
 
 /// The cheap request a half-open breaker sends before the call it admits
-/// (see the [module docs](self)).
+/// (see [`CircuitBreakerLayer::with_probe`]).
 pub trait Probe<R>: Clone + Send + Sync + 'static {
     /// The request that tells whether the server is back, sent before
     /// `call`; `None` sends `call` itself as the probe.
