@@ -16,6 +16,17 @@ impl Supervisor {
     /// Lists everything the server's capabilities offer, on the current
     /// session, and publishes it; a usable member is then ready.
     pub(super) async fn refresh(&mut self) -> Result<(), ListingFailed> {
+        // Made right after an establishment: in its trace, not traces of
+        // their own.
+        let session = self.member.client.session().await.ok();
+        let work = Box::pin(self.list_everything());
+        match session {
+            Some((session, _)) => session.within_establishment(work).await,
+            None => work.await,
+        }
+    }
+
+    async fn list_everything(&mut self) -> Result<(), ListingFailed> {
         let mut listing = Listing::default();
         for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
             self.list(kind, &mut listing).await?;

@@ -167,6 +167,18 @@ impl Session {
         .with_telemetry(telemetry, peer)
     }
 
+    /// `work` inside the session's `establish` span, when telemetry is on:
+    /// the listings a new session makes belong to its establishment.
+    pub(crate) fn within_establishment<'a, T: 'a>(
+        &self,
+        work: futures_util::future::BoxFuture<'a, T>,
+    ) -> futures_util::future::BoxFuture<'a, T> {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.within_establishment(work),
+            None => work,
+        }
+    }
+
     /// Instruments this session's requests with `telemetry`.
     fn with_telemetry(
         mut self,

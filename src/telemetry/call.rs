@@ -44,6 +44,8 @@ pub(crate) struct SessionTelemetry {
     attributes: Vec<KeyValue>,
     /// The session id, kept only when the telemetry records it.
     session_id: Option<String>,
+    /// The context the session was made in: its `establish` span.
+    established_in: Context,
     started: Instant,
     ended: AtomicBool,
 }
@@ -63,9 +65,21 @@ impl SessionTelemetry {
             telemetry: telemetry.clone(),
             attributes,
             session_id: telemetry.records_session_id().then(session_id).flatten(),
+            established_in: Context::current(),
             started: Instant::now(),
             ended: AtomicBool::new(false),
         }
+    }
+
+    /// `work` with the session's `establish` span as its current context:
+    /// the requests it makes (the listings right after establishment) are
+    /// that span's children, not traces of their own.
+    pub(crate) fn within_establishment<'a, T: 'a>(
+        &self,
+        work: futures_util::future::BoxFuture<'a, T>,
+    ) -> futures_util::future::BoxFuture<'a, T> {
+        use opentelemetry::trace::FutureExt as _;
+        Box::pin(work.with_context(self.established_in.clone()))
     }
 
     /// Records `mcp.client.session.duration`, once: at `close` or when

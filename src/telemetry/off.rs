@@ -36,6 +36,13 @@ pub(crate) mod call {
             match *telemetry {}
         }
 
+        pub(crate) fn within_establishment<'a, T: 'a>(
+            &self,
+            _: futures_util::future::BoxFuture<'a, T>,
+        ) -> futures_util::future::BoxFuture<'a, T> {
+            match *self {}
+        }
+
         pub(crate) fn end(&self) {
             match *self {}
         }

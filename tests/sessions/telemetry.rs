@@ -534,6 +534,25 @@ async fn a_group_instruments_each_server() {
         .collect();
     establishing.sort();
     assert_eq!(establishing, ["alpha", "alpha", "beta", "beta"]);
+    // Issue 43, item 2: the listings a new member makes are children of
+    // its `establish` span, not traces of their own.
+    let establishments = otel.named("establish");
+    let listings = otel.named("tools/list");
+    assert_eq!(listings.len(), 2, "one per server");
+    for listing in &listings {
+        let parent = establishments
+            .iter()
+            .find(|e| e.span_context.span_id() == listing.parent_span_id);
+        let parent = parent.expect("the listing's parent is an establish span");
+        assert_eq!(
+            parent.span_context.trace_id(),
+            listing.span_context.trace_id()
+        );
+        assert_eq!(
+            text(parent, names::SERVER_NAME),
+            text(listing, names::SERVER_NAME)
+        );
+    }
     for (metric, _, labels) in otel.histograms() {
         let named: Vec<Option<String>> = labels
             .iter()
