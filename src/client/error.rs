@@ -84,6 +84,18 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// Whether the call failed before any session had it: no session could
+    /// be had, a call policy refused it, or the client was gone.
+    pub(crate) fn before_any_session(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Connect(_)
+                | ClientError::CoolingDown { .. }
+                | ClientError::Refused(_)
+                | ClientError::Gone
+        )
+    }
+
     /// The session generation the call ran on, when it ran.
     pub fn generation(&self) -> Option<u64> {
         match self {

@@ -129,6 +129,50 @@ fn bare_uri(uri: &str) -> String {
     }
 }
 
+/// Records `mcp.client.operation.duration` for a call that failed before
+/// any session sent it (no session could be had, a call policy refused
+/// it): it cost its caller `elapsed` all the same. No span: nothing was
+/// sent.
+pub(crate) fn record_unsent(
+    telemetry: &Telemetry,
+    peer: Peer<'_>,
+    method: &str,
+    params: Option<&Value>,
+    elapsed: std::time::Duration,
+    error_type: &str,
+) {
+    let mut labels = call_labels(method, params, &target_attributes(peer));
+    labels.push(KeyValue::new(names::ERROR_TYPE, error_type.to_owned()));
+    telemetry
+        .inner
+        .operation
+        .record(elapsed.as_secs_f64(), &labels);
+}
+
+/// The labels of a call's duration: the method, the tool or prompt it
+/// names, and the server's attributes.
+fn call_labels(method: &str, params: Option<&Value>, server: &[KeyValue]) -> Vec<KeyValue> {
+    let mut labels = vec![KeyValue::new(names::METHOD, method.to_owned())];
+    if let Some((key, name)) = call_target(method, params) {
+        labels.push(KeyValue::new(key, name.to_owned()));
+    }
+    if method == methods::TOOLS_CALL {
+        labels.push(KeyValue::new(names::OPERATION_NAME, "execute_tool"));
+    }
+    labels.extend(server.iter().cloned());
+    labels
+}
+
+/// The tool of a `tools/call`, the prompt of a `prompts/get`.
+fn call_target<'a>(method: &str, params: Option<&'a Value>) -> Option<(&'static str, &'a str)> {
+    let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    match method {
+        methods::TOOLS_CALL => text("name").map(|name| (names::TOOL_NAME, name)),
+        methods::PROMPTS_GET => text("name").map(|name| (names::PROMPT_NAME, name)),
+        _ => None,
+    }
+}
+
 impl CallSpan {
     /// Starts the span of request `id` on `session`.
     pub(crate) fn start(
@@ -139,20 +183,9 @@ impl CallSpan {
     ) -> CallSpan {
         let telemetry = &session.telemetry;
         let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-        let target = match method {
-            methods::TOOLS_CALL => text("name").map(|name| (names::TOOL_NAME, name)),
-            methods::PROMPTS_GET => text("name").map(|name| (names::PROMPT_NAME, name)),
-            _ => None,
-        };
+        let target = call_target(method, params);
         let tool_call = method == methods::TOOLS_CALL;
-        let mut labels = vec![KeyValue::new(names::METHOD, method.to_owned())];
-        if let Some((key, name)) = target {
-            labels.push(KeyValue::new(key, name.to_owned()));
-        }
-        if tool_call {
-            labels.push(KeyValue::new(names::OPERATION_NAME, "execute_tool"));
-        }
-        labels.extend(session.attributes.iter().cloned());
+        let labels = call_labels(method, params, &session.attributes);
         let mut attributes = labels.clone();
         attributes.push(KeyValue::new(names::REQUEST_ID, id.to_string()));
         if let Some(uri) = text("uri").filter(|_| method.starts_with("resources/")) {

@@ -24,7 +24,15 @@
 //!   `mcp.client.session.duration` (seconds, the convention's buckets), and
 //!   this crate's own `mcp_connect.establishment.duration`,
 //!   `mcp_connect.establishment.attempts` and
-//!   `mcp_connect.establishment.stage.duration`.
+//!   `mcp_connect.establishment.stage.duration`. An `McpClient` call that
+//!   fails before any session sends it (no session, a call policy's
+//!   refusal) has no span but still counts in the operation duration,
+//!   with its `error.type`.
+//!
+//! Every span and point names the server (`mcp_connect.server.name`, the
+//! group member's name; `server.address` and `server.port` for HTTP, the
+//! program's name for stdio). The listings a group makes right after an
+//! establishment are children of that `establish` span.
 //!
 //! Payload-free by default, as every diagnostic here: no argument, result,
 //! header, token, session id or server message goes into an attribute.

@@ -23,6 +23,17 @@ pub(crate) enum Telemetry {}
 pub(crate) mod call {
     use super::*;
 
+    pub(crate) fn record_unsent(
+        telemetry: &Telemetry,
+        _: super::establish::Peer<'_>,
+        _: &str,
+        _: Option<&Value>,
+        _: std::time::Duration,
+        _: &str,
+    ) {
+        match *telemetry {}
+    }
+
     /// Cannot be made without the `otel` feature.
     pub(crate) enum SessionTelemetry {}
 

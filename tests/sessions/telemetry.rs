@@ -571,3 +571,48 @@ async fn a_group_instruments_each_server() {
     }
     group.shutdown().await;
 }
+
+/// Issue 43, item 2: a call that fails before anything is sent (no
+/// session could be had, a breaker refused it) still counts in
+/// `mcp.client.operation.duration`, with its `error.type` and the tool.
+#[tokio::test]
+async fn a_call_that_fails_before_it_is_sent_still_counts() {
+    let otel = otel();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let request = ConnectRequest::http(&format!("http://127.0.0.1:{closed}/mcp"))
+        .unwrap()
+        .with_telemetry(otel.telemetry.clone());
+    let client =
+        mcp_connect::McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let error = watchdog(LIMIT, client.call_tool("add", &json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, mcp_connect::client::ClientError::Connect(_)),
+        "{error:?}"
+    );
+    let operations: Vec<Vec<KeyValue>> = otel
+        .histograms()
+        .into_iter()
+        .filter(|(name, _, _)| name == names::OPERATION_DURATION)
+        .flat_map(|(_, _, points)| points)
+        .collect();
+    let label = |point: &[KeyValue], key: &str| {
+        point
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
+    };
+    assert_eq!(operations.len(), 1, "{operations:?}");
+    let point = &operations[0];
+    assert_eq!(label(point, names::METHOD).as_deref(), Some("tools/call"));
+    assert_eq!(label(point, names::TOOL_NAME).as_deref(), Some("add"));
+    assert_eq!(label(point, names::ERROR_TYPE).as_deref(), Some("connect"));
+    assert_eq!(
+        label(point, names::SERVER_PORT).as_deref(),
+        Some(closed.to_string().as_str())
+    );
+}
