@@ -1,4 +1,5 @@
-//! Printing targets without their secrets.
+//! Printing targets without their secrets, and fingerprints that reveal
+//! none.
 //!
 //! URLs are shown as scheme, host, port and path only: userinfo and query
 //! strings routinely carry credentials, so they are dropped by construction.
@@ -38,6 +39,19 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         let _ = write!(out, "{byte:02x}");
     }
     out
+}
+
+/// 128 bits of SHA-256 over `parts`, each with its length.
+pub(crate) fn fingerprint(parts: &[&[u8]]) -> [u8; 16] {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part);
+    }
+    let mut revision = [0; 16];
+    revision.copy_from_slice(&hash.finalize()[..16]);
+    revision
 }
 
 #[cfg(test)]

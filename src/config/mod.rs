@@ -82,6 +82,7 @@ pub struct ServerConfig {
     name: String,
     request: ConnectRequest,
     unknown: Map<String, Value>,
+    revision: [u8; 16],
 }
 
 impl ServersConfig {
@@ -203,10 +204,14 @@ impl ServerConfig {
             .filter(|(field, _)| !KNOWN.contains(&field.as_str()))
             .map(|(field, value)| (field.clone(), value.clone()))
             .collect();
+        // The entry as written (its variables unexpanded; the target's
+        // own fingerprint covers what they expand to).
+        let written = serde_json::to_vec(entry).expect("JSON values serialize");
         Ok(ServerConfig {
             name: name.to_owned(),
             request,
             unknown,
+            revision: crate::redact::fingerprint(&[&written]),
         })
     }
 
@@ -219,6 +224,13 @@ impl ServerConfig {
     /// authorization or a deadline, then connect it.
     pub fn request(&self) -> ConnectRequest {
         self.request.clone()
+    }
+
+    /// A fingerprint of the entry as written, for
+    /// [`Server::with_revision`](crate::group::Server::with_revision): a
+    /// reload replaces a server whose entry changed in any field.
+    pub fn revision(&self) -> [u8; 16] {
+        self.revision
     }
 
     /// The fields this reader does not know, as written.

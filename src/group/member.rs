@@ -58,6 +58,8 @@ enum Intent {
 /// One server, as the group keeps it.
 pub(super) struct Member {
     pub(super) name: Arc<str>,
+    /// The server's revision, which a reload compares.
+    pub(super) revision: [u8; 16],
     pub(super) client: McpClient,
     pub(super) filter: ToolFilter,
     pub(super) health: Mutex<ServerHealth>,
@@ -89,6 +91,7 @@ impl Member {
         let request = server.request.with_notifications(sender);
         let member = Member {
             name: server.name,
+            revision: server.revision,
             client: (server.call_layers.iter())
                 .fold(McpClient::lazy(server.stack, request), |client, layer| {
                     layer(client)

@@ -81,6 +81,7 @@ mod listing;
 mod member;
 mod naming;
 mod publish;
+mod reconcile;
 mod relisting;
 mod routing;
 mod server;
@@ -96,6 +97,7 @@ use member::{Member, Supervisor};
 pub use naming::{
     fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR,
 };
+pub use reconcile::Reconciled;
 pub use server::{Keepalive, Server};
 
 /// Unread notifications kept per server before newer ones are dropped.

@@ -28,6 +28,9 @@ pub struct Server {
     pub(super) call_layers: Vec<CallLayer>,
     /// Its own pace of trying again after an outage.
     pub(super) retry: Option<Backoff>,
+    /// What a reload compares: a fingerprint of the target and of what
+    /// the application added with [`Server::with_revision`].
+    pub(super) revision: [u8; 16],
 }
 
 /// Puts one layer on a client's call path.
@@ -50,12 +53,26 @@ impl Server {
     pub fn new(stack: Establish, request: ConnectRequest) -> Self {
         Server {
             name: Arc::from(request.name()),
+            revision: target_revision(&request),
             stack,
             request,
             filter: ToolFilter::new(),
             call_layers: Vec::new(),
             retry: None,
         }
+    }
+
+    /// Adds `revision` to what [`ServerGroup::reconcile`](super::ServerGroup::reconcile)
+    /// compares: by default the target (the URL with its query and
+    /// userinfo, every header, the command, its arguments, environment and
+    /// working directory), so a change there restarts the server; give
+    /// here whatever else should (a config entry's
+    /// [`revision`](crate::config::ServerConfig::revision), a description
+    /// of the policies put on it).
+    #[must_use]
+    pub fn with_revision(mut self, revision: impl AsRef<[u8]>) -> Self {
+        self.revision = crate::redact::fingerprint(&[&self.revision, revision.as_ref()]);
+        self
     }
 
     /// This server's own pace of trying again on its own after an outage
@@ -105,6 +122,17 @@ impl Server {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// The target's fingerprint: its identity and its `Authorization` header
+/// (which the identity leaves to the authorization context).
+fn target_revision(request: &ConnectRequest) -> [u8; 16] {
+    let target = request.target();
+    let authorization = target
+        .headers()
+        .and_then(|headers| headers.get(http::header::AUTHORIZATION))
+        .map_or(&[][..], |value| value.as_bytes());
+    crate::redact::fingerprint(&[target.identity().as_bytes(), authorization])
 }
 
 /// A `ping` keepalive for long-idle legacy sessions: off unless asked for

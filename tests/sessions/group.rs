@@ -959,3 +959,66 @@ async fn a_handed_out_name_stays_valid_after_a_colliding_server_joins() {
     })
     .await;
 }
+
+/// Issue 44, item 5: a reload that adds one, removes one and changes one
+/// of 20 servers (19 before, 19 after) leaves the other 17 on their
+/// sessions and generations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_touches_only_what_changed() {
+    watchdog(Duration::from_secs(60), async {
+        let scripted = Scripted::new("many", &["t"], Duration::ZERO);
+        let server = scripted.start().await;
+        let stack = stack(Duration::from_secs(5));
+        let member = |i: usize, variant: &str| {
+            let url = format!("{}?m={i}{variant}", server.url());
+            Server::new(stack.clone(), named(&url, &format!("s{i:02}")))
+        };
+        let group = ServerGroup::new();
+        for i in 0..19 {
+            group.add(member(i, "")).unwrap();
+        }
+        group.settled().await;
+        let mut before = Vec::new();
+        for name in group.names() {
+            let (session, generation) = group.client(&name).unwrap().session().await.unwrap();
+            before.push((name, session, generation));
+        }
+
+        let reloaded = (0..20)
+            .filter(|&i| i != 18)
+            .map(|i| member(i, if i == 5 { "-changed" } else { "" }));
+        let done = group.reconcile(reloaded).await.unwrap();
+        let names = |names: &[std::sync::Arc<str>]| -> Vec<String> {
+            names.iter().map(|n| n.to_string()).collect()
+        };
+        assert_eq!(names(&done.added), ["s19"]);
+        assert_eq!(names(&done.removed), ["s18"]);
+        assert_eq!(names(&done.replaced), ["s05"]);
+        assert_eq!(done.unchanged.len(), 17);
+        for (name, session, generation) in &before {
+            if !done.unchanged.contains(name) {
+                continue;
+            }
+            let (now, now_generation) = group.client(name).unwrap().session().await.unwrap();
+            assert!(
+                std::sync::Arc::ptr_eq(session, &now),
+                "{name}: a new session"
+            );
+            assert_eq!(*generation, now_generation, "{name}");
+        }
+        group.settled().await;
+        let catalogue = group.catalogue();
+        let tools: Vec<&str> = catalogue.tools().iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            tools.contains(&"s19__t") && !tools.contains(&"s18__t"),
+            "{tools:?}"
+        );
+        assert!(tools.contains(&"s05__t"), "{tools:?}");
+        assert!(matches!(
+            group.reconcile([member(1, ""), member(1, "")]).await,
+            Err(GroupError::Duplicate { .. })
+        ));
+        group.shutdown().await;
+    })
+    .await;
+}
