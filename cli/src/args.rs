@@ -21,12 +21,15 @@ pub(crate) struct Args {
     /// print a line for each as it finishes; with --list-tools, then the
     /// merged catalogue under the names a caller uses; with --call-tool,
     /// one call routed by catalogue name (or, with --server, by that
-    /// server's own tool name). Exit 0 when all are established (and the
-    /// call succeeded), 1 when any is not, 2 for a file that cannot be read.
+    /// server's own tool name), with --repeat one every --interval, the
+    /// file read again on SIGHUP and applied as a difference (servers
+    /// added, removed, restarted when their entry changed, the rest left
+    /// on their sessions). Exit 0 when all are established (and the
+    /// calls succeeded), 1 when any is not, 2 for a file that cannot be read.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "command", "headers", "auth", "client_credentials",
         "workload_token_file", "id_assertion_file", "dpop",
-        "list_resources", "list_prompts", "list_skills", "era_cache", "repeat",
+        "list_resources", "list_prompts", "list_skills", "era_cache",
     ])]
     pub(crate) config: Option<std::path::PathBuf>,
 

@@ -10,11 +10,12 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_connect::config::ServersConfig;
+use mcp_connect::config::{ServerConfig, ServersConfig};
 use mcp_connect::group::{Catalogue, HealthState, ItemKind, LeftOutReason, Server, ServerGroup};
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::{Connector, EstablishBuilder};
 use serde_json::json;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -68,12 +69,17 @@ pub(super) async fn run(
     let group = ServerGroup::new();
     let mut changes = group.health_changes();
     let started = Instant::now();
-    for server in &servers {
+    // What the file says of a server, as the group gets it: the same on a
+    // reload, so an entry that did not change is the same revision.
+    let member = |server: &ServerConfig| {
         let request = with_limits_and_versions(server.request(), args)
             .with_handler(handler.clone())
             .with_cancellation(cancel.clone());
+        Server::new(stack.clone(), request).with_revision(server.revision())
+    };
+    for server in &servers {
         // Names in a config file are unique: this cannot be a duplicate.
-        let _ = group.add(Server::new(stack.clone(), request));
+        let _ = group.add(member(server));
     }
     // Each server's first settled state, printed as it comes. A change
     // names its server, so each costs one look, whatever the number of
@@ -127,10 +133,25 @@ pub(super) async fn run(
     }
     let mut called = true;
     if let (Some(name), None) = (&args.call_tool, ended) {
+        let calls = async {
+            let mut ok = true;
+            let mut hangups = signal(SignalKind::hangup()).ok();
+            for n in 1..=args.repeat {
+                if n > 1 {
+                    let until = Instant::now() + args.interval;
+                    while let Some(()) = hangup_before(&mut hangups, until).await {
+                        let reloaded = ServersConfig::read(path);
+                        reload(printer, &group, reloaded, &chosen, &member).await;
+                    }
+                }
+                ok &= call_tool(printer, &group, args.server.as_deref(), name, tool_args).await;
+            }
+            ok
+        };
         called = tokio::select! {
             biased;
             () = cancel.cancelled() => false,
-            ok = call_tool(printer, &group, args.server.as_deref(), name, tool_args) => ok,
+            ok = calls => ok,
         };
     }
     let established = settled.values().filter(|ready| **ready).count();
@@ -154,6 +175,75 @@ pub(super) async fn run(
         Some(signal) => ExitCode::from(signal.exit_code()),
         None if failed == 0 && called => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
+    }
+}
+
+/// `Some` for each SIGHUP before `until`, `None` at `until`.
+async fn hangup_before(hangups: &mut Option<Signal>, until: Instant) -> Option<()> {
+    let hangup = async {
+        match hangups {
+            Some(hangups) => hangups.recv().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = tokio::time::sleep_until(until) => None,
+        Some(()) = hangup => Some(()),
+    }
+}
+
+/// Applies the file read again to the group as a difference, and says
+/// what changed by server name (never a URL, a header or a variable). A
+/// file that cannot be read now changes nothing.
+async fn reload(
+    printer: &Printer,
+    group: &ServerGroup,
+    reloaded: Result<ServersConfig, mcp_connect::config::ConfigFileError>,
+    chosen: &dyn Fn(&str) -> bool,
+    member: &dyn Fn(&ServerConfig) -> Server,
+) {
+    let config = match reloaded {
+        Ok(config) => config,
+        Err(error) => {
+            let problem = chain(&error);
+            printer.line(
+                &format!("reload refused, nothing changed: {}", shown(&problem)),
+                json!({ "event": "reload", "outcome": "refused", "error": problem }),
+            );
+            return;
+        }
+    };
+    let servers = config.servers().filter(|s| chosen(s.name())).map(member);
+    match group.reconcile(servers).await {
+        Ok(done) => {
+            let names = |names: &[Arc<str>]| -> Vec<String> {
+                names.iter().map(|name| shown(name).into_owned()).collect()
+            };
+            let (added, removed, replaced) = (
+                names(&done.added),
+                names(&done.removed),
+                names(&done.replaced),
+            );
+            printer.line(
+                &format!(
+                    "reloaded: added [{}], removed [{}], restarted [{}], {} unchanged",
+                    added.join(", "),
+                    removed.join(", "),
+                    replaced.join(", "),
+                    done.unchanged.len()
+                ),
+                json!({ "event": "reload", "outcome": "applied", "added": added,
+                        "removed": removed, "restarted": replaced,
+                        "unchanged": done.unchanged.len() }),
+            );
+        }
+        Err(error) => {
+            let problem = chain(&error);
+            printer.line(
+                &format!("reload refused: {}", shown(&problem)),
+                json!({ "event": "reload", "outcome": "refused", "error": problem }),
+            );
+        }
     }
 }
 

@@ -431,3 +431,105 @@ async fn own_options_after_dash_dash_are_warned_about() {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!stderr.contains("warning"), "{stderr}");
 }
+
+/// A legacy server listing one tool of its own name.
+fn tool_named(tool: &'static str) -> impl Fn(&Recorded) -> Script {
+    move |request: &Recorded| match request.rpc_method() {
+        "tools/list" => Script::Json(
+            200,
+            result(
+                request,
+                serde_json::json!({ "tools": [{ "name": tool, "inputSchema": { "type": "object" } }] }),
+            ),
+        ),
+        _ => legacy(request),
+    }
+}
+
+/// Issue 44, item 5: watch mode with `--config` reloads the file on SIGHUP
+/// as a difference: one server added, one removed, one restarted because
+/// its entry changed, and the one being called left on its session. The
+/// line names servers only (the changed entry's header value never shows).
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_the_file_and_touches_only_what_changed() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+
+    let (a, b, c, d) = (
+        ScriptServer::start(tool_named("ta")).await,
+        ScriptServer::start(tool_named("tb")).await,
+        ScriptServer::start(tool_named("tc")).await,
+        ScriptServer::start(tool_named("td")).await,
+    );
+    let entry = |server: &ScriptServer, key: &str| {
+        format!(
+            r#"{{ "url": "{}", "headers": {{ "X-Key": "{key}" }} }}"#,
+            server.url()
+        )
+    };
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{ "a": {}, "b": {}, "c": {} }} }}"#,
+        entry(&a, "k"),
+        entry(&b, "k"),
+        entry(&c, "k")
+    ));
+    let child = crate::support::cli::command(&[
+        "--json",
+        "--config",
+        config.as_str(),
+        "--call-tool",
+        "ta",
+        "--repeat",
+        "200",
+        "--interval",
+        "50ms",
+    ])
+    .spawn()
+    .unwrap();
+    let until = |done: &dyn Fn() -> bool| {
+        let started = Instant::now();
+        while !done() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "never happened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    tokio::task::block_in_place(|| until(&|| a.count("tools/call") >= 1));
+    std::fs::write(
+        config.as_str(),
+        format!(
+            r#"{{ "mcpServers": {{ "a": {}, "c": {}, "d": {} }} }}"#,
+            entry(&a, "k"),
+            entry(&c, SECRET),
+            entry(&d, "k")
+        ),
+    )
+    .unwrap();
+    let pid = Pid::from_raw(child.id() as i32);
+    kill(pid, Signal::SIGHUP).unwrap();
+    tokio::task::block_in_place(|| {
+        until(&|| d.count("tools/list") >= 1 && c.count("tools/list") >= 2)
+    });
+    let calls_before = a.count("tools/call");
+    tokio::task::block_in_place(|| until(&|| a.count("tools/call") >= calls_before + 2));
+    kill(pid, Signal::SIGINT).unwrap();
+    let output = tokio::task::block_in_place(|| {
+        crate::support::cli::finish(child, crate::support::cli::COMMAND_LIMIT)
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    let lines = json_lines(&output);
+    let reload = lines
+        .iter()
+        .find(|l| l["event"] == "reload")
+        .unwrap_or_else(|| panic!("a reload line: {stdout}"));
+    assert_eq!(reload["outcome"], "applied");
+    assert_eq!(reload["added"], serde_json::json!(["d"]));
+    assert_eq!(reload["removed"], serde_json::json!(["b"]));
+    assert_eq!(reload["restarted"], serde_json::json!(["c"]));
+    assert_eq!(reload["unchanged"], 1);
+    assert_eq!(a.count("initialize"), 1, "a kept its session");
+    assert_eq!(c.count("initialize"), 2, "c was restarted");
+}
