@@ -58,6 +58,7 @@ mod calls;
 mod cool_down;
 mod error;
 mod hedge;
+mod principals;
 mod probe;
 mod replicas;
 mod service;
@@ -67,6 +68,7 @@ pub use cool_down::STABLE_AFTER;
 use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
 pub use hedge::{HedgeLayer, Hedged};
+pub use principals::{Closes, PerPrincipal};
 pub use probe::{circuit_breaker, LivenessProbe};
 pub use replicas::{ReplicaConfig, Replicas, ReplicasLayer};
 pub use service::{

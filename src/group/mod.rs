@@ -381,6 +381,12 @@ impl ServerGroup {
     }
 }
 
+impl crate::client::Closes for ServerGroup {
+    fn close(self) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(async move { self.shutdown().await })
+    }
+}
+
 fn unknown_server(name: &str) -> GroupError {
     GroupError::UnknownServer {
         name: name.to_owned(),

@@ -661,3 +661,111 @@ async fn a_result_over_the_servers_cap_is_a_typed_error_naming_the_cap() {
     })
     .await;
 }
+
+/// A legacy server with one counter per session: `count` returns it, one
+/// more each call.
+fn counting_per_session() -> impl Fn(&Recorded) -> Script {
+    let sessions = Arc::new(AtomicUsize::new(0));
+    let counters: Arc<Mutex<std::collections::HashMap<String, u64>>> = Arc::default();
+    move |request: &Recorded| match request.rpc_method() {
+        "initialize" => {
+            let id = format!("s{}", sessions.fetch_add(1, Ordering::SeqCst));
+            let answer = legacy(request);
+            match answer {
+                Script::JsonWith(status, body, mut headers) => {
+                    headers.retain(|(name, _)| !name.eq_ignore_ascii_case("mcp-session-id"));
+                    headers.push(("mcp-session-id", id));
+                    Script::JsonWith(status, body, headers)
+                }
+                Script::Json(status, body) => {
+                    Script::JsonWith(status, body, vec![("mcp-session-id", id)])
+                }
+                other => other,
+            }
+        }
+        "tools/call" => {
+            let session = request.header("mcp-session-id").unwrap_or("").to_owned();
+            let mut counters = counters.lock().unwrap();
+            let count = counters.entry(session).or_insert(0);
+            *count += 1;
+            Script::Json(
+                200,
+                result(
+                    request,
+                    json!({ "content": [{ "type": "text", "text": count.to_string() }] }),
+                ),
+            )
+        }
+        _ => legacy(request),
+    }
+}
+
+/// Issue 44, item 6: two principals against a stateful counting server
+/// never see each other's count: each has its own client, so its own
+/// session. (One client shared by both shows 1, 2, 3, 4, 5.)
+#[tokio::test]
+async fn two_principals_never_share_a_session() {
+    watchdog(LIMIT, async {
+        let server = ScriptServer::start(counting_per_session()).await;
+        let url = server.url();
+        let stack = EstablishBuilder::new(Connector::new()).build();
+        let clients = mcp_connect::client::PerPrincipal::new(move |user: &&str| {
+            let request = ConnectRequest::http(&url)
+                .unwrap()
+                .with_pin(ProtocolVersion::V2025_11_25)
+                .with_header("x-user", user)
+                .unwrap();
+            McpClient::lazy(stack.clone(), request)
+        })
+        .with_idle_close(Duration::from_secs(60));
+        let mut seen = Vec::new();
+        for user in ["alice", "alice", "bob", "alice", "bob"] {
+            let answer = clients
+                .get(&user)
+                .call_tool("count", &json!({}))
+                .await
+                .unwrap();
+            seen.push((user, answer.text()));
+        }
+        assert_eq!(
+            seen,
+            [
+                ("alice", "1".to_owned()),
+                ("alice", "2".to_owned()),
+                ("bob", "1".to_owned()),
+                ("alice", "3".to_owned()),
+                ("bob", "2".to_owned()),
+            ]
+        );
+        assert_eq!(server.count("initialize"), 2, "one session each");
+        assert_eq!(clients.len(), 2);
+        clients.close_all().await;
+        assert!(clients.is_empty());
+    })
+    .await;
+}
+
+/// Issue 44, item 6: a principal's client idle past the bound is closed
+/// (its session ended) and the next use makes a new one.
+#[tokio::test(start_paused = true)]
+async fn an_idle_principals_client_is_closed() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let clients = mcp_connect::client::PerPrincipal::new({
+        let made = Arc::clone(&made);
+        move |_: &u32| {
+            made.fetch_add(1, Ordering::SeqCst);
+            let request = ConnectRequest::http("http://127.0.0.1:9/mcp").unwrap();
+            McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+        }
+    })
+    .with_idle_close(Duration::from_secs(60));
+    clients.get(&1);
+    clients.get(&2);
+    tokio::time::advance(Duration::from_secs(30)).await;
+    clients.get(&1);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(clients.sweep(), 1, "2 went idle, 1 was used 31 s ago");
+    assert_eq!(clients.len(), 1);
+    clients.get(&2);
+    assert_eq!(made.load(Ordering::SeqCst), 3, "2 made again");
+}
