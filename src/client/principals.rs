@@ -40,8 +40,8 @@ impl Closes for McpClient {
 type Make<K, T> = Arc<dyn Fn(&K) -> T + Send + Sync>;
 
 /// One `T` (an [`McpClient`], a `ServerGroup`) per principal `K`, made on
-/// first use and closed after `idle` without use (see the
-/// [module docs](self) for why sessions are never shared).
+/// first use and closed after `idle` without use: a session is state on
+/// the server, so two principals sharing one would share that state.
 ///
 /// ```no_run
 /// use std::time::Duration;
