@@ -85,6 +85,7 @@ mod reconcile;
 mod relisting;
 mod routing;
 mod server;
+mod vendor;
 
 use builder::Caches;
 pub use builder::ServerGroupBuilder;
@@ -99,6 +100,7 @@ pub use naming::{
 };
 pub use reconcile::Reconciled;
 pub use server::{Keepalive, Server};
+pub use vendor::{vendor_name, VENDOR_NAME_MAX};
 
 /// Unread notifications kept per server before newer ones are dropped.
 const NOTIFICATION_CAPACITY: usize = 64;

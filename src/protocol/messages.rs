@@ -424,6 +424,22 @@ impl CallToolResult {
             .collect();
         texts.join("\n")
     }
+
+    /// What to tell the model that called the tool: the text blocks, or
+    /// the structured content as JSON when there is no text, with
+    /// `Error: ` in front when the tool reported a failure.
+    pub fn model_text(&self) -> String {
+        let mut text = self.text();
+        if text.is_empty() {
+            if let Some(structured) = &self.structured_content {
+                text = structured.to_string();
+            }
+        }
+        if self.is_error {
+            text.insert_str(0, "Error: ");
+        }
+        text
+    }
 }
 
 #[cfg(test)]

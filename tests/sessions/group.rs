@@ -827,6 +827,11 @@ async fn a_failed_call_reports_its_chain_and_the_servers_message() {
             failed.server_message(),
             Some("canary: argument a must be a number")
         );
+        // Issue 44, item 2: what the model is told has the server's words.
+        assert_eq!(
+            failed.model_text(),
+            "server \"py\": call_tool failed on session 1: canary: argument a must be a number"
+        );
     })
     .await;
 }
@@ -1025,6 +1030,52 @@ async fn a_reload_touches_only_what_changed() {
         assert!(matches!(
             group.reconcile([member(1, ""), member(1, "")]).await,
             Err(GroupError::Duplicate { .. })
+        ));
+        group.shutdown().await;
+    })
+    .await;
+}
+
+/// Issue 44, item 2: tools offered to a model vendor under names it
+/// accepts, and the name the model chose mapped back to the right tool.
+#[tokio::test]
+async fn a_vendor_name_maps_back_to_its_tool() {
+    watchdog(Duration::from_secs(30), async {
+        let files = Scripted::new("files", &["files.read", "files_read"], Duration::ZERO);
+        let server = files.start().await;
+        let group = ServerGroup::new();
+        group
+            .add(Server::new(
+                stack(Duration::from_secs(5)),
+                named(&server.url(), "files"),
+            ))
+            .unwrap();
+        group.settled().await;
+        let catalogue = group.catalogue();
+        let offered: Vec<(String, String)> = catalogue
+            .vendor_tools()
+            .map(|(vendor, tool)| (vendor.into_owned(), tool.name.clone()))
+            .collect();
+        assert_eq!(offered.len(), 2);
+        let dotted = &offered
+            .iter()
+            .find(|(_, name)| name == "files.read")
+            .unwrap()
+            .0;
+        assert!(
+            dotted.starts_with("files_read_") && dotted.len() <= 64,
+            "{dotted}"
+        );
+        let result = group.call_vendor_tool(dotted, &json!({})).await.unwrap();
+        assert_eq!(result.model_text(), "files ran files.read");
+        let plain = group
+            .call_vendor_tool("files_read", &json!({}))
+            .await
+            .unwrap();
+        assert_eq!(plain.text(), "files ran files_read");
+        assert!(matches!(
+            group.call_vendor_tool("nope", &json!({})).await,
+            Err(GroupError::UnknownTool { .. })
         ));
         group.shutdown().await;
     })
