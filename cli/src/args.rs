@@ -301,6 +301,12 @@ pub(crate) struct Args {
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,
 
+    /// With --config: remember each server's listing in FILE, and start
+    /// the servers whose entry says `"lazy": true` from it: their tools are
+    /// listed at once, and they connect on their first call.
+    #[arg(long, value_name = "FILE", requires = "config")]
+    pub(crate) catalogue_cache: Option<std::path::PathBuf>,
+
     /// Remember each server's era in FILE (read before, written after), or
     /// in Redis (`redis://...`, sealed like --token-store), so the next run
     /// (on any machine sharing the Redis) skips what it already knows.

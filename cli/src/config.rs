@@ -11,7 +11,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_connect::config::{ServerConfig, ServersConfig};
-use mcp_connect::group::{Catalogue, HealthState, ItemKind, LeftOutReason, Server, ServerGroup};
+use mcp_connect::group::{
+    Catalogue, HealthState, ItemKind, LeftOutReason, RememberedListings, Server, ServerGroup,
+};
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::{Connector, EstablishBuilder};
 use serde_json::json;
@@ -66,7 +68,19 @@ pub(super) async fn run(
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();
-    let group = ServerGroup::new();
+    let remembered = match &args.catalogue_cache {
+        Some(path) => match RememberedListings::file(path) {
+            Ok(listings) => Some(listings),
+            Err(error) => return usage(&format!("--catalogue-cache: {}", chain(&error))),
+        },
+        None => None,
+    };
+    let group = match &remembered {
+        Some(listings) => ServerGroup::builder()
+            .with_remembered_listings(listings.clone())
+            .build(),
+        None => ServerGroup::new(),
+    };
     let mut changes = group.health_changes();
     let started = Instant::now();
     // What the file says of a server, as the group gets it: the same on a
@@ -75,7 +89,12 @@ pub(super) async fn run(
         let request = with_limits_and_versions(server.request(), args)
             .with_handler(handler.clone())
             .with_cancellation(cancel.clone());
-        Server::new(stack.clone(), request).with_revision(server.revision())
+        let member = Server::new(stack.clone(), request).with_revision(server.revision());
+        if server.is_lazy() {
+            member.lazy()
+        } else {
+            member
+        }
     };
     for server in &servers {
         // Names in a config file are unique: this cannot be a duplicate.
@@ -157,6 +176,11 @@ pub(super) async fn run(
     let established = settled.values().filter(|ready| **ready).count();
     let failed = invalid.len() + servers.len() - established;
     group.shutdown_within(CLOSE_BOUND).await;
+    if let Some(listings) = &remembered {
+        if let Err(error) = listings.save().await {
+            eprintln!("mcp-connect: --catalogue-cache: cannot write the file: {error}");
+        }
+    }
     let count = invalid.len() + servers.len();
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let signal = signals.received();
@@ -266,6 +290,18 @@ async fn settle(
     let ready = match state {
         HealthState::Ready => {
             established(printer, group, &name, elapsed_ms).await;
+            true
+        }
+        HealthState::Idle => {
+            let tools = group.listed_tools(&name).unwrap_or(0);
+            printer.line(
+                &format!(
+                    "{}: lazy: not connected, {tools} tools remembered",
+                    shown(&name)
+                ),
+                json!({ "event": "server", "name": &*name, "outcome": "idle",
+                        "elapsed_ms": elapsed_ms, "tools": tools }),
+            );
             true
         }
         HealthState::Failed(failure)

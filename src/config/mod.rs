@@ -67,7 +67,9 @@ use expand::expand;
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// The fields this reader understands; every other one is kept as unknown.
-const KNOWN: &[&str] = &["type", "command", "args", "env", "cwd", "url", "headers"];
+const KNOWN: &[&str] = &[
+    "type", "command", "args", "env", "cwd", "url", "headers", "lazy",
+];
 
 /// Every server of one config file, each read on its own, in name order.
 #[derive(Debug)]
@@ -83,6 +85,7 @@ pub struct ServerConfig {
     request: ConnectRequest,
     unknown: Map<String, Value>,
     revision: [u8; 16],
+    lazy: bool,
 }
 
 impl ServersConfig {
@@ -199,6 +202,11 @@ impl ServerConfig {
         };
         let request = request.with_name(name);
         request.validate().map_err(invalid)?;
+        let lazy = match entry.get("lazy") {
+            None => false,
+            Some(Value::Bool(lazy)) => *lazy,
+            Some(_) => return Err(EntryProblem::WrongType { field: "lazy" }),
+        };
         let unknown = entry
             .iter()
             .filter(|(field, _)| !KNOWN.contains(&field.as_str()))
@@ -212,6 +220,7 @@ impl ServerConfig {
             request,
             unknown,
             revision: crate::redact::fingerprint(&[&written]),
+            lazy,
         })
     }
 
@@ -231,6 +240,12 @@ impl ServerConfig {
     /// reload replaces a server whose entry changed in any field.
     pub fn revision(&self) -> [u8; 16] {
         self.revision
+    }
+
+    /// Whether the entry says `"lazy": true`: connect the server on its
+    /// first call, not at start ([`Server::lazy`](crate::group::Server::lazy)).
+    pub fn is_lazy(&self) -> bool {
+        self.lazy
     }
 
     /// The fields this reader does not know, as written.

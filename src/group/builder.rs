@@ -26,6 +26,7 @@ pub struct ServerGroupBuilder {
     caches: Caches,
     /// The pace of trying a member again after an outage.
     retry: Option<Backoff>,
+    remembered: Option<super::RememberedListings>,
     /// The telemetry of servers added without their own (feature `otel`).
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
 }
@@ -116,6 +117,15 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// Remembers every server's listing in `listings` and starts a lazy
+    /// server ([`Server::lazy`](super::Server::lazy)) from what it holds:
+    /// its tools are in the catalogue before it is connected.
+    #[must_use]
+    pub fn with_remembered_listings(mut self, listings: super::RememberedListings) -> Self {
+        self.remembered = Some(listings);
+        self
+    }
+
     /// The group, empty.
     pub fn build(self) -> ServerGroup {
         ServerGroup {
@@ -126,6 +136,7 @@ impl ServerGroupBuilder {
                 notifications: self.notifications,
                 caches: self.caches,
                 telemetry: self.telemetry,
+                remembered: self.remembered,
                 retry: self.retry.unwrap_or(RETRY),
                 members: Mutex::new(BTreeMap::new()),
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,

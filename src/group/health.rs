@@ -12,6 +12,9 @@ pub enum HealthState {
     /// Its session is being established (first, after a restart, or after
     /// it failed and was restarted).
     Connecting,
+    /// A lazy server not connected yet: its remembered tools (if any) are
+    /// in the catalogue, and the first call routed to it connects it.
+    Idle,
     /// It has a session, and the last call on it did not fail on transport.
     Ready,
     /// The last call or keepalive on it failed on transport (the
@@ -37,12 +40,16 @@ pub enum HealthState {
 }
 
 impl HealthState {
-    /// Whether calls are routed to it: ready, degraded, or with its breaker
-    /// open (which refuses them itself, and lets its probe through).
+    /// Whether calls are routed to it: ready, idle (the call connects it),
+    /// degraded, or with its breaker open (which refuses them itself, and
+    /// lets its probe through).
     pub fn is_usable(&self) -> bool {
         matches!(
             self,
-            HealthState::Ready | HealthState::Degraded(_) | HealthState::CircuitOpen(_)
+            HealthState::Ready
+                | HealthState::Idle
+                | HealthState::Degraded(_)
+                | HealthState::CircuitOpen(_)
         )
     }
 
@@ -55,6 +62,7 @@ impl HealthState {
     pub fn as_str(&self) -> &'static str {
         match self {
             HealthState::Connecting => "connecting",
+            HealthState::Idle => "idle",
             HealthState::Ready => "ready",
             HealthState::Degraded(_) => "degraded",
             HealthState::NeedsAuthorization(_) => "needs-authorization",

@@ -60,6 +60,11 @@ pub(super) struct Member {
     pub(super) name: Arc<str>,
     /// The server's revision, which a reload compares.
     pub(super) revision: [u8; 16],
+    /// Connected on its first call, not at start.
+    pub(super) lazy: bool,
+    /// Where its listing is remembered: its target's fingerprint; `None`
+    /// for a server authorized with OAuth (see `remembered.rs`).
+    pub(super) remember_as: Option<String>,
     pub(super) client: McpClient,
     pub(super) filter: ToolFilter,
     pub(super) health: Mutex<ServerHealth>,
@@ -88,10 +93,14 @@ impl Member {
         retry: Backoff,
     ) -> (Arc<Member>, Notifications) {
         let (sender, notifications) = crate::inbound::notification_channel(capacity);
+        let remember_as =
+            (server.request.auth().is_none()).then(|| crate::redact::hex(&server.target));
         let request = server.request.with_notifications(sender);
         let member = Member {
             name: server.name,
             revision: server.revision,
+            lazy: server.lazy,
+            remember_as,
             client: (server.call_layers.iter())
                 .fold(McpClient::lazy(server.stack, request), |client, layer| {
                     layer(client)
@@ -202,6 +211,9 @@ pub(super) struct Supervisor {
 impl Supervisor {
     pub(super) async fn run(mut self) {
         let mut generations = self.member.client.generations();
+        if self.member.lazy && !self.idle(&mut generations).await {
+            return;
+        }
         loop {
             self.set(HealthState::Connecting);
             let established = {
@@ -232,6 +244,17 @@ impl Supervisor {
                     Step::GroupGone => return,
                 };
             }
+        }
+    }
+
+    /// A lazy member until it is needed: idle until a call builds its
+    /// session (or the application restarts it). False when the group is
+    /// gone.
+    async fn idle(&mut self, generations: &mut watch::Receiver<Generation>) -> bool {
+        // `ServerGroup::add` published what is remembered and set it idle.
+        tokio::select! {
+            changed = generations.changed() => changed.is_ok(),
+            () = self.member.wake.notified() => true,
         }
     }
 
@@ -441,6 +464,7 @@ impl Supervisor {
         }
     }
 
+    /// Shows `listing` in the catalogue (`None`: nothing of this member).
     pub(super) fn publish(&self, listing: Option<Listing>) {
         if let Some(group) = self.group.upgrade() {
             group.set_listing(&self.member, listing);

@@ -83,6 +83,7 @@ mod naming;
 mod publish;
 mod reconcile;
 mod relisting;
+mod remembered;
 mod routing;
 mod server;
 mod vendor;
@@ -99,6 +100,7 @@ pub use naming::{
     fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR,
 };
 pub use reconcile::Reconciled;
+pub use remembered::{RememberError, RememberedListings};
 pub use server::{Keepalive, Server};
 pub use vendor::{vendor_name, VENDOR_NAME_MAX};
 
@@ -123,6 +125,8 @@ struct Shared {
     notifications: Option<NotificationSender>,
     caches: Caches,
     telemetry: Option<crate::telemetry::Telemetry>,
+    /// Listings remembered across runs, for lazy servers.
+    remembered: Option<RememberedListings>,
     /// The pace of trying a member again after an outage, unless its
     /// server has its own.
     retry: Backoff,
@@ -205,6 +209,16 @@ impl ServerGroup {
             failures_in_a_row: 0,
             rng: HasherRng::default(),
         };
+        if member.lazy {
+            // Complete at once: the remembered listing, no connection.
+            let remembered = (self.shared.remembered.as_ref())
+                .zip(member.remember_as.as_deref())
+                .and_then(|(listings, key)| listings.get(key));
+            if remembered.is_some() {
+                self.shared.set_listing(&member, remembered);
+            }
+            self.shared.set_health(&member, HealthState::Idle);
+        }
         *member.task.lock().expect("task lock poisoned") = Some(tokio::spawn(supervisor.run()));
         members.insert(Arc::clone(&member.name), member);
         Ok(())

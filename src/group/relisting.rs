@@ -13,6 +13,22 @@ use crate::client::ClientError;
 use crate::inbound::ListKind;
 
 impl Supervisor {
+    /// The group's remembered listings and this member's key in them.
+    fn remembered(&self) -> Option<(super::RememberedListings, String)> {
+        let group = self.group.upgrade()?;
+        let listings = group.remembered.clone()?;
+        Some((listings, self.member.remember_as.clone()?))
+    }
+
+    /// [`publish`](Self::publish)es what the server just listed, and
+    /// remembers it.
+    pub(super) fn publish_listed(&self, listing: Listing) {
+        if let Some((listings, key)) = self.remembered() {
+            listings.put(&key, &listing);
+        }
+        self.publish(Some(listing));
+    }
+
     /// Lists everything the server's capabilities offer, on the current
     /// session, and publishes it; a usable member is then ready.
     pub(super) async fn refresh(&mut self) -> Result<(), ListingFailed> {
@@ -31,7 +47,7 @@ impl Supervisor {
         for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
             self.list(kind, &mut listing).await?;
         }
-        self.publish(Some(listing));
+        self.publish_listed(listing);
         self.set(HealthState::Ready);
         Ok(())
     }
@@ -44,7 +60,7 @@ impl Supervisor {
         };
         let mut listing = (*current).clone();
         self.list(kind, &mut listing).await?;
-        self.publish(Some(listing));
+        self.publish_listed(listing);
         Ok(())
     }
 

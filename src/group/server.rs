@@ -31,6 +31,10 @@ pub struct Server {
     /// What a reload compares: a fingerprint of the target and of what
     /// the application added with [`Server::with_revision`].
     pub(super) revision: [u8; 16],
+    /// Its target's own fingerprint (where its listing is remembered).
+    pub(super) target: [u8; 16],
+    /// Connected on its first call, not at start.
+    pub(super) lazy: bool,
 }
 
 /// Puts one layer on a client's call path.
@@ -51,15 +55,30 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// `request` established through `stack`, named as the request is.
     pub fn new(stack: Establish, request: ConnectRequest) -> Self {
+        let target = target_revision(&request);
         Server {
             name: Arc::from(request.name()),
-            revision: target_revision(&request),
+            revision: target,
+            target,
             stack,
             request,
             filter: ToolFilter::new(),
             call_layers: Vec::new(),
             retry: None,
+            lazy: false,
         }
+    }
+
+    /// Connects this server on the first call routed to it (one
+    /// establishment however many first calls arrive together), not at
+    /// start. Until then it is [`Idle`](super::HealthState::Idle), with the
+    /// tools the group remembers of it (see
+    /// [`ServerGroupBuilder::with_remembered_listings`](super::ServerGroupBuilder::with_remembered_listings))
+    /// in the catalogue.
+    #[must_use]
+    pub fn lazy(mut self) -> Self {
+        self.lazy = true;
+        self
     }
 
     /// Adds `revision` to what [`ServerGroup::reconcile`](super::ServerGroup::reconcile)

@@ -170,33 +170,33 @@ pub struct ReadResourceParams<'a> {
 }
 
 /// One tool from `tools/list`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Tool {
     /// The tool name.
     pub name: String,
     /// A description for the model.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// A human-readable title.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The JSON Schema of its arguments, exactly as sent: never
     /// dereferenced, never rewritten.
     #[serde(default)]
     pub input_schema: Value,
     /// The JSON Schema of its `structuredContent`, when it declares one.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     /// Behaviour hints (`readOnlyHint`, `destructiveHint`, ...), as sent.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
     /// Icons, as sent.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Value>>,
     /// Metadata, as sent.
-    #[serde(default, rename = "_meta")]
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
     /// Everything else the server sent, as it sent it.
     #[serde(flatten)]
@@ -224,17 +224,17 @@ pub struct ListToolsResult {
 }
 
 /// One prompt from `prompts/list`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Prompt {
     /// The prompt name.
     pub name: String,
     /// A human-readable title.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// A description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Its arguments, as sent.
     #[serde(default)]
@@ -245,7 +245,7 @@ pub struct Prompt {
 }
 
 /// One resource from `resources/list`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Resource {
@@ -255,10 +255,10 @@ pub struct Resource {
     #[serde(default)]
     pub name: String,
     /// A human-readable title.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Its MIME type.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
     /// Everything else the server sent, as it sent it.
     #[serde(flatten)]
@@ -266,7 +266,7 @@ pub struct Resource {
 }
 
 /// One template from `resources/templates/list`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ResourceTemplate {

@@ -1081,3 +1081,78 @@ async fn a_vendor_name_maps_back_to_its_tool() {
     })
     .await;
 }
+
+/// Issue 44, item 1: 100 lazy servers with remembered listings make the
+/// whole catalogue at once, with no connection; 20 first calls to one of
+/// them together make one establishment, and its fresh listing replaces
+/// the remembered one. The listings survive in a file between runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lazy_servers_start_from_their_remembered_listings() {
+    use mcp_connect::group::RememberedListings;
+    watchdog(Duration::from_secs(60), async {
+        let scripted = Scripted::new("many", &["t"], Duration::ZERO);
+        let server = scripted.start().await;
+        let stack = stack(Duration::from_secs(5));
+        let member = |i: usize| {
+            let url = format!("{}?m={i}", server.url());
+            Server::new(stack.clone(), named(&url, &format!("s{i:03}")))
+        };
+        let file = std::env::temp_dir().join(format!("mcp-remembered-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+
+        // The first run connects every server and remembers its listing.
+        let remembered = RememberedListings::file(&file).unwrap();
+        let first = ServerGroup::builder()
+            .with_remembered_listings(remembered.clone())
+            .build();
+        for i in 0..100 {
+            first.add(member(i)).unwrap();
+        }
+        first.settled().await;
+        assert_eq!(remembered.len(), 100);
+        remembered.save().await.unwrap();
+        first.shutdown().await;
+        let initialized = server.count("initialize");
+        assert_eq!(initialized, 100);
+
+        // The next run starts lazily from the file.
+        let started = Instant::now();
+        let group = ServerGroup::builder()
+            .with_remembered_listings(RememberedListings::file(&file).unwrap())
+            .build();
+        let servers: Vec<Server> = (0..100).map(|i| member(i).lazy()).collect();
+        for server in servers {
+            group.add(server).unwrap();
+        }
+        group.settled().await;
+        let complete = group.catalogue().tools().len();
+        let took = started.elapsed();
+        eprintln!("100 lazy servers complete in {took:?}");
+        assert_eq!(complete, 100, "every remembered tool");
+        assert!(took < Duration::from_millis(50), "complete in {took:?}");
+        assert_eq!(
+            server.count("initialize"),
+            initialized,
+            "no connection made"
+        );
+        assert_eq!(group.health("s007").unwrap().state, HealthState::Idle);
+
+        let arguments = json!({});
+        let calls = (0..20).map(|_| group.call_tool("s007__t", &arguments));
+        let answers = futures_util::future::join_all(calls).await;
+        assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+        assert_eq!(
+            server.count("initialize"),
+            initialized + 1,
+            "one establishment"
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while group.health("s007").unwrap().state != HealthState::Ready {
+            assert!(Instant::now() < deadline, "never ready");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        group.shutdown().await;
+        let _ = std::fs::remove_file(&file);
+    })
+    .await;
+}

@@ -533,3 +533,67 @@ async fn sighup_reloads_the_file_and_touches_only_what_changed() {
     assert_eq!(a.count("initialize"), 1, "a kept its session");
     assert_eq!(c.count("initialize"), 2, "c was restarted");
 }
+
+/// Issue 44, item 1: `--catalogue-cache FILE` remembers each server's
+/// listing; a server whose entry says `"lazy": true` then starts from it:
+/// its tools listed, no connection made until a call is routed to it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lazy_server_starts_from_the_catalogue_cache() {
+    let a = ScriptServer::start(tool_named("ta")).await;
+    let cache = std::env::temp_dir().join(format!("mcp-catalogue-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&cache);
+    let cache_arg = cache.to_str().unwrap().to_owned();
+    let config = |lazy: bool| {
+        write_config(&format!(
+            r#"{{ "mcpServers": {{ "a": {{ "url": "{}", "lazy": {lazy} }} }} }}"#,
+            a.url()
+        ))
+    };
+    let eager = config(false);
+    let output = run_async(&[
+        "--json",
+        "--config",
+        eager.as_str(),
+        "--catalogue-cache",
+        &cache_arg,
+        "--list-tools",
+    ])
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(a.count("initialize"), 1);
+
+    let lazy = config(true);
+    let output = run_async(&[
+        "--json",
+        "--config",
+        lazy.as_str(),
+        "--catalogue-cache",
+        &cache_arg,
+        "--list-tools",
+    ])
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let lines = json_lines(&output);
+    let server = lines.iter().find(|l| l["event"] == "server").unwrap();
+    assert_eq!(server["outcome"], "idle", "{server}");
+    assert_eq!(server["tools"], 1);
+    assert!(lines
+        .iter()
+        .any(|l| l["event"] == "tool" && l["name"] == "ta"));
+    assert_eq!(a.count("initialize"), 1, "no connection made");
+
+    let output = run_async(&[
+        "--json",
+        "--config",
+        lazy.as_str(),
+        "--catalogue-cache",
+        &cache_arg,
+        "--call-tool",
+        "ta",
+    ])
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(a.count("initialize"), 2, "connected by the call");
+    assert_eq!(a.count("tools/call"), 1);
+    let _ = std::fs::remove_file(&cache);
+}
