@@ -137,6 +137,7 @@ impl ServerGroupBuilder {
                 caches: self.caches,
                 telemetry: self.telemetry,
                 remembered: self.remembered,
+                storm: Default::default(),
                 retry: self.retry.unwrap_or(RETRY),
                 members: Mutex::new(BTreeMap::new()),
                 catalogue: watch::channel(Arc::new(Catalogue::default())).0,

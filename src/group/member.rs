@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use mcp_connect_layers::classify::Conservative;
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::sync::{watch, Notify, Semaphore};
@@ -47,7 +46,7 @@ use crate::protocol::Era;
 
 /// What the application asked of a member's supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Intent {
+pub(super) enum Intent {
     Nothing,
     /// A call failed on transport: build a new session.
     Reconnect,
@@ -80,7 +79,7 @@ pub(super) struct Member {
     /// When the next of those tries is due, while one is.
     pub(super) retry_at: Mutex<Option<Instant>>,
     intent: Mutex<Intent>,
-    wake: Notify,
+    pub(super) wake: Notify,
     pub(super) task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -145,7 +144,7 @@ impl Member {
         Some(failure)
     }
 
-    fn take_intent(&self) -> Intent {
+    pub(super) fn take_intent(&self) -> Intent {
         std::mem::replace(
             &mut *self.intent.lock().expect("intent lock poisoned"),
             Intent::Nothing,
@@ -345,46 +344,6 @@ impl Supervisor {
         }
     }
 
-    /// Degraded: builds a new session in the background, paced by the
-    /// client's cool-down, until one is usable or a failure forbids more.
-    async fn reconnect(
-        &mut self,
-        failure: Failure,
-        generations: &mut watch::Receiver<Generation>,
-    ) -> Step {
-        self.set(HealthState::Degraded(failure));
-        loop {
-            if self.member.take_intent() == Intent::Restart {
-                return self.restart().await;
-            }
-            match self.member.client.session().await {
-                Ok(_) => {
-                    generations.borrow_and_update();
-                    match self.refresh().await {
-                        Ok(()) => return Step::Serve,
-                        Err(ListingFailed::Transport(failure)) => {
-                            self.set(HealthState::Degraded(failure));
-                        }
-                        Err(ListingFailed::Unserved(failure)) => return Step::Failed(failure),
-                    }
-                }
-                Err(ClientError::CoolingDown { retry_in, .. }) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(retry_in) => {}
-                        () = self.member.wake.notified() => {}
-                    }
-                }
-                Err(error) => {
-                    let failure = self.keep(error);
-                    if !Conservative::allows(&failure) {
-                        return Step::Failed(failure);
-                    }
-                    self.set(HealthState::Degraded(failure));
-                }
-            }
-        }
-    }
-
     /// Not usable: out of the catalogue, until the application restarts
     /// it, or until a call through its own client (`ServerGroup::client`)
     /// builds a session.
@@ -433,7 +392,7 @@ impl Supervisor {
         }
     }
 
-    async fn restart(&mut self) -> Step {
+    pub(super) async fn restart(&mut self) -> Step {
         self.publish(None);
         // Also ends a cool-down: a restart is the application's wish.
         let _ = self.member.client.close().await;

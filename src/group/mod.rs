@@ -82,10 +82,12 @@ mod member;
 mod naming;
 mod publish;
 mod reconcile;
+mod reconnecting;
 mod relisting;
 mod remembered;
 mod routing;
 mod server;
+mod storm;
 mod vendor;
 
 use builder::Caches;
@@ -127,6 +129,9 @@ struct Shared {
     telemetry: Option<crate::telemetry::Telemetry>,
     /// Listings remembered across runs, for lazy servers.
     remembered: Option<RememberedListings>,
+    /// Holds reconnects behind one probe when many servers lose their
+    /// sessions together.
+    storm: storm::StormGate,
     /// The pace of trying a member again after an outage, unless its
     /// server has its own.
     retry: Backoff,
@@ -248,6 +253,7 @@ impl ServerGroup {
         if let Some(task) = member.task.lock().expect("task lock poisoned").take() {
             task.abort();
         }
+        self.shared.storm.gave_up(&member.name);
         self.shared.set_listing(&member, None);
         self.shared.set_health(&member, HealthState::Removed);
         let _ = member.client.close().await;

@@ -1156,3 +1156,76 @@ async fn lazy_servers_start_from_their_remembered_listings() {
     })
     .await;
 }
+
+/// Counts establishments through a stack.
+#[derive(Debug, Default)]
+struct Establishments(std::sync::atomic::AtomicUsize);
+
+impl mcp_connect::layers::diagnostics::LifecycleMetrics for Establishments {
+    fn on_outcome(&self, _: &mcp_connect::layers::diagnostics::OutcomeRecord) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Issue 44, item 4: 100 servers losing their network together reconnect
+/// behind one probe, not each on its own pace: about one attempt per
+/// server in the first 5 s at most (each alone would make about six, its
+/// cool-down starting at 100 ms), and all are ready soon after the
+/// network returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_servers_losing_the_network_together_make_no_storm() {
+    watchdog(Duration::from_secs(60), async {
+        let scripted = Scripted::new("many", &["t"], Duration::ZERO);
+        let server = scripted.start().await;
+        let addr = server.addr();
+        let counted = Arc::new(Establishments::default());
+        let stack = EstablishBuilder::new(Connector::new())
+            .with_deadline(Duration::from_secs(2))
+            .with_metrics(counted.clone())
+            .build();
+        let group = ServerGroup::builder()
+            .with_keepalive(Keepalive::every(Duration::from_millis(300)).failing_after(1))
+            .build();
+        for i in 0..100 {
+            let url = format!("{}?m={i}", server.url());
+            group
+                .add(Server::new(stack.clone(), named(&url, &format!("s{i:03}"))))
+                .unwrap();
+        }
+        group.settled().await;
+        let count = || counted.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(count(), 100);
+
+        drop(server);
+        let degraded = |group: &ServerGroup| {
+            group
+                .healths()
+                .iter()
+                .filter(|(_, h)| !matches!(h.state, HealthState::Ready))
+                .count()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while degraded(&group) < 100 {
+            assert!(Instant::now() < deadline, "the loss never showed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let at_loss = count();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let attempts = count() - at_loss;
+        eprintln!("{attempts} reconnect attempts in the 5 s after the loss");
+        assert!(attempts <= 120, "a storm: {attempts} attempts");
+
+        let _back = scripted.start_on(addr).await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while degraded(&group) > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{} never came back",
+                degraded(&group)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        group.shutdown().await;
+    })
+    .await;
+}
