@@ -61,6 +61,10 @@ pub(super) struct Member {
     pub(super) revision: [u8; 16],
     /// Connected on its first call, not at start.
     pub(super) lazy: bool,
+    /// Closed after this long without a routed call, and idle again.
+    pub(super) idle_close: Option<Duration>,
+    /// When a call was last routed to it.
+    pub(super) last_used: Mutex<Instant>,
     /// Where its listing is remembered: its target's fingerprint; `None`
     /// for a server authorized with OAuth (see `remembered.rs`).
     pub(super) remember_as: Option<String>,
@@ -99,6 +103,8 @@ impl Member {
             name: server.name,
             revision: server.revision,
             lazy: server.lazy,
+            idle_close: server.idle_close,
+            last_used: Mutex::new(Instant::now()),
             remember_as,
             client: (server.call_layers.iter())
                 .fold(McpClient::lazy(server.stack, request), |client, layer| {
@@ -116,6 +122,20 @@ impl Member {
             task: Mutex::new(None),
         };
         (Arc::new(member), notifications)
+    }
+
+    /// A call is routed to it now.
+    pub(super) fn touch(&self) {
+        if self.idle_close.is_some() {
+            *self.last_used.lock().expect("last-used lock poisoned") = Instant::now();
+        }
+    }
+
+    /// When it is to be closed for want of calls, if it has a bound.
+    fn idle_close_due(&self) -> Option<Instant> {
+        let idle = self.idle_close?;
+        let last = *self.last_used.lock().expect("last-used lock poisoned");
+        Some(last + idle)
     }
 
     pub(super) fn health(&self) -> ServerHealth {
@@ -187,6 +207,8 @@ pub(super) enum Step {
     Failed(Failure),
     /// Establish again (a restart).
     Again,
+    /// Unused for its idle bound: its session closed, idle until a call.
+    Dormant,
     /// The group is gone.
     GroupGone,
 }
@@ -214,7 +236,11 @@ impl Supervisor {
             return;
         }
         loop {
-            self.set(HealthState::Connecting);
+            // An idle member woken by a call stays usable while its
+            // session is finished: other calls are routed to it meanwhile.
+            if self.member.health().state != HealthState::Idle {
+                self.set(HealthState::Connecting);
+            }
             let established = {
                 let _permit = match &self.permits {
                     // Never closed: the group owns it.
@@ -240,6 +266,12 @@ impl Supervisor {
                     Step::Reconnect(failure) => self.reconnect(failure, &mut generations).await,
                     Step::Failed(failure) => self.failed(failure, &mut generations).await,
                     Step::Again => break,
+                    Step::Dormant => {
+                        if !self.idle(&mut generations).await {
+                            return;
+                        }
+                        break;
+                    }
                     Step::GroupGone => return,
                 };
             }
@@ -271,6 +303,13 @@ impl Supervisor {
         let mut relist = Relist::default();
         loop {
             tokio::select! {
+                () = sleep_until(self.member.idle_close_due()) => {
+                    if self.member.idle_close_due().is_some_and(|due| due <= Instant::now()) {
+                        let _ = self.member.client.close().await;
+                        self.set(HealthState::Idle);
+                        return Step::Dormant;
+                    }
+                }
                 notification = self.notifications.recv() => {
                     let Some(notification) = notification else { return Step::GroupGone };
                     if let Known::ListChanged(kind) = notification.known() {

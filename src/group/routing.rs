@@ -79,6 +79,7 @@ impl ServerGroup {
         let member = self.member(name)?;
         let state = member.health().state;
         if state.is_usable() {
+            member.touch();
             Ok(member)
         } else {
             Err(GroupError::NotUsable {

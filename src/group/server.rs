@@ -35,6 +35,8 @@ pub struct Server {
     pub(super) target: [u8; 16],
     /// Connected on its first call, not at start.
     pub(super) lazy: bool,
+    /// Closed after this long without a routed call.
+    pub(super) idle_close: Option<Duration>,
 }
 
 /// Puts one layer on a client's call path.
@@ -66,6 +68,7 @@ impl Server {
             call_layers: Vec::new(),
             retry: None,
             lazy: false,
+            idle_close: None,
         }
     }
 
@@ -78,6 +81,15 @@ impl Server {
     #[must_use]
     pub fn lazy(mut self) -> Self {
         self.lazy = true;
+        self
+    }
+
+    /// Closes this server's session after `idle` without a call routed to
+    /// it, and leaves it [`Idle`](super::HealthState::Idle), its tools
+    /// still in the catalogue, until the next call connects it again.
+    #[must_use]
+    pub fn with_idle_close(mut self, idle: Duration) -> Self {
+        self.idle_close = Some(idle);
         self
     }
 

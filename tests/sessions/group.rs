@@ -1229,3 +1229,47 @@ async fn a_hundred_servers_losing_the_network_together_make_no_storm() {
     })
     .await;
 }
+
+/// Issue 44, item 1: a server unused for its idle bound has its session
+/// closed and is idle again, its tools still listed; the next call
+/// connects it anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_is_closed_and_comes_back_on_the_next_call() {
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("sleepy", &["nap"], Duration::ZERO);
+        let server = scripted.start().await;
+        let group = ServerGroup::new();
+        group
+            .add(
+                Server::new(
+                    stack(Duration::from_secs(5)),
+                    named(&server.url(), "sleepy"),
+                )
+                .with_idle_close(Duration::from_millis(300)),
+            )
+            .unwrap();
+        group.settled().await;
+        group.call_tool("nap", &json!({})).await.unwrap();
+        let deletes = || {
+            server
+                .recorded()
+                .iter()
+                .filter(|r| r.method == http::Method::DELETE)
+                .count()
+        };
+        assert_eq!(deletes(), 0);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group.health("sleepy").unwrap().state != HealthState::Idle {
+            assert!(Instant::now() < deadline, "never closed for idleness");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(deletes(), 1, "its session closed");
+        assert!(group.catalogue().tool("nap").is_some(), "still listed");
+        let before = server.count("initialize");
+        let answer = group.call_tool("nap", &json!({})).await.unwrap();
+        assert!(text(&answer).contains("sleepy ran nap"));
+        assert_eq!(server.count("initialize"), before + 1, "connected anew");
+        group.shutdown().await;
+    })
+    .await;
+}
