@@ -26,6 +26,11 @@ pub(super) const STORM: usize = 3;
 /// Released reconnects spread over this.
 pub(super) const SPREAD: Duration = Duration::from_secs(1);
 
+/// The longest the gate holds: past it the held go on their own, whatever
+/// became of the probe (restarted, failed for good), so no reconnect
+/// waits without a bound.
+pub(super) const MAX_HOLD: Duration = Duration::from_secs(30);
+
 /// A gap between the wall clock and the monotonic one larger than this
 /// means the machine slept.
 const SLEPT: Duration = Duration::from_secs(5);
@@ -39,7 +44,8 @@ pub(super) struct StormGate {
 
 struct Gate {
     losses: VecDeque<Instant>,
-    holding: bool,
+    /// Since when the gate holds, while it does.
+    holding: Option<Instant>,
     /// The member whose reconnects go on while the others are held.
     probe: Option<Arc<str>>,
     /// The clocks when last looked at, to notice a sleep.
@@ -51,7 +57,7 @@ impl Default for StormGate {
         StormGate {
             state: Mutex::new(Gate {
                 losses: VecDeque::new(),
-                holding: false,
+                holding: None,
                 probe: None,
                 clocks: (Instant::now(), SystemTime::now()),
             }),
@@ -82,8 +88,8 @@ impl StormGate {
             gate.losses.pop_front();
         }
         gate.losses.push_back(now);
-        if !gate.holding && (slept || gate.losses.len() >= STORM) {
-            gate.holding = true;
+        if gate.holding.is_none() && (slept || gate.losses.len() >= STORM) {
+            gate.holding = Some(now);
             gate.probe = None;
         }
     }
@@ -92,7 +98,12 @@ impl StormGate {
     /// the gate holds becomes the probe.
     pub(super) fn admit(&self, member: &Arc<str>) -> Admission {
         let mut gate = self.gate();
-        if !gate.holding {
+        let Some(since) = gate.holding else {
+            return Admission::Go;
+        };
+        if Instant::now().saturating_duration_since(since) >= MAX_HOLD {
+            drop(gate);
+            self.reached();
             return Admission::Go;
         }
         match &gate.probe {
@@ -108,8 +119,8 @@ impl StormGate {
     /// A member got a session: the network is back; the held go.
     pub(super) fn reached(&self) {
         let mut gate = self.gate();
-        if gate.holding {
-            gate.holding = false;
+        if gate.holding.is_some() {
+            gate.holding = None;
             gate.probe = None;
             gate.losses.clear();
             self.released.send_modify(|n| *n += 1);
@@ -146,9 +157,10 @@ impl Gate {
     }
 }
 
-/// Waits for the release after `held`, then a random share of [`SPREAD`].
+/// Waits for the release after `held` (at most [`MAX_HOLD`]), then a
+/// random share of [`SPREAD`].
 pub(super) async fn released(mut held: watch::Receiver<u64>, rng: &mut HasherRng) {
-    let _ = held.changed().await;
+    let _ = tokio::time::timeout(MAX_HOLD, held.changed()).await;
     let share = rng.next_f64();
     tokio::time::sleep(SPREAD.mul_f64(share)).await;
 }
@@ -173,6 +185,14 @@ mod tests {
         gate.reached();
         assert!(held.has_changed().unwrap(), "released");
         assert!(matches!(gate.admit(&c), Admission::Go));
+        // A hold whose probe never gets through ends on its own.
+        for _ in 0..STORM {
+            gate.lost();
+        }
+        assert!(matches!(gate.admit(&a), Admission::Go), "a probes");
+        assert!(matches!(gate.admit(&c), Admission::Held(_)));
+        tokio::time::advance(MAX_HOLD).await;
+        assert!(matches!(gate.admit(&c), Admission::Go), "bounded");
         // Losses far apart are no storm.
         for _ in 0..5 {
             tokio::time::advance(WINDOW + Duration::from_millis(1)).await;
