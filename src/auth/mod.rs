@@ -323,6 +323,32 @@ impl Authorization {
         }
     }
 
+    /// Gives back a lease of `kind`. A store that fails is passed over:
+    /// the lease ends on its own when its time is up.
+    async fn give_back(&self, key: &TokenKey, kind: LeaseKind, lease: &Lease) {
+        let released = self.settings.store.release(key, kind, lease).await;
+        let _ = self.store_said("release", released);
+    }
+
+    /// The stored tokens, read again by the holder of `lease`: another
+    /// holder may have stored its own and given its lease back since the
+    /// last read. A store that cannot work as configured gets the lease
+    /// back, and the authorization fails.
+    async fn read_holding(
+        &self,
+        key: &TokenKey,
+        kind: LeaseKind,
+        lease: &Lease,
+    ) -> Result<Option<Tokens>, AuthError> {
+        match self.store_said("read", self.settings.store.load(key).await) {
+            Ok(stored) => Ok(stored.flatten()),
+            Err(error) => {
+                self.give_back(key, kind, lease).await;
+                Err(error)
+            }
+        }
+    }
+
     /// Where the store files the tokens `issuer` gives for `resource`.
     fn token_key(&self, resource: &str, issuer: &str) -> TokenKey {
         let settings = &self.settings;

@@ -47,13 +47,9 @@ pub(super) async fn turn(
         Some(Some(lease)) => {
             // Another holder's person may have finished, and its lease
             // been given back, since the read above: their tokens, then.
-            let now = match auth.store_said("read", store.load(key).await) {
-                Ok(now) => now.flatten(),
-                Err(error) => {
-                    done(auth, key, Some(lease)).await;
-                    return Err(error);
-                }
-            };
+            let now = auth
+                .read_holding(key, LeaseKind::Authorization, &lease)
+                .await?;
             return match now.filter(|t| Some(t.access_token()) != before.as_deref()) {
                 Some(theirs) => {
                     done(auth, key, Some(lease)).await;
@@ -83,11 +79,6 @@ pub(super) async fn turn(
 /// Gives the authorization lease back.
 pub(super) async fn done(auth: &Authorization, key: &TokenKey, lease: Option<Lease>) {
     if let Some(lease) = lease {
-        let released = auth
-            .settings
-            .store
-            .release(key, LeaseKind::Authorization, &lease)
-            .await;
-        let _ = auth.store_said("release", released);
+        auth.give_back(key, LeaseKind::Authorization, &lease).await;
     }
 }

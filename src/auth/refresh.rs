@@ -21,7 +21,6 @@ use std::time::{Duration, SystemTime};
 
 use super::endpoint::{identity, TokenEndpoint};
 use super::http::AuthHttp;
-use super::store::Lease;
 use super::token_key::{LeaseKind, TokenKey};
 use super::tokens::Tokens;
 use super::{AuthError, Authorization, Authorized};
@@ -77,15 +76,9 @@ pub(super) async fn before_new(
                     // the lease back between the read above and this
                     // lease: refreshing with `base` now would reuse a
                     // rotated refresh token. Look once more, holding it.
-                    let now = match auth.store_said("read", store.load(key).await) {
-                        Ok(now) => now.flatten(),
-                        Err(error) => {
-                            release(auth, key, &lease).await;
-                            return Err(error);
-                        }
-                    };
+                    let now = auth.read_holding(key, LeaseKind::Refresh, &lease).await?;
                     if now.is_some_and(|s| s.access_token() != base.access_token()) {
-                        release(auth, key, &lease).await;
+                        auth.give_back(key, LeaseKind::Refresh, &lease).await;
                         continue;
                     }
                     Some(lease)
@@ -103,7 +96,7 @@ pub(super) async fn before_new(
         };
         let outcome = refresh(auth, key, token, http, discovered, &base, &refresh_token).await;
         if let Some(lease) = &lease {
-            release(auth, key, lease).await;
+            auth.give_back(key, LeaseKind::Refresh, lease).await;
         }
         return outcome;
     }
@@ -172,13 +165,4 @@ async fn refresh(
     );
     auth.state.set_tokens(outcome.map(|_| tokens));
     Ok(outcome)
-}
-
-async fn release(auth: &Authorization, key: &TokenKey, lease: &Lease) {
-    let released = auth
-        .settings
-        .store
-        .release(key, LeaseKind::Refresh, lease)
-        .await;
-    let _ = auth.store_said("release", released);
 }

@@ -97,16 +97,12 @@ impl HedgeLayer {
     #[must_use]
     pub fn with_history(mut self, period: Duration, min_data_points: u64) -> Self {
         if let When::Percentile {
-            percentile,
-            min_data_points: _,
-            period: _,
-        } = self.when
+            min_data_points: points,
+            period: over,
+            ..
+        } = &mut self.when
         {
-            self.when = When::Percentile {
-                percentile,
-                min_data_points,
-                period,
-            };
+            (*points, *over) = (min_data_points, period);
         }
         self
     }

@@ -356,22 +356,18 @@ impl McpClient {
     /// Sends `call` through this client's call path, layers and all.
     pub async fn call(&self, call: Call) -> Result<Box<RawValue>, ClientError> {
         let layered = self.calls().clone();
-        let Some(telemetry) = self.inner.request.instruments() else {
-            return match layered {
-                Some(service) => service.oneshot(call).await,
-                // No layer: straight to the session, nothing boxed.
-                None => self.send(&call).await,
-            };
-        };
-        let started = std::time::Instant::now();
-        let (method, params) = (call.method.clone(), call.params.clone());
+        // With telemetry on, what a call that no session sends needs to be
+        // counted: it has no span, but cost its caller the time.
+        let unsent = self.inner.request.instruments().map(|telemetry| {
+            let started = std::time::Instant::now();
+            (telemetry, started, call.method.clone(), call.params.clone())
+        });
         let outcome = match layered {
             Some(service) => service.oneshot(call).await,
+            // No layer: straight to the session, nothing boxed.
             None => self.send(&call).await,
         };
-        // A call no session sent has no span to count it; it still cost
-        // its caller the time.
-        if let Err(error) = &outcome {
+        if let (Some((telemetry, started, method, params)), Err(error)) = (unsent, &outcome) {
             if error.before_any_session() {
                 crate::telemetry::call::record_unsent(
                     telemetry,

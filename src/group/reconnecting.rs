@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use super::health::HealthState;
 use super::listing::ListingFailed;
 use super::member::{Intent, Step, Supervisor};
-use super::storm::{self, Admission};
+use super::storm::{self, Admission, StormGate};
 use crate::client::{ClientError, Generation};
 
 impl Supervisor {
@@ -21,11 +21,7 @@ impl Supervisor {
         generations: &mut watch::Receiver<Generation>,
     ) -> Step {
         self.set(HealthState::Degraded(failure));
-        // The group is held only for a look at its gate, never across an
-        // await: it ends when the application lets go of it.
-        let group = self.group.clone();
-        let storm = move |f: &dyn Fn(&storm::StormGate)| group.upgrade().map(|g| f(&g.storm));
-        if storm(&|gate| gate.lost()).is_none() {
+        if self.storm(StormGate::lost).is_none() {
             return Step::GroupGone;
         }
         loop {
@@ -33,9 +29,9 @@ impl Supervisor {
                 return self.restart().await;
             }
             // Many lost together: one probe reconnects, the others wait.
-            let admission = match self.group.upgrade() {
-                Some(group) => group.storm.admit(&self.member.name),
-                None => return Step::GroupGone,
+            let name = &self.member.name;
+            let Some(admission) = self.storm(|gate| gate.admit(name)) else {
+                return Step::GroupGone;
             };
             if let Admission::Held(held) = admission {
                 tokio::select! {
@@ -46,7 +42,7 @@ impl Supervisor {
             }
             match self.member.client.session().await {
                 Ok(_) => {
-                    storm(&|gate| gate.reached());
+                    self.storm(StormGate::reached);
                     generations.borrow_and_update();
                     match self.refresh().await {
                         Ok(()) => return Step::Serve,
@@ -65,12 +61,19 @@ impl Supervisor {
                 Err(error) => {
                     let failure = self.keep(error);
                     if !Conservative::allows(&failure) {
-                        storm(&|gate| gate.gave_up(&self.member.name));
+                        self.storm(|gate| gate.gave_up(&self.member.name));
                         return Step::Failed(failure);
                     }
                     self.set(HealthState::Degraded(failure));
                 }
             }
         }
+    }
+
+    /// `look` at the group's storm gate; `None` when the group is gone.
+    /// The group is held only for the look, never across an await: it ends
+    /// when the application lets go of it.
+    fn storm<T>(&self, look: impl FnOnce(&StormGate) -> T) -> Option<T> {
+        self.group.upgrade().map(|group| look(&group.storm))
     }
 }

@@ -28,15 +28,17 @@ pub struct RememberedListings {
 
 #[derive(Default)]
 struct Inner {
-    /// Held for one look or one change, never for the file's write.
-    listings: Mutex<BTreeMap<String, Stored>>,
+    /// Held for one look or one change, never for the file's write. The
+    /// listings share their items with the catalogue; they are copied only
+    /// into and out of the file.
+    listings: Mutex<BTreeMap<String, Listing>>,
     file: Option<PathBuf>,
     /// A write of the file is scheduled (changes in a burst share one).
     scheduled: std::sync::atomic::AtomicBool,
 }
 
-/// One server's listing as it is written down.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+/// One server's listing as it is read from the file.
+#[derive(Deserialize)]
 struct Stored {
     #[serde(default)]
     tools: Vec<Tool>,
@@ -48,10 +50,44 @@ struct Stored {
     templates: Vec<ResourceTemplate>,
 }
 
+impl From<Stored> for Listing {
+    fn from(stored: Stored) -> Listing {
+        Listing {
+            tools: stored.tools.into_iter().map(Arc::new).collect(),
+            prompts: stored.prompts.into_iter().map(Arc::new).collect(),
+            resources: stored.resources.into_iter().map(Arc::new).collect(),
+            templates: stored.templates.into_iter().map(Arc::new).collect(),
+        }
+    }
+}
+
+/// One server's listing as it is written to the file, borrowed.
+#[derive(Serialize)]
+struct Written<'a> {
+    tools: Vec<&'a Tool>,
+    prompts: Vec<&'a Prompt>,
+    resources: Vec<&'a Resource>,
+    templates: Vec<&'a ResourceTemplate>,
+}
+
+impl<'a> Written<'a> {
+    fn of(listing: &'a Listing) -> Self {
+        Written {
+            tools: listing.tools.iter().map(|t| &**t).collect(),
+            prompts: listing.prompts.iter().map(|p| &**p).collect(),
+            resources: listing.resources.iter().map(|r| &**r).collect(),
+            templates: listing.templates.iter().map(|t| &**t).collect(),
+        }
+    }
+}
+
 /// The file's shape.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct File {
-    remembered_listings: u32,
+    /// The format's version: required, so that another JSON file is
+    /// refused rather than read as empty.
+    #[serde(rename = "remembered_listings")]
+    _version: u32,
     listings: BTreeMap<String, Stored>,
 }
 
@@ -81,7 +117,9 @@ impl RememberedListings {
             Ok(text) => {
                 let file: File =
                     serde_json::from_str(&text).map_err(|_| RememberError::NotListings)?;
-                file.listings
+                (file.listings.into_iter())
+                    .map(|(key, stored)| (key, Listing::from(stored)))
+                    .collect()
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(error) => return Err(RememberError::Io(error)),
@@ -106,13 +144,7 @@ impl RememberedListings {
     }
 
     pub(super) fn get(&self, key: &str) -> Option<Listing> {
-        let stored = self.listings().get(key).cloned()?;
-        Some(Listing {
-            tools: stored.tools.into_iter().map(Arc::new).collect(),
-            prompts: stored.prompts.into_iter().map(Arc::new).collect(),
-            resources: stored.resources.into_iter().map(Arc::new).collect(),
-            templates: stored.templates.into_iter().map(Arc::new).collect(),
-        })
+        self.listings().get(key).cloned()
     }
 
     /// Remembers `listing` for `key`. The file, when there is one, is
@@ -120,18 +152,12 @@ impl RememberedListings {
     /// servers becoming ready write it once, not a hundred times).
     pub(super) fn put(&self, key: &str, listing: &Listing) {
         use std::sync::atomic::Ordering;
-        let stored = Stored {
-            tools: listing.tools.iter().map(|t| (**t).clone()).collect(),
-            prompts: listing.prompts.iter().map(|p| (**p).clone()).collect(),
-            resources: listing.resources.iter().map(|r| (**r).clone()).collect(),
-            templates: listing.templates.iter().map(|t| (**t).clone()).collect(),
-        };
         {
             let mut listings = self.listings();
-            if listings.get(key) == Some(&stored) {
+            if listings.get(key) == Some(listing) {
                 return;
             }
-            listings.insert(key.to_owned(), stored);
+            listings.insert(key.to_owned(), listing.clone());
         }
         if self.inner.file.is_none() || self.inner.scheduled.swap(true, Ordering::AcqRel) {
             return;
@@ -158,9 +184,12 @@ impl RememberedListings {
         };
         let text = {
             let listings = self.listings();
+            let listings = (listings.iter())
+                .map(|(key, listing)| (key.as_str(), Written::of(listing)))
+                .collect();
             serde_json::to_vec(&Borrowed {
                 remembered_listings: 1,
-                listings: &listings,
+                listings,
             })
             .expect("listings serialize")
         };
@@ -174,7 +203,7 @@ impl RememberedListings {
         .map_err(std::io::Error::other)?
     }
 
-    fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Stored>> {
+    fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Listing>> {
         // Held for one look or one change, which cannot panic.
         self.inner.listings.lock().expect("listings lock poisoned")
     }
@@ -187,7 +216,7 @@ const WRITE_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
 #[derive(Serialize)]
 struct Borrowed<'a> {
     remembered_listings: u32,
-    listings: &'a BTreeMap<String, Stored>,
+    listings: BTreeMap<&'a str, Written<'a>>,
 }
 
 impl std::fmt::Debug for RememberedListings {
