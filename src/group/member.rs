@@ -63,8 +63,10 @@ pub(super) struct Member {
     pub(super) lazy: bool,
     /// Closed after this long without a routed call, and idle again.
     pub(super) idle_close: Option<Duration>,
-    /// When a call was last routed to it.
+    /// When a routed call last began or ended.
     pub(super) last_used: Mutex<Instant>,
+    /// Routed calls under way (see `in_flight.rs`).
+    pub(super) calls: watch::Sender<usize>,
     /// Where its listing is remembered: its target's fingerprint; `None`
     /// for a server authorized with OAuth (see `remembered.rs`).
     pub(super) remember_as: Option<String>,
@@ -105,6 +107,7 @@ impl Member {
             lazy: server.lazy,
             idle_close: server.idle_close,
             last_used: Mutex::new(Instant::now()),
+            calls: watch::channel(0).0,
             remember_as,
             client: (server.call_layers.iter())
                 .fold(McpClient::lazy(server.stack, request), |client, layer| {
@@ -124,16 +127,20 @@ impl Member {
         (Arc::new(member), notifications)
     }
 
-    /// A call is routed to it now.
+    /// A routed call begins or ends now.
     pub(super) fn touch(&self) {
         if self.idle_close.is_some() {
             *self.last_used.lock().expect("last-used lock poisoned") = Instant::now();
         }
     }
 
-    /// When it is to be closed for want of calls, if it has a bound.
+    /// When it is to be closed for want of calls, if it has a bound and
+    /// no call is under way.
     fn idle_close_due(&self) -> Option<Instant> {
         let idle = self.idle_close?;
+        if *self.calls.borrow() > 0 {
+            return None;
+        }
         let last = *self.last_used.lock().expect("last-used lock poisoned");
         Some(last + idle)
     }
@@ -301,8 +308,11 @@ impl Supervisor {
         });
         let mut missed_pings = 0;
         let mut relist = Relist::default();
+        let mut calls = self.member.calls.subscribe();
         loop {
             tokio::select! {
+                // A call began or ended: the idle bound is read again.
+                Ok(()) = calls.changed(), if self.member.idle_close.is_some() => {}
                 () = sleep_until(self.member.idle_close_due()) => {
                     if self.member.idle_close_due().is_some_and(|due| due <= Instant::now()) {
                         let _ = self.member.client.close().await;

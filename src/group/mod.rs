@@ -77,6 +77,7 @@ mod catalogue;
 mod error;
 mod filter;
 mod health;
+mod in_flight;
 mod listing;
 mod member;
 mod naming;
@@ -242,9 +243,9 @@ impl ServerGroup {
             .collect()
     }
 
-    /// Removes the server: out of the catalogue, its supervisor stopped,
-    /// its session closed. Calls already under way on it finish or fail
-    /// on their own.
+    /// Removes the server: out of the catalogue and its supervisor
+    /// stopped at once (no new call reaches it), its session closed once
+    /// the calls under way on it are answered, or after 5 s.
     pub async fn remove(&self, name: &str) -> Result<(), GroupError> {
         let member = self
             .members()
@@ -256,6 +257,7 @@ impl ServerGroup {
         self.shared.storm.gave_up(&member.name);
         self.shared.set_listing(&member, None);
         self.shared.set_health(&member, HealthState::Removed);
+        in_flight::drained(&member, in_flight::DRAIN_BOUND).await;
         let _ = member.client.close().await;
         Ok(())
     }

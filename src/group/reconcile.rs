@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use super::{GroupError, Server, ServerGroup};
 
-/// How long a removed or replaced server's close may take.
-const CLOSE_BOUND: Duration = Duration::from_secs(5);
+/// How long a removed or replaced server's calls and close may take.
+const CLOSE_BOUND: Duration = Duration::from_secs(10);
 
 /// What [`ServerGroup::reconcile`] did, by server name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,8 +32,9 @@ impl ServerGroup {
     /// ones not given, replaces the ones whose revision changed (see
     /// [`Server::with_revision`]) and leaves the others on their sessions.
     /// The catalogue changes once for what is removed, then as the new
-    /// servers become ready. Each close is bounded (5 s); calls under way
-    /// on a removed server finish or fail on their own.
+    /// servers become ready. A removed or replaced server is closed after
+    /// the calls under way on it are answered (at most 5 s), and each
+    /// close is bounded (5 s more).
     ///
     /// Two servers of one name are refused before anything changes.
     pub async fn reconcile(

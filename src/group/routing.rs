@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use mcp_connect_layers::policy::Refused;
 
+use super::in_flight::CallUnderWay;
 use super::{GroupError, HealthState, Member, ServerGroup};
 use crate::protocol::CallToolResult;
 use crate::session::RequestOptions;
@@ -75,12 +76,11 @@ impl ServerGroup {
         self.observed(&member, outcome)
     }
 
-    fn usable(&self, name: &Arc<str>) -> Result<Arc<Member>, GroupError> {
+    fn usable(&self, name: &Arc<str>) -> Result<CallUnderWay, GroupError> {
         let member = self.member(name)?;
         let state = member.health().state;
         if state.is_usable() {
-            member.touch();
-            Ok(member)
+            Ok(CallUnderWay::begin(member))
         } else {
             Err(GroupError::NotUsable {
                 server: Arc::clone(name),

@@ -66,14 +66,22 @@ impl Scripted {
                     .collect();
                 Script::Json(200, result(request, json!({ "tools": tools })))
             }
-            "tools/call" => Script::Json(
-                200,
-                result(
-                    request,
-                    json!({ "content": [{ "type": "text",
-                        "text": format!("{} ran {}", self.name, request.body["params"]["name"].as_str().unwrap_or("")) }] }),
-                ),
-            ),
+            "tools/call" => {
+                let tool = request.body["params"]["name"].as_str().unwrap_or("");
+                let answer = Script::Json(
+                    200,
+                    result(
+                        request,
+                        json!({ "content": [{ "type": "text",
+                            "text": format!("{} ran {tool}", self.name) }] }),
+                    ),
+                );
+                // A tool named `wait` takes 400 ms.
+                match tool {
+                    "wait" => Script::Delayed(Duration::from_millis(400), Box::new(answer)),
+                    _ => answer,
+                }
+            }
             "ping" => Script::Json(200, result(request, json!({}))),
             "" if request.method == http::Method::GET => {
                 let (sender, receiver) = mpsc::unbounded_channel();
@@ -1269,6 +1277,66 @@ async fn an_idle_server_is_closed_and_comes_back_on_the_next_call() {
         let answer = group.call_tool("nap", &json!({})).await.unwrap();
         assert!(text(&answer).contains("sleepy ran nap"));
         assert_eq!(server.count("initialize"), before + 1, "connected anew");
+        group.shutdown().await;
+    })
+    .await;
+}
+
+/// Issue 44, item 5: a removed server's session is closed after the calls
+/// under way on it are answered, not under them; and an idle bound never
+/// closes a session under a call, counting from the call's end.
+#[tokio::test]
+async fn a_removed_or_idle_server_is_closed_only_after_its_calls() {
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("busy", &["wait"], Duration::ZERO);
+        let server = scripted.start().await;
+        let group = ServerGroup::new();
+        let busy = || Server::new(stack(Duration::from_secs(5)), named(&server.url(), "busy"));
+        group.add(busy()).unwrap();
+        group.settled().await;
+        let deletes = || {
+            server
+                .recorded()
+                .iter()
+                .filter(|r| r.method == http::Method::DELETE)
+                .count()
+        };
+        let arguments = json!({});
+        let call = async {
+            let answer = group.call_tool("wait", &arguments).await;
+            (answer, Instant::now())
+        };
+        let remove = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let done = group.reconcile([]).await.unwrap();
+            (done, deletes(), Instant::now())
+        };
+        let ((answer, answered), (done, deleted, removed)) = tokio::join!(call, remove);
+        assert!(text(&answer.expect("answered")).contains("busy ran wait"));
+        assert_eq!(done.removed.len(), 1);
+        assert_eq!(deleted, 1, "its session closed");
+        assert!(
+            removed >= answered,
+            "closed only once its call was answered"
+        );
+
+        let idle = Duration::from_millis(200);
+        group.add(busy().with_idle_close(idle)).unwrap();
+        group.settled().await;
+        group
+            .call_tool("wait", &json!({}))
+            .await
+            .expect("not closed under the call");
+        let answered = Instant::now();
+        assert_eq!(group.health("busy").unwrap().state, HealthState::Ready);
+        while group.health("busy").unwrap().state != HealthState::Idle {
+            assert!(answered.elapsed() < Duration::from_secs(5), "never idle");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            answered.elapsed() >= idle - Duration::from_millis(20),
+            "counted from the answer"
+        );
         group.shutdown().await;
     })
     .await;
