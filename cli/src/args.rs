@@ -22,7 +22,8 @@ pub(crate) struct Args {
     /// merged catalogue under the names a caller uses; with --call-tool,
     /// one call routed by catalogue name (or, with --server, by that
     /// server's own tool name), with --repeat one every --interval, the
-    /// file read again on SIGHUP and applied as a difference (servers
+    /// file read again on SIGHUP (or, with --watch-config, when it
+    /// changes) and applied as a difference (servers
     /// added, removed, restarted when their entry changed, the rest left
     /// on their sessions). Exit 0 when all are established (and the
     /// calls succeeded), 1 when any is not, 2 for a file that cannot be read.
@@ -300,6 +301,11 @@ pub(crate) struct Args {
     /// The pause between repeated calls.
     #[arg(long, value_parser = parse_duration, default_value = "1s", requires = "call_tool")]
     pub(crate) interval: Duration,
+
+    /// With --config in watch mode: read the file again when it changes
+    /// (as on SIGHUP), once it has been quiet for 200 ms.
+    #[arg(long, requires_all = ["config", "call_tool"])]
+    pub(crate) watch_config: bool,
 
     /// With --config: remember each server's listing in FILE, and start
     /// the servers whose entry says `"lazy": true` from it: their tools are

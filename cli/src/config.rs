@@ -17,12 +17,12 @@ use mcp_connect::group::{
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::{Connector, EstablishBuilder};
 use serde_json::json;
-use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::output::{chain, failure_json, shown, Printer};
+use super::reload::ReloadTriggers;
 use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
 use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
@@ -39,6 +39,10 @@ pub(super) async fn run(
     let config = match ServersConfig::read(path) {
         Ok(config) => config,
         Err(error) => return usage(&format!("--config: {}", chain(&error))),
+    };
+    let mut triggers = match ReloadTriggers::new(path, args.watch_config) {
+        Ok(triggers) => triggers,
+        Err(error) => return usage(&format!("--watch-config: {}", chain(&error))),
     };
     let chosen = |name: &str| args.server.as_deref().is_none_or(|wanted| wanted == name);
     let invalid: Vec<_> = config.errors().filter(|e| chosen(e.name())).collect();
@@ -154,11 +158,10 @@ pub(super) async fn run(
     if let (Some(name), None) = (&args.call_tool, ended) {
         let calls = async {
             let mut ok = true;
-            let mut hangups = signal(SignalKind::hangup()).ok();
             for n in 1..=args.repeat {
                 if n > 1 {
                     let until = Instant::now() + args.interval;
-                    while let Some(()) = hangup_before(&mut hangups, until).await {
+                    while let Some(()) = triggers.before(until).await {
                         let reloaded = ServersConfig::read(path);
                         reload(printer, &group, reloaded, &chosen, &member).await;
                     }
@@ -199,20 +202,6 @@ pub(super) async fn run(
         Some(signal) => ExitCode::from(signal.exit_code()),
         None if failed == 0 && called => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
-    }
-}
-
-/// `Some` for each SIGHUP before `until`, `None` at `until`.
-async fn hangup_before(hangups: &mut Option<Signal>, until: Instant) -> Option<()> {
-    let hangup = async {
-        match hangups {
-            Some(hangups) => hangups.recv().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        () = tokio::time::sleep_until(until) => None,
-        Some(()) = hangup => Some(()),
     }
 }
 

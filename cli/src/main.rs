@@ -16,6 +16,7 @@ mod authorize;
 mod config;
 mod otlp;
 mod output;
+mod reload;
 mod request;
 mod run;
 mod signals;

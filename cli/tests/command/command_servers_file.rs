@@ -452,6 +452,17 @@ fn tool_named(tool: &'static str) -> impl Fn(&Recorded) -> Script {
 /// line names servers only (the changed entry's header value never shows).
 #[tokio::test(flavor = "multi_thread")]
 async fn sighup_reloads_the_file_and_touches_only_what_changed() {
+    reload_touches_only_what_changed(false).await;
+}
+
+/// `--watch-config`: the same reload when the file is replaced (written
+/// beside it and renamed over it, as editors do), with no signal.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_file_is_reloaded_with_watch_config() {
+    reload_touches_only_what_changed(true).await;
+}
+
+async fn reload_touches_only_what_changed(watch_config: bool) {
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
 
@@ -473,7 +484,7 @@ async fn sighup_reloads_the_file_and_touches_only_what_changed() {
         entry(&b, "k"),
         entry(&c, "k")
     ));
-    let child = crate::support::cli::command(&[
+    let mut args = vec![
         "--json",
         "--config",
         config.as_str(),
@@ -483,9 +494,11 @@ async fn sighup_reloads_the_file_and_touches_only_what_changed() {
         "200",
         "--interval",
         "50ms",
-    ])
-    .spawn()
-    .unwrap();
+    ];
+    if watch_config {
+        args.push("--watch-config");
+    }
+    let child = crate::support::cli::command(&args).spawn().unwrap();
     let until = |done: &dyn Fn() -> bool| {
         let started = Instant::now();
         while !done() {
@@ -497,8 +510,9 @@ async fn sighup_reloads_the_file_and_touches_only_what_changed() {
         }
     };
     tokio::task::block_in_place(|| until(&|| a.count("tools/call") >= 1));
+    let replacement = format!("{}.new", config.as_str());
     std::fs::write(
-        config.as_str(),
+        &replacement,
         format!(
             r#"{{ "mcpServers": {{ "a": {}, "c": {}, "d": {} }} }}"#,
             entry(&a, "k"),
@@ -507,8 +521,11 @@ async fn sighup_reloads_the_file_and_touches_only_what_changed() {
         ),
     )
     .unwrap();
+    std::fs::rename(&replacement, config.as_str()).unwrap();
     let pid = Pid::from_raw(child.id() as i32);
-    kill(pid, Signal::SIGHUP).unwrap();
+    if !watch_config {
+        kill(pid, Signal::SIGHUP).unwrap();
+    }
     tokio::task::block_in_place(|| {
         until(&|| d.count("tools/list") >= 1 && c.count("tools/list") >= 2)
     });
