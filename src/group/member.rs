@@ -67,6 +67,8 @@ pub(super) struct Member {
     pub(super) last_used: Mutex<Instant>,
     /// Routed calls under way (see `in_flight.rs`).
     pub(super) calls: watch::Sender<usize>,
+    /// Notifications from its server that its supervisor's queue dropped.
+    pub(super) dropped_notifications: Arc<std::sync::atomic::AtomicU64>,
     /// Where its listing is remembered: its target's fingerprint; `None`
     /// for a server authorized with OAuth (see `remembered.rs`).
     pub(super) remember_as: Option<String>,
@@ -100,7 +102,7 @@ impl Member {
         let (sender, notifications) = crate::inbound::notification_channel(capacity);
         let remember_as =
             (server.request.auth().is_none()).then(|| crate::redact::hex(&server.target));
-        let request = server.request.with_notifications(sender);
+        let request = server.request.with_notifications(sender.clone());
         let member = Member {
             name: server.name,
             revision: server.revision,
@@ -108,6 +110,7 @@ impl Member {
             idle_close: server.idle_close,
             last_used: Mutex::new(Instant::now()),
             calls: watch::channel(0).0,
+            dropped_notifications: sender.drop_counter(),
             remember_as,
             client: (server.call_layers.iter())
                 .fold(McpClient::lazy(server.stack, request), |client, layer| {

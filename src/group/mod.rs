@@ -281,6 +281,16 @@ impl ServerGroup {
         self.members().get(name).map(|member| member.health())
     }
 
+    /// How many notifications from the server its queue in the group
+    /// dropped (it holds 64 while a relist or the application's listeners
+    /// are busy); a burst costs this count, never a stalled response. What
+    /// an application's own listener drops is in its
+    /// [`Notifications::dropped`](crate::inbound::Notifications::dropped).
+    pub fn dropped_notifications(&self, name: &str) -> Option<u64> {
+        (self.members().get(name))
+            .map(|member| member.dropped_notifications.load(Ordering::Relaxed))
+    }
+
     /// How many tools the server's current listing holds after its filter
     /// (shown in the catalogue or left out of it); `None` while it has no
     /// listing. Reads one member, whatever the size of the group.

@@ -201,6 +201,12 @@ pub fn notification_channel(capacity: usize) -> (NotificationSender, Notificatio
 }
 
 impl NotificationSender {
+    /// The count of what this channel dropped, shared, for a reader that
+    /// holds no receiver.
+    pub(crate) fn drop_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.dropped)
+    }
+
     /// Delivers without waiting; a full channel drops and counts.
     pub(crate) fn deliver(&self, notification: ServerNotification) {
         if self.sender.try_send(notification).is_err() {

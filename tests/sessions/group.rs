@@ -680,6 +680,11 @@ async fn a_list_changed_flood_is_coalesced() {
         }
         // Let every queued notification be read, then count.
         tokio::time::sleep(Duration::from_millis(1_000)).await;
+        let dropped = group.dropped_notifications("flood").unwrap();
+        assert!(
+            dropped > 0 && dropped < 10_000,
+            "{dropped} of 10,000 dropped by a queue of 64"
+        );
         let listings = server.count("tools/list") - listed_before;
         let allowed = 2 + (started.elapsed().as_millis() / 250) as usize;
         assert!(
