@@ -307,10 +307,11 @@ pub(crate) struct Args {
     #[arg(long, requires_all = ["config", "call_tool"])]
     pub(crate) watch_config: bool,
 
-    /// With --config: remember each server's listing in FILE, and start
-    /// the servers whose entry says `"lazy": true` from it: their tools are
-    /// listed at once, and they connect on their first call.
-    #[arg(long, value_name = "FILE", requires = "config")]
+    /// With --config: remember each server's listing in FILE, or in Redis
+    /// (`redis://...`, sealed like --token-store), and start the servers
+    /// whose entry says `"lazy": true` from it: their tools are listed at
+    /// once, and they connect on their first call.
+    #[arg(long, value_name = "FILE|redis://URL", requires = "config")]
     pub(crate) catalogue_cache: Option<std::path::PathBuf>,
 
     /// Remember each server's era in FILE (read before, written after), or

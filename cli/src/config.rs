@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_connect::config::{ServerConfig, ServersConfig};
+use mcp_connect::fleet::RedisListingStore;
 use mcp_connect::group::{
     Catalogue, HealthState, ItemKind, LeftOutReason, RememberedListings, Server, ServerGroup,
 };
@@ -25,6 +26,7 @@ use super::output::{chain, failure_json, shown, Printer};
 use super::reload::ReloadTriggers;
 use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
 use super::signals::{Received, Signals};
+use super::stores::{redis_store, redis_url};
 use super::{usage, CLOSE_BOUND};
 
 /// Runs `--config`; the exit code as the option's help says.
@@ -72,12 +74,9 @@ pub(super) async fn run(
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();
-    let remembered = match &args.catalogue_cache {
-        Some(path) => match RememberedListings::file(path) {
-            Ok(listings) => Some(listings),
-            Err(error) => return usage(&format!("--catalogue-cache: {}", chain(&error))),
-        },
-        None => None,
+    let remembered = match remembered_listings(args).await {
+        Ok(listings) => listings,
+        Err(message) => return usage(&message),
     };
     let group = match &remembered {
         Some(listings) => ServerGroup::builder()
@@ -181,7 +180,10 @@ pub(super) async fn run(
     group.shutdown_within(CLOSE_BOUND).await;
     if let Some(listings) = &remembered {
         if let Err(error) = listings.save().await {
-            eprintln!("mcp-connect: --catalogue-cache: cannot write the file: {error}");
+            eprintln!(
+                "mcp-connect: --catalogue-cache: cannot write: {}",
+                chain(&error)
+            );
         }
     }
     let count = invalid.len() + servers.len();
@@ -202,6 +204,39 @@ pub(super) async fn run(
         Some(signal) => ExitCode::from(signal.exit_code()),
         None if failed == 0 && called => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
+    }
+}
+
+/// What `--catalogue-cache` names: a file, or a Redis store
+/// (`redis://...`, sealed like the others). A Redis that cannot be read
+/// now is a warning, and the servers start without remembered listings;
+/// one that cannot work as configured is a usage error.
+async fn remembered_listings(args: &Args) -> Result<Option<RememberedListings>, String> {
+    let Some(place) = &args.catalogue_cache else {
+        return Ok(None);
+    };
+    let redis = (place.to_str())
+        .map(|place| redis_url(place, "--catalogue-cache"))
+        .transpose()?
+        .flatten();
+    let Some(url) = redis else {
+        return RememberedListings::file(place)
+            .map(Some)
+            .map_err(|error| format!("--catalogue-cache: {}", chain(&error)));
+    };
+    let store: RedisListingStore = redis_store(args, &url, "--catalogue-cache")?;
+    match RememberedListings::from_store(store).await {
+        Ok(listings) => Ok(Some(listings)),
+        Err(error) if error.is_configuration() => {
+            Err(format!("--catalogue-cache: {}", chain(&error)))
+        }
+        Err(error) => {
+            eprintln!(
+                "mcp-connect: --catalogue-cache: {}; the servers start without remembered listings",
+                chain(&error)
+            );
+            Ok(None)
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use super::args::{Args, Elicit, Mode, Recovery};
 use super::authorize::LoopbackRedirect;
 use super::output::chain;
 use super::stores::{redis_store, redis_url, Reported};
+use mcp_connect::fleet::RedisTokenStore;
 
 /// The options that refine an OAuth grant, each with whether it was given.
 fn grant_options(args: &Args) -> [(bool, &'static str); 5] {
@@ -208,7 +209,13 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
     }
     if let Some(place) = args.token_store.as_deref() {
         match redis_url(place, "--token-store")? {
-            Some(url) => auth = auth.with_token_store(Reported(redis_store(args, url)?)),
+            Some(url) => {
+                auth = auth.with_token_store(Reported(redis_store::<RedisTokenStore>(
+                    args,
+                    &url,
+                    "--token-store",
+                )?))
+            }
             None => auth = auth.with_token_store(Reported(FileTokenStore::new(place))),
         }
     }

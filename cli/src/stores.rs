@@ -1,11 +1,12 @@
 //! The command's stores: a token store (a file, or Redis) whose failed
-//! saves the person is told about, and the Redis era store, sealed with
-//! the key `--store-key-env` names, trusting `--cacert` for `rediss://`.
+//! saves the person is told about, and the Redis era and listing stores,
+//! sealed with the key `--store-key-env` names, trusting `--cacert` for
+//! `rediss://`.
 //! Neither a Redis URL nor a key is ever in a message.
 
 use futures_util::future::BoxFuture;
 use mcp_connect::auth::{Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens};
-use mcp_connect::fleet::{RedisEraStore, RedisTokenStore, SealingKey};
+use mcp_connect::fleet::{RedisEraStore, RedisListingStore, RedisTokenStore, SealingKey};
 
 use super::args::Args;
 use super::output::chain;
@@ -42,22 +43,58 @@ pub(super) fn redis_url(place: &str, option: &str) -> Result<Option<String>, Str
 /// without the others.
 const COMMAND_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The Redis token store the arguments ask for: sealed with the key from
+/// A Redis store of the command: made sealed or in clear, bounded by
+/// [`COMMAND_STORE_TIMEOUT`], trusting `--cacert` for `rediss://`.
+pub(super) trait CommandStore: Sized {
+    fn sealed(url: &str, key: SealingKey) -> Result<Self, StoreError>;
+    fn in_clear(url: &str) -> Result<Self, StoreError>;
+    fn bounded(self) -> Self;
+    #[cfg(feature = "rustls")]
+    fn trusting(self, pem: &[u8]) -> Result<Self, mcp_connect::transport::TlsConfigError>;
+}
+
+/// Implements [`CommandStore`] for the fleet's stores, whose constructors
+/// and settings have one shape.
+macro_rules! command_store {
+    ($($store:ty),*) => {$(
+        impl CommandStore for $store {
+            fn sealed(url: &str, key: SealingKey) -> Result<Self, StoreError> {
+                <$store>::new(url, "mcp-connect", key)
+            }
+            fn in_clear(url: &str) -> Result<Self, StoreError> {
+                <$store>::in_clear(url, "mcp-connect")
+            }
+            fn bounded(self) -> Self {
+                self.with_timeout(COMMAND_STORE_TIMEOUT)
+            }
+            #[cfg(feature = "rustls")]
+            fn trusting(self, pem: &[u8]) -> Result<Self, mcp_connect::transport::TlsConfigError> {
+                self.with_root_certificates_pem(pem)
+            }
+        }
+    )*};
+}
+
+command_store!(RedisTokenStore, RedisEraStore, RedisListingStore);
+
+/// The Redis store `option redis://...` asks for: sealed with the key from
 /// `--store-key-env`, or in clear only with `--store-in-clear`. Neither
 /// the URL nor the key is ever in a message.
-pub(super) fn redis_store(args: &Args, url: String) -> Result<RedisTokenStore, String> {
-    let store = match sealing_key(args, "--token-store")? {
-        Some(key) => RedisTokenStore::new(&url, "mcp-connect", key),
-        None => RedisTokenStore::in_clear(&url, "mcp-connect"),
+pub(super) fn redis_store<S: CommandStore>(
+    args: &Args,
+    url: &str,
+    option: &str,
+) -> Result<S, String> {
+    let store = match sealing_key(args, option)? {
+        Some(key) => S::sealed(url, key),
+        None => S::in_clear(url),
     };
     let store = store
-        .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
-        .map_err(|e| redis_url_problem("--token-store", &e))?;
+        .map(S::bounded)
+        .map_err(|e| redis_url_problem(option, &e))?;
     match redis_cacert(args)? {
         #[cfg(feature = "rustls")]
-        Some(pem) => store
-            .with_root_certificates_pem(&pem)
-            .map_err(|e| format!("--cacert: {e}")),
+        Some(pem) => store.trusting(&pem).map_err(|e| format!("--cacert: {e}")),
         _ => Ok(store),
     }
 }
@@ -80,25 +117,6 @@ fn redis_cacert(args: &Args) -> Result<Option<Vec<u8>>, String> {
             std::fs::read(path).map_err(|error| format!("--cacert: cannot read the file: {error}"))
         })
         .transpose()
-}
-
-/// The Redis era store `--era-cache redis://...` asks for, sealed like the
-/// token store.
-pub(super) fn redis_era_store(args: &Args, url: &str) -> Result<RedisEraStore, String> {
-    let store = match sealing_key(args, "--era-cache")? {
-        Some(key) => RedisEraStore::new(url, "mcp-connect", key),
-        None => RedisEraStore::in_clear(url, "mcp-connect"),
-    };
-    let store = store
-        .map(|store| store.with_timeout(COMMAND_STORE_TIMEOUT))
-        .map_err(|e| redis_url_problem("--era-cache", &e))?;
-    match redis_cacert(args)? {
-        #[cfg(feature = "rustls")]
-        Some(pem) => store
-            .with_root_certificates_pem(&pem)
-            .map_err(|e| format!("--cacert: {e}")),
-        _ => Ok(store),
-    }
 }
 
 /// The key from `--store-key-env`; `None` only with `--store-in-clear`.

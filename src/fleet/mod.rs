@@ -14,6 +14,9 @@
 //! - [`RedisResponseStore`]: the SEP-2549 response cache's entries, for
 //!   [`ResponseCache::with_store`](crate::response_cache::ResponseCache::with_store):
 //!   a listing one replica fetched serves the others while it is fresh.
+//! - [`RedisListingStore`]: the listings lazy servers start from, for
+//!   [`RememberedListings::from_store`](crate::group::RememberedListings::from_store):
+//!   a replica lists a server another replica reached, without connecting.
 //!
 //! Every Redis operation is bounded ([`RedisTokenStore::with_timeout`]): a
 //! Redis that is down or slow is a [`StoreError`](crate::auth::StoreError)
@@ -34,6 +37,7 @@
 
 mod connection;
 mod eras;
+mod listings;
 mod responses;
 mod seal;
 mod token_writes;
@@ -41,6 +45,7 @@ mod tokens;
 
 pub use connection::StoreConfigError;
 pub use eras::RedisEraStore;
+pub use listings::RedisListingStore;
 pub use responses::RedisResponseStore;
 pub use seal::{SealError, SealingKey};
 pub use tokens::RedisTokenStore;

@@ -9,15 +9,23 @@
 //! its principal lives with the authorization server, not in the request.
 //! A remembered listing is replaced, with one catalogue change, when the
 //! server is reached.
+//!
+//! Kept in memory, in a file, or in a [`ListingStore`] that replicas share
+//! (the fleet's Redis one): a store is read whole once, when the listings
+//! are made, so a lazy server is still listed at once, and each change is
+//! written to it behind the group's back (a store that is down costs a
+//! warning, never a call).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::catalogue::Listing;
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
+use crate::store::StoreError;
 
 /// The listings a group remembers across runs: in memory, or in a file
 /// written as they change (see the [`group`](super) docs on lazy servers).
@@ -33,6 +41,7 @@ struct Inner {
     /// into and out of the file.
     listings: Mutex<BTreeMap<String, Listing>>,
     file: Option<PathBuf>,
+    store: Option<Arc<dyn ListingStore>>,
     /// A write of the file is scheduled (changes in a burst share one).
     scheduled: std::sync::atomic::AtomicBool,
 }
@@ -91,16 +100,19 @@ struct File {
     listings: BTreeMap<String, Stored>,
 }
 
-/// Why remembered listings could not be read.
+/// Why remembered listings could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RememberError {
-    /// The file could not be read.
-    #[error("the remembered listings could not be read")]
+    /// The file could not be read or written.
+    #[error("the remembered listings file could not be used")]
     Io(#[source] std::io::Error),
     /// The file is not remembered listings (it is left untouched).
     #[error("the file is not remembered listings; it was left untouched")]
     NotListings,
+    /// The store failed.
+    #[error("the remembered listings could not be stored")]
+    Store(#[source] StoreError),
 }
 
 impl RememberedListings {
@@ -128,6 +140,26 @@ impl RememberedListings {
             inner: Arc::new(Inner {
                 listings: Mutex::new(listings),
                 file: Some(path),
+                store: None,
+                scheduled: Default::default(),
+            }),
+        })
+    }
+
+    /// Listings read whole from `store` now, and each change written to
+    /// it. An entry that does not read as a listing is left out.
+    pub async fn from_store(store: impl ListingStore) -> Result<Self, StoreError> {
+        let listings = (store.load().await?.into_iter())
+            .filter_map(|(key, json)| {
+                let stored: Stored = serde_json::from_slice(&json).ok()?;
+                Some((key, Listing::from(stored)))
+            })
+            .collect();
+        Ok(RememberedListings {
+            inner: Arc::new(Inner {
+                listings: Mutex::new(listings),
+                file: None,
+                store: Some(Arc::new(store)),
                 scheduled: Default::default(),
             }),
         })
@@ -159,6 +191,19 @@ impl RememberedListings {
             }
             listings.insert(key.to_owned(), listing.clone());
         }
+        if let Some(store) = self.inner.store.clone() {
+            let json = serde_json::to_vec(&Written::of(listing)).expect("listings serialize");
+            let key = key.to_owned();
+            tokio::spawn(async move {
+                if let Err(error) = store.put(&key, json).await {
+                    tracing::warn!(
+                        target: "mcp_connect::group",
+                        error = %error,
+                        "a remembered listing could not be stored"
+                    );
+                }
+            });
+        }
         if self.inner.file.is_none() || self.inner.scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -176,9 +221,26 @@ impl RememberedListings {
         });
     }
 
-    /// Writes the file now (nothing without one): whole, through a
-    /// temporary file and a rename, so a crash mid-write leaves the old one.
-    pub async fn save(&self) -> std::io::Result<()> {
+    /// Writes what is remembered now: the file whole, through a temporary
+    /// file and a rename, so a crash mid-write leaves the old one; or each
+    /// listing to the store, so a process about to exit loses none of the
+    /// writes made behind its back. Nothing when kept in memory.
+    pub async fn save(&self) -> Result<(), RememberError> {
+        if let Some(store) = &self.inner.store {
+            let written: Vec<(String, Vec<u8>)> = (self.listings().iter())
+                .map(|(key, listing)| {
+                    let json = serde_json::to_vec(&Written::of(listing));
+                    (key.clone(), json.expect("listings serialize"))
+                })
+                .collect();
+            let writes =
+                (written.into_iter()).map(|(key, json)| async move { store.put(&key, json).await });
+            let results = futures_util::future::join_all(writes).await;
+            return results
+                .into_iter()
+                .collect::<Result<(), _>>()
+                .map_err(RememberError::Store);
+        }
         let Some(path) = self.inner.file.clone() else {
             return Ok(());
         };
@@ -200,7 +262,9 @@ impl RememberedListings {
             std::fs::rename(&temporary, &path)
         })
         .await
-        .map_err(std::io::Error::other)?
+        .map_err(std::io::Error::other)
+        .and_then(|written| written)
+        .map_err(RememberError::Io)
     }
 
     fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Listing>> {
@@ -208,6 +272,22 @@ impl RememberedListings {
         self.inner.listings.lock().expect("listings lock poisoned")
     }
 }
+
+/// Where remembered listings are shared beyond one process: read whole
+/// when [`RememberedListings::from_store`] makes them, written one listing
+/// at a time as it changes. A listing travels as JSON; keys are the
+/// servers' target fingerprints (no URL, header or secret in clear). Each
+/// operation must be bounded by the store itself.
+pub trait ListingStore: Send + Sync + 'static {
+    /// Every listing the store holds, by key.
+    fn load(&self) -> BoxFuture<'_, Result<StoredListings, StoreError>>;
+
+    /// Keeps `listing` under `key`, replacing what was there.
+    fn put<'a>(&'a self, key: &'a str, listing: Vec<u8>) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+/// What a [`ListingStore`] holds: each listing's key and its JSON.
+pub type StoredListings = Vec<(String, Vec<u8>)>;
 
 /// How long after a change the file is written.
 const WRITE_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
@@ -224,6 +304,7 @@ impl std::fmt::Debug for RememberedListings {
         f.debug_struct("RememberedListings")
             .field("servers", &self.len())
             .field("file", &self.inner.file.is_some())
+            .field("store", &self.inner.store.is_some())
             .finish()
     }
 }

@@ -1338,3 +1338,158 @@ async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
     })
     .await;
 }
+
+/// Issue 44, item 1 (the fleet's store): a lazy server of a replica
+/// started after another reached it is listed at once from Redis, with no
+/// connection made; what Redis holds is sealed (no tool name, no URL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn a_lazy_server_of_a_later_replica_is_listed_from_redis() {
+    use mcp_connect::fleet::RedisListingStore;
+    use mcp_connect::group::{HealthState, RememberedListings, Server, ServerGroup};
+    watchdog(LIMIT, async {
+        let redis = Redis::start();
+        let server = ScriptServer::start(|r: &support::Recorded| match r.rpc_method() {
+            "server/discover" => support::Script::Json(
+                200,
+                support::result(
+                    r,
+                    json!({ "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } }),
+                ),
+            ),
+            "tools/list" => support::Script::Json(
+                200,
+                support::result(
+                    r,
+                    json!({ "resultType": "complete",
+                    "tools": [{ "name": "canary-tool", "inputSchema": { "type": "object" } }] }),
+                ),
+            ),
+            _ => support::Script::Json(200, support::error(r, -32601, None)),
+        })
+        .await;
+        let listings = || async {
+            let store =
+                RedisListingStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap())
+                    .unwrap();
+            RememberedListings::from_store(store).await.unwrap()
+        };
+        let group = |listings: RememberedListings, lazy: bool| {
+            let group = ServerGroup::builder()
+                .with_remembered_listings(listings)
+                .build();
+            let request = ConnectRequest::http(&server.url()).unwrap().with_name("s");
+            let stack = mcp_connect::EstablishBuilder::new(Connector::new()).build();
+            let member = Server::new(stack, request);
+            group
+                .add(if lazy { member.lazy() } else { member })
+                .unwrap();
+            group
+        };
+
+        let first = group(listings().await, false);
+        first.settled().await;
+        assert!(first.catalogue().tool("canary-tool").is_some());
+        let started = std::time::Instant::now();
+        while listings().await.is_empty() {
+            assert!(started.elapsed() < Duration::from_secs(5), "never stored");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        first.shutdown().await;
+        let reached = server.count("server/discover");
+
+        let later = group(listings().await, true);
+        assert!(
+            later.catalogue().tool("canary-tool").is_some(),
+            "listed at once from Redis"
+        );
+        assert_eq!(later.health("s").unwrap().state, HealthState::Idle);
+        assert_eq!(server.count("server/discover"), reached, "no connection");
+        later.shutdown().await;
+
+        let held = redis.dump();
+        assert!(held.contains("app:listings"), "{held}");
+        assert!(
+            !held.contains("canary-tool") && !held.contains("127.0.0.1"),
+            "sealed: {held}"
+        );
+    })
+    .await;
+}
+
+/// The command's `--catalogue-cache redis://...`: a run that reached a
+/// server remembers its listing in Redis (sealed); a later run whose entry
+/// says `"lazy": true` lists its tools from there without connecting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn two_command_runs_share_listings_through_redis() {
+    const KEY_HEX: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
+    let redis = Redis::start();
+    let server = ScriptServer::start(|r: &support::Recorded| match r.rpc_method() {
+        "server/discover" => support::Script::Json(
+            200,
+            support::result(
+                r,
+                json!({ "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } }),
+            ),
+        ),
+        "tools/list" => support::Script::Json(
+            200,
+            support::result(
+                r,
+                json!({ "resultType": "complete",
+                "tools": [{ "name": "canary-tool", "inputSchema": { "type": "object" } }] }),
+            ),
+        ),
+        _ => support::Script::Json(200, support::error(r, -32601, None)),
+    })
+    .await;
+    let config =
+        std::env::temp_dir().join(format!("mcp-redis-listings-{}.json", std::process::id()));
+    for lazy in [false, true] {
+        std::fs::write(
+            &config,
+            format!(
+                r#"{{ "mcpServers": {{ "s": {{ "url": "{}", "lazy": {lazy} }} }} }}"#,
+                server.url()
+            ),
+        )
+        .unwrap();
+        let url = redis.url();
+        let args = [
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            "--list-tools",
+            "--catalogue-cache",
+            &url,
+            "--store-key-env",
+            "MCP_TEST_STORE_KEY",
+        ];
+        let mut command = support::cli::command(&args);
+        command.env("MCP_TEST_STORE_KEY", KEY_HEX);
+        let output = tokio::task::spawn_blocking(move || {
+            support::cli::finish(command.spawn().unwrap(), support::cli::COMMAND_LIMIT)
+        })
+        .await
+        .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains("canary-tool"), "{stdout}");
+        assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
+    }
+    let _ = std::fs::remove_file(&config);
+    assert_eq!(
+        server.count("server/discover"),
+        1,
+        "the lazy run connected nowhere"
+    );
+    let held = redis.dump();
+    assert!(
+        held.contains("mcp-connect:listings") && !held.contains("canary-tool"),
+        "{held}"
+    );
+}
