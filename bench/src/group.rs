@@ -101,7 +101,7 @@ pub async fn serve(n: usize, max_delay_ms: u64) {
 }
 
 /// The servers' child process and their URLs.
-async fn servers(n: usize, max_delay_ms: u64) -> (tokio::process::Child, Vec<String>) {
+pub(crate) async fn servers(n: usize, max_delay_ms: u64) -> (tokio::process::Child, Vec<String>) {
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["group-servers", &n.to_string(), &max_delay_ms.to_string()])
         .stdin(Stdio::piped())

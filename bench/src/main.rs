@@ -31,6 +31,7 @@ mod cheap;
 mod clients;
 mod floor;
 mod group;
+mod lazy;
 mod link;
 mod report;
 mod rtt;
@@ -110,6 +111,8 @@ fn main() {
             args[2].parse().unwrap(),
             args[3].parse().unwrap(),
         )),
+        Some("lazy") => runtime.block_on(lazy::run(&args[2..])),
+        Some("lazy-memory") => runtime.block_on(lazy::memory(&args[2], &args[3])),
         Some("group-memory") => runtime.block_on(group::memory(&args[2], &args[3])),
         Some("serve") => runtime.block_on(serve(args.get(2).is_some_and(|a| a == "legacy-only"))),
         Some("serve-canned") => runtime.block_on(serve_canned(&args[2])),

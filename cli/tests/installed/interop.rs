@@ -108,7 +108,10 @@ async fn everything_http_on(port: u16) -> Peer {
 }
 
 async fn python_http() -> Peer {
-    let port = free_port();
+    python_http_on(free_port()).await
+}
+
+async fn python_http_on(port: u16) -> Peer {
     let mut command = Command::new(python());
     command.args([python_server(), "streamable-http", &port.to_string()]);
     Peer::start(command, port).await
@@ -847,6 +850,59 @@ async fn a_config_of_three_real_servers_is_one_catalogue() {
     group.shutdown().await;
     everything.stop().await;
     python.stop().await;
+}
+
+/// Issue 44, item 3: a member whose server (the Python SDK's) is down when
+/// the group starts is tried again on its own and is ready within its
+/// backoff after the server starts, with no call from the application.
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn a_python_server_down_at_start_is_ready_once_it_starts() {
+    use mcp_connect::group::{HealthState, Server, ServerGroup};
+    use mcp_connect::layers::recovery::Backoff;
+    use mcp_connect::EstablishBuilder;
+
+    watchdog(LIMIT, async {
+        let port = free_port();
+        let group = ServerGroup::builder()
+            .with_retry(Backoff::new(
+                Duration::from_millis(200),
+                Duration::from_secs(1),
+            ))
+            .build();
+        let request = ConnectRequest::http(&format!("http://127.0.0.1:{port}/mcp"))
+            .unwrap()
+            .with_name("python");
+        let stack = EstablishBuilder::new(Connector::new())
+            .with_deadline(Duration::from_secs(5))
+            .build();
+        group.add(Server::new(stack, request)).unwrap();
+        group.settled().await;
+        let health = group.health("python").unwrap();
+        assert!(matches!(health.state, HealthState::Failed(_)), "{health:?}");
+        assert!(health.retry_at.is_some(), "{health:?}");
+
+        let python = python_http_on(port).await;
+        let up = tokio::time::Instant::now();
+        while group.health("python").unwrap().state != HealthState::Ready {
+            assert!(
+                up.elapsed() < Duration::from_secs(10),
+                "not ready: {:?}",
+                group.health("python")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Within the backoff's ceiling (1 s) and one establishment.
+        assert!(up.elapsed() < Duration::from_secs(3), "{:?}", up.elapsed());
+        let result = group
+            .call_tool("add", &json!({ "a": 2, "b": 3 }))
+            .await
+            .unwrap();
+        assert!(result.text().contains('5'), "{}", result.text());
+        group.shutdown().await;
+        python.stop().await;
+    })
+    .await;
 }
 
 /// Issue 28: the Python SDK (with its OpenTelemetry SDK recording) reads
