@@ -117,6 +117,10 @@ pub enum TransportError {
     /// never sent back.
     #[error("the server assigned an invalid session id")]
     InvalidSessionId,
+    /// The server's program is not where it would be started from;
+    /// nothing was started.
+    #[error("the server's program was not found")]
+    MissingProgram(#[source] MissingProgram),
     /// The server process could not be started.
     #[error("could not start the server process")]
     Spawn(#[source] std::io::Error),
@@ -125,6 +129,44 @@ pub enum TransportError {
     #[error("the server's working directory cannot be used")]
     WorkingDirectory(#[source] std::io::Error),
 }
+
+/// A stdio server's program that is not there: named with the `PATH`
+/// searched (absent for a name with a `/`, which is not searched for).
+/// Program names and `PATH`s are printed; arguments and other environment
+/// values never are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingProgram {
+    pub(crate) program: std::ffi::OsString,
+    pub(crate) path: Option<std::ffi::OsString>,
+}
+
+impl MissingProgram {
+    /// The program as written.
+    pub fn program(&self) -> &std::ffi::OsStr {
+        &self.program
+    }
+
+    /// The `PATH` it was searched on, for a bare name.
+    pub fn path(&self) -> Option<&std::ffi::OsStr> {
+        self.path.as_deref()
+    }
+}
+
+impl std::fmt::Display for MissingProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let program = self.program.to_string_lossy();
+        match &self.path {
+            Some(path) => write!(
+                f,
+                "no executable `{program}` on the PATH the server runs with ({})",
+                path.to_string_lossy()
+            ),
+            None => write!(f, "no executable file `{program}`"),
+        }
+    }
+}
+
+impl std::error::Error for MissingProgram {}
 
 /// Why a cut SSE stream was not resumed.
 #[derive(Debug, thiserror::Error)]
@@ -246,7 +288,9 @@ impl TransportError {
             | T::CrossOriginEndpoint
             | T::BadEndpoint
             | T::InvalidSessionId => Failure::new(stage, FailureKind::Protocol),
-            T::WorkingDirectory(_) => Failure::new(stage, FailureKind::Configuration),
+            T::WorkingDirectory(_) | T::MissingProgram(_) => {
+                Failure::new(stage, FailureKind::Configuration)
+            }
             T::Spawn(e) => match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
                     Failure::new(stage, FailureKind::Configuration)

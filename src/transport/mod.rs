@@ -61,7 +61,7 @@ use serde_json::value::RawValue;
 #[cfg(feature = "rustls")]
 pub use connect_error::tls_problem;
 pub use connect_error::{DnsError, TcpConnectError, TlsError, TlsProblem};
-pub use error::{RedirectReason, RedirectRefused};
+pub use error::{MissingProgram, RedirectReason, RedirectRefused};
 pub use http_client::{HttpBody, HttpClient, HttpClientBuilder};
 pub use legacy_sse::LegacySse;
 #[cfg(any(test, feature = "testkit"))]

@@ -143,6 +143,31 @@ async fn one_server_can_be_chosen_and_a_bad_file_is_a_usage_error() {
     assert_eq!(both.status.code(), Some(2));
 }
 
+#[tokio::test]
+async fn a_program_not_on_the_path_is_named_with_the_path_searched() {
+    let config = write_config(
+        r#"{ "mcpServers": { "gone": { "command": "no-such-mcp-server",
+            "env": { "PATH": "/opt/nowhere:/usr/nothing", "TOKEN": "s3cret-canary" } } } }"#,
+    );
+    let output = run_async(&["--config", config.as_str()]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "gone: failed: no session could be established: gave up after 1 attempt: \
+             recovery is off: connect failed: transport failed: the server's program was not \
+             found: no executable `no-such-mcp-server` on the PATH the server runs with \
+             (/opt/nowhere:/usr/nothing)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("os error"), "{text}");
+    assert!(!text.contains("s3cret-canary"), "{text}");
+    let json = run_async(&["--config", config.as_str(), "--json"]).await;
+    let lines = json_lines(&json);
+    assert_eq!(lines[0]["failure"]["kind"], "configuration");
+}
+
 /// A legacy server that lists `echo` and one tool of its own.
 fn two_tools(own: &'static str) -> impl Fn(&Recorded) -> Script + Send + Sync + 'static {
     move |request| match request.rpc_method() {

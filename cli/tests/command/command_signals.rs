@@ -64,6 +64,26 @@ fn sigterm_during_establishment_stops_the_stdio_child_and_exits_143() {
 }
 
 #[test]
+fn a_stdio_child_dies_with_its_parent_killed_outright() {
+    // SIGKILL runs no cleanup in the command: only the kernel's parent-death
+    // signal on the child ends it.
+    let pid_path = spawn_log("pdeathsig");
+    let script = deaf_server(&pid_path);
+    let mut child = command(&["--", "sh", "-c", &script]).spawn().unwrap();
+    let server = child_pid(&pid_path);
+    send(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+    let killed = Instant::now();
+    while alive(server) && killed.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !alive(server),
+        "the stdio child {server} outlived its parent by a second"
+    );
+}
+
+#[test]
 fn a_second_signal_exits_at_once() {
     let pid_path = spawn_log("second");
     let script = deaf_server(&pid_path);

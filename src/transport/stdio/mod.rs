@@ -5,9 +5,19 @@
 //! the group, wait; SIGKILL the group; always reap. stderr is the server's
 //! log: it is drained (so the child never blocks on a full pipe) into a small
 //! ring the application can read, and never printed by this crate.
+//!
+//! The program is found before anything starts ([`MissingProgram`] names
+//! it and the `PATH` searched). On Linux the child is started with
+//! `PR_SET_PDEATHSIG` (SIGKILL), so a parent that is killed outright (no
+//! close ladder runs) does not leave it running under init. The kernel
+//! sends that signal when the *thread* that started the child ends:
+//! children are started from the runtime's threads, which end with it, and
+//! a runtime that ends drops its sessions, which kills their children
+//! anyway.
 
-use std::collections::VecDeque;
-use std::ffi::OsString;
+mod command;
+mod stderr;
+
 use std::fmt;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -18,7 +28,6 @@ use futures_util::FutureExt;
 use mcp_connect_layers::Closure;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
@@ -27,6 +36,8 @@ use super::lines::LineTransport;
 use super::{Reply, Transport, TransportKind};
 use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
+pub use command::StdioCommand;
+use stderr::StderrTail;
 
 /// The process groups of the stdio servers this process started and has
 /// not yet closed, for [`kill_server_groups`]. Held for one set operation.
@@ -53,108 +64,35 @@ pub fn kill_server_groups() -> usize {
     groups.len()
 }
 
-const STDERR_LINES: usize = 32;
-const STDERR_LINE_BYTES: usize = 1024;
-
-/// The command line of a stdio server.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct StdioCommand {
-    program: OsString,
-    args: Vec<OsString>,
-    env: Vec<(OsString, OsString)>,
-    current_dir: Option<std::path::PathBuf>,
-}
-
-impl StdioCommand {
-    /// A program to run, found on `PATH` like a shell would.
-    pub fn new(program: impl Into<OsString>) -> Self {
-        StdioCommand {
-            program: program.into(),
-            args: Vec::new(),
-            env: Vec::new(),
-            current_dir: None,
-        }
-    }
-
-    /// Adds arguments.
-    #[must_use]
-    pub fn args<I, A>(mut self, args: I) -> Self
-    where
-        I: IntoIterator<Item = A>,
-        A: Into<OsString>,
-    {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Sets an environment variable for the child. Values are never printed.
-    #[must_use]
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
-        self
-    }
-
-    /// Runs the child in `dir` (by default this process's directory).
-    #[must_use]
-    pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.current_dir = Some(dir.into());
-        self
-    }
-
-    /// The program.
-    pub fn program(&self) -> &OsString {
-        &self.program
-    }
-
-    /// A stable 128-bit fingerprint (hex, SHA-256) of everything that
-    /// selects the server this command starts: the program, the arguments,
-    /// the environment set for it and its working directory. Two commands
-    /// that differ only in a token in `env` (`github-work` and
-    /// `github-personal`) or in `cwd` (two `node index.js` projects) are two
-    /// servers. For keys that must not reveal any of it.
-    pub fn fingerprint(&self) -> String {
-        use sha2::{Digest, Sha256};
-        use std::os::unix::ffi::OsStrExt;
-        let mut hash = Sha256::new();
-        hash.update(b"mcp-connect stdio server v2\0");
-        let mut part = |tag: &[u8], bytes: &[u8]| {
-            // Length-prefixed, so no two different commands hash alike.
-            hash.update(tag);
-            hash.update((bytes.len() as u64).to_be_bytes());
-            hash.update(bytes);
-        };
-        part(b"p", self.program.as_bytes());
-        for arg in &self.args {
-            part(b"a", arg.as_bytes());
-        }
-        for (key, value) in &self.env {
-            part(b"k", key.as_bytes());
-            part(b"v", value.as_bytes());
-        }
-        if let Some(dir) = &self.current_dir {
-            part(b"d", dir.as_os_str().as_bytes());
-        }
-        crate::redact::hex(&hash.finalize()[..16])
+/// Asks the kernel to SIGKILL the child when this process ends (Linux).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(spawn: &mut Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs between fork and exec and makes only
+    // async-signal-safe system calls (prctl, getppid); it allocates nothing.
+    unsafe {
+        spawn.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // The parent may have died before the line above: then nothing
+            // would ever send the signal.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
+            }
+            Ok(())
+        });
     }
 }
 
-impl fmt::Debug for StdioCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Arguments can carry tokens; show only the program and counts.
-        f.debug_struct("StdioCommand")
-            .field("program", &self.program)
-            .field("args", &self.args.len())
-            .field("env", &self.env.len())
-            .finish()
-    }
-}
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: &mut Command) {}
 
 /// A running stdio server.
 pub struct StdioTransport {
     lines: LineTransport,
     child: tokio::sync::Mutex<Option<Child>>,
     pid: Option<u32>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: StderrTail,
     stderr_task: JoinHandle<()>,
     grace: Duration,
 }
@@ -170,7 +108,11 @@ impl StdioTransport {
         grace: Duration,
         inbound: Arc<Inbound>,
     ) -> Result<Self, TransportError> {
-        let mut spawn = Command::new(&command.program);
+        let program = command.locate().map_err(TransportError::MissingProgram)?;
+        let mut spawn = Command::new(program);
+        // The program's own name as written, not the path it was found at.
+        spawn.arg0(&command.program);
+        die_with_parent(&mut spawn);
         if let Some(dir) = &command.current_dir {
             // Checked first: a missing directory makes `spawn` fail with
             // the same NotFound as a missing program.
@@ -199,8 +141,8 @@ impl StdioTransport {
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
-        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
-        let stderr_task = tokio::spawn(drain_stderr(stderr_pipe, Arc::clone(&stderr)));
+        let stderr = StderrTail::default();
+        let stderr_task = tokio::spawn(stderr.clone().drain(stderr_pipe));
         if let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
             live_groups().push(group);
         }
@@ -222,10 +164,7 @@ impl StdioTransport {
     /// The last lines the server wrote to stderr (at most 32, each cut to
     /// 1 KiB). The server's own words: this crate never prints them.
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr
-            .lock()
-            .map(|lines| lines.iter().cloned().collect())
-            .unwrap_or_default()
+        self.stderr.lines()
     }
 
     async fn shut_down(&self) -> Result<(), TransportError> {
@@ -266,25 +205,6 @@ impl StdioTransport {
         if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
             // ESRCH (already gone) is the expected outcome most of the time.
             let _ = killpg(Pid::from_raw(pid), signal);
-        }
-    }
-}
-
-async fn drain_stderr(pipe: tokio::process::ChildStderr, ring: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(pipe).lines();
-    while let Ok(Some(mut line)) = lines.next_line().await {
-        if line.len() > STDERR_LINE_BYTES {
-            let mut cut = STDERR_LINE_BYTES;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-        }
-        if let Ok(mut ring) = ring.lock() {
-            if ring.len() == STDERR_LINES {
-                ring.pop_front();
-            }
-            ring.push_back(line);
         }
     }
 }
@@ -390,5 +310,40 @@ mod tests {
         .unwrap();
         assert_eq!(transport.stderr_tail(), [dir.to_string_lossy()]);
         transport.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn stderr_that_is_not_utf8_is_drained_to_the_end() {
+        // Without draining to the end the child blocks once the pipe is
+        // full, and its last line never arrives.
+        let script = r#"{ printf 'bad \377\n'; head -c 300000 /dev/zero | tr '\0' a; echo; echo last; } >&2; sleep 5"#;
+        let command = StdioCommand::new("sh").args(["-c", script]);
+        let transport =
+            StdioTransport::spawn_with(&command, 1024, Duration::from_millis(100), Inbound::none())
+                .unwrap();
+        tokio::time::timeout(Duration::from_secs(15), async {
+            while transport.stderr_tail().last().map(String::as_str) != Some("last") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the last line arrives");
+        let tail = transport.stderr_tail();
+        assert_eq!(tail[0], "bad \u{fffd}");
+        assert_eq!(tail[1], "a".repeat(1024));
+        transport.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_named_and_nothing_starts() {
+        let command = StdioCommand::new("no-such-mcp-server").env("PATH", "/nonexistent");
+        let error =
+            StdioTransport::spawn_with(&command, 1024, Duration::from_millis(100), Inbound::none())
+                .unwrap_err();
+        let TransportError::MissingProgram(missing) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(missing.program(), "no-such-mcp-server");
+        assert_eq!(missing.path(), Some("/nonexistent".as_ref()));
     }
 }
