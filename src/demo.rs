@@ -69,6 +69,35 @@ impl DemoServer {
         })
     }
 
+    /// Starts the server on a Unix socket at `path` (created; removed
+    /// first if a stale one is there). Reach it with
+    /// [`ConnectRequest::with_unix_socket`](crate::ConnectRequest::with_unix_socket)
+    /// and any `http://` URL with the path `/mcp`; [`addr`](Self::addr)
+    /// is then `127.0.0.1:0`.
+    pub async fn start_on_unix_socket(path: &std::path::Path) -> std::io::Result<DemoServer> {
+        let _ = std::fs::remove_file(path);
+        let listener = tokio::net::UnixListener::bind(path)?;
+        let state = Arc::new(State::default());
+        let stopped = CancellationToken::new();
+        let accept = {
+            let (state, stopped) = (Arc::clone(&state), stopped.clone());
+            tokio::spawn(async move {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    tokio::spawn(serve(stream, Arc::clone(&state), stopped.clone()));
+                }
+            })
+        };
+        Ok(DemoServer {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            state,
+            accept,
+            stopped,
+        })
+    }
+
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr

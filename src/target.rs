@@ -19,6 +19,9 @@ pub enum Target {
         url: Uri,
         /// Extra headers (authorization and the like). Never printed.
         headers: HeaderMap,
+        /// The Unix socket the HTTP goes over, when it does not go to the
+        /// URL's host ([`ConnectRequest::with_unix_socket`](crate::ConnectRequest::with_unix_socket)).
+        socket: Option<std::path::PathBuf>,
     },
     /// A server started as a child process.
     Stdio(StdioCommand),
@@ -27,10 +30,15 @@ pub enum Target {
 impl fmt::Debug for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Http { url, headers } => f
+            Target::Http {
+                url,
+                headers,
+                socket,
+            } => f
                 .debug_struct("Http")
                 .field("url", &SafeUri(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
+                .field("socket", socket)
                 .finish(),
             Target::Stdio(command) => f.debug_tuple("Stdio").field(command).finish(),
         }
@@ -60,7 +68,11 @@ impl Target {
     /// second server, never sharing anything with the first.
     pub fn identity(&self) -> String {
         match self {
-            Target::Http { url, headers } => {
+            Target::Http {
+                url,
+                headers,
+                socket,
+            } => {
                 use sha2::{Digest, Sha256};
                 let mut hash = Sha256::new();
                 hash.update(b"mcp-connect http server v2\0");
@@ -82,6 +94,13 @@ impl Target {
                     hash.update((value.len() as u64).to_be_bytes());
                     hash.update(value);
                 }
+                if let Some(socket) = socket {
+                    use std::os::unix::ffi::OsStrExt;
+                    let socket = socket.as_os_str().as_bytes();
+                    hash.update(b"unix socket\0");
+                    hash.update((socket.len() as u64).to_be_bytes());
+                    hash.update(socket);
+                }
                 let digest = crate::redact::hex(&hash.finalize()[..16]);
                 format!("http {} {digest}", SafeUri(url))
             }
@@ -93,6 +112,14 @@ impl Target {
     pub(crate) fn headers(&self) -> Option<&http::HeaderMap> {
         match self {
             Target::Http { headers, .. } => Some(headers),
+            Target::Stdio(_) => None,
+        }
+    }
+
+    /// The Unix socket of an HTTP target that goes over one.
+    pub fn unix_socket(&self) -> Option<&std::path::Path> {
+        match self {
+            Target::Http { socket, .. } => socket.as_deref(),
             Target::Stdio(_) => None,
         }
     }

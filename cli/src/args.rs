@@ -93,6 +93,13 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) no_proxy: bool,
 
+    /// Connect to the server over this Unix socket instead of the URL's
+    /// host, as curl's --unix-socket: the URL (http:// only) still gives
+    /// the path and Host. No proxy applies. In a --config file, a server's
+    /// `socket` field says the same.
+    #[arg(long, value_name = "PATH", requires = "url")]
+    pub(crate) unix_socket: Option<std::path::PathBuf>,
+
     /// Also trust the CA certificates in this PEM file (a private CA).
     #[arg(long, value_name = "FILE")]
     pub(crate) cacert: Option<std::path::PathBuf>,

@@ -158,8 +158,22 @@ async fn run(args: Args) -> ExitCode {
         Ok(client) => client,
         Err(message) => return usage(&message),
     };
+    if let Some(socket) = &args.unix_socket {
+        // The server's own client: the exporter's stays on the network.
+        let over_socket = mcp_connect::transport::HttpClient::builder()
+            .redirects(
+                mcp_connect::transport::RedirectPolicy::new().with_max_hops(args.max_redirects),
+            )
+            .unix_socket(socket)
+            .build()
+            .counting(Arc::clone(&sent));
+        request = request
+            .with_unix_socket(socket)
+            .with_http_client(over_socket);
+    }
     // Where the proxy is, never its credentials.
     let proxy = match request.target() {
+        _ if args.unix_socket.is_some() => None,
         mcp_connect::request::Target::Http { url, .. } => {
             client.proxy_for(url).map(|p| p.to_string())
         }

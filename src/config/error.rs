@@ -87,6 +87,10 @@ pub enum EntryProblem {
     /// a `command`.
     #[error("`type` does not fit the entry's `command` or `url`")]
     TypeMismatch,
+    /// `socket` on a stdio entry: only a remote server is reached over a
+    /// Unix socket.
+    #[error("`socket` is for an entry with a `url`")]
+    SocketWithoutUrl,
     /// `${NAME}` names a variable the environment does not have.
     #[error("the environment has no variable {variable}")]
     MissingVariable {

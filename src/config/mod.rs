@@ -24,7 +24,8 @@
 //! ```
 //!
 //! An entry with `command` is a stdio server (`args`, `env`, `cwd`); one
-//! with `url` is remote (`headers`), and its optional `type` chooses the
+//! with `url` is remote (`headers`, and `socket`: a Unix socket to reach
+//! it over, the URL still giving path and `Host`), and its optional `type` chooses the
 //! transport: `http` is Streamable HTTP with the HTTP+SSE fallback (what
 //! VS Code does with it), `streamable-http` Streamable HTTP only, `sse`
 //! HTTP+SSE only; `stdio` may be said too. `${NAME}` and `${env:NAME}` in
@@ -68,7 +69,7 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// The fields this reader understands; every other one is kept as unknown.
 const KNOWN: &[&str] = &[
-    "type", "command", "args", "env", "cwd", "url", "headers", "lazy",
+    "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket",
 ];
 
 /// Every server of one config file, each read on its own, in name order.
@@ -194,6 +195,9 @@ impl ServerConfig {
         let request = match (text(entry, "command")?, text(entry, "url")?, mode) {
             (Some(_), Some(_), _) => return Err(EntryProblem::CommandAndUrl),
             (None, None, _) => return Err(EntryProblem::NoCommandOrUrl),
+            (Some(_), None, _) if entry.contains_key("socket") => {
+                return Err(EntryProblem::SocketWithoutUrl)
+            }
             (Some(command), None, None | Some(TransportMode::Stdio)) => stdio(command, entry, env)?,
             (None, Some(url), mode) if mode != Some(TransportMode::Stdio) => {
                 remote(url, mode.unwrap_or_default(), entry, env)?
@@ -309,6 +313,9 @@ fn remote(
         request = request
             .with_header(name, &expand(value, env)?)
             .map_err(invalid)?;
+    }
+    if let Some(socket) = text(entry, "socket")? {
+        request = request.with_unix_socket(expand(socket, env)?);
     }
     Ok(request.with_mode(mode))
 }

@@ -162,3 +162,25 @@ fn jsonc_a_bom_and_a_file_without_end() {
         "{endless:?}"
     );
 }
+
+#[test]
+fn a_socket_field_reaches_a_remote_server_over_a_unix_socket() {
+    let config = parse(
+        r#"{ "mcpServers": {
+            "local": { "url": "http://localhost/mcp", "socket": "/run/srv.sock" },
+            "tcp": { "url": "http://localhost/mcp" },
+            "stdio": { "command": "srv", "socket": "/run/srv.sock" }
+        } }"#,
+    );
+    let local = config.get("local").unwrap().request();
+    assert_eq!(
+        local.target().unix_socket(),
+        Some(std::path::Path::new("/run/srv.sock"))
+    );
+    assert_eq!(config.get("local").unwrap().unknown_fields().count(), 0);
+    let tcp = config.get("tcp").unwrap().request();
+    assert_ne!(local.target().identity(), tcp.target().identity());
+    let stdio = config.errors().next().unwrap();
+    assert_eq!(stdio.name(), "stdio");
+    assert!(matches!(stdio.problem(), EntryProblem::SocketWithoutUrl));
+}

@@ -49,7 +49,7 @@ impl Opener {
         let limits = request.limits();
         let inbound = Arc::clone(request.inbound());
         match (kind, request.target()) {
-            (TransportKind::StreamableHttp, Target::Http { url, headers }) => {
+            (TransportKind::StreamableHttp, Target::Http { url, headers, .. }) => {
                 clock.check(Stage::CONNECT)?;
                 let transport = StreamableHttp::new(
                     self.http.clone(),
@@ -61,7 +61,7 @@ impl Opener {
                 .with_inbound(inbound);
                 Ok(Box::new(transport))
             }
-            (TransportKind::Sse, Target::Http { url, headers }) => {
+            (TransportKind::Sse, Target::Http { url, headers, .. }) => {
                 let sse = async {
                     LegacySse::connect_with(
                         self.http.clone(),

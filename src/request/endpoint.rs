@@ -10,6 +10,30 @@ use crate::error::{ConfigError, Error};
 use crate::target::Target;
 
 impl ConnectRequest {
+    /// Reaches this HTTP server over the Unix socket at `path` instead of
+    /// the URL's host, as curl's `--unix-socket` (the URL still gives the
+    /// path and `Host`; it must be `http://`): the same transports, eras,
+    /// authorization and policies. The socket is part of the server's
+    /// [`identity`](crate::request::Target::identity), so every cache keys
+    /// by it. Sets the request's HTTP client to
+    /// `HttpClient::builder().unix_socket(path).build()`; for other client
+    /// settings (redirects, a counter) pass your own built with
+    /// [`HttpClientBuilder::unix_socket`](crate::transport::HttpClientBuilder::unix_socket)
+    /// to [`with_http_client`](Self::with_http_client) afterwards. A stdio
+    /// request is left as it is.
+    #[must_use]
+    pub fn with_unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        let path = path.into();
+        let Target::Http { socket, .. } = &mut self.target else {
+            return self;
+        };
+        *socket = Some(path.clone());
+        let client = crate::transport::HttpClient::builder()
+            .unix_socket(path)
+            .build();
+        self.with_http_client(client)
+    }
+
     /// This request for another HTTP endpoint of the same server, a replica
     /// (see [`ReplicasLayer`](crate::client::ReplicasLayer)): the
     /// configuration is shared, not copied, and the headers go along (the
@@ -18,13 +42,19 @@ impl ConnectRequest {
     /// [`http`](Self::http) does.
     pub fn for_replica(&self, url: &str) -> Result<Self, Error> {
         let (url, own) = http_parts(url)?;
-        let mut headers = match &self.target {
-            Target::Http { headers, .. } => headers.clone(),
-            Target::Stdio(_) => http::HeaderMap::new(),
+        let (mut headers, socket) = match &self.target {
+            Target::Http {
+                headers, socket, ..
+            } => (headers.clone(), socket.clone()),
+            Target::Stdio(_) => (http::HeaderMap::new(), None),
         };
         headers.extend(own);
         Ok(ConnectRequest {
-            target: Target::Http { url, headers },
+            target: Target::Http {
+                url,
+                headers,
+                socket,
+            },
             ..self.clone()
         })
     }
@@ -33,7 +63,11 @@ impl ConnectRequest {
 /// The target of [`ConnectRequest::http`](super::ConnectRequest::http).
 pub(super) fn http(url: &str) -> Result<Target, Error> {
     let (url, headers) = http_parts(url)?;
-    Ok(Target::Http { url, headers })
+    Ok(Target::Http {
+        url,
+        headers,
+        socket: None,
+    })
 }
 
 /// [`http`]'s URL, and the header its userinfo became.
@@ -118,7 +152,7 @@ mod tests {
             .with_header("x-api-key", "k")
             .unwrap();
         let replica = primary.for_replica("http://u:p@b.example/mcp").unwrap();
-        let Target::Http { url, headers } = replica.target() else {
+        let Target::Http { url, headers, .. } = replica.target() else {
             panic!("an HTTP target");
         };
         assert_eq!(url.to_string(), "http://b.example/mcp");

@@ -282,6 +282,7 @@ pub struct HttpClientBuilder {
     redirects: RedirectPolicy,
     proxy: Proxy,
     http_only: bool,
+    unix_socket: Option<std::path::PathBuf>,
     #[cfg(feature = "rustls")]
     tls: super::tls_config::TlsSettings,
 }
@@ -338,6 +339,18 @@ impl HttpClientBuilder {
         self
     }
 
+    /// Opens every connection to the Unix socket at `path` instead of the
+    /// URL's host, as curl's `--unix-socket` (the URL still gives the path
+    /// and `Host`). No proxy and no TLS apply; an `https://` URL fails
+    /// before anything is sent. Usually set through
+    /// [`ConnectRequest::with_unix_socket`](crate::ConnectRequest::with_unix_socket),
+    /// which also makes the socket part of the server's identity.
+    #[must_use]
+    pub fn unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.unix_socket = Some(path.into());
+        self
+    }
+
     /// The client, over the system resolver.
     pub fn build(self) -> HttpClient {
         self.build_with_resolver(GaiResolver::new())
@@ -353,7 +366,13 @@ impl HttpClientBuilder {
         R::Future: Send,
     {
         let routes = std::sync::Arc::new(self.proxy.routes());
-        let client = if self.http_only {
+        let client = if let Some(path) = self.unix_socket {
+            let connector = super::unix_socket::UnixConnector::new(path);
+            HttpClient {
+                tls: false,
+                ..HttpClient::new(pooled().build(connector))
+            }
+        } else if self.http_only {
             HttpClient::plain_with_resolver(resolver, routes)
         } else {
             HttpClient::tls_with_resolver(

@@ -50,6 +50,7 @@ mod streamable_http;
 mod tls_alerts;
 #[cfg(feature = "rustls")]
 pub(crate) mod tls_config;
+mod unix_socket;
 mod waiters;
 
 use std::fmt;
@@ -77,6 +78,7 @@ pub use streamable_http::StreamableHttp;
 pub use tls_alerts::ClientCertificateRefused;
 #[cfg(feature = "rustls")]
 pub use tls_config::TlsConfigError;
+pub use unix_socket::UnixSocketError;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use http_shared::retry_after;

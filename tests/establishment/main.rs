@@ -23,3 +23,4 @@ mod shared_refresh;
 mod stdio;
 #[cfg(feature = "rustls")]
 mod tls;
+mod unix_socket;

@@ -1,7 +1,8 @@
 """A Python `mcp` (official SDK v2) server for interop tests.
 
 Usage: python_server.py stdio | sse PORT | streamable-http PORT [IDLE_TIMEOUT_SECONDS]
-Binds 127.0.0.1 only. With MCP_PEER_CACHE_TTL_MS set, every cacheable result
+       | streamable-http-uds SOCKET_PATH
+Binds 127.0.0.1 only (or the Unix socket: its ASGI app under uvicorn's `uds`). With MCP_PEER_CACHE_TTL_MS set, every cacheable result
 (server/discover included) carries that ttlMs and cacheScope "public" (SEP-2549).
 """
 import os
@@ -97,6 +98,11 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "stdio":
         mcp.run("stdio")
+    elif mode == "streamable-http-uds":
+        import uvicorn
+
+        app = mcp.streamable_http_app(stateless_http=False, json_response=False)
+        uvicorn.run(app, uds=sys.argv[2], log_level="warning")
     elif mode == "sse":
         mcp.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:

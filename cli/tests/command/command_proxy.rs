@@ -133,3 +133,41 @@ async fn no_proxy_ignores_the_environment_and_a_bad_proxy_url_is_a_usage_error()
     .await;
     assert_eq!(code, Some(2), "the two flags conflict");
 }
+
+#[tokio::test]
+async fn unix_socket_reaches_the_server_like_curl_and_no_proxy_applies() {
+    let socket = std::env::temp_dir().join(format!("mcp-cli-{}.sock", std::process::id()));
+    let origin = DemoServer::start_on_unix_socket(&socket).await.unwrap();
+    let proxy = AnsweringProxy::start(403).await;
+    let socket_arg = socket.to_string_lossy().into_owned();
+    let (code, last, text) = run(with_env(
+        &[
+            "--json",
+            "--unix-socket",
+            &socket_arg,
+            "--call-tool",
+            "add",
+            "--args",
+            r#"{"a":2,"b":3}"#,
+            "http://localhost/mcp",
+        ],
+        &[("HTTP_PROXY", &proxy.url())],
+    ))
+    .await;
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(last["outcome"], "established", "{text}");
+    assert_eq!(last["proxy"], Value::Null, "{text}");
+    // Counted like any other request, and all of them reached the socket.
+    assert_eq!(
+        last["http_requests"].as_u64(),
+        Some(origin.requests()),
+        "{text}"
+    );
+    assert!(origin.requests() >= 2, "{text}");
+    assert!(proxy.heads().is_empty(), "{text}");
+
+    // Only a URL is reached over a socket.
+    let (code, _, text) = run(with_env(&["--unix-socket", &socket_arg], &[])).await;
+    assert_eq!(code, Some(2), "{text}");
+    let _ = std::fs::remove_file(&socket);
+}

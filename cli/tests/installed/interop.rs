@@ -173,6 +173,55 @@ async fn python_sdk_over_streamable_http_is_modern_2026_07_28() {
     session.close().await.unwrap();
 }
 
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn python_sdk_over_a_unix_socket_in_both_eras() {
+    let socket = std::env::temp_dir().join(format!("mcp-python-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&socket);
+    let mut command = Command::new(python());
+    command
+        .args([python_server(), "streamable-http-uds"])
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let _peer = command.spawn().expect("peer starts");
+    watchdog(Duration::from_secs(20), async {
+        while tokio::net::UnixStream::connect(&socket).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // The SDK's DNS-rebinding guard wants a Host with a port; no TCP port
+    // is opened (the socket carries the connection).
+    let over = || {
+        ConnectRequest::http("http://127.0.0.1:8000/mcp")
+            .unwrap()
+            .with_unix_socket(&socket)
+    };
+    for (request, era, version) in [
+        (over(), Era::Modern, ProtocolVersion::V2026_07_28),
+        (
+            over().with_pin(ProtocolVersion::V2025_11_25),
+            Era::Legacy,
+            ProtocolVersion::V2025_11_25,
+        ),
+    ] {
+        let session = connect(request).await;
+        assert_eq!(session.era(), era);
+        assert_eq!(session.protocol_version(), &version);
+        assert_eq!(session.server_info().name, "python-peer");
+        let result = session
+            .call_tool("add", &json!({ "a": 2, "b": 3 }))
+            .await
+            .unwrap();
+        assert_eq!(result.text(), "5");
+        session.close().await.unwrap();
+    }
+    let _ = std::fs::remove_file(&socket);
+}
+
 /// The 2026-07-28 features the Python peer offers: a listing, a call, a
 /// multi-round-trip tool answered by the elicitation handler, and a
 /// `subscriptions/listen` subscription hearing a tools list change and a
