@@ -97,11 +97,15 @@ pub enum EntryProblem {
         /// The variable's name.
         variable: String,
     },
-    /// `${input:...}` asks a person (VS Code), which a service cannot.
-    #[error("`${{input:...}}` variables are not supported")]
-    InputVariable,
-    /// `${kind:...}` of a kind other than `env`.
-    #[error("only `${{NAME}}` and `${{env:NAME}}` variables are supported")]
+    /// `${input:id}` names an input the application did not supply
+    /// ([`Variables::with_input`](super::Variables::with_input)).
+    #[error("no value was given for the input {id}")]
+    MissingInput {
+        /// The input's id.
+        id: String,
+    },
+    /// `${kind:...}` of a kind other than `env`, `input` or `value`.
+    #[error("only `env:`, `input:` and `value:` references are supported")]
     UnknownVariableKind,
     /// `${...}` whose name is not a variable name.
     #[error("a `${{...}}` reference does not name a variable")]

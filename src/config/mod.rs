@@ -28,10 +28,11 @@
 //! it over, the URL still giving path and `Host`), and its optional `type` chooses the
 //! transport: `http` is Streamable HTTP with the HTTP+SSE fallback (what
 //! VS Code does with it), `streamable-http` Streamable HTTP only, `sse`
-//! HTTP+SSE only; `stdio` may be said too. `${NAME}` and `${env:NAME}` in
-//! the command, the arguments, the environment's and headers' values, `cwd`
-//! and the URL are taken from the environment; a missing variable is an
-//! error, never an empty string. Every other field (`disabled`,
+//! HTTP+SSE only; `stdio` may be said too. `${...}` references in the
+//! command, the arguments, the environment's and headers' values, `cwd`
+//! and the URL are expanded ([`Variables`]: the environment with defaults
+//! and fallbacks, inputs the application supplies, the workspace folder);
+//! one that has no value is an error, never an empty string. Every other field (`disabled`,
 //! `autoApprove`, `timeout`, ...) is kept in
 //! [`ServerConfig::unknown`] for the application, and named by
 //! [`ServerConfig::unknown_fields`]. One bad entry is an [`EntryError`]
@@ -45,7 +46,8 @@
 //! when the file is read from elsewhere.
 //!
 //! Where this differs from hosts: nothing is started or connected here,
-//! and nothing here asks a person (`${input:...}` is an error).
+//! and nothing here asks a person (an `${input:...}` the application did
+//! not supply is an error).
 
 mod error;
 mod expand;
@@ -62,6 +64,7 @@ use crate::request::TransportMode;
 use crate::transport::StdioCommand;
 use crate::ConnectRequest;
 use expand::expand;
+pub use expand::Variables;
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
 /// beyond any real file.
@@ -120,6 +123,15 @@ impl ServersConfig {
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigFileError> {
+        Self::parse_with_variables(text, &Variables::new(env))
+    }
+
+    /// Reads a config from its text, its `${...}` references answered by
+    /// `variables` (the environment, inputs, the workspace folder).
+    pub fn parse_with_variables(
+        text: &str,
+        variables: &Variables<'_>,
+    ) -> Result<Self, ConfigFileError> {
         let file: Value =
             serde_json::from_str(&jsonc::to_json(text)).map_err(|e| ConfigFileError::Json {
                 line: e.line(),
@@ -132,7 +144,7 @@ impl ServersConfig {
         let entries = servers
             .iter()
             .map(|(name, entry)| {
-                ServerConfig::read(name, entry, env).map_err(|problem| EntryError {
+                ServerConfig::read(name, entry, variables).map_err(|problem| EntryError {
                     name: name.clone(),
                     problem,
                 })
@@ -176,11 +188,7 @@ fn servers_of(file: &Map<String, Value>) -> Result<&Map<String, Value>, ConfigFi
 }
 
 impl ServerConfig {
-    fn read(
-        name: &str,
-        entry: &Value,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, EntryProblem> {
+    fn read(name: &str, entry: &Value, variables: &Variables<'_>) -> Result<Self, EntryProblem> {
         let Value::Object(entry) = entry else {
             return Err(EntryProblem::NotAnObject);
         };
@@ -198,9 +206,11 @@ impl ServerConfig {
             (Some(_), None, _) if entry.contains_key("socket") => {
                 return Err(EntryProblem::SocketWithoutUrl)
             }
-            (Some(command), None, None | Some(TransportMode::Stdio)) => stdio(command, entry, env)?,
+            (Some(command), None, None | Some(TransportMode::Stdio)) => {
+                stdio(command, entry, variables)?
+            }
             (None, Some(url), mode) if mode != Some(TransportMode::Stdio) => {
-                remote(url, mode.unwrap_or_default(), entry, env)?
+                remote(url, mode.unwrap_or_default(), entry, variables)?
             }
             _ => return Err(EntryProblem::TypeMismatch),
         };
@@ -278,7 +288,7 @@ fn text<'a>(
 fn stdio(
     command: &str,
     entry: &Map<String, Value>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Variables<'_>,
 ) -> Result<ConnectRequest, EntryProblem> {
     let mut stdio = StdioCommand::new(expand(command, env)?);
     match entry.get("args") {
@@ -306,7 +316,7 @@ fn remote(
     url: &str,
     mode: TransportMode,
     entry: &Map<String, Value>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Variables<'_>,
 ) -> Result<ConnectRequest, EntryProblem> {
     let mut request = ConnectRequest::http(&expand(url, env)?).map_err(invalid)?;
     for (name, value) in strings(entry, "headers")? {

@@ -102,7 +102,7 @@ fn one_bad_entry_names_itself_and_the_others_are_read() {
     assert!(matches!(problem("kind"), P::UnknownType));
     assert!(matches!(problem("mismatch"), P::TypeMismatch));
     assert!(matches!(problem("missing"), P::MissingVariable { variable } if variable == "NOPE"));
-    assert!(matches!(problem("input"), P::InputVariable));
+    assert!(matches!(problem("input"), P::MissingInput { .. }));
     assert!(matches!(problem("reserved"), P::Invalid(_)));
     assert!(matches!(problem("url"), P::Invalid(_)));
     assert!(matches!(problem("empty"), P::Invalid(_)));
@@ -183,4 +183,25 @@ fn a_socket_field_reaches_a_remote_server_over_a_unix_socket() {
     let stdio = config.errors().next().unwrap();
     assert_eq!(stdio.name(), "stdio");
     assert!(matches!(stdio.problem(), EntryProblem::SocketWithoutUrl));
+}
+
+#[test]
+fn vscode_inputs_are_answered_by_the_application() {
+    let text = r#"{
+        "inputs": [{ "type": "promptString", "id": "key", "password": true }],
+        "servers": { "api": { "type": "http", "url": "https://api.example/mcp",
+                              "headers": { "X-Key": "${input:key}" } } }
+    }"#;
+    let none = |_: &str| None;
+    let config = ServersConfig::parse_with(text, &none).unwrap();
+    let error = config.errors().next().unwrap();
+    assert!(matches!(error.problem(), EntryProblem::MissingInput { id } if id == "key"));
+    let variables = Variables::new(&none).with_input("key", "input-canary");
+    let config = ServersConfig::parse_with_variables(text, &variables).unwrap();
+    let api = config.get("api").unwrap();
+    let Target::Http { headers, .. } = api.request().target().clone() else {
+        panic!("remote");
+    };
+    assert_eq!(headers["x-key"], "input-canary");
+    assert!(!format!("{config:?}{variables:?}").contains("input-canary"));
 }
