@@ -187,17 +187,25 @@ const CONFIG_SECRET: &str = "fz-secret-value";
 
 /// The servers config reader: any text is a config or a typed file error;
 /// in a config, every entry is read or refused on its own (one per key,
-/// each refusal naming its entry), and the environment's value reaches no
-/// `Debug` and no error's chain, even when the file references it in a
-/// header, an argument or an environment value.
+/// each refusal naming its entry), and the environment's or an input's
+/// value reaches no `Debug` and no error's chain, even when the file
+/// references it in a header, an argument or an environment value.
 pub fn servers_config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    use crate::config::{Format, ServersConfig, Variables};
     let env = |name: &str| (name == "FUZZ_SECRET").then(|| CONFIG_SECRET.to_owned());
-    let Ok(config) = crate::config::ServersConfig::parse_with(text, &env) else {
-        return;
-    };
+    let variables = Variables::new(&env).with_input("fuzz", CONFIG_SECRET);
+    // Both readers: JSON (and JSONC) and Codex's TOML.
+    for format in [Format::Json, Format::Toml] {
+        if let Ok(config) = ServersConfig::parse_as(text, format, &variables) {
+            check_config(&config);
+        }
+    }
+}
+
+fn check_config(config: &crate::config::ServersConfig) {
     let shown = format!("{config:?}");
     assert!(!shown.contains(CONFIG_SECRET), "a secret in Debug");
     let mut names = std::collections::HashSet::new();
@@ -330,6 +338,48 @@ mod tests {
         })
     }
 
+    /// Codex `config.toml` files: `[mcp_servers.NAME]` tables whose values
+    /// reference the secret through every field, Codex's own included.
+    fn codex_config_text() -> impl Strategy<Value = String> {
+        let value = prop_oneof![
+            Just("\"${FUZZ_SECRET}\"".to_owned()),
+            Just("\"${input:fuzz}\"".to_owned()),
+            Just("\"${env:NOPE | value:${FUZZ_SECRET}}\"".to_owned()),
+            Just("\"FUZZ_SECRET\"".to_owned()),
+            Just("\"http://127.0.0.1:1/${input:fuzz}\"".to_owned()),
+            Just("[\"${FUZZ_SECRET}\", 1]".to_owned()),
+            Just("{ \"X-Key\" = \"${FUZZ_SECRET}\" }".to_owned()),
+            Just("{ \"X-Org\" = \"FUZZ_SECRET\" }".to_owned()),
+            "\"[ -~&&[^\"\\\\]]{0,12}\"",
+            Just("7".to_owned()),
+        ];
+        let field = prop_oneof![
+            "command",
+            "args",
+            "env",
+            "url",
+            "http_headers",
+            "env_http_headers",
+            "bearer_token_env_var",
+            "[a-z]{1,6}"
+        ];
+        let entry = proptest::collection::vec((field, value), 0..5).prop_map(|fields| {
+            let mut seen = std::collections::HashSet::new();
+            fields
+                .into_iter()
+                .filter(|(name, _)| seen.insert(name.clone()))
+                .map(|(name, value)| format!("{name} = {value}\n"))
+                .collect::<String>()
+        });
+        proptest::collection::btree_map("[a-z]{1,4}", entry, 0..4).prop_map(|entries| {
+            let tables: String = entries
+                .into_iter()
+                .map(|(name, body)| format!("[mcp_servers.{name}]\n{body}"))
+                .collect();
+            format!("[mcp_servers]\n{tables}")
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -368,6 +418,18 @@ mod tests {
 
         #[test]
         fn servers_configs_keep_secrets_out(text in servers_config_text()) {
+            super::servers_config(text.as_bytes());
+        }
+
+        #[test]
+        fn codex_configs_keep_secrets_out(text in codex_config_text()) {
+            let env = |_: &str| None;
+            let read = crate::config::ServersConfig::parse_as(
+                &text,
+                crate::config::Format::Toml,
+                &crate::config::Variables::new(&env),
+            );
+            prop_assert!(read.is_ok(), "generated TOML is TOML: {text}");
             super::servers_config(text.as_bytes());
         }
     }

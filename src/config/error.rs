@@ -19,6 +19,14 @@ pub enum ConfigFileError {
         /// The column of the first error, from 1.
         column: usize,
     },
+    /// The file (a Codex `config.toml`) is not TOML.
+    #[error("the config file is not TOML (line {line}, column {column})")]
+    Toml {
+        /// The line of the first error, from 1.
+        line: usize,
+        /// The column of the first error, from 1.
+        column: usize,
+    },
     /// The file is larger than [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES).
     #[error("the config file is larger than {limit} bytes")]
     TooLarge {
@@ -31,7 +39,8 @@ pub enum ConfigFileError {
     /// The top level is not a JSON object.
     #[error("the config file is not a JSON object")]
     NotAnObject,
-    /// Neither `mcpServers`, `servers` nor `mcp.servers` is an object.
+    /// Neither `mcpServers`, `servers` nor `mcp.servers` is an object (nor
+    /// `mcp_servers` a table, in TOML).
     #[error("the config file has no `mcpServers` or `servers` object")]
     NoServers,
     /// Both `mcpServers` and `servers`: which one is meant is not clear.

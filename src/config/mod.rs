@@ -49,6 +49,7 @@
 //! and nothing here asks a person (an `${input:...}` the application did
 //! not supply is an error).
 
+mod codex;
 mod error;
 mod expand;
 mod jsonc;
@@ -75,6 +76,26 @@ const KNOWN: &[&str] = &[
     "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket",
 ];
 
+/// How a config file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// JSON or JSONC: `mcpServers`, `servers`, `mcp.servers`.
+    Json,
+    /// Codex's `config.toml`: `[mcp_servers.NAME]`.
+    Toml,
+}
+
+impl Format {
+    /// TOML for a path ending in `.toml`, JSON for any other.
+    pub fn of_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(extension) if extension.eq_ignore_ascii_case("toml") => Format::Toml,
+            _ => Format::Json,
+        }
+    }
+}
+
 /// Every server of one config file, each read on its own, in name order.
 #[derive(Debug)]
 pub struct ServersConfig {
@@ -96,8 +117,19 @@ impl ServersConfig {
     /// Reads `path`, with variables from this process's environment.
     /// A file larger than [`MAX_FILE_BYTES`] is refused unread
     /// (`--config /dev/zero` ends at once).
+    /// A path ending in `.toml` is read as Codex's `config.toml`.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, ConfigFileError> {
+        Self::read_with_variables(path, &Variables::new(&|name| std::env::var(name).ok()))
+    }
+
+    /// Reads `path` as [`read`](Self::read) does, its references answered
+    /// by `variables`.
+    pub fn read_with_variables(
+        path: impl AsRef<Path>,
+        variables: &Variables<'_>,
+    ) -> Result<Self, ConfigFileError> {
         use std::io::Read as _;
+        let format = Format::of_path(path.as_ref());
         let file = std::fs::File::open(path).map_err(ConfigFileError::Io)?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)
@@ -109,7 +141,7 @@ impl ServersConfig {
             });
         }
         let text = String::from_utf8(bytes).map_err(|_| ConfigFileError::NotUtf8)?;
-        Self::parse(&text)
+        Self::parse_as(&text, format, variables)
     }
 
     /// Reads a config from its text, with variables from this process's
@@ -132,6 +164,19 @@ impl ServersConfig {
         text: &str,
         variables: &Variables<'_>,
     ) -> Result<Self, ConfigFileError> {
+        Self::parse_as(text, Format::Json, variables)
+    }
+
+    /// Reads a config written in `format` from its text, its references
+    /// answered by `variables`.
+    pub fn parse_as(
+        text: &str,
+        format: Format,
+        variables: &Variables<'_>,
+    ) -> Result<Self, ConfigFileError> {
+        if format == Format::Toml {
+            return Ok(Self::from_servers(&codex::servers(text)?, variables));
+        }
         let file: Value =
             serde_json::from_str(&jsonc::to_json(text)).map_err(|e| ConfigFileError::Json {
                 line: e.line(),
@@ -140,7 +185,10 @@ impl ServersConfig {
         let Value::Object(file) = file else {
             return Err(ConfigFileError::NotAnObject);
         };
-        let servers = servers_of(&file)?;
+        Ok(Self::from_servers(servers_of(&file)?, variables))
+    }
+
+    fn from_servers(servers: &Map<String, Value>, variables: &Variables<'_>) -> Self {
         let entries = servers
             .iter()
             .map(|(name, entry)| {
@@ -150,7 +198,7 @@ impl ServersConfig {
                 })
             })
             .collect();
-        Ok(ServersConfig { entries })
+        ServersConfig { entries }
     }
 
     /// Every entry, read or refused, in name order.
@@ -223,7 +271,11 @@ impl ServerConfig {
         };
         let unknown = entry
             .iter()
-            .filter(|(field, _)| !KNOWN.contains(&field.as_str()))
+            .filter(|(field, _)| {
+                let remote = request.target().http_url().is_some();
+                let codex = remote && codex::FIELDS.contains(&field.as_str());
+                !codex && !KNOWN.contains(&field.as_str())
+            })
             .map(|(field, value)| (field.clone(), value.clone()))
             .collect();
         // The entry as written (its variables unexpanded; the target's
@@ -322,6 +374,11 @@ fn remote(
     for (name, value) in strings(entry, "headers")? {
         request = request
             .with_header(name, &expand(value, env)?)
+            .map_err(invalid)?;
+    }
+    for (name, value) in codex::headers(entry)? {
+        request = request
+            .with_header(&name, &expand(&value, env)?)
             .map_err(invalid)?;
     }
     if let Some(socket) = text(entry, "socket")? {

@@ -205,3 +205,65 @@ fn vscode_inputs_are_answered_by_the_application() {
     assert_eq!(headers["x-key"], "input-canary");
     assert!(!format!("{config:?}{variables:?}").contains("input-canary"));
 }
+
+#[test]
+fn a_codex_config_toml_is_read_into_the_same_servers() {
+    let text = include_str!("../../tests/fixtures/configs/codex.toml");
+    let env = |name: &str| match name {
+        "FIGMA_OAUTH_TOKEN" => Some("figma-canary".to_owned()),
+        "FIGMA_ORG" => Some("acme".to_owned()),
+        _ => None,
+    };
+    let config = ServersConfig::parse_as(text, Format::Toml, &Variables::new(&env)).unwrap();
+    assert_eq!(config.errors().count(), 0, "{config:?}");
+    let names: Vec<_> = config.servers().map(ServerConfig::name).collect();
+    assert_eq!(names, ["context7", "figma", "off"]);
+
+    let context7 = config.get("context7").unwrap();
+    let Target::Stdio(command) = context7.request().target().clone() else {
+        panic!("stdio");
+    };
+    assert_eq!(command.program(), "npx");
+    let mut unknown: Vec<_> = context7.unknown_fields().collect();
+    unknown.sort();
+    assert_eq!(
+        unknown,
+        ["enabled_tools", "startup_timeout_sec", "tool_timeout_sec"]
+    );
+
+    let figma = config.get("figma").unwrap();
+    assert_eq!(figma.unknown_fields().count(), 0);
+    let Target::Http { headers, url, .. } = figma.request().target().clone() else {
+        panic!("remote");
+    };
+    assert_eq!(url, "https://mcp.figma.com/mcp");
+    assert_eq!(headers["authorization"], "Bearer figma-canary");
+    assert_eq!(headers["x-figma-region"], "us-east-1");
+    assert_eq!(headers["x-org"], "acme");
+    assert!(!format!("{config:?}").contains("figma-canary"));
+
+    // The token's variable unset: that server is refused, naming it.
+    let none = |_: &str| None;
+    let config = ServersConfig::parse_as(text, Format::Toml, &Variables::new(&none)).unwrap();
+    let refused = config.errors().next().unwrap();
+    assert_eq!(refused.name(), "figma");
+    assert!(matches!(
+        refused.problem(),
+        EntryProblem::MissingVariable { variable } if variable == "FIGMA_OAUTH_TOKEN" || variable == "FIGMA_ORG"
+    ));
+    // A variable name that is not one never becomes a reference.
+    let injected = r#"[mcp_servers.x]
+url = "https://a.example/mcp"
+bearer_token_env_var = "A} ${HOME"
+"#;
+    let config = ServersConfig::parse_as(injected, Format::Toml, &Variables::new(&env)).unwrap();
+    assert!(matches!(
+        config.errors().next().unwrap().problem(),
+        EntryProblem::BadVariableName
+    ));
+    assert_eq!(
+        Format::of_path(Path::new("/home/a/.codex/config.toml")),
+        Format::Toml
+    );
+    assert_eq!(Format::of_path(Path::new("mcp.json")), Format::Json);
+}

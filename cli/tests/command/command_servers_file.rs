@@ -25,18 +25,18 @@ fn one_tool(request: &Recorded) -> Script {
 const SECRET: &str = "hdr-secret-0451";
 
 fn write_config(text: &str) -> tempfile_path::Path {
-    tempfile_path::Path::new(text)
+    tempfile_path::Path::new(text, "json")
 }
 
 /// A file under the system's temporary directory, removed on drop.
 mod tempfile_path {
     pub struct Path(std::path::PathBuf);
     impl Path {
-        pub fn new(text: &str) -> Self {
+        pub fn new(text: &str, extension: &str) -> Self {
             use std::sync::atomic::{AtomicU32, Ordering};
             static NEXT: AtomicU32 = AtomicU32::new(0);
             let path = std::env::temp_dir().join(format!(
-                "mcp-connect-config-{}-{}.json",
+                "mcp-connect-config-{}-{}.{extension}",
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ));
@@ -166,6 +166,42 @@ async fn a_program_not_on_the_path_is_named_with_the_path_searched() {
     let json = run_async(&["--config", config.as_str(), "--json"]).await;
     let lines = json_lines(&json);
     assert_eq!(lines[0]["failure"]["kind"], "configuration");
+}
+
+#[tokio::test]
+async fn a_codex_config_toml_is_read_and_its_syntax_errors_located() {
+    let healthy = ScriptServer::start(one_tool).await;
+    let config = tempfile_path::Path::new(
+        &format!(
+            "model = \"x\"\n[mcp_servers.api]\nurl = \"{}\"\nbearer_token_env_var = \"MCP_TEST_TOKEN\"\n\
+             [mcp_servers.off]\ncommand = \"false\"\n",
+            healthy.url()
+        ),
+        "toml",
+    );
+    let mut command = crate::support::cli::command(&["--config", config.as_str(), "--json"]);
+    command.env("MCP_TEST_TOKEN", SECRET);
+    let output = tokio::task::spawn_blocking(move || crate::support::cli::run_command(command))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!text.contains(SECRET), "{text}");
+    let lines = json_lines(&output);
+    let of = |name: &str| lines.iter().find(|line| line["name"] == name).unwrap();
+    assert_eq!(of("api")["outcome"], "established", "{text}");
+    assert_eq!(of("off")["outcome"], "failed", "{text}");
+    let sent = healthy.recorded();
+    assert_eq!(
+        sent[0].headers["authorization"],
+        format!("Bearer {SECRET}"),
+        "the token went as Codex says"
+    );
+
+    let broken = tempfile_path::Path::new("[mcp_servers.a]\ncommand = = 1\n", "toml");
+    let output = run_async(&["--config", broken.as_str()]).await;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not TOML (line 2, column 11)"), "{stderr}");
 }
 
 /// A legacy server that lists `echo` and one tool of its own.
