@@ -49,7 +49,8 @@ pub(super) async fn run(
     let chosen = |name: &str| args.server.as_deref().is_none_or(|wanted| wanted == name);
     let invalid: Vec<_> = config.errors().filter(|e| chosen(e.name())).collect();
     let servers: Vec<_> = config.servers().filter(|s| chosen(s.name())).collect();
-    if args.server.is_some() && invalid.is_empty() && servers.is_empty() {
+    let disabled: Vec<_> = config.disabled().filter(|s| chosen(s.name())).collect();
+    if args.server.is_some() && invalid.is_empty() && servers.is_empty() && disabled.is_empty() {
         return usage("--server: the config file has no server of that name");
     }
     let handler = match handler_from(args) {
@@ -62,6 +63,12 @@ pub(super) async fn run(
             &format!("{}: not usable: {}", shown(error.name()), shown(&problem)),
             json!({ "event": "server", "name": error.name(), "outcome": "invalid",
                     "error": problem }),
+        );
+    }
+    for server in &disabled {
+        printer.line(
+            &format!("{}: disabled in the config file", shown(server.name())),
+            json!({ "event": "server", "name": server.name(), "outcome": "disabled" }),
         );
     }
     // One connector (one pooled HTTP client) for all; the stack's deadline

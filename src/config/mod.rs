@@ -32,8 +32,10 @@
 //! command, the arguments, the environment's and headers' values, `cwd`
 //! and the URL are expanded ([`Variables`]: the environment with defaults
 //! and fallbacks, inputs the application supplies, the workspace folder);
-//! one that has no value is an error, never an empty string. Every other field (`disabled`,
-//! `autoApprove`, `timeout`, ...) is kept in
+//! one that has no value is an error, never an empty string. `"enabled": false` (Codex, the
+//! draft standard) or `"disabled": true` (Claude Desktop, Cline) leaves a server out of
+//! [`ServersConfig::servers`] and in [`ServersConfig::disabled`]. Every other field
+//! (`autoApprove`, `timeout`, ...) is kept in
 //! [`ServerConfig::unknown`] for the application, and named by
 //! [`ServerConfig::unknown_fields`]. One bad entry is an [`EntryError`]
 //! naming it; the others are read all the same.
@@ -73,7 +75,8 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// The fields this reader understands; every other one is kept as unknown.
 const KNOWN: &[&str] = &[
-    "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket",
+    "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket", "enabled",
+    "disabled",
 ];
 
 /// How a config file is written.
@@ -111,6 +114,7 @@ pub struct ServerConfig {
     unknown: Map<String, Value>,
     revision: [u8; 16],
     lazy: bool,
+    enabled: bool,
 }
 
 impl ServersConfig {
@@ -206,8 +210,18 @@ impl ServersConfig {
         &self.entries
     }
 
-    /// The entries that were read.
+    /// The entries that were read and are enabled: the servers to start.
     pub fn servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.read_entries().filter(|server| server.enabled)
+    }
+
+    /// The entries that were read but are turned off
+    /// ([`ServerConfig::is_enabled`]).
+    pub fn disabled(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.read_entries().filter(|server| !server.enabled)
+    }
+
+    fn read_entries(&self) -> impl Iterator<Item = &ServerConfig> {
         self.entries.iter().filter_map(|entry| entry.as_ref().ok())
     }
 
@@ -216,9 +230,9 @@ impl ServersConfig {
         self.entries.iter().filter_map(|entry| entry.as_ref().err())
     }
 
-    /// The server called `name`, when it was read.
+    /// The server called `name`, when it was read (enabled or not).
     pub fn get(&self, name: &str) -> Option<&ServerConfig> {
-        self.servers().find(|server| server.name == name)
+        self.read_entries().find(|server| server.name == name)
     }
 }
 
@@ -264,11 +278,15 @@ impl ServerConfig {
         };
         let request = request.with_name(name);
         request.validate().map_err(invalid)?;
-        let lazy = match entry.get("lazy") {
-            None => false,
-            Some(Value::Bool(lazy)) => *lazy,
-            Some(_) => return Err(EntryProblem::WrongType { field: "lazy" }),
+        let flag = |field: &'static str, absent: bool| match entry.get(field) {
+            None => Ok(absent),
+            Some(Value::Bool(value)) => Ok(*value),
+            Some(_) => Err(EntryProblem::WrongType { field }),
         };
+        let lazy = flag("lazy", false)?;
+        // Codex and the draft standard say `enabled`; Claude Desktop and
+        // Cline `disabled`.
+        let enabled = flag("enabled", true)? && !flag("disabled", false)?;
         let unknown = entry
             .iter()
             .filter(|(field, _)| {
@@ -287,6 +305,7 @@ impl ServerConfig {
             unknown,
             revision: crate::redact::fingerprint(&[&written]),
             lazy,
+            enabled,
         })
     }
 
@@ -306,6 +325,12 @@ impl ServerConfig {
     /// reload replaces a server whose entry changed in any field.
     pub fn revision(&self) -> [u8; 16] {
         self.revision
+    }
+
+    /// Whether the entry is to be started: not `"enabled": false` (Codex,
+    /// the draft standard) nor `"disabled": true` (Claude Desktop, Cline).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
     }
 
     /// Whether the entry says `"lazy": true`: connect the server on its

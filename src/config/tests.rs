@@ -35,7 +35,7 @@ fn claude_desktop_form_reads_stdio_and_remote_entries() {
     assert!(matches!(files.request().target(), Target::Stdio(_)));
     assert_eq!(files.request().name(), "files");
     let unknown: Vec<_> = files.unknown_fields().collect();
-    assert_eq!(unknown, ["autoApprove", "disabled"]);
+    assert_eq!(unknown, ["autoApprove"]);
     assert_eq!(files.unknown()["autoApprove"], serde_json::json!(["read"]));
 
     let remote = config.get("remote").unwrap().request();
@@ -217,7 +217,11 @@ fn a_codex_config_toml_is_read_into_the_same_servers() {
     let config = ServersConfig::parse_as(text, Format::Toml, &Variables::new(&env)).unwrap();
     assert_eq!(config.errors().count(), 0, "{config:?}");
     let names: Vec<_> = config.servers().map(ServerConfig::name).collect();
-    assert_eq!(names, ["context7", "figma", "off"]);
+    assert_eq!(names, ["context7", "figma"]);
+    // `enabled = false`: read, not to be started.
+    let off: Vec<_> = config.disabled().map(ServerConfig::name).collect();
+    assert_eq!(off, ["off"]);
+    assert!(!config.get("off").unwrap().is_enabled());
 
     let context7 = config.get("context7").unwrap();
     let Target::Stdio(command) = context7.request().target().clone() else {
@@ -266,4 +270,32 @@ bearer_token_env_var = "A} ${HOME"
         Format::Toml
     );
     assert_eq!(Format::of_path(Path::new("mcp.json")), Format::Json);
+}
+
+#[test]
+fn enabled_and_disabled_are_read_from_every_host() {
+    let config = parse(
+        r#"{ "mcpServers": {
+            "on": { "command": "srv", "enabled": true },
+            "plain": { "command": "srv" },
+            "claude": { "command": "srv", "disabled": true },
+            "codex": { "command": "srv", "enabled": false },
+            "odd": { "command": "srv", "disabled": "yes" }
+        } }"#,
+    );
+    let on: Vec<_> = config.servers().map(ServerConfig::name).collect();
+    assert_eq!(on, ["on", "plain"]);
+    let off: Vec<_> = config.disabled().map(ServerConfig::name).collect();
+    assert_eq!(off, ["claude", "codex"]);
+    assert!(config
+        .get("claude")
+        .unwrap()
+        .unknown_fields()
+        .next()
+        .is_none());
+    let odd = config.errors().next().unwrap();
+    assert!(matches!(
+        odd.problem(),
+        EntryProblem::WrongType { field: "disabled" }
+    ));
 }

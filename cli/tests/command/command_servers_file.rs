@@ -63,9 +63,11 @@ async fn every_server_is_established_at_once_and_reported_by_name() {
     .await;
     let stalled = ScriptServer::start(|_| Script::Stall).await;
     let refused = ScriptServer::start(|_| Script::Status(401)).await;
+    let off = ScriptServer::start(one_tool).await;
     let config = write_config(&format!(
         r#"{{ "mcpServers": {{
             "healthy": {{ "url": "{}", "headers": {{ "X-Key": "{SECRET}" }}, "disabled": false }},
+            "off": {{ "url": "{}", "disabled": true }},
             "slow": {{ "url": "{}" }},
             "stalled": {{ "url": "{}" }},
             "refused": {{ "url": "{}" }},
@@ -73,6 +75,7 @@ async fn every_server_is_established_at_once_and_reported_by_name() {
             "broken": {{ "command": "srv", "url": "http://127.0.0.1:1/" }}
         }} }}"#,
         healthy.url(),
+        off.url(),
         slow.url(),
         stalled.url(),
         refused.url()
@@ -99,6 +102,9 @@ async fn every_server_is_established_at_once_and_reported_by_name() {
     assert_eq!(of("refused")["failure"]["kind"], "auth");
     assert_eq!(of("refused")["failure"]["http_status"], 401);
     assert_eq!(of("exits")["outcome"], "failed");
+    // A disabled server is named and never contacted.
+    assert_eq!(of("off")["outcome"], "disabled");
+    assert!(off.recorded().is_empty(), "{text}");
     // The healthy servers did not wait for the stalled one.
     assert!(
         of("healthy")["elapsed_ms"].as_f64().unwrap() < 1500.0,
