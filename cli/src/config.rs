@@ -96,15 +96,13 @@ pub(super) async fn run(
     // What the file says of a server, as the group gets it: the same on a
     // reload, so an entry that did not change is the same revision.
     let member = |server: &ServerConfig| {
-        let request = with_limits_and_versions(server.request(), args)
+        let request = with_limits_and_versions(server.request(), args);
+        let limits = server.limits_over(*request.limits());
+        let request = request
+            .with_limits(limits)
             .with_handler(handler.clone())
             .with_cancellation(cancel.clone());
-        let member = Server::new(stack.clone(), request).with_revision(server.revision());
-        if server.is_lazy() {
-            member.lazy()
-        } else {
-            member
-        }
+        Server::new(stack.clone(), request).configured_by(server)
     };
     for server in &servers {
         // Names in a config file are unique: this cannot be a duplicate.

@@ -89,6 +89,16 @@ pub enum EntryProblem {
         /// The field.
         field: &'static str,
     },
+    /// A time limit (`tool_timeout_sec`, ...) is not a positive number in
+    /// its unit, or too large to be one.
+    #[error("`{field}` is not a positive time")]
+    BadDuration {
+        /// The field.
+        field: &'static str,
+    },
+    /// `toolFilter`'s `mode` is neither `allow` nor `block`.
+    #[error("`toolFilter` has no `mode` of allow or block")]
+    UnknownFilterMode,
     /// `type` is none of `stdio`, `http`, `streamable-http`, `sse`.
     #[error("`type` is not one of stdio, http, streamable-http, sse")]
     UnknownType,

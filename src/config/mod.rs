@@ -55,6 +55,7 @@ mod codex;
 mod error;
 mod expand;
 mod jsonc;
+mod settings;
 
 use std::fmt;
 use std::path::Path;
@@ -68,6 +69,7 @@ use crate::transport::StdioCommand;
 use crate::ConnectRequest;
 use expand::expand;
 pub use expand::Variables;
+use settings::Settings;
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
 /// beyond any real file.
@@ -115,6 +117,7 @@ pub struct ServerConfig {
     revision: [u8; 16],
     lazy: bool,
     enabled: bool,
+    settings: Settings,
 }
 
 impl ServersConfig {
@@ -276,7 +279,10 @@ impl ServerConfig {
             }
             _ => return Err(EntryProblem::TypeMismatch),
         };
+        let settings = Settings::read(entry)?;
         let request = request.with_name(name);
+        let limits = settings.limits(request.limits());
+        let request = request.with_limits(limits);
         request.validate().map_err(invalid)?;
         let flag = |field: &'static str, absent: bool| match entry.get(field) {
             None => Ok(absent),
@@ -292,7 +298,9 @@ impl ServerConfig {
             .filter(|(field, _)| {
                 let remote = request.target().http_url().is_some();
                 let codex = remote && codex::FIELDS.contains(&field.as_str());
-                !codex && !KNOWN.contains(&field.as_str())
+                let known =
+                    KNOWN.contains(&field.as_str()) || settings::FIELDS.contains(&field.as_str());
+                !codex && !known
             })
             .map(|(field, value)| (field.clone(), value.clone()))
             .collect();
@@ -306,6 +314,7 @@ impl ServerConfig {
             revision: crate::redact::fingerprint(&[&written]),
             lazy,
             enabled,
+            settings,
         })
     }
 
@@ -337,6 +346,38 @@ impl ServerConfig {
     /// first call, not at start ([`Server::lazy`](crate::group::Server::lazy)).
     pub fn is_lazy(&self) -> bool {
         self.lazy
+    }
+
+    /// The tool names or globs the entry shows only (`enabled_tools`,
+    /// `includeTools`, a `toolFilter` in `allow` mode); empty: every tool.
+    pub fn included_tools(&self) -> &[String] {
+        &self.settings.include_tools
+    }
+
+    /// The tool names or globs the entry leaves out (`disabled_tools`,
+    /// `excludeTools`, a `toolFilter` in `block` mode).
+    pub fn excluded_tools(&self) -> &[String] {
+        &self.settings.exclude_tools
+    }
+
+    /// The entry's start-up limit (`startup_timeout_sec` or `_ms`), already
+    /// in [`request`](Self::request)'s limits as its probe and handshake
+    /// limits.
+    pub fn startup_timeout(&self) -> Option<std::time::Duration> {
+        self.settings.startup_timeout
+    }
+
+    /// The entry's limit on each call (`tool_timeout_sec`), already in
+    /// [`request`](Self::request)'s limits as its request limit.
+    pub fn tool_timeout(&self) -> Option<std::time::Duration> {
+        self.settings.tool_timeout
+    }
+
+    /// `base` with the entry's time limits over it: for an application (or
+    /// the command) that sets its own limits on [`request`](Self::request)
+    /// and still wants what the entry says of its server.
+    pub fn limits_over(&self, base: crate::request::Limits) -> crate::request::Limits {
+        self.settings.limits(&base)
     }
 
     /// The fields this reader does not know, as written.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::request::Target;
+use std::time::Duration;
 
 fn env(name: &str) -> Option<String> {
     match name {
@@ -228,12 +229,12 @@ fn a_codex_config_toml_is_read_into_the_same_servers() {
         panic!("stdio");
     };
     assert_eq!(command.program(), "npx");
-    let mut unknown: Vec<_> = context7.unknown_fields().collect();
-    unknown.sort();
-    assert_eq!(
-        unknown,
-        ["enabled_tools", "startup_timeout_sec", "tool_timeout_sec"]
-    );
+    assert_eq!(context7.unknown_fields().count(), 0);
+    assert_eq!(context7.included_tools(), ["resolve-library-id"]);
+    assert_eq!(context7.startup_timeout(), Some(Duration::from_secs(20)));
+    let limits = *context7.request().limits();
+    assert_eq!(limits.handshake_timeout, Duration::from_secs(20));
+    assert_eq!(limits.request_timeout, Duration::from_secs(60));
 
     let figma = config.get("figma").unwrap();
     assert_eq!(figma.unknown_fields().count(), 0);

@@ -239,7 +239,7 @@ impl ServerGroup {
     pub fn add_config(&self, config: &ServersConfig, stack: &Establish) -> Vec<GroupError> {
         config
             .servers()
-            .filter_map(|server| self.add(Server::new(stack.clone(), server.request())).err())
+            .filter_map(|server| self.add(Server::from_config(stack.clone(), server)).err())
             .collect()
     }
 

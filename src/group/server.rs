@@ -10,6 +10,7 @@ use tower::{Layer, Service};
 
 use super::filter::ToolFilter;
 use crate::client::{Call, CallService};
+use crate::config::ServerConfig;
 use crate::request::ConnectRequest;
 use crate::stack::Establish;
 use crate::transport::error::BoxError;
@@ -70,6 +71,29 @@ impl Server {
             lazy: false,
             idle_close: None,
         }
+    }
+
+    /// What a config entry says of its server: its request, revision,
+    /// `lazy`, and tool lists as the filter, established through `stack`.
+    /// An application that changes the request first (a handler, its own
+    /// limits) uses [`Server::new`] and [`Server::configured_by`].
+    pub fn from_config(stack: Establish, server: &ServerConfig) -> Self {
+        Server::new(stack, server.request()).configured_by(server)
+    }
+
+    /// Takes what `server`'s entry says beyond its request: its revision,
+    /// `lazy`, and its tool lists as the filter.
+    #[must_use]
+    pub fn configured_by(mut self, server: &ServerConfig) -> Self {
+        self = self.with_revision(server.revision()).with_filter(
+            ToolFilter::new()
+                .include(server.included_tools().iter().cloned())
+                .exclude(server.excluded_tools().iter().cloned()),
+        );
+        if server.is_lazy() {
+            self = self.lazy();
+        }
+        self
     }
 
     /// Connects this server on the first call routed to it (one

@@ -270,6 +270,60 @@ async fn list_tools_prints_the_merged_catalogue_by_catalogue_name() {
     assert!(human.contains("tool log (git)"), "{human}");
 }
 
+/// Issue 45, item 1: each host's tool lists (Gemini CLI's `excludeTools`,
+/// TBXark's `toolFilter`) narrow the catalogue, and Codex's
+/// `tool_timeout_sec` bounds a call on that server alone.
+#[tokio::test]
+async fn an_entrys_tool_lists_and_tool_timeout_apply_to_its_server() {
+    let files = ScriptServer::start(two_tools("read/file")).await;
+    let git = ScriptServer::start(|request: &Recorded| match request.rpc_method() {
+        "tools/call" => Script::Stall,
+        _ => two_tools("log")(request),
+    })
+    .await;
+    let config = write_config(&format!(
+        r#"{{ "mcpServers": {{
+            "files": {{ "url": "{}", "excludeTools": ["echo"] }},
+            "git": {{ "url": "{}", "toolFilter": {{ "mode": "allow", "list": ["l?g"] }},
+                      "tool_timeout_sec": 0.5 }} }} }}"#,
+        files.url(),
+        git.url()
+    ));
+    let output = run_async(&["--config", config.as_str(), "--list-tools", "--json"]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let mut tools: Vec<String> = json_lines(&output)
+        .iter()
+        .filter(|line| line["event"] == "tool")
+        .map(|line| line["name"].as_str().unwrap().to_owned())
+        .collect();
+    tools.sort();
+    assert_eq!(tools, ["log", "read_file"], "{text}");
+
+    // The command's own request limit is 30 s; the entry's 0.5 s ends it.
+    let started = Instant::now();
+    let output = run_async(&[
+        "--config",
+        config.as_str(),
+        "--json",
+        "--request-timeout",
+        "30s",
+        "--call-tool",
+        "log",
+    ])
+    .await;
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let call = json_lines(&output)
+        .into_iter()
+        .find(|l| l["event"] == "call")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(call["ok"], false, "{call}");
+    assert_eq!(call["failure"]["kind"], "timeout", "{call}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
 async fn run_config(config: &str, deadline: &str) -> std::process::Output {
     run_async(&[

@@ -1,0 +1,206 @@
+//! The per-server settings a config entry may carry beside its launch: which
+//! tools to show and how long to wait, under the names each host writes.
+//!
+//! Tools: Codex's `enabled_tools` / `disabled_tools`, Gemini CLI's
+//! `includeTools` / `excludeTools`, and TBXark's mcp-proxy `toolFilter`
+//! (`{"mode": "allow" | "block", "list": [...]}`); names or globs (`*`, `?`),
+//! matched against the name the server gave. Time: Codex's
+//! `startup_timeout_sec` (or `startup_timeout_ms`) and `tool_timeout_sec`.
+//! A bare `timeout` is left alone: Cline writes seconds there and Gemini CLI
+//! milliseconds, so no reading of it is right for both.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::EntryProblem;
+use crate::request::Limits;
+
+/// The fields read here.
+pub(super) const FIELDS: &[&str] = &[
+    "enabled_tools",
+    "disabled_tools",
+    "includeTools",
+    "excludeTools",
+    "toolFilter",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+];
+
+/// What an entry says of its tools and its time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Settings {
+    /// Names or globs a tool must match one of (none: every tool).
+    pub(super) include_tools: Vec<String>,
+    /// Names or globs of tools left out.
+    pub(super) exclude_tools: Vec<String>,
+    /// How long starting the server and its handshake may take.
+    pub(super) startup_timeout: Option<Duration>,
+    /// How long each call on the session may take.
+    pub(super) tool_timeout: Option<Duration>,
+}
+
+impl Settings {
+    pub(super) fn read(entry: &Map<String, Value>) -> Result<Self, EntryProblem> {
+        let mut settings = Settings {
+            include_tools: names(entry, "enabled_tools")?,
+            exclude_tools: names(entry, "disabled_tools")?,
+            ..Settings::default()
+        };
+        settings.include_tools.extend(names(entry, "includeTools")?);
+        settings.exclude_tools.extend(names(entry, "excludeTools")?);
+        if let Some(filter) = entry.get("toolFilter") {
+            let wrong = EntryProblem::WrongType {
+                field: "toolFilter",
+            };
+            let Value::Object(filter) = filter else {
+                return Err(wrong);
+            };
+            let list = names(filter, "list")?;
+            match filter.get("mode").and_then(Value::as_str) {
+                Some("allow") => settings.include_tools.extend(list),
+                Some("block") => settings.exclude_tools.extend(list),
+                _ => return Err(EntryProblem::UnknownFilterMode),
+            }
+        }
+        settings.startup_timeout = match seconds(entry, "startup_timeout_sec")? {
+            Some(limit) => Some(limit),
+            None => milliseconds(entry, "startup_timeout_ms")?,
+        };
+        settings.tool_timeout = seconds(entry, "tool_timeout_sec")?;
+        Ok(settings)
+    }
+
+    /// `limits` with this entry's time limits: the start-up limit bounds the
+    /// probe and each handshake request (for a stdio server, its start and
+    /// its answer to `initialize`); the tool limit every request on the
+    /// session.
+    pub(super) fn limits(&self, limits: &Limits) -> Limits {
+        let mut limits = *limits;
+        if let Some(startup) = self.startup_timeout {
+            limits = limits
+                .with_handshake_timeout(startup)
+                .with_probe_timeout(limits.probe_timeout.min(startup));
+        }
+        if let Some(tool) = self.tool_timeout {
+            limits = limits.with_request_timeout(tool);
+        }
+        limits
+    }
+}
+
+/// A list of tool names or globs; absent is empty.
+fn names(entry: &Map<String, Value>, field: &'static str) -> Result<Vec<String>, EntryProblem> {
+    let wrong = || EntryProblem::WrongType { field };
+    match entry.get(field) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_owned).ok_or_else(wrong))
+            .collect(),
+        Some(_) => Err(wrong()),
+    }
+}
+
+/// A positive, finite number of seconds (TOML and JSON allow fractions).
+fn seconds(
+    entry: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<Duration>, EntryProblem> {
+    let Some(value) = entry.get(field) else {
+        return Ok(None);
+    };
+    value
+        .as_f64()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .map(Some)
+        .ok_or(EntryProblem::BadDuration { field })
+}
+
+/// A positive whole number of milliseconds.
+fn milliseconds(
+    entry: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<Duration>, EntryProblem> {
+    let Some(value) = entry.get(field) else {
+        return Ok(None);
+    };
+    value
+        .as_u64()
+        .filter(|ms| *ms > 0)
+        .map(|ms| Some(Duration::from_millis(ms)))
+        .ok_or(EntryProblem::BadDuration { field })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(entry: Value) -> Result<Settings, EntryProblem> {
+        Settings::read(entry.as_object().unwrap())
+    }
+
+    #[test]
+    fn every_hosts_tool_lists_and_times_are_read() {
+        let codex = read(
+            json!({ "enabled_tools": ["read_*"], "disabled_tools": ["read_secret"],
+            "startup_timeout_sec": 2.5, "tool_timeout_sec": 30 }),
+        )
+        .unwrap();
+        assert_eq!(codex.include_tools, ["read_*"]);
+        assert_eq!(codex.exclude_tools, ["read_secret"]);
+        assert_eq!(codex.startup_timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(codex.tool_timeout, Some(Duration::from_secs(30)));
+        let gemini = read(json!({ "includeTools": ["a"], "excludeTools": ["b"] })).unwrap();
+        assert_eq!(
+            (gemini.include_tools, gemini.exclude_tools),
+            (vec!["a".to_owned()], vec!["b".to_owned()])
+        );
+        let allow = read(json!({ "toolFilter": { "mode": "allow", "list": ["x"] } })).unwrap();
+        assert_eq!(allow.include_tools, ["x"]);
+        let block = read(json!({ "toolFilter": { "mode": "block", "list": ["y"] } })).unwrap();
+        assert_eq!(block.exclude_tools, ["y"]);
+        let old = read(json!({ "startup_timeout_ms": 1500 })).unwrap();
+        assert_eq!(old.startup_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(read(json!({ "timeout": 60 })).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn mistakes_name_their_field() {
+        let problem = |entry| read(entry).unwrap_err().to_string();
+        assert!(problem(json!({ "enabled_tools": "read" })).contains("enabled_tools"));
+        assert!(problem(json!({ "excludeTools": [1] })).contains("excludeTools"));
+        assert!(problem(json!({ "toolFilter": ["x"] })).contains("toolFilter"));
+        assert!(matches!(
+            read(json!({ "toolFilter": { "mode": "deny", "list": [] } })),
+            Err(EntryProblem::UnknownFilterMode)
+        ));
+        for bad in [json!(0), json!(-1), json!("10"), json!(1e300)] {
+            let problem = read(json!({ "tool_timeout_sec": bad })).unwrap_err();
+            assert!(
+                matches!(
+                    problem,
+                    EntryProblem::BadDuration {
+                        field: "tool_timeout_sec"
+                    }
+                ),
+                "{problem:?}"
+            );
+        }
+        assert!(read(json!({ "startup_timeout_ms": 1.5 })).is_err());
+    }
+
+    #[test]
+    fn limits_take_the_entrys_times() {
+        let settings = read(json!({ "startup_timeout_sec": 1, "tool_timeout_sec": 7 })).unwrap();
+        let limits = settings.limits(&Limits::default());
+        assert_eq!(limits.handshake_timeout, Duration::from_secs(1));
+        assert!(limits.probe_timeout <= Duration::from_secs(1));
+        assert_eq!(limits.request_timeout, Duration::from_secs(7));
+        let none = Settings::default().limits(&Limits::default());
+        assert_eq!(none.request_timeout, Limits::default().request_timeout);
+    }
+}
