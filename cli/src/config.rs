@@ -13,7 +13,8 @@ use std::sync::Arc;
 use mcp_connect::config::{ServerConfig, ServersConfig};
 use mcp_connect::fleet::RedisListingStore;
 use mcp_connect::group::{
-    Catalogue, HealthState, ItemKind, LeftOutReason, RememberedListings, Server, ServerGroup,
+    Catalogue, GroupError, HealthState, ItemKind, LeftOutReason, RememberedListings, Server,
+    ServerGroup,
 };
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::{Connector, EstablishBuilder};
@@ -158,8 +159,22 @@ pub(super) async fn run(
     if args.list_tools {
         list_tools(printer, &group.catalogue());
     }
-    let mut called = true;
-    if let (Some(name), None) = (&args.call_tool, ended) {
+    // A required server that did not start fails the start: no call.
+    let required_failed = match ended {
+        None => group.settled_required().await.err(),
+        Some(_) => None,
+    };
+    if let Some(GroupError::NotUsable { server, .. }) = &required_failed {
+        printer.line(
+            &format!(
+                "{}: required and not started; nothing is called",
+                shown(server)
+            ),
+            json!({ "event": "required", "name": &**server, "outcome": "failed" }),
+        );
+    }
+    let mut called = required_failed.is_none();
+    if let (Some(name), None, true) = (&args.call_tool, ended, called) {
         let calls = async {
             let mut ok = true;
             for n in 1..=args.repeat {

@@ -78,7 +78,7 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// The fields this reader understands; every other one is kept as unknown.
 const KNOWN: &[&str] = &[
     "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket", "enabled",
-    "disabled",
+    "disabled", "required",
 ];
 
 /// How a config file is written.
@@ -117,6 +117,7 @@ pub struct ServerConfig {
     revision: [u8; 16],
     lazy: bool,
     enabled: bool,
+    required: bool,
     settings: Settings,
 }
 
@@ -290,6 +291,7 @@ impl ServerConfig {
             Some(_) => Err(EntryProblem::WrongType { field }),
         };
         let lazy = flag("lazy", false)?;
+        let required = flag("required", false)?;
         // Codex and the draft standard say `enabled`; Claude Desktop and
         // Cline `disabled`.
         let enabled = flag("enabled", true)? && !flag("disabled", false)?;
@@ -314,6 +316,7 @@ impl ServerConfig {
             revision: crate::redact::fingerprint(&[&written]),
             lazy,
             enabled,
+            required,
             settings,
         })
     }
@@ -342,42 +345,17 @@ impl ServerConfig {
         self.enabled
     }
 
+    /// Whether the entry says `"required": true`: the group's start fails
+    /// when this server fails
+    /// ([`Server::required`](crate::group::Server::required)).
+    pub fn is_required(&self) -> bool {
+        self.required
+    }
+
     /// Whether the entry says `"lazy": true`: connect the server on its
     /// first call, not at start ([`Server::lazy`](crate::group::Server::lazy)).
     pub fn is_lazy(&self) -> bool {
         self.lazy
-    }
-
-    /// The tool names or globs the entry shows only (`enabled_tools`,
-    /// `includeTools`, a `toolFilter` in `allow` mode); empty: every tool.
-    pub fn included_tools(&self) -> &[String] {
-        &self.settings.include_tools
-    }
-
-    /// The tool names or globs the entry leaves out (`disabled_tools`,
-    /// `excludeTools`, a `toolFilter` in `block` mode).
-    pub fn excluded_tools(&self) -> &[String] {
-        &self.settings.exclude_tools
-    }
-
-    /// The entry's start-up limit (`startup_timeout_sec` or `_ms`), already
-    /// in [`request`](Self::request)'s limits as its probe and handshake
-    /// limits.
-    pub fn startup_timeout(&self) -> Option<std::time::Duration> {
-        self.settings.startup_timeout
-    }
-
-    /// The entry's limit on each call (`tool_timeout_sec`), already in
-    /// [`request`](Self::request)'s limits as its request limit.
-    pub fn tool_timeout(&self) -> Option<std::time::Duration> {
-        self.settings.tool_timeout
-    }
-
-    /// `base` with the entry's time limits over it: for an application (or
-    /// the command) that sets its own limits on [`request`](Self::request)
-    /// and still wants what the entry says of its server.
-    pub fn limits_over(&self, base: crate::request::Limits) -> crate::request::Limits {
-        self.settings.limits(&base)
     }
 
     /// The fields this reader does not know, as written.

@@ -90,6 +90,40 @@ impl Settings {
     }
 }
 
+impl super::ServerConfig {
+    /// The tool names or globs the entry shows only (`enabled_tools`,
+    /// `includeTools`, a `toolFilter` in `allow` mode); empty: every tool.
+    pub fn included_tools(&self) -> &[String] {
+        &self.settings.include_tools
+    }
+
+    /// The tool names or globs the entry leaves out (`disabled_tools`,
+    /// `excludeTools`, a `toolFilter` in `block` mode).
+    pub fn excluded_tools(&self) -> &[String] {
+        &self.settings.exclude_tools
+    }
+
+    /// The entry's start-up limit (`startup_timeout_sec` or `_ms`), already
+    /// in [`request`](Self::request)'s limits as its probe and handshake
+    /// limits.
+    pub fn startup_timeout(&self) -> Option<Duration> {
+        self.settings.startup_timeout
+    }
+
+    /// The entry's limit on each call (`tool_timeout_sec`), already in
+    /// [`request`](Self::request)'s limits as its request limit.
+    pub fn tool_timeout(&self) -> Option<Duration> {
+        self.settings.tool_timeout
+    }
+
+    /// `base` with the entry's time limits over it: for an application (or
+    /// the command) that sets its own limits on [`request`](Self::request)
+    /// and still wants what the entry says of its server.
+    pub fn limits_over(&self, base: Limits) -> Limits {
+        self.settings.limits(&base)
+    }
+}
+
 /// A list of tool names or globs; absent is empty.
 fn names(entry: &Map<String, Value>, field: &'static str) -> Result<Vec<String>, EntryProblem> {
     let wrong = || EntryProblem::WrongType { field };

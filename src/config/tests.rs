@@ -277,7 +277,7 @@ bearer_token_env_var = "A} ${HOME"
 fn enabled_and_disabled_are_read_from_every_host() {
     let config = parse(
         r#"{ "mcpServers": {
-            "on": { "command": "srv", "enabled": true },
+            "on": { "command": "srv", "enabled": true, "required": true },
             "plain": { "command": "srv" },
             "claude": { "command": "srv", "disabled": true },
             "codex": { "command": "srv", "enabled": false },
@@ -286,6 +286,8 @@ fn enabled_and_disabled_are_read_from_every_host() {
     );
     let on: Vec<_> = config.servers().map(ServerConfig::name).collect();
     assert_eq!(on, ["on", "plain"]);
+    assert!(config.get("on").unwrap().is_required());
+    assert!(!config.get("plain").unwrap().is_required());
     let off: Vec<_> = config.disabled().map(ServerConfig::name).collect();
     assert_eq!(off, ["claude", "codex"]);
     assert!(config

@@ -61,6 +61,7 @@ pub(super) struct Member {
     pub(super) revision: [u8; 16],
     /// Connected on its first call, not at start.
     pub(super) lazy: bool,
+    pub(super) required: bool,
     /// Closed after this long without a routed call, and idle again.
     pub(super) idle_close: Option<Duration>,
     /// When a routed call last began or ended.
@@ -92,8 +93,7 @@ pub(super) struct Member {
 }
 
 impl Member {
-    /// The member for `server` and the notifications its sessions send
-    /// (the group's listener for list changes; forwarded on).
+    /// The member for `server`, and the notifications its sessions send.
     pub(super) fn new(
         server: Server,
         capacity: usize,
@@ -107,6 +107,7 @@ impl Member {
             name: server.name,
             revision: server.revision,
             lazy: server.lazy,
+            required: server.required,
             idle_close: server.idle_close,
             last_used: Mutex::new(Instant::now()),
             calls: watch::channel(0).0,
@@ -137,8 +138,7 @@ impl Member {
         }
     }
 
-    /// When it is to be closed for want of calls, if it has a bound and
-    /// no call is under way.
+    /// When to close it for want of calls (a bound set, no call under way).
     fn idle_close_due(&self) -> Option<Instant> {
         let idle = self.idle_close?;
         if *self.calls.borrow() > 0 {

@@ -354,6 +354,23 @@ impl ServerGroup {
         .await;
     }
 
+    /// Waits as [`settled`](Self::settled) does, then fails when a server
+    /// added as [`Server::required`] did not start: `NotUsable` naming the
+    /// first such server by name and where it stands (its cause in
+    /// [`last_error`](Self::last_error)). The others stay as they are.
+    pub async fn settled_required(&self) -> Result<(), GroupError> {
+        self.settled().await;
+        let members = self.members();
+        let failed = members.values().find_map(|member| {
+            let state = member.health().state;
+            (member.required && !state.is_usable()).then(|| (Arc::clone(&member.name), state))
+        });
+        match failed {
+            Some((server, state)) => Err(GroupError::NotUsable { server, state }),
+            None => Ok(()),
+        }
+    }
+
     async fn wait_until<T>(&self, done: impl Fn(&[ServerHealth]) -> Option<T>) -> T {
         let mut changes = self.shared.changes.subscribe();
         loop {

@@ -36,6 +36,8 @@ pub struct Server {
     pub(super) target: [u8; 16],
     /// Connected on its first call, not at start.
     pub(super) lazy: bool,
+    /// The group's start fails without it.
+    pub(super) required: bool,
     /// Closed after this long without a routed call.
     pub(super) idle_close: Option<Duration>,
 }
@@ -69,6 +71,7 @@ impl Server {
             call_layers: Vec::new(),
             retry: None,
             lazy: false,
+            required: false,
             idle_close: None,
         }
     }
@@ -93,6 +96,16 @@ impl Server {
         if server.is_lazy() {
             self = self.lazy();
         }
+        self.required = server.is_required();
+        self
+    }
+
+    /// Makes the group's start fail when this server fails it:
+    /// [`ServerGroup::settled_required`](super::ServerGroup::settled_required)
+    /// names it.
+    #[must_use]
+    pub fn required(mut self) -> Self {
+        self.required = true;
         self
     }
 

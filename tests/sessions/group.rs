@@ -1346,3 +1346,44 @@ async fn a_removed_or_idle_server_is_closed_only_after_its_calls() {
     })
     .await;
 }
+
+/// Issue 45, item 1: a required server that cannot start fails the group's
+/// start, naming it; the same server not required leaves the start
+/// successful, and the other server usable either way.
+#[tokio::test]
+async fn a_required_server_that_fails_fails_the_start() {
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("up", &["work"], Duration::ZERO);
+        let server = scripted.start().await;
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}/mcp", listener.local_addr().unwrap())
+        };
+        for required in [true, false] {
+            let group = ServerGroup::builder().build();
+            group
+                .add(Server::new(
+                    stack(Duration::from_secs(2)),
+                    named(&server.url(), "up"),
+                ))
+                .unwrap();
+            let down = Server::new(stack(Duration::from_secs(2)), named(&closed, "down"));
+            group
+                .add(if required { down.required() } else { down })
+                .unwrap();
+            let started = group.settled_required().await;
+            if required {
+                let Err(GroupError::NotUsable { server, state }) = &started else {
+                    panic!("{started:?}");
+                };
+                assert_eq!(&**server, "down");
+                assert!(matches!(state, HealthState::Failed(_)), "{state:?}");
+            } else {
+                assert!(started.is_ok(), "{started:?}");
+            }
+            assert!(group.health("up").unwrap().state.is_usable());
+            group.shutdown().await;
+        }
+    })
+    .await;
+}

@@ -324,6 +324,38 @@ async fn an_entrys_tool_lists_and_tool_timeout_apply_to_its_server() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
+/// Issue 45, item 1: `"required": true` on a server that cannot start
+/// fails the run's start: it is named, and no call is made anywhere.
+#[tokio::test]
+async fn a_required_server_that_cannot_start_stops_the_run() {
+    let up = ScriptServer::start(two_tools("log")).await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", listener.local_addr().unwrap())
+    };
+    for required in [true, false] {
+        let config = write_config(&format!(
+            r#"{{ "mcpServers": {{ "up": {{ "url": "{}" }},
+                "gone": {{ "url": "{closed}", "required": {required} }} }} }}"#,
+            up.url()
+        ));
+        let args = ["--config", config.as_str(), "--json", "--call-tool", "log"];
+        let output = run_async(&args).await;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert_eq!(output.status.code(), Some(1), "{text}");
+        let named = json_lines(&output)
+            .into_iter()
+            .find(|l| l["event"] == "required");
+        if required {
+            assert_eq!(named.unwrap()["name"], "gone", "{text}");
+            assert_eq!(up.count("tools/call"), 0, "{text}");
+        } else {
+            assert!(named.is_none(), "{text}");
+            assert_eq!(up.count("tools/call"), 1, "{text}");
+        }
+    }
+}
+
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
 async fn run_config(config: &str, deadline: &str) -> std::process::Output {
     run_async(&[
