@@ -211,7 +211,11 @@ fn check_config(config: &crate::config::ServersConfig) {
     let mut names = std::collections::HashSet::new();
     for entry in config.entries() {
         let name = match entry {
-            Ok(server) => server.name(),
+            Ok(server) => {
+                let launch = server.launch().to_string();
+                assert!(!launch.contains(CONFIG_SECRET), "a secret in a launch");
+                server.name()
+            }
             Err(error) => {
                 let mut chain = error.to_string();
                 let mut source = std::error::Error::source(error);

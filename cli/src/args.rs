@@ -34,6 +34,15 @@ pub(crate) struct Args {
     ])]
     pub(crate) config: Option<std::path::PathBuf>,
 
+    /// With --config: read, validate and expand the file and start
+    /// nothing; a line for each server with its launch (secrets masked) or
+    /// where its entry is and what is wrong. Exit 0, or 2 when any entry
+    /// is not usable.
+    #[arg(long, requires = "config", conflicts_with_all = [
+        "server", "call_tool", "list_tools", "watch_config", "catalogue_cache",
+    ])]
+    pub(crate) check: bool,
+
     /// With --config: only the server of this name.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) server: Option<String>,

@@ -43,6 +43,9 @@ pub(super) async fn run(
         Ok(config) => config,
         Err(error) => return usage(&format!("--config: {}", chain(&error))),
     };
+    if args.check {
+        return super::check::run(&config, printer);
+    }
     let mut triggers = match ReloadTriggers::new(path, args.watch_config) {
         Ok(triggers) => triggers,
         Err(error) => return usage(&format!("--watch-config: {}", chain(&error))),

@@ -13,6 +13,7 @@
 
 mod args;
 mod authorize;
+mod check;
 mod config;
 mod otlp;
 mod output;

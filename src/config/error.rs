@@ -55,12 +55,19 @@ pub struct EntryError {
     pub(super) name: String,
     #[source]
     pub(super) problem: EntryProblem,
+    pub(super) position: Option<(usize, usize)>,
 }
 
 impl EntryError {
     /// The entry's name (its key in the file).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Where the entry starts in the file's text (line and column from 1),
+    /// when it was read from text and found there.
+    pub fn line_column(&self) -> Option<(usize, usize)> {
+        self.position
     }
 
     /// What is wrong with it.

@@ -51,6 +51,7 @@
 //! and nothing here asks a person (an `${input:...}` the application did
 //! not supply is an error).
 
+mod check;
 mod codex;
 mod error;
 mod expand;
@@ -62,6 +63,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+pub use check::Launch;
 pub use error::{ConfigFileError, EntryError, EntryProblem};
 
 use crate::request::TransportMode;
@@ -119,6 +121,7 @@ pub struct ServerConfig {
     enabled: bool,
     required: bool,
     settings: Settings,
+    launch: Launch,
 }
 
 impl ServersConfig {
@@ -182,9 +185,20 @@ impl ServersConfig {
         format: Format,
         variables: &Variables<'_>,
     ) -> Result<Self, ConfigFileError> {
-        if format == Format::Toml {
-            return Ok(Self::from_servers(&codex::servers(text)?, variables));
+        let mut config = if format == Format::Toml {
+            Self::from_servers(&codex::servers(text)?, variables)
+        } else {
+            Self::from_json(text, variables)?
+        };
+        for entry in &mut config.entries {
+            if let Err(error) = entry {
+                error.position = check::position(text, format, &error.name);
+            }
         }
+        Ok(config)
+    }
+
+    fn from_json(text: &str, variables: &Variables<'_>) -> Result<Self, ConfigFileError> {
         let file: Value =
             serde_json::from_str(&jsonc::to_json(text)).map_err(|e| ConfigFileError::Json {
                 line: e.line(),
@@ -203,6 +217,7 @@ impl ServersConfig {
                 ServerConfig::read(name, entry, variables).map_err(|problem| EntryError {
                     name: name.clone(),
                     problem,
+                    position: None,
                 })
             })
             .collect();
@@ -309,6 +324,7 @@ impl ServerConfig {
         // The entry as written (its variables unexpanded; the target's
         // own fingerprint covers what they expand to).
         let written = serde_json::to_vec(entry).expect("JSON values serialize");
+        let launch = Launch::of(request.target(), entry);
         Ok(ServerConfig {
             name: name.to_owned(),
             request,
@@ -318,6 +334,7 @@ impl ServerConfig {
             enabled,
             required,
             settings,
+            launch,
         })
     }
 

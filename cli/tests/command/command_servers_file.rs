@@ -356,6 +356,71 @@ async fn a_required_server_that_cannot_start_stops_the_run() {
     }
 }
 
+/// Issue 45, item 2: `--check` reads, validates and expands the file,
+/// starts and connects nothing, shows each launch with no secret in it and
+/// each refused entry with its line and column; exit 2 when any is refused.
+#[tokio::test]
+async fn check_shows_each_launch_masked_and_each_mistake_located() {
+    let dir = tempfile_path::Path::new("", "d");
+    let touched = format!("{}.touched", dir.as_str());
+    let text = format!(
+        r#"{{
+  "mcpServers": {{
+    "files": {{ "command": "touch", "args": ["{touched}"], "env": {{ "KEY": "{SECRET}" }} }},
+    "api": {{ "url": "http://127.0.0.1:1/mcp?key={SECRET}", "headers": {{ "X-Key": "{SECRET}" }} }},
+    "broken": {{ "command": "srv", "args": ["${{env:MCP_CONNECT_NO_SUCH_VAR}}"] }}
+  }}
+}}"#
+    );
+    let config = write_config(&text);
+    let output = run_async(&["--config", config.as_str(), "--check", "--json"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    assert!(
+        !std::path::Path::new(&touched).exists(),
+        "nothing is started"
+    );
+    let lines = json_lines(&output);
+    let of = |name: &str| lines.iter().find(|l| l["name"] == name).unwrap().clone();
+    assert_eq!(
+        of("files")["launch"],
+        format!("stdio: touch {touched}; env KEY")
+    );
+    assert_eq!(
+        of("api")["launch"],
+        "http: http://127.0.0.1:1/mcp?key=***; headers x-key"
+    );
+    let broken = of("broken");
+    assert_eq!(broken["outcome"], "invalid");
+    assert_eq!(
+        (broken["line"].as_u64(), broken["column"].as_u64()),
+        (Some(5), Some(5))
+    );
+    assert!(broken["error"]
+        .as_str()
+        .unwrap()
+        .contains("MCP_CONNECT_NO_SUCH_VAR"));
+
+    // Without the broken entry: exit 0, and still nothing started.
+    let good = write_config(&text.replace(
+        r#",
+    "broken": { "command": "srv", "args": ["${env:MCP_CONNECT_NO_SUCH_VAR}"] }"#,
+        "",
+    ));
+    let output = run_async(&["--config", good.as_str(), "--check"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("2 servers checked, 0 not usable"),
+        "{stdout}"
+    );
+    assert!(
+        !std::path::Path::new(&touched).exists(),
+        "nothing is started"
+    );
+}
+
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
 async fn run_config(config: &str, deadline: &str) -> std::process::Output {
     run_async(&[

@@ -1,0 +1,285 @@
+//! What a check of a config file shows: each server's launch as the reader
+//! normalized it, with no secret in it, and where in the text a refused
+//! entry is.
+//!
+//! A launch is shown from the entry *as written* where a value may hold a
+//! secret: arguments keep their `${...}` references unexpanded, the URL
+//! its references too, with userinfo and every query value masked, and of
+//! the environment and the headers only the names. The program and the
+//! working directory are shown as written too: a reference in them may
+//! name a secret as well as a path.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::Format;
+use crate::request::Target;
+
+/// Shown instead of a value that may be a secret.
+const MASK: &str = "***";
+
+/// A server's launch with every secret value masked: what
+/// [`ServerConfig::launch`](super::ServerConfig::launch) gives and its
+/// `Display` prints on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Launch {
+    /// A process the client starts.
+    Stdio {
+        /// The program and the arguments, as written (references unexpanded).
+        argv: Vec<String>,
+        /// The names of the variables set for it.
+        env: Vec<String>,
+        /// Its working directory as written, when one is set.
+        cwd: Option<String>,
+    },
+    /// A server reached over HTTP.
+    Http {
+        /// The URL as written, userinfo and query values masked.
+        url: String,
+        /// The names of the headers sent.
+        headers: Vec<String>,
+        /// The Unix socket it is reached over, when one is set.
+        socket: Option<String>,
+    },
+}
+
+impl Launch {
+    pub(super) fn of(target: &Target, written: &Map<String, Value>) -> Launch {
+        let strings = |field: &str| -> Vec<String> {
+            match written.get(field) {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        let names = |field: &str| -> Vec<String> {
+            written
+                .get(field)
+                .and_then(Value::as_object)
+                .map(|object| object.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let text = |field: &str| {
+            written
+                .get(field)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        match target {
+            Target::Stdio(_) => {
+                let mut argv = vec![text("command").unwrap_or_default()];
+                argv.extend(strings("args"));
+                Launch::Stdio {
+                    argv,
+                    env: names("env"),
+                    cwd: text("cwd"),
+                }
+            }
+            Target::Http { headers, .. } => Launch::Http {
+                url: masked_url(&text("url").unwrap_or_default()),
+                headers: headers
+                    .keys()
+                    .map(|name| name.as_str().to_owned())
+                    .collect(),
+                socket: text("socket"),
+            },
+        }
+    }
+}
+
+impl super::ServerConfig {
+    /// How the server is started or reached, every secret value masked
+    /// (see [`Launch`]).
+    pub fn launch(&self) -> &Launch {
+        &self.launch
+    }
+}
+
+impl fmt::Display for Launch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Launch::Stdio { argv, env, cwd } => {
+                write!(f, "stdio: {}", argv.join(" "))?;
+                if !env.is_empty() {
+                    write!(f, "; env {}", env.join(", "))?;
+                }
+                if let Some(cwd) = cwd {
+                    write!(f, "; cwd {cwd}")?;
+                }
+                Ok(())
+            }
+            Launch::Http {
+                url,
+                headers,
+                socket,
+            } => {
+                write!(f, "http: {url}")?;
+                if !headers.is_empty() {
+                    write!(f, "; headers {}", headers.join(", "))?;
+                }
+                if let Some(socket) = socket {
+                    write!(f, "; socket {socket}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `url` with its userinfo and every query value replaced by the mask.
+fn masked_url(url: &str) -> String {
+    let (before_fragment, _) = url.split_once('#').unwrap_or((url, ""));
+    let (base, query) = match before_fragment.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (before_fragment, None),
+    };
+    let mut shown = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{MASK}@{host}"),
+                None => authority.to_owned(),
+            };
+            format!("{scheme}://{host}{path}")
+        }
+        None => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) => format!("{key}={MASK}"),
+                None => pair.to_owned(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    shown
+}
+
+/// Where the entry `name` starts in `text` (line and column from 1): its
+/// key in a JSON servers object, its `[mcp_servers.NAME]` table in TOML.
+/// `None` when it cannot be found.
+pub(super) fn position(text: &str, format: Format, name: &str) -> Option<(usize, usize)> {
+    // JSON is searched with its comments blanked and without a BOM; lines
+    // and columns are the same, offsets are of the text searched.
+    let blanked;
+    let text = match format {
+        Format::Json => {
+            blanked = super::jsonc::to_json(text);
+            blanked.as_str()
+        }
+        Format::Toml => text,
+    };
+    let at = match format {
+        Format::Toml => [
+            format!("[mcp_servers.{name}]"),
+            format!("[mcp_servers.\"{name}\"]"),
+        ]
+        .iter()
+        .find_map(|table| text.find(table.as_str()))?,
+        Format::Json => json_key(text, name)?,
+    };
+    let line = text[..at].matches('\n').count() + 1;
+    let column = text[..at]
+        .rfind('\n')
+        .map_or(at, |newline| at - newline - 1)
+        + 1;
+    Some((line, column))
+}
+
+/// The offset of the key `name` in an object that is the value of a
+/// `mcpServers` or `servers` key.
+fn json_key(text: &str, name: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    // For each open object or array, the key whose value it is.
+    let mut opened_by: Vec<Option<String>> = Vec::new();
+    let mut key: Option<String> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(bytes.len());
+                key = None;
+                if text[i..].trim_start().starts_with(':') {
+                    let read: String = serde_json::from_str(&text[start..i]).unwrap_or_default();
+                    let parent = opened_by.last().and_then(Option::as_deref);
+                    if matches!(parent, Some("mcpServers" | "servers")) && read == name {
+                        return Some(start);
+                    }
+                    key = Some(read);
+                }
+                continue;
+            }
+            b'{' | b'[' => opened_by.push(key.take()),
+            b'}' | b']' => {
+                opened_by.pop();
+            }
+            b',' => key = None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_shows_no_secret_and_a_refused_entry_its_place() {
+        let text = r#"{
+  "mcpServers": {
+    "files": { "command": "srv", "args": ["--token", "${env:T}"],
+               "env": { "KEY": "env-canary" }, "cwd": "/tmp" },
+    "api": { "url": "https://u:pw-canary@example.test/mcp?key=${env:T}",
+             "headers": { "X-Key": "header-canary" } },
+    "broken": { "command": "srv", "url": "http://127.0.0.1/" }
+  }
+}"#;
+        let env = |_: &str| Some("var-canary".to_owned());
+        let config = super::super::ServersConfig::parse_with(text, &env).unwrap();
+        let files = config.get("files").unwrap().launch().to_string();
+        assert_eq!(files, "stdio: srv --token ${env:T}; env KEY; cwd /tmp");
+        let api = config.get("api").unwrap().launch().to_string();
+        assert_eq!(
+            api,
+            "http: https://***@example.test/mcp?key=***; headers authorization, x-key"
+        );
+        let broken = config.errors().next().unwrap();
+        assert_eq!(broken.line_column(), Some((7, 5)));
+    }
+
+    #[test]
+    fn urls_lose_userinfo_and_query_values() {
+        assert_eq!(
+            masked_url("https://user:pw@example.test:8443/mcp?api_key=${env:KEY}&flag#frag"),
+            "https://***@example.test:8443/mcp?api_key=***&flag"
+        );
+        assert_eq!(masked_url("http://127.0.0.1/mcp"), "http://127.0.0.1/mcp");
+    }
+
+    #[test]
+    fn entries_are_found_where_they_are_written() {
+        let json = "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"a\" },\n    \"command\": {}\n  }\n}";
+        assert_eq!(position(json, Format::Json, "a"), Some((3, 5)));
+        assert_eq!(position(json, Format::Json, "command"), Some((4, 5)));
+        let toml = "model = \"x\"\n\n[mcp_servers.files]\ncommand = \"f\"\n";
+        assert_eq!(position(toml, Format::Toml, "files"), Some((3, 1)));
+        assert_eq!(position(toml, Format::Toml, "gone"), None);
+        // A BOM and a comment before a multi-byte name: found, no panic.
+        let bom = "\u{feff}{ // é\n \"servers\": { \"é\": 1 } }";
+        assert_eq!(position(bom, Format::Json, "é"), Some((2, 15)));
+    }
+}
