@@ -56,6 +56,8 @@ mod codex;
 mod error;
 mod expand;
 mod jsonc;
+#[cfg(test)]
+mod schema;
 mod settings;
 
 use std::fmt;
