@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::output::{chain, failure_json, shown, Printer};
+use super::prompt::Answers;
 use super::reload::ReloadTriggers;
 use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
 use super::signals::{Received, Signals};
@@ -39,7 +40,8 @@ pub(super) async fn run(
     signals: &Signals,
     tool_args: &serde_json::Value,
 ) -> ExitCode {
-    let config = match ServersConfig::read(path) {
+    let mut answers = Answers::default();
+    let config = match answers.read_asking(path) {
         Ok(config) => config,
         Err(error) => return usage(&format!("--config: {}", chain(&error))),
     };
@@ -184,7 +186,7 @@ pub(super) async fn run(
                 if n > 1 {
                     let until = Instant::now() + args.interval;
                     while let Some(()) = triggers.before(until).await {
-                        let reloaded = ServersConfig::read(path);
+                        let reloaded = answers.read(path);
                         reload(printer, &group, reloaded, &chosen, &member).await;
                     }
                 }

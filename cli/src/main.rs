@@ -17,6 +17,7 @@ mod check;
 mod config;
 mod otlp;
 mod output;
+mod prompt;
 mod reload;
 mod request;
 mod run;

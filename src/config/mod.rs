@@ -55,6 +55,8 @@ mod check;
 mod codex;
 mod error;
 mod expand;
+mod format;
+mod inputs;
 mod jsonc;
 #[cfg(test)]
 mod schema;
@@ -73,6 +75,8 @@ use crate::transport::StdioCommand;
 use crate::ConnectRequest;
 use expand::expand;
 pub use expand::Variables;
+pub use format::Format;
+pub use inputs::Input;
 use settings::Settings;
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
@@ -85,30 +89,11 @@ const KNOWN: &[&str] = &[
     "disabled", "required",
 ];
 
-/// How a config file is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Format {
-    /// JSON or JSONC: `mcpServers`, `servers`, `mcp.servers`.
-    Json,
-    /// Codex's `config.toml`: `[mcp_servers.NAME]`.
-    Toml,
-}
-
-impl Format {
-    /// TOML for a path ending in `.toml`, JSON for any other.
-    pub fn of_path(path: &Path) -> Format {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some(extension) if extension.eq_ignore_ascii_case("toml") => Format::Toml,
-            _ => Format::Json,
-        }
-    }
-}
-
 /// Every server of one config file, each read on its own, in name order.
 #[derive(Debug)]
 pub struct ServersConfig {
     entries: Vec<Result<ServerConfig, EntryError>>,
+    inputs: Vec<Input>,
 }
 
 /// One server of a config file: its name, the request that reaches it and
@@ -209,7 +194,11 @@ impl ServersConfig {
         let Value::Object(file) = file else {
             return Err(ConfigFileError::NotAnObject);
         };
-        Ok(Self::from_servers(servers_of(&file)?, variables))
+        let config = Self::from_servers(servers_of(&file)?, variables);
+        Ok(ServersConfig {
+            inputs: inputs::read(&file),
+            ..config
+        })
     }
 
     fn from_servers(servers: &Map<String, Value>, variables: &Variables<'_>) -> Self {
@@ -223,7 +212,10 @@ impl ServersConfig {
                 })
             })
             .collect();
-        ServersConfig { entries }
+        ServersConfig {
+            entries,
+            inputs: Vec::new(),
+        }
     }
 
     /// Every entry, read or refused, in name order.

@@ -421,6 +421,75 @@ async fn check_shows_each_launch_masked_and_each_mistake_located() {
     );
 }
 
+/// Issue 45, item 1: on a terminal the command asks for each
+/// `${input:ID}` the file declares (its description as the prompt), a
+/// `password` input without echo, and reads the file with the answers.
+/// Runs the command under a pseudo-terminal made by Python's `pty`.
+#[test]
+fn inputs_are_asked_on_a_terminal_and_passwords_not_echoed() {
+    let config = write_config(
+        r#"{
+  "inputs": [ { "type": "promptString", "id": "key", "description": "API key", "password": true },
+              { "type": "promptString", "id": "region", "description": "Region" } ],
+  "servers": {
+    "a": { "url": "http://127.0.0.1:1/mcp", "headers": { "X-Key": "${input:key}" } },
+    "b": { "url": "http://127.0.0.1:1/${input:region}/mcp" }
+  }
+}"#,
+    );
+    let script = r#"
+import os, pty, sys
+binary, path = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(binary, [binary, "--config", path, "--check"])
+out = b""
+def read_until(marker):
+    global out
+    while marker not in out:
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            raise SystemExit("ended before " + marker.decode() + ": " + out.decode())
+        out += chunk
+read_until(b"API key: ")
+os.write(fd, b"pw-canary\n")
+read_until(b"Region: ")
+os.write(fd, b"eu\n")
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let output = std::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_mcp-connect"),
+            config.as_str(),
+        ])
+        .output()
+        .expect("python3 runs (CI installs it)");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{text}{stderr}");
+    assert!(
+        !text.contains("pw-canary"),
+        "a password echoed or shown: {text}"
+    );
+    assert!(
+        text.contains("b: http: http://127.0.0.1:1/${input:region}/mcp"),
+        "{text}"
+    );
+    assert!(text.contains("2 servers checked, 0 not usable"), "{text}");
+}
+
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
 async fn run_config(config: &str, deadline: &str) -> std::process::Output {
     run_async(&[
