@@ -142,15 +142,10 @@ fn seconds(
     entry: &Map<String, Value>,
     field: &'static str,
 ) -> Result<Option<Duration>, EntryProblem> {
-    let Some(value) = entry.get(field) else {
-        return Ok(None);
-    };
-    value
-        .as_f64()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .map(Some)
-        .ok_or(EntryProblem::BadDuration { field })
+    duration(entry, field, |value| {
+        let seconds = value.as_f64().filter(|s| s.is_finite() && *s > 0.0)?;
+        Duration::try_from_secs_f64(seconds).ok()
+    })
 }
 
 /// A positive whole number of milliseconds.
@@ -158,14 +153,24 @@ fn milliseconds(
     entry: &Map<String, Value>,
     field: &'static str,
 ) -> Result<Option<Duration>, EntryProblem> {
-    let Some(value) = entry.get(field) else {
-        return Ok(None);
-    };
-    value
-        .as_u64()
-        .filter(|ms| *ms > 0)
-        .map(|ms| Some(Duration::from_millis(ms)))
-        .ok_or(EntryProblem::BadDuration { field })
+    duration(entry, field, |value| {
+        value
+            .as_u64()
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
+    })
+}
+
+/// `field` read by `read`: absent is `None`, unreadable a `BadDuration`.
+fn duration(
+    entry: &Map<String, Value>,
+    field: &'static str,
+    read: impl Fn(&Value) -> Option<Duration>,
+) -> Result<Option<Duration>, EntryProblem> {
+    entry
+        .get(field)
+        .map(|value| read(value).ok_or(EntryProblem::BadDuration { field }))
+        .transpose()
 }
 
 #[cfg(test)]

@@ -85,18 +85,18 @@ impl Server {
     }
 
     /// Takes what `server`'s entry says beyond its request: its revision,
-    /// `lazy`, and its tool lists as the filter.
+    /// and `lazy`, `required` and the tool lists added to what this server
+    /// already has (a filter set before keeps its patterns).
     #[must_use]
     pub fn configured_by(mut self, server: &ServerConfig) -> Self {
-        self = self.with_revision(server.revision()).with_filter(
-            ToolFilter::new()
-                .include(server.included_tools().iter().cloned())
-                .exclude(server.excluded_tools().iter().cloned()),
-        );
+        self = self.with_revision(server.revision());
+        self.filter = std::mem::take(&mut self.filter)
+            .include(server.included_tools().iter().cloned())
+            .exclude(server.excluded_tools().iter().cloned());
         if server.is_lazy() {
             self = self.lazy();
         }
-        self.required = server.is_required();
+        self.required |= server.is_required();
         self
     }
 
@@ -231,5 +231,28 @@ impl Keepalive {
     pub fn failing_after(mut self, failures: u32) -> Self {
         self.failures = failures.max(1);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServersConfig;
+
+    #[tokio::test]
+    async fn an_entry_adds_to_what_the_server_already_has() {
+        let config = ServersConfig::parse(
+            r#"{ "mcpServers": { "a": { "url": "http://127.0.0.1:1/", "excludeTools": ["rm"] } } }"#,
+        )
+        .unwrap();
+        let entry = config.get("a").unwrap();
+        let stack = crate::EstablishBuilder::new(crate::Connector::new()).build();
+        let server = Server::new(stack, entry.request())
+            .with_filter(ToolFilter::new().exclude(["x"]))
+            .required()
+            .configured_by(entry);
+        assert!(server.required, "the entry does not say required: kept");
+        assert!(!server.filter.allows("x") && !server.filter.allows("rm"));
+        assert!(server.filter.allows("read"));
     }
 }
