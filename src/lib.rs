@@ -88,6 +88,7 @@ pub mod inbound;
 mod policy;
 pub mod protocol;
 mod redact;
+pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod request;

@@ -43,6 +43,24 @@ pub(crate) struct Args {
     ])]
     pub(crate) check: bool,
 
+    /// Connect to the server an MCP Registry server.json describes: the
+    /// first stdio package whose runtime (npx, uvx, docker, dnx) is on the
+    /// PATH, else its first remote.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "command", "config"])]
+    pub(crate) server_json: Option<std::path::PathBuf>,
+
+    /// Like --server-json, with the server.json fetched from the registry
+    /// (--registry) by its name, at VERSION or the latest.
+    #[arg(long, value_name = "NAME[@VERSION]", conflicts_with_all = [
+        "url", "command", "config", "server_json",
+    ])]
+    pub(crate) registry_server: Option<String>,
+
+    /// The MCP Registry --registry-server asks (its /v0.1 API), through the
+    /// same proxy and CA as the server.
+    #[arg(long, value_name = "URL", default_value = mcp_connect::registry::PUBLIC_REGISTRY)]
+    pub(crate) registry: String,
+
     /// With --config: only the server of this name.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) server: Option<String>,

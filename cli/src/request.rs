@@ -9,6 +9,7 @@ use mcp_connect::auth::{
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
+use mcp_connect::registry::ServerJson;
 use mcp_connect::request::{Limits, TransportMode, VersionPolicy};
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::ConnectRequest;
@@ -89,10 +90,34 @@ fn check_token_store(path: &std::path::Path) -> Result<(), String> {
     }
 }
 
+/// The server a registry `server.json` describes: read from
+/// `--server-json FILE`, or fetched by `--registry-server NAME[@VERSION]`
+/// from `--registry` through the command's HTTP client (its proxy and CA).
+pub(super) async fn described_server(args: &Args) -> Result<Option<ServerJson>, String> {
+    if let Some(path) = &args.server_json {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("--server-json: cannot read: {}", chain(&error)))?;
+        return ServerJson::parse(&text)
+            .map(Some)
+            .map_err(|error| format!("--server-json: {}", chain(&error)));
+    }
+    let Some(wanted) = &args.registry_server else {
+        return Ok(None);
+    };
+    let (name, version) = wanted.split_once('@').unwrap_or((wanted, "latest"));
+    let base = url::Url::parse(&args.registry).map_err(|_| "--registry: not a URL".to_owned())?;
+    let client = http_client(args, false)?;
+    ServerJson::fetch(&client, &base, name, version, args.handshake_timeout)
+        .await
+        .map(Some)
+        .map_err(|error| format!("--registry-server: {}", chain(&error)))
+}
+
 /// The connect request the arguments describe, or the usage error to print.
 pub(super) fn request_from(
     args: &Args,
     demo_url: Option<String>,
+    described: Option<&ServerJson>,
 ) -> Result<ConnectRequest, String> {
     if args.command.is_some() {
         if let Some(option) = http_only_option(args) {
@@ -107,28 +132,36 @@ pub(super) fn request_from(
             check_token_store(std::path::Path::new(place))?;
         }
     }
-    let request = match (&args.url, &args.command, demo_url.as_ref()) {
-        (Some(_), Some(_), _) => return Err("give a URL or a command after --, not both".into()),
-        (None, Some(command), _) => {
+    let described = match described {
+        Some(server) => Some(server.request().map_err(|error| chain(&error))?),
+        None => None,
+    };
+    let from_registry = described.is_some();
+    let request = match (described, &args.url, &args.command, demo_url.as_ref()) {
+        (Some(request), ..) => request,
+        (None, Some(_), Some(_), _) => {
+            return Err("give a URL or a command after --, not both".into())
+        }
+        (None, None, Some(command), _) => {
             let (program, rest) = command
                 .split_first()
                 .ok_or("-- must be followed by a command")?;
             ConnectRequest::stdio(StdioCommand::new(program).args(rest))
         }
-        (Some(url), None, _) | (None, None, Some(url)) => {
+        (None, Some(url), None, _) | (None, None, None, Some(url)) => {
             ConnectRequest::http(url).map_err(|e| chain(&e))?
         }
-        (None, None, None) => return Err("no target".into()),
+        (None, None, None, None) => return Err("no target".into()),
     };
-    let mut request = with_limits_and_versions(
-        request.with_mode(match args.transport {
-            Mode::Auto => TransportMode::Auto,
-            Mode::StreamableHttp => TransportMode::StreamableHttp,
-            Mode::Sse => TransportMode::Sse,
-            Mode::Stdio => TransportMode::Stdio,
-        }),
-        args,
-    );
+    // A server.json remote says its own transport unless --transport does.
+    let mode = match args.transport {
+        Mode::Auto if from_registry => request.mode(),
+        Mode::Auto => TransportMode::Auto,
+        Mode::StreamableHttp => TransportMode::StreamableHttp,
+        Mode::Sse => TransportMode::Sse,
+        Mode::Stdio => TransportMode::Stdio,
+    };
+    let mut request = with_limits_and_versions(request.with_mode(mode), args);
     if let Some(auth) = authorization(args)? {
         request = request.with_authorization(auth);
     }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::{Args, Replay};
 use super::output::{chain, Printer};
-use super::request::{handler_from, http_client, recovery_from, request_from};
+use super::request::{described_server, handler_from, http_client, recovery_from, request_from};
 use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
 
@@ -81,7 +81,11 @@ async fn run(args: Args) -> ExitCode {
     let started = Instant::now();
 
     let mut demo = None;
-    let demo_url = if args.url.is_none() && args.command.is_none() {
+    let described = match described_server(&args).await {
+        Ok(described) => described,
+        Err(message) => return usage(&message),
+    };
+    let demo_url = if args.url.is_none() && args.command.is_none() && described.is_none() {
         match DemoServer::start().await {
             Ok(server) => Some(demo.insert(server).url()),
             Err(e) => {
@@ -92,7 +96,7 @@ async fn run(args: Args) -> ExitCode {
     } else {
         None
     };
-    let mut request = match request_from(&args, demo_url) {
+    let mut request = match request_from(&args, demo_url, described.as_ref()) {
         Ok(request) => request.with_cancellation(cancel.clone()),
         Err(message) => return usage(&message),
     };

@@ -490,6 +490,97 @@ sys.exit(os.waitstatus_to_exitcode(status))
     assert!(text.contains("2 servers checked, 0 not usable"), "{text}");
 }
 
+/// Issue 45, item 3: `--server-json FILE` connects to what a registry
+/// `server.json` describes: here its package's runtime is not on the PATH,
+/// so its remote, with the remote's own transport and headers.
+#[tokio::test]
+async fn a_server_json_with_no_runtime_here_is_reached_by_its_remote() {
+    let server = ScriptServer::start(two_tools("log")).await;
+    let described = tempfile_path::Path::new(
+        &format!(
+            r#"{{ "name": "io.github.acme/files", "version": "1.0.0",
+                "packages": [ {{ "registryType": "npm", "identifier": "@acme/files",
+                    "version": "1.0.0", "runtimeHint": "mcp-connect-no-such-runtime",
+                    "transport": {{ "type": "stdio" }} }} ],
+                "remotes": [ {{ "type": "streamable-http", "url": "{}",
+                    "headers": [ {{ "name": "X-Tenant", "value": "acme" }} ] }} ] }}"#,
+            server.url()
+        ),
+        "json",
+    );
+    let output = run_async(&["--server-json", described.as_str(), "--json"]).await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let initialize = server
+        .recorded()
+        .into_iter()
+        .find(|request| request.rpc_method() == "initialize")
+        .unwrap_or_else(|| panic!("no initialize: {text}"));
+    assert_eq!(initialize.header("x-tenant"), Some("acme"));
+
+    // Nothing usable: a usage error naming the runtimes looked for.
+    let nothing = tempfile_path::Path::new(
+        r#"{ "name": "io.github.acme/files", "packages": [ { "registryType": "npm",
+             "identifier": "x", "runtimeHint": "mcp-connect-no-such-runtime",
+             "transport": { "type": "stdio" } } ] }"#,
+        "json",
+    );
+    let output = run_async(&["--server-json", nothing.as_str()]).await;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("mcp-connect-no-such-runtime"), "{stderr}");
+}
+
+/// Issue 45, item 3: `--registry-server NAME@VERSION` fetches the
+/// server.json from the registry's API (`--registry`, here a loopback one
+/// that is also the server) and connects to what it describes; a name the
+/// registry does not have is a usage error with its status.
+#[tokio::test]
+async fn a_registry_server_is_fetched_and_reached() {
+    let own = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let url = own.clone();
+    let server = ScriptServer::start(move |request: &Recorded| {
+        if request.method != http::Method::GET || !request.path.starts_with("/v0.1/") {
+            return two_tools("log")(request);
+        }
+        if request.path != "/v0.1/servers/io.github.acme%2Ffiles/versions/1.0.0" {
+            return Script::Status(404);
+        }
+        let remote = serde_json::json!({ "type": "streamable-http", "url": url.get().unwrap() });
+        Script::Json(
+            200,
+            serde_json::json!({ "server": { "name": "io.github.acme/files", "version": "1.0.0",
+                                            "remotes": [remote] }, "_meta": {} }),
+        )
+    })
+    .await;
+    own.set(server.url()).unwrap();
+    let base = server.url().trim_end_matches("/mcp").to_owned();
+    let output = run_async(&[
+        "--registry-server",
+        "io.github.acme/files@1.0.0",
+        "--registry",
+        &base,
+        "--json",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{text}{stderr}");
+    assert_eq!(server.count("initialize"), 1, "{text}");
+
+    let output = run_async(&[
+        "--registry-server",
+        "io.github.acme/other",
+        "--registry",
+        &base,
+    ])
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("HTTP 404"), "{stderr}");
+}
+
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
 async fn run_config(config: &str, deadline: &str) -> std::process::Output {
     run_async(&[

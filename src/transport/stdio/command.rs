@@ -63,6 +63,16 @@ impl StdioCommand {
         &self.program
     }
 
+    /// The arguments, in order.
+    pub fn arguments(&self) -> &[OsString] {
+        &self.args
+    }
+
+    /// The variables set for the child, in the order they were given.
+    pub fn environment(&self) -> &[(OsString, OsString)] {
+        &self.env
+    }
+
     /// A stable 128-bit fingerprint (hex, SHA-256) of everything that
     /// selects the server this command starts: the program, the arguments,
     /// the environment set for it and its working directory. Two commands

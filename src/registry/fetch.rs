@@ -1,0 +1,90 @@
+//! Fetching a `server.json` from an MCP Registry: `GET
+//! {base}/v0.1/servers/{name}/versions/{version}` (the name
+//! percent-encoded, `latest` for the newest), through the application's
+//! [`HttpClient`] (so its proxy, CA and TLS settings apply), within a time
+//! limit and a size bound.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::ACCEPT;
+use http_body_util::Full;
+use url::Url;
+
+use super::{RegistryError, ServerJson};
+use crate::transport::HttpClient;
+
+/// The public registry.
+pub const PUBLIC_REGISTRY: &str = "https://registry.modelcontextprotocol.io";
+
+/// A `server.json` larger than this is refused.
+const BODY_LIMIT: usize = 1 << 20;
+
+/// The URL of `name` at `version` in the registry at `base`.
+pub(super) fn version_url(base: &Url, name: &str, version: &str) -> Result<Url, RegistryError> {
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .map_err(|()| RegistryError::BadRegistryUrl)?
+        .pop_if_empty()
+        .extend(["v0.1", "servers", name, "versions", version]);
+    Ok(url)
+}
+
+impl ServerJson {
+    /// Fetches `name` at `version` (`"latest"` for the newest) from the
+    /// registry at `base` through `client`, within `limit`.
+    pub async fn fetch(
+        client: &HttpClient,
+        base: &Url,
+        name: &str,
+        version: &str,
+        limit: Duration,
+    ) -> Result<ServerJson, RegistryError> {
+        let url = version_url(base, name, version)?;
+        let request = http::Request::get(url.as_str())
+            .header(ACCEPT, "application/json")
+            .body(Full::new(Bytes::new()))
+            .map_err(|_| RegistryError::BadRegistryUrl)?;
+        let exchange = async {
+            let response = client
+                .send(request)
+                .await
+                .map_err(crate::transport::client_error)?;
+            let (parts, body) = response.into_parts();
+            let body = crate::transport::collect(body, BODY_LIMIT).await?;
+            Ok::<_, crate::transport::error::TransportError>((parts.status, body))
+        };
+        let (status, body) = tokio::time::timeout(limit, exchange)
+            .await
+            .map_err(|_| RegistryError::TimedOut)?
+            .map_err(|error| RegistryError::Fetch(Box::new(error)))?;
+        if !status.is_success() {
+            return Err(RegistryError::Status {
+                status: status.as_u16(),
+            });
+        }
+        let text = std::str::from_utf8(&body).map_err(|_| RegistryError::NotServerJson)?;
+        ServerJson::parse(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_is_one_path_segment() {
+        let base = Url::parse("https://registry.test/").unwrap();
+        let url = version_url(&base, "io.github.acme/files", "1.0.0").unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://registry.test/v0.1/servers/io.github.acme%2Ffiles/versions/1.0.0"
+        );
+        let mirror = Url::parse("https://mirror.test/mcp").unwrap();
+        let url = version_url(&mirror, "a/b", "latest").unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://mirror.test/mcp/v0.1/servers/a%2Fb/versions/latest"
+        );
+    }
+}
