@@ -50,11 +50,16 @@ pub(crate) struct Args {
     pub(crate) server_json: Option<std::path::PathBuf>,
 
     /// Like --server-json, with the server.json fetched from the registry
-    /// (--registry) by its name, at VERSION or the latest.
-    #[arg(long, value_name = "NAME[@VERSION]", conflicts_with_all = [
+    /// (--registry) by its name, at VERSION (or the latest with
+    /// --allow-unpinned).
+    #[arg(long, value_name = "NAME@VERSION", conflicts_with_all = [
         "url", "command", "config", "server_json",
     ])]
     pub(crate) registry_server: Option<String>,
+
+    /// With --registry-server NAME: take the latest version.
+    #[arg(long, requires = "registry_server")]
+    pub(crate) allow_unpinned: bool,
 
     /// The MCP Registry --registry-server asks (its /v0.1 API), through the
     /// same proxy and CA as the server.

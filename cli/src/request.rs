@@ -91,7 +91,7 @@ fn check_token_store(path: &std::path::Path) -> Result<(), String> {
 }
 
 /// The server a registry `server.json` describes: read from
-/// `--server-json FILE`, or fetched by `--registry-server NAME[@VERSION]`
+/// `--server-json FILE`, or fetched by `--registry-server NAME@VERSION`
 /// from `--registry` through the command's HTTP client (its proxy and CA).
 pub(super) async fn described_server(args: &Args) -> Result<Option<ServerJson>, String> {
     if let Some(path) = &args.server_json {
@@ -104,7 +104,15 @@ pub(super) async fn described_server(args: &Args) -> Result<Option<ServerJson>, 
     let Some(wanted) = &args.registry_server else {
         return Ok(None);
     };
-    let (name, version) = wanted.split_once('@').unwrap_or((wanted, "latest"));
+    let (name, version) = match wanted.split_once('@') {
+        Some(pinned) => pinned,
+        None if args.allow_unpinned => (wanted.as_str(), "latest"),
+        None => {
+            return Err(
+                "--registry-server: give NAME@VERSION, or --allow-unpinned for the latest".into(),
+            )
+        }
+    };
     let base = url::Url::parse(&args.registry).map_err(|_| "--registry: not a URL".to_owned())?;
     let client = http_client(args, false)?;
     ServerJson::fetch(&client, &base, name, version, args.handshake_timeout)

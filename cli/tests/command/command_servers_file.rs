@@ -571,7 +571,7 @@ async fn a_registry_server_is_fetched_and_reached() {
 
     let output = run_async(&[
         "--registry-server",
-        "io.github.acme/other",
+        "io.github.acme/other@1",
         "--registry",
         &base,
     ])
@@ -579,6 +579,32 @@ async fn a_registry_server_is_fetched_and_reached() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("HTTP 404"), "{stderr}");
+
+    // No version: refused before asking, unless the latest is allowed.
+    let asked = server.recorded().len();
+    let output = run_async(&[
+        "--registry-server",
+        "io.github.acme/files",
+        "--registry",
+        &base,
+    ])
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("NAME@VERSION"));
+    assert_eq!(server.recorded().len(), asked, "nothing asked");
+    let output = run_async(&[
+        "--registry-server",
+        "io.github.acme/files",
+        "--allow-unpinned",
+        "--registry",
+        &base,
+    ])
+    .await;
+    assert_eq!(output.status.code(), Some(2), "latest is not in this stub");
+    assert!(server
+        .recorded()
+        .iter()
+        .any(|r| r.path == "/v0.1/servers/io.github.acme%2Ffiles/versions/latest"));
 }
 
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
