@@ -16,7 +16,6 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::AuthError;
-use crate::transport::error::TransportError;
 use crate::transport::HttpClient;
 
 /// Metadata and token bodies larger than this are refused.
@@ -73,22 +72,14 @@ pub(crate) fn may_carry_credentials(url: &Url) -> bool {
 
 impl AuthHttp {
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<Answer, AuthError> {
-        let exchange = async {
-            let response = self
-                .client
-                .send(request)
-                .await
-                .map_err(crate::transport::client_error)?;
-            let (parts, body) = response.into_parts();
-            let body = crate::transport::collect(body, BODY_LIMIT).await?;
-            Ok::<_, TransportError>(Answer {
+        let exchange = crate::transport::exchange(&self.client, request, BODY_LIMIT);
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(Ok((parts, body))) => Ok(Answer {
                 status: parts.status,
                 headers: parts.headers,
                 body,
-            })
-        };
-        match tokio::time::timeout(self.timeout, exchange).await {
-            Ok(answer) => answer.map_err(AuthError::Http),
+            }),
+            Ok(Err(error)) => Err(AuthError::Http(error)),
             Err(_) => Err(AuthError::TimedOut),
         }
     }

@@ -45,22 +45,14 @@ impl ServerJson {
             .header(ACCEPT, "application/json")
             .body(Full::new(Bytes::new()))
             .map_err(|_| RegistryError::BadRegistryUrl)?;
-        let exchange = async {
-            let response = client
-                .send(request)
-                .await
-                .map_err(crate::transport::client_error)?;
-            let (parts, body) = response.into_parts();
-            let body = crate::transport::collect(body, BODY_LIMIT).await?;
-            Ok::<_, crate::transport::error::TransportError>((parts.status, body))
-        };
-        let (status, body) = tokio::time::timeout(limit, exchange)
+        let exchange = crate::transport::exchange(client, request, BODY_LIMIT);
+        let (parts, body) = tokio::time::timeout(limit, exchange)
             .await
             .map_err(|_| RegistryError::TimedOut)?
             .map_err(|error| RegistryError::Fetch(Box::new(error)))?;
-        if !status.is_success() {
+        if !parts.status.is_success() {
             return Err(RegistryError::Status {
-                status: status.as_u16(),
+                status: parts.status.as_u16(),
             });
         }
         let text = std::str::from_utf8(&body).map_err(|_| RegistryError::NotServerJson)?;

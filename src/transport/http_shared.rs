@@ -1,6 +1,7 @@
 //! Helpers both HTTP transports (Streamable HTTP and legacy HTTP+SSE) use:
 //! reading bodies within a limit, content types, `Retry-After`, and sorting
-//! an HTTP client's failure by the types in its source chain.
+//! an HTTP client's failure by the types in its source chain; and one
+//! whole exchange for the client's own small requests.
 
 use std::time::Duration;
 
@@ -81,6 +82,19 @@ pub(crate) async fn collect(mut body: HttpBody, limit: usize) -> Result<Bytes, T
         Some(joined) => joined.freeze(),
         None => first.unwrap_or_default(),
     })
+}
+
+/// Sends `request` through `client` and reads the whole answer, its body
+/// at most `limit` bytes: the client's own small exchanges (authorization
+/// metadata and tokens, a registry's `server.json`), not MCP messages.
+pub(crate) async fn exchange(
+    client: &super::HttpClient,
+    request: http::Request<http_body_util::Full<Bytes>>,
+    limit: usize,
+) -> Result<(http::response::Parts, Bytes), TransportError> {
+    let response = client.send(request).await.map_err(client_error)?;
+    let (parts, body) = response.into_parts();
+    Ok((parts, collect(body, limit).await?))
 }
 
 /// Sorts an HTTP client failure by the types in its source chain.

@@ -80,9 +80,9 @@ pub use tls_alerts::ClientCertificateRefused;
 pub use tls_config::TlsConfigError;
 pub use unix_socket::UnixSocketError;
 
+pub(crate) use http_shared::exchange;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use http_shared::retry_after;
-pub(crate) use http_shared::{client_error, collect};
 pub(crate) use sse::SseParser;
 
 use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
