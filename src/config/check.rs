@@ -46,36 +46,26 @@ pub enum Launch {
 }
 
 impl Launch {
+    /// The launch of an entry the reader accepted (so every field it
+    /// reads here has its type).
     pub(super) fn of(target: &Target, written: &Map<String, Value>) -> Launch {
-        let strings = |field: &str| -> Vec<String> {
-            match written.get(field) {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .filter_map(|item| item.as_str().map(str::to_owned))
-                    .collect(),
-                _ => Vec::new(),
-            }
-        };
-        let names = |field: &str| -> Vec<String> {
-            written
-                .get(field)
-                .and_then(Value::as_object)
-                .map(|object| object.keys().cloned().collect())
-                .unwrap_or_default()
-        };
-        let text = |field: &str| {
-            written
-                .get(field)
-                .and_then(Value::as_str)
+        let text = |field| {
+            super::text(written, field)
+                .ok()
+                .flatten()
                 .map(str::to_owned)
         };
         match target {
             Target::Stdio(_) => {
                 let mut argv = vec![text("command").unwrap_or_default()];
-                argv.extend(strings("args"));
+                argv.extend(
+                    (super::list(written, "args").unwrap_or_default().into_iter())
+                        .map(str::to_owned),
+                );
+                let env = super::strings(written, "env").unwrap_or_default();
                 Launch::Stdio {
                     argv,
-                    env: names("env"),
+                    env: env.into_iter().map(|(name, _)| name.to_owned()).collect(),
                     cwd: text("cwd"),
                 }
             }
@@ -185,12 +175,20 @@ pub(super) fn position(text: &str, format: Format, name: &str) -> Option<(usize,
         .find_map(|table| text.find(table.as_str()))?,
         Format::Json => json_key(text, name)?,
     };
-    let line = text[..at].matches('\n').count() + 1;
-    let column = text[..at]
-        .rfind('\n')
-        .map_or(at, |newline| at - newline - 1)
+    Some(line_and_column(text, at))
+}
+
+/// The line and column (from 1, in characters) of byte `offset`.
+pub(super) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit_once('\n')
+        .map_or(before, |(_, tail)| tail)
+        .chars()
+        .count()
         + 1;
-    Some((line, column))
+    (line, column)
 }
 
 /// The offset of the key `name` in an object that is the value of a

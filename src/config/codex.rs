@@ -15,9 +15,9 @@ use super::{ConfigFileError, EntryProblem};
 /// The `mcp_servers` table of a Codex `config.toml`, as JSON values.
 pub(super) fn servers(text: &str) -> Result<Map<String, Value>, ConfigFileError> {
     let table: toml::Table = toml::from_str(text).map_err(|error| {
-        let (line, column) = error
-            .span()
-            .map_or((1, 1), |span| line_and_column(text, span.start));
+        let (line, column) = error.span().map_or((1, 1), |span| {
+            super::check::line_and_column(text, span.start)
+        });
         ConfigFileError::Toml { line, column }
     })?;
     let file = serde_json::to_value(table).map_err(|_| ConfigFileError::NotAnObject)?;
@@ -25,19 +25,6 @@ pub(super) fn servers(text: &str) -> Result<Map<String, Value>, ConfigFileError>
         Some(Value::Object(servers)) => Ok(servers.clone()),
         _ => Err(ConfigFileError::NoServers),
     }
-}
-
-/// The line and column (from 1, in characters) of byte `offset`.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit_once('\n')
-        .map_or(before, |(_, tail)| tail)
-        .chars()
-        .count()
-        + 1;
-    (line, column)
 }
 
 /// The fields this module reads.

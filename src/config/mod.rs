@@ -392,23 +392,29 @@ fn text<'a>(
     }
 }
 
+/// A field that, when present, must be a list of strings.
+fn list<'a>(
+    entry: &'a Map<String, Value>,
+    field: &'static str,
+) -> Result<Vec<&'a str>, EntryProblem> {
+    match entry.get(field) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| item.as_str().ok_or(EntryProblem::WrongType { field }))
+            .collect(),
+        Some(_) => Err(EntryProblem::WrongType { field }),
+    }
+}
+
 fn stdio(
     command: &str,
     entry: &Map<String, Value>,
     env: &Variables<'_>,
 ) -> Result<ConnectRequest, EntryProblem> {
     let mut stdio = StdioCommand::new(expand(command, env)?);
-    match entry.get("args") {
-        None => {}
-        Some(Value::Array(args)) => {
-            for arg in args {
-                let Value::String(arg) = arg else {
-                    return Err(EntryProblem::WrongType { field: "args" });
-                };
-                stdio = stdio.args([expand(arg, env)?]);
-            }
-        }
-        Some(_) => return Err(EntryProblem::WrongType { field: "args" }),
+    for arg in list(entry, "args")? {
+        stdio = stdio.args([expand(arg, env)?]);
     }
     for (key, value) in strings(entry, "env")? {
         stdio = stdio.env(key, expand(value, env)?);

@@ -126,15 +126,10 @@ impl super::ServerConfig {
 
 /// A list of tool names or globs; absent is empty.
 fn names(entry: &Map<String, Value>, field: &'static str) -> Result<Vec<String>, EntryProblem> {
-    let wrong = || EntryProblem::WrongType { field };
-    match entry.get(field) {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| item.as_str().map(str::to_owned).ok_or_else(wrong))
-            .collect(),
-        Some(_) => Err(wrong()),
-    }
+    Ok(super::list(entry, field)?
+        .into_iter()
+        .map(str::to_owned)
+        .collect())
 }
 
 /// A positive, finite number of seconds (TOML and JSON allow fractions).

@@ -77,7 +77,8 @@ impl Server {
     }
 
     /// What a config entry says of its server: its request, revision,
-    /// `lazy`, and tool lists as the filter, established through `stack`.
+    /// `lazy`, `required`, and tool lists as the filter, established
+    /// through `stack`.
     /// An application that changes the request first (a handler, its own
     /// limits) uses [`Server::new`] and [`Server::configured_by`].
     pub fn from_config(stack: Establish, server: &ServerConfig) -> Self {
