@@ -680,11 +680,12 @@ async fn a_list_changed_flood_is_coalesced() {
         }
         // Let every queued notification be read, then count.
         tokio::time::sleep(Duration::from_millis(1_000)).await;
+        // How many a queue of 64 drops depends on how fast the group's
+        // task drains it against the reader (0 to several hundred seen);
+        // that a full queue drops and counts is the unit test
+        // `a_full_channel_drops_and_counts_without_waiting`.
         let dropped = group.dropped_notifications("flood").unwrap();
-        assert!(
-            dropped > 0 && dropped < 10_000,
-            "{dropped} of 10,000 dropped by a queue of 64"
-        );
+        assert!(dropped < 10_000, "{dropped} of 10,000 dropped");
         let listings = server.count("tools/list") - listed_before;
         let allowed = 2 + (started.elapsed().as_millis() / 250) as usize;
         assert!(
@@ -1183,11 +1184,11 @@ impl mcp_connect::layers::diagnostics::LifecycleMetrics for Establishments {
 /// Issue 44, item 4: 100 servers losing their network together reconnect
 /// behind one probe, not each on its own pace: about one attempt per
 /// server in the first 5 s at most (each alone would make about six, its
-/// cool-down starting at 100 ms), and all are ready soon after the
-/// network returns.
+/// cool-down starting at 100 ms), and all are ready within the hold's
+/// bound after the network returns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_servers_losing_the_network_together_make_no_storm() {
-    watchdog(Duration::from_secs(60), async {
+    watchdog(Duration::from_secs(90), async {
         let scripted = Scripted::new("many", &["t"], Duration::ZERO);
         let server = scripted.start().await;
         let addr = server.addr();
@@ -1229,7 +1230,12 @@ async fn a_hundred_servers_losing_the_network_together_make_no_storm() {
         assert!(attempts <= 120, "a storm: {attempts} attempts");
 
         let _back = scripted.start_on(addr).await;
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // The held wait for the probe's next attempt, full-jittered under
+        // a ceiling that reaches 25.6 s after eight failures, and at most
+        // `MAX_HOLD` (30 s) from the loss; then a share of 1 s. 20 s here
+        // failed about one run in sixteen on a loaded machine (all still
+        // held, the probe's draw long).
+        let deadline = Instant::now() + Duration::from_secs(40);
         while degraded(&group) > 0 {
             assert!(
                 Instant::now() < deadline,
