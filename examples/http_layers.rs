@@ -21,7 +21,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use mcp_connect::layers::classify::FailureClassifierLayer;
 use mcp_connect::layers::deadline::DeadlineLayer;
-use mcp_connect::layers::diagnostics::LifecycleDiagnosticsLayer;
+use mcp_connect::layers::diagnostics::{AttemptDiagnosticsLayer, LifecycleDiagnosticsLayer};
 use mcp_connect::layers::recovery::{FreshSessionRecoveryLayer, RecoveryPolicy};
 use mcp_connect::layers::Classify;
 use tower::{ServiceBuilder, ServiceExt};
@@ -33,12 +33,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let base = serve().await;
 
-    // The whole integration: a client, four layers.
+    // The whole integration: a client, the four layers (diagnostics in
+    // two parts: the establishment outside recovery, each attempt inside).
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(2)))
         .layer(LifecycleDiagnosticsLayer::new())
         .layer(FreshSessionRecoveryLayer::new(RecoveryPolicy::new()))
+        .layer(AttemptDiagnosticsLayer::new())
         .layer(FailureClassifierLayer::new())
         .service(client);
 

@@ -23,7 +23,7 @@ pub enum Decision {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` carries no recovery decision: the service under `FreshSessionRecoveryLayer` must fail with `Classified` errors",
     label = "not a `Classified` error",
-    note = "add `.layer(FailureClassifierLayer::new())` right under `.layer(FreshSessionRecoveryLayer::new(..))`"
+    note = "add `.layer(FailureClassifierLayer::new())` under `.layer(FreshSessionRecoveryLayer::new(..))`"
 )]
 pub trait Decided {
     /// The decision taken on this error.

@@ -7,8 +7,7 @@ use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::{Classified, ClassifyOutcome, ClassifyPolicy, StageReporter};
-use crate::{Classify, StageOutcome};
+use super::{Classified, ClassifyOutcome, ClassifyPolicy};
 
 pin_project! {
     /// The future returned by [`FailureClassifier`](super::FailureClassifier).
@@ -18,22 +17,15 @@ pin_project! {
         inner: F,
         policy: P,
         replay_safe: bool,
-        stages: Option<StageReporter>,
     }
 }
 
 impl<F, P> ResponseFuture<F, P> {
-    pub(crate) fn new(
-        inner: F,
-        policy: P,
-        replay_safe: bool,
-        stages: Option<StageReporter>,
-    ) -> Self {
+    pub(crate) fn new(inner: F, policy: P, replay_safe: bool) -> Self {
         ResponseFuture {
             inner,
             policy,
             replay_safe,
-            stages,
         }
     }
 }
@@ -52,16 +44,6 @@ where
             Ok(response) => response.classify_response(),
             Err(error) => Err(T::classify_error(error)),
         };
-        let outcome = outcome.map_err(|e| Classified::decide(e, this.policy, *this.replay_safe));
-        if let Some(stages) = this.stages.take() {
-            match &outcome {
-                Ok(_) => stages.emit(StageOutcome::Succeeded, None),
-                Err(e) => {
-                    let failure = e.get_ref().failure();
-                    stages.emit(StageOutcome::Failed(failure), failure.http_status);
-                }
-            }
-        }
-        Poll::Ready(outcome)
+        Poll::Ready(outcome.map_err(|e| Classified::decide(e, this.policy, *this.replay_safe)))
     }
 }

@@ -24,10 +24,6 @@
 //! ([`Establishment::is_replay_safe`]) is only re-attempted after a failure
 //! at the connect stage, before anything was sent.
 //!
-//! A request that reports no stages of its own
-//! ([`Establishment::reports_stages`]) gets one [`Stage::REQUEST`] event per
-//! attempt from here, so diagnostics still sees each attempt.
-//!
 //! An error standing for several failures (Streamable HTTP, then the
 //! HTTP+SSE fallback) is judged child by child: an ineligible child or an
 //! application veto in *any* position wins. No decision reads a message:
@@ -65,7 +61,7 @@ pub use future::ResponseFuture;
 pub use layer::FailureClassifierLayer;
 pub use policy::{ClassifyPolicy, Conservative, Vetoing};
 
-use crate::{Child, Classify, Establishment, Failure, Stage, StageEvent, StageOutcome};
+use crate::{Child, Classify, Establishment, Failure, Stage};
 
 /// How a service's outcome, a response or an error, becomes a result whose
 /// error is classified. Implemented on the *response* type.
@@ -146,49 +142,7 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let replay_safe = request.is_replay_safe();
-        let stages = (!request.reports_stages() && !request.observers().is_empty())
-            .then(|| StageReporter::new(&request));
-        if let Some(stages) = &stages {
-            stages.emit(StageOutcome::Started, None);
-        }
-        ResponseFuture::new(
-            self.inner.call(request),
-            self.policy.clone(),
-            replay_safe,
-            stages,
-        )
-    }
-}
-
-/// Reports one [`Stage::REQUEST`] per attempt for a request that reports no
-/// stages of its own.
-#[derive(Debug)]
-pub(crate) struct StageReporter {
-    observers: Vec<std::sync::Arc<dyn crate::StageObserver>>,
-    attempt: u32,
-    started: tokio::time::Instant,
-}
-
-impl StageReporter {
-    fn new<R: Establishment>(request: &R) -> Self {
-        StageReporter {
-            observers: request.observers().to_vec(),
-            attempt: request.attempt(),
-            started: request.started().unwrap_or_else(tokio::time::Instant::now),
-        }
-    }
-
-    pub(crate) fn emit(&self, outcome: StageOutcome, http_status: Option<u16>) {
-        let event = StageEvent::new(
-            self.attempt,
-            Stage::REQUEST,
-            self.started.elapsed(),
-            outcome,
-        )
-        .with_http_status(http_status);
-        for observer in &self.observers {
-            observer.on_event(&event);
-        }
+        ResponseFuture::new(self.inner.call(request), self.policy.clone(), replay_safe)
     }
 }
 

@@ -30,8 +30,12 @@
 //! It sits *outside* the recovery layer (an earlier design put it inside): from
 //! there one span covers every attempt and the exhaustion reason is known,
 //! while the per-attempt spans still come from the attempt numbers in the
-//! stage events.
+//! stage events. A protocol's connector reports those events itself; for a
+//! request that does not (a plain HTTP request), [`AttemptDiagnosticsLayer`]
+//! reports each attempt from inside the recovery layer, so that the
+//! classifier only decides.
 
+mod attempts;
 mod future;
 mod layer;
 mod tracer;
@@ -43,6 +47,7 @@ use std::time::Duration;
 
 use tower_service::Service;
 
+pub use attempts::{AttemptDiagnostics, AttemptDiagnosticsLayer, AttemptFuture};
 pub use future::ResponseFuture;
 pub use layer::LifecycleDiagnosticsLayer;
 

@@ -15,7 +15,7 @@
 //! use hyper_util::rt::TokioExecutor;
 //! use mcp_connect_layers::classify::FailureClassifierLayer;
 //! use mcp_connect_layers::deadline::DeadlineLayer;
-//! use mcp_connect_layers::diagnostics::LifecycleDiagnosticsLayer;
+//! use mcp_connect_layers::diagnostics::{AttemptDiagnosticsLayer, LifecycleDiagnosticsLayer};
 //! use mcp_connect_layers::recovery::{FreshSessionRecoveryLayer, RecoveryPolicy};
 //! use tower::{ServiceBuilder, ServiceExt};
 //!
@@ -25,6 +25,7 @@
 //!     .layer(DeadlineLayer::new(Duration::from_secs(2)))
 //!     .layer(LifecycleDiagnosticsLayer::new())
 //!     .layer(FreshSessionRecoveryLayer::new(RecoveryPolicy::new()))
+//!     .layer(AttemptDiagnosticsLayer::new())
 //!     .layer(FailureClassifierLayer::new())
 //!     .service(client);
 //! let request = http::Request::get("http://127.0.0.1:8080/").body(Full::default())?;

@@ -16,10 +16,13 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use mcp_connect_layers::classify::FailureClassifierLayer;
 use mcp_connect_layers::deadline::DeadlineLayer;
-use mcp_connect_layers::diagnostics::{LifecycleDiagnosticsLayer, LifecycleMetrics, OutcomeRecord};
+use mcp_connect_layers::diagnostics::{
+    AttemptDiagnosticsLayer, LifecycleDiagnosticsLayer, LifecycleMetrics, OutcomeRecord,
+    StageRecord,
+};
 use mcp_connect_layers::http::ReplaySafe;
 use mcp_connect_layers::recovery::{Backoff, FreshSessionRecoveryLayer, RecoveryPolicy, Stop};
-use mcp_connect_layers::{CancelSource, Classify, FailureKind};
+use mcp_connect_layers::{CancelSource, Classify, FailureKind, StageOutcome};
 use tokio_util::sync::CancellationToken;
 use tower::{ServiceBuilder, ServiceExt};
 
@@ -124,6 +127,66 @@ impl LifecycleMetrics for Outcomes {
     }
 }
 
+#[derive(Debug, Default)]
+struct Stages(Mutex<Vec<(u32, &'static str, Option<u16>)>>);
+
+impl LifecycleMetrics for Stages {
+    fn on_stage(&self, record: &StageRecord) {
+        let outcome = match record.event.outcome {
+            StageOutcome::Started => "started",
+            StageOutcome::Succeeded => "succeeded",
+            _ => "failed",
+        };
+        let event = (record.event.attempt, outcome, record.event.http_status);
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+/// Issue 42, item 6: a plain request's attempts are reported by the
+/// diagnostics module's attempt layer inside the recovery layer, each with
+/// its decided failure; the classifier reports nothing.
+#[tokio::test]
+async fn each_attempt_of_a_plain_request_is_one_stage_event_pair() {
+    let (base, _seen) = server().await;
+    let flaky = || {
+        Request::get(format!("{base}/flaky"))
+            .body(Full::default())
+            .unwrap()
+    };
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let stages = Arc::new(Stages::default());
+    let svc = ServiceBuilder::new()
+        .layer(LifecycleDiagnosticsLayer::new().with_metrics(stages.clone()))
+        .layer(FreshSessionRecoveryLayer::new(policy()))
+        .layer(AttemptDiagnosticsLayer::new())
+        .layer(FailureClassifierLayer::new())
+        .service(client.clone());
+    svc.oneshot(flaky()).await.unwrap();
+    assert_eq!(
+        *stages.0.lock().unwrap(),
+        [
+            (1, "started", None),
+            (1, "failed", Some(503)),
+            (2, "started", None),
+            (2, "failed", Some(503)),
+            (3, "started", None),
+            (3, "succeeded", None),
+        ]
+    );
+
+    let quiet = Arc::new(Stages::default());
+    let svc = ServiceBuilder::new()
+        .layer(LifecycleDiagnosticsLayer::new().with_metrics(quiet.clone()))
+        .layer(FreshSessionRecoveryLayer::new(policy()))
+        .layer(FailureClassifierLayer::new())
+        .service(client);
+    svc.oneshot(flaky()).await.unwrap();
+    assert!(
+        quiet.0.lock().unwrap().is_empty(),
+        "the classifier never reports"
+    );
+}
+
 /// The program of the issue, exactly: no adapter of the test's own.
 #[tokio::test]
 async fn the_four_layers_over_hyper_util() {
@@ -134,6 +197,7 @@ async fn the_four_layers_over_hyper_util() {
         .layer(DeadlineLayer::new(Duration::from_secs(2)))
         .layer(LifecycleDiagnosticsLayer::new().with_metrics(outcomes.clone()))
         .layer(FreshSessionRecoveryLayer::new(policy()))
+        .layer(AttemptDiagnosticsLayer::new())
         .layer(FailureClassifierLayer::new())
         .service(client);
     let get = |path: &str| {
@@ -341,6 +405,7 @@ async fn the_same_layers_over_reqwest() {
         .layer(DeadlineLayer::new(Duration::from_secs(2)))
         .layer(LifecycleDiagnosticsLayer::new())
         .layer(FreshSessionRecoveryLayer::new(policy()))
+        .layer(AttemptDiagnosticsLayer::new())
         .layer(FailureClassifierLayer::new())
         .service(reqwest);
     let get = |path: &str| {
