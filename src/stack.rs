@@ -181,9 +181,11 @@ impl Service<ConnectRequest> for Establish {
         if let Some(telemetry) = request.instruments().cloned() {
             // Owned: the request moves into the establishment.
             let peer = request.peer().owned();
+            let cause = request.cause().clone();
             return crate::telemetry::establish::establishment(
                 &telemetry,
                 peer.borrowed(),
+                &cause,
                 |attempts| self.service.call(request.with_observer(attempts)),
                 established,
             );

@@ -28,6 +28,7 @@ impl McpClient {
             }
         };
         if let Some(dead) = dead {
+            *self.inner.loss_cause.lock().expect("cause lock poisoned") = dead.loss_cause();
             // A dead transport closes at once; the error is the call's, not this.
             let _ = dead.close().await;
             if self.reconnect == Reconnect::InBackground {

@@ -130,6 +130,9 @@ struct Inner {
     first_connect: std::sync::Mutex<Option<(Option<Instant>, Option<CancellationToken>)>>,
     /// Ends every establishment of this client (`with_shutdown`).
     shutdown: std::sync::Mutex<Option<CancellationToken>>,
+    /// The failed call that lost the last session, for the next
+    /// establishment's span to link to; taken by it.
+    loss_cause: std::sync::Mutex<crate::telemetry::establish::Cause>,
     /// The call path's layers around the session, when the application
     /// put any (`with_call_layer`); cloned (one box) per call.
     calls: std::sync::Mutex<Option<service::CallService>>,
@@ -189,6 +192,7 @@ impl McpClient {
                 request,
                 first_connect: std::sync::Mutex::new(first_connect),
                 shutdown: std::sync::Mutex::new(None),
+                loss_cause: std::sync::Mutex::default(),
                 state: std::sync::Mutex::new(State::Empty),
                 building: Mutex::new(()),
                 cool_down: std::sync::Mutex::new((COOL_DOWN, HasherRng::default())),
@@ -284,6 +288,9 @@ impl McpClient {
             .lock()
             .expect("shutdown lock poisoned")
             .clone();
+        let cause =
+            std::mem::take(&mut *self.inner.loss_cause.lock().expect("cause lock poisoned"));
+        request = request.caused_by(cause);
         let (deadline, cancel) = first.unwrap_or((None, None));
         if let Some(deadline) = deadline {
             request = request.with_deadline(deadline);

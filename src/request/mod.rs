@@ -67,6 +67,8 @@ pub struct ConnectRequest {
     /// Time spent waiting for a person (the authorization page), which
     /// does not count against the deadline.
     pause: mcp_connect_layers::deadline::DeadlinePause,
+    /// The failed request that lost the session this one replaces.
+    cause: crate::telemetry::establish::Cause,
 }
 
 impl ConnectRequest {
@@ -120,6 +122,7 @@ impl ConnectRequest {
             observers: Vec::new(),
             strategy: Strategy::AsConfigured,
             pause: Default::default(),
+            cause: Default::default(),
         }
     }
 
@@ -346,6 +349,17 @@ impl ConnectRequest {
     /// The request's telemetry, when it has one.
     pub(crate) fn instruments(&self) -> Option<&crate::telemetry::Telemetry> {
         self.settings.telemetry.as_ref()
+    }
+
+    /// This establishment replaces a session lost after `cause` failed.
+    pub(crate) fn caused_by(mut self, cause: crate::telemetry::establish::Cause) -> Self {
+        self.cause = cause;
+        self
+    }
+
+    /// What the establishment's span links to.
+    pub(crate) fn cause(&self) -> &crate::telemetry::establish::Cause {
+        &self.cause
     }
 
     /// The request's own HTTP client, when it has one

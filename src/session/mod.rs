@@ -179,6 +179,15 @@ impl Session {
         }
     }
 
+    /// The failed request that lost this session, as telemetry links to it
+    /// (nothing without telemetry).
+    pub(crate) fn loss_cause(&self) -> crate::telemetry::establish::Cause {
+        self.telemetry
+            .as_ref()
+            .map(|telemetry| telemetry.loss_cause())
+            .unwrap_or_default()
+    }
+
     /// Instruments this session's requests with `telemetry`.
     fn with_telemetry(
         mut self,

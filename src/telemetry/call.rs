@@ -11,17 +11,17 @@
 //! future is dropped ends as `error.type = cancelled`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use mcp_connect_layers::Failure;
 
-use super::establish::{shared, target_attributes, Peer};
+use super::establish::{shared, target_attributes, Cause, Peer};
 use super::{names, propagate, Telemetry};
 use crate::protocol::{methods, with_meta_entries, Request};
 
@@ -46,6 +46,9 @@ pub(crate) struct SessionTelemetry {
     session_id: Option<String>,
     /// The context the session was made in: its `establish` span.
     established_in: Context,
+    /// The span of the session's last failed request: when the client
+    /// judges the session lost, what the next `establish` links to.
+    last_failure: Arc<Mutex<Option<SpanContext>>>,
     started: Instant,
     ended: AtomicBool,
 }
@@ -66,9 +69,21 @@ impl SessionTelemetry {
             attributes,
             session_id: telemetry.records_session_id().then(session_id).flatten(),
             established_in: Context::current(),
+            last_failure: Arc::default(),
             started: Instant::now(),
             ended: AtomicBool::new(false),
         }
+    }
+
+    /// The span of this session's last failed request, for the
+    /// establishment that replaces the session to link to.
+    pub(crate) fn loss_cause(&self) -> Cause {
+        Cause(
+            self.last_failure
+                .lock()
+                .expect("cause lock poisoned")
+                .clone(),
+        )
     }
 
     /// `work` with the session's `establish` span as its current context:
@@ -109,6 +124,8 @@ pub(crate) struct CallSpan {
     labels: Vec<KeyValue>,
     tool_call: bool,
     ended: bool,
+    /// The session's record of its last failed request.
+    last_failure: Arc<Mutex<Option<SpanContext>>>,
 }
 
 /// A resource URI without userinfo, query or fragment.
@@ -217,6 +234,7 @@ impl CallSpan {
             labels,
             tool_call,
             ended: false,
+            last_failure: Arc::clone(&session.last_failure),
         }
     }
 
@@ -248,6 +266,10 @@ impl CallSpan {
     /// Ends the span with the request's result (or what failed) and
     /// records its duration.
     pub(crate) fn finish(self, result: Result<&RawValue, Failure>) {
+        if result.is_err() {
+            let failed = self.cx.span().span_context().clone();
+            *self.last_failure.lock().expect("cause lock poisoned") = Some(failed);
+        }
         self.finish_as(match result {
             Ok(raw) => CallOutcome::Result(raw),
             Err(failure) => match failure.jsonrpc_code {

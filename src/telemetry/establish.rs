@@ -1,6 +1,8 @@
 //! Establishment in the trace: one `establish` span per establishment
 //! through the stack, one `establish attempt` child per attempt, each
-//! stage an event of its attempt, and the establishment metrics.
+//! stage an event of its attempt, and the establishment metrics. The
+//! establishment of an `McpClient` that replaces a lost session links to
+//! the span of the failed call that lost it ([`Cause`]).
 //!
 //! The events are the stage events every observer gets (stage, outcome,
 //! elapsed since the establishment began, failure kind, cancellation
@@ -15,19 +17,28 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Failure, StageEvent, StageObserver, StageOutcome};
-use opentelemetry::trace::{FutureExt as _, SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{
+    FutureExt as _, Link, SpanContext, SpanKind, Status, TraceContextExt, Tracer,
+};
 use opentelemetry::{Context, KeyValue};
 
 pub(crate) use super::outcome::{EstablishOutcome, Established, Peer};
 use super::{names, Telemetry};
 
+/// The span of the request whose failure lost the session an
+/// establishment replaces: the `establish` span links to it (a link, not
+/// a parent: the establishment serves the calls after it, not that one).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cause(pub(super) Option<SpanContext>);
+
 /// Runs one establishment through the stack (`establish`, given the
-/// observer that counts its attempts) inside its `establish` span, and
-/// records its metrics; `outcome` reads what the span records of its
-/// result.
+/// observer that counts its attempts) inside its `establish` span, linked
+/// to its `cause`, and records its metrics; `outcome` reads what the span
+/// records of its result.
 pub(crate) fn establishment<T, E, F>(
     telemetry: &Telemetry,
     peer: Peer<'_>,
+    cause: &Cause,
     establish: impl FnOnce(Arc<dyn StageObserver>) -> F,
     outcome: fn(&Result<T, E>) -> EstablishOutcome<'_>,
 ) -> BoxFuture<'static, Result<T, E>>
@@ -36,7 +47,7 @@ where
     T: 'static,
     E: 'static,
 {
-    let (establishment, counter) = Establishment::start(telemetry, peer);
+    let (establishment, counter) = Establishment::start(telemetry, peer, cause);
     let made = establish(counter).with_context(establishment.cx.clone());
     Box::pin(async move {
         let made = made.await;
@@ -142,14 +153,25 @@ struct Establishment {
 impl Establishment {
     /// Starts the span of establishing `peer`; the observer counts its
     /// attempts (the caller adds it to the request).
-    fn start(telemetry: &Telemetry, peer: Peer<'_>) -> (Establishment, Arc<dyn StageObserver>) {
+    fn start(
+        telemetry: &Telemetry,
+        peer: Peer<'_>,
+        cause: &Cause,
+    ) -> (Establishment, Arc<dyn StageObserver>) {
         let parent = Context::current();
         let tracer = telemetry.tracer();
         let server = target_attributes(peer);
+        let links: Vec<Link> = cause
+            .0
+            .iter()
+            .filter(|cause| cause.is_valid())
+            .map(|cause| Link::with_context(cause.clone()))
+            .collect();
         let span = tracer
             .span_builder("establish")
             .with_kind(SpanKind::Internal)
             .with_attributes(server.clone())
+            .with_links(links)
             .start_with_context(tracer, &parent);
         let attempts = Arc::new(AtomicU32::new(0));
         let counter = Arc::new(AttemptCounter(Arc::clone(&attempts)));

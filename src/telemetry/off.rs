@@ -57,6 +57,10 @@ pub(crate) mod call {
         pub(crate) fn end(&self) {
             match *self {}
         }
+
+        pub(crate) fn loss_cause(&self) -> super::establish::Cause {
+            match *self {}
+        }
     }
 
     /// Cannot be made without the `otel` feature.
@@ -88,9 +92,14 @@ pub(crate) mod establish {
     pub(crate) use super::outcome::{EstablishOutcome, Established, Peer};
     use super::*;
 
+    /// Nothing to link to without the `otel` feature.
+    #[derive(Clone, Debug, Default)]
+    pub(crate) struct Cause;
+
     pub(crate) fn establishment<T, E, F>(
         telemetry: &Telemetry,
         _: Peer<'_>,
+        _: &Cause,
         _: impl FnOnce(Arc<dyn StageObserver>) -> F,
         _: fn(&Result<T, E>) -> EstablishOutcome<'_>,
     ) -> BoxFuture<'static, Result<T, E>>

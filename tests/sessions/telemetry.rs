@@ -616,3 +616,70 @@ async fn a_call_that_fails_before_it_is_sent_still_counts() {
         Some(closed.to_string().as_str())
     );
 }
+
+/// Issue 43, item 2: the establishment that replaces a lost session links
+/// to the call whose failure lost it (a link: that call does not wait for
+/// it), and stays out of that call's trace.
+#[tokio::test]
+async fn a_reconnects_establish_links_to_the_call_that_lost_the_session() {
+    let otel = otel();
+    let server = ScriptServer::start(|request| match request.rpc_method() {
+        "tools/call" if request.body["params"]["name"] == "lose" => Script::Status(404),
+        _ => tools(request),
+    })
+    .await;
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_telemetry(otel.telemetry.clone());
+    let client =
+        mcp_connect::McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    watchdog(LIMIT, client.call_tool("ok", &json!({})))
+        .await
+        .unwrap();
+    let error = watchdog(LIMIT, client.call_tool("lose", &json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            mcp_connect::client::ClientError::Call {
+                session_lost: true,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    watchdog(LIMIT, client.call_tool("ok", &json!({})))
+        .await
+        .unwrap();
+
+    let lost = otel.named("tools/call lose");
+    assert_eq!(lost.len(), 1);
+    let establishments = otel.named("establish");
+    assert_eq!(
+        establishments.len(),
+        2,
+        "the first connect and the reconnect"
+    );
+    assert!(
+        establishments[0].links.is_empty(),
+        "the first connect has no cause"
+    );
+    let links: Vec<_> = establishments[1]
+        .links
+        .iter()
+        .map(|link| (link.span_context.trace_id(), link.span_context.span_id()))
+        .collect();
+    assert_eq!(
+        links,
+        [(
+            lost[0].span_context.trace_id(),
+            lost[0].span_context.span_id()
+        )]
+    );
+    assert_ne!(
+        establishments[1].parent_span_id,
+        lost[0].span_context.span_id(),
+        "a link, not a child"
+    );
+}
