@@ -31,6 +31,7 @@ mod cheap;
 mod clients;
 mod floor;
 mod group;
+mod instructions;
 mod lazy;
 mod link;
 mod report;
@@ -100,6 +101,9 @@ fn config() -> Config {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "count") {
+        return instructions::child(&args[2..]);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -107,6 +111,7 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("group") => runtime.block_on(group::run(&args[2..])),
         Some("rtt") => runtime.block_on(rtt::run(&args[2..])),
+        Some("instructions") => runtime.block_on(instructions::run(&args[2..])),
         Some("group-servers") => runtime.block_on(group::serve(
             args[2].parse().unwrap(),
             args[3].parse().unwrap(),
@@ -544,6 +549,7 @@ fn client_named(which: &str) -> Client {
         Some(index) => Client::Rmcp(RmcpVariant::all().swap_remove(index.parse().unwrap())),
         None if which == "floor" => Client::Floor(floor::Floor::new()),
         None if which == "traced" => Client::traced(),
+        None if which == "stack" => Client::stack(),
         None => Client::ours(),
     }
 }
