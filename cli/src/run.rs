@@ -394,32 +394,33 @@ fn warn_about_own_options_after_dash_dash(args: &Args) {
 /// The per-server call policies the flags ask for, the bulkhead outermost
 /// (it bounds retries too), the rate-limit retry innermost.
 fn with_call_policies(mut client: McpClient, args: &Args, replicas: Vec<McpClient>) -> McpClient {
-    use mcp_connect::client::{circuit_breaker, HedgeLayer, ReplicaConfig, ReplicasLayer};
-    use mcp_connect::layers::policy::{BreakerConfig, BulkheadLayer, RateLimitRetryLayer};
+    use mcp_connect::client::{ReplicaConfig, ReplicasLayer};
     if !replicas.is_empty() {
         client = client.with_call_layer(ReplicasLayer::new(replicas, ReplicaConfig::default()));
     }
+    call_policies(args).apply(client)
+}
+
+/// The policies the flags ask for.
+fn call_policies(args: &Args) -> mcp_connect::client::CallPolicies {
+    let mut policies = mcp_connect::client::CallPolicies::new();
     if let Some(idle) = args.idle_timeout {
-        client = client.with_call_layer(mcp_connect::client::idle_timeout(
-            idle,
-            args.request_timeout,
-        ));
+        policies = policies.with_idle_timeout(idle, args.request_timeout);
     }
     if args.retry_rate_limited {
-        client = client.with_call_layer(RateLimitRetryLayer::new());
+        policies = policies.with_rate_limit_retry();
     }
     if let Some(delay) = args.hedge_after {
         // The person who asked for it says the tool is safe to run twice.
-        let tool = args.call_tool.iter().cloned();
-        client = client.with_call_layer(HedgeLayer::after(delay).with_safe_tools(tool));
+        policies = policies.with_hedge(delay, args.call_tool.iter().cloned());
     }
     if args.breaker {
-        client = client.with_call_layer(circuit_breaker(BreakerConfig::default()));
+        policies = policies.with_breaker();
     }
     if let Some(n) = args.max_in_flight {
-        client = client.with_call_layer(BulkheadLayer::new(n as usize));
+        policies = policies.with_max_in_flight(n as usize);
     }
-    client
+    policies
 }
 
 /// A client for each `--replica`: the target's request for its URL, on

@@ -103,6 +103,13 @@ pub enum EntryProblem {
         /// The field.
         field: &'static str,
     },
+    /// `policies` names a policy this reader does not know (a policy
+    /// misspelt would silently not apply).
+    #[error("`policies` has no policy `{0}`")]
+    UnknownPolicy(String),
+    /// `policies` lists `safeTools` without `hedgeAfterMs`, which they are for.
+    #[error("`policies` has `safeTools` without `hedgeAfterMs`")]
+    SafeToolsWithoutHedge,
     /// `toolFilter`'s `mode` is neither `allow` nor `block`.
     #[error("`toolFilter` has no `mode` of allow or block")]
     UnknownFilterMode,

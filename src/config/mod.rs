@@ -53,11 +53,13 @@
 
 mod check;
 mod codex;
+mod durations;
 mod error;
 mod expand;
 mod format;
 mod inputs;
 mod jsonc;
+mod policies;
 #[cfg(test)]
 mod schema;
 mod settings;

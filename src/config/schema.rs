@@ -91,6 +91,32 @@ struct Entry {
     env_http_headers: Option<BTreeMap<String, String>>,
     /// The variable holding a bearer token (Codex).
     bearer_token_env_var: Option<String>,
+    /// This server's call policies (mcp-connect's own field).
+    policies: Option<Policies>,
+}
+
+/// Per-server call policies, each off unless set.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct Policies {
+    /// At most this many calls in flight; as many more wait (at most 5 s).
+    #[schemars(range(min = 1))]
+    max_in_flight: Option<u64>,
+    /// A circuit breaker (never opened by tool errors).
+    breaker: Option<bool>,
+    /// Send a throttled call once more after the delay it states.
+    retry_rate_limited: Option<bool>,
+    /// How long a call may go without a word from the server, in seconds;
+    /// progress restarts it, `tool_timeout_sec` caps the call.
+    #[schemars(range(min = 0.001))]
+    idle_timeout_sec: Option<f64>,
+    /// Send an idempotent read (or a `safeTools` call) again after this
+    /// many milliseconds without an answer.
+    #[schemars(range(min = 1))]
+    hedge_after_ms: Option<u64>,
+    /// Tools that running twice cannot harm, for hedging.
+    safe_tools: Option<Vec<String>>,
 }
 
 /// The transport.

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::durations::{milliseconds, seconds};
 use super::EntryProblem;
+use crate::client::CallPolicies;
 use crate::request::Limits;
 
 /// The fields read here.
@@ -26,6 +28,7 @@ pub(super) const FIELDS: &[&str] = &[
     "startup_timeout_sec",
     "startup_timeout_ms",
     "tool_timeout_sec",
+    super::policies::FIELD,
 ];
 
 /// What an entry says of its tools and its time.
@@ -39,6 +42,8 @@ pub(super) struct Settings {
     pub(super) startup_timeout: Option<Duration>,
     /// How long each call on the session may take.
     pub(super) tool_timeout: Option<Duration>,
+    /// The entry's `policies` block.
+    pub(super) policies: CallPolicies,
 }
 
 impl Settings {
@@ -69,6 +74,10 @@ impl Settings {
             None => milliseconds(entry, "startup_timeout_ms")?,
         };
         settings.tool_timeout = seconds(entry, "tool_timeout_sec")?;
+        let cap = settings
+            .tool_timeout
+            .unwrap_or(Limits::default().request_timeout);
+        settings.policies = super::policies::read(entry, cap)?;
         Ok(settings)
     }
 
@@ -116,6 +125,12 @@ impl super::ServerConfig {
         self.settings.tool_timeout
     }
 
+    /// The call policies of the entry's `policies` block (bulkhead,
+    /// breaker, rate-limit retry, idle timeout, hedging); empty without one.
+    pub fn policies(&self) -> &CallPolicies {
+        &self.settings.policies
+    }
+
     /// `base` with the entry's time limits over it: for an application (or
     /// the command) that sets its own limits on [`request`](Self::request)
     /// and still wants what the entry says of its server.
@@ -130,42 +145,6 @@ fn names(entry: &Map<String, Value>, field: &'static str) -> Result<Vec<String>,
         .into_iter()
         .map(str::to_owned)
         .collect())
-}
-
-/// A positive, finite number of seconds (TOML and JSON allow fractions).
-fn seconds(
-    entry: &Map<String, Value>,
-    field: &'static str,
-) -> Result<Option<Duration>, EntryProblem> {
-    duration(entry, field, |value| {
-        let seconds = value.as_f64().filter(|s| s.is_finite() && *s > 0.0)?;
-        Duration::try_from_secs_f64(seconds).ok()
-    })
-}
-
-/// A positive whole number of milliseconds.
-fn milliseconds(
-    entry: &Map<String, Value>,
-    field: &'static str,
-) -> Result<Option<Duration>, EntryProblem> {
-    duration(entry, field, |value| {
-        value
-            .as_u64()
-            .filter(|ms| *ms > 0)
-            .map(Duration::from_millis)
-    })
-}
-
-/// `field` read by `read`: absent is `None`, unreadable a `BadDuration`.
-fn duration(
-    entry: &Map<String, Value>,
-    field: &'static str,
-    read: impl Fn(&Value) -> Option<Duration>,
-) -> Result<Option<Duration>, EntryProblem> {
-    entry
-        .get(field)
-        .map(|value| read(value).ok_or(EntryProblem::BadDuration { field }))
-        .transpose()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use tower::{Layer, Service};
 
 use super::filter::ToolFilter;
-use crate::client::{Call, CallService};
+use crate::client::{Call, CallPolicies, CallService};
 use crate::config::ServerConfig;
 use crate::request::ConnectRequest;
 use crate::stack::Establish;
@@ -86,8 +86,9 @@ impl Server {
     }
 
     /// Takes what `server`'s entry says beyond its request: its revision,
-    /// and `lazy`, `required` and the tool lists added to what this server
-    /// already has (a filter set before keeps its patterns).
+    /// and `lazy`, `required`, the tool lists and the call policies added
+    /// to what this server already has (a filter set before keeps its
+    /// patterns).
     #[must_use]
     pub fn configured_by(mut self, server: &ServerConfig) -> Self {
         self = self.with_revision(server.revision());
@@ -98,6 +99,19 @@ impl Server {
             self = self.lazy();
         }
         self.required |= server.is_required();
+        let policies = server.policies();
+        if !policies.is_empty() {
+            self = self.with_policies(policies.clone());
+        }
+        self
+    }
+
+    /// Puts `policies` on this server's call path, after any layer put
+    /// there before.
+    #[must_use]
+    pub fn with_policies(mut self, policies: CallPolicies) -> Self {
+        self.call_layers
+            .push(Arc::new(move |client: McpClient| policies.apply(client)));
         self
     }
 

@@ -769,3 +769,54 @@ async fn an_idle_principals_client_is_closed() {
     clients.get(&2);
     assert_eq!(made.load(Ordering::SeqCst), 3, "2 made again");
 }
+
+/// Issue 45, item 1 (call policies per server in a config file): an
+/// entry's `policies` block is put on its member's call path. With
+/// `maxInFlight: 2`, ten calls at once through the group reach the server
+/// two at a time, two more wait, the other six are refused at once;
+/// without the block all ten arrive together.
+#[tokio::test]
+async fn a_config_entrys_policies_bound_its_members_calls() {
+    use mcp_connect::config::ServersConfig;
+    use mcp_connect::group::ServerGroup;
+    watchdog(LIMIT, async {
+        for block in [r#", "policies": { "maxInFlight": 2 }"#, ""] {
+            let arrivals = Arc::new(Mutex::new(Vec::new()));
+            let slow = slow_tools(Duration::from_millis(300), arrivals.clone());
+            let server = ScriptServer::start(move |request: &Recorded| {
+                match request.rpc_method() {
+                    "tools/list" => Script::Json(
+                        200,
+                        result(request, json!({ "tools": [{ "name": "x", "inputSchema": { "type": "object" } }] })),
+                    ),
+                    _ => slow(request),
+                }
+            })
+            .await;
+            let text = format!(
+                r#"{{ "mcpServers": {{ "slow": {{ "url": "{}"{block} }} }} }}"#,
+                server.url()
+            );
+            let config = ServersConfig::parse(&text).unwrap();
+            let group = ServerGroup::new();
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            assert!(group.add_config(&config, &stack).is_empty());
+            group.settled().await;
+            let arguments = json!({});
+            let calls = (0..10).map(|_| group.call_tool("x", &arguments));
+            let outcomes = futures_util::future::join_all(calls).await;
+            let arrivals = arrivals.lock().unwrap().clone();
+            let most = most_within(&arrivals, Duration::from_millis(250));
+            if block.is_empty() {
+                assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+                assert!(most > 2, "without the block all arrive together: {most}");
+            } else {
+                assert!(most <= 2, "{most} calls at the server at once");
+                assert_eq!(arrivals.len(), 4, "two in flight, two queued");
+                assert_eq!(outcomes.iter().filter(|o| o.is_err()).count(), 6);
+            }
+            group.shutdown().await;
+        }
+    })
+    .await;
+}

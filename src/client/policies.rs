@@ -1,0 +1,118 @@
+//! One server's call policies as a value: what the command's flags and a
+//! config entry's `policies` block say, built once and put on a client's
+//! call path in one fixed order. An application that wants another order,
+//! or other layers, calls [`McpClient::with_call_layer`] itself.
+
+use std::time::Duration;
+
+use mcp_connect_layers::policy::{BreakerConfig, BulkheadLayer, RateLimitRetryLayer};
+
+use super::{circuit_breaker, idle_timeout, HedgeLayer, McpClient};
+
+/// The call policies of one server (each off unless set).
+///
+/// Applied outermost first: the bulkhead (it bounds everything under it,
+/// retries too), the breaker, hedging, the rate-limit retry, the idle
+/// timeout.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_connect::client::CallPolicies;
+///
+/// let policies = CallPolicies::new()
+///     .with_max_in_flight(4)
+///     .with_breaker()
+///     .with_idle_timeout(Duration::from_secs(30), Duration::from_secs(300));
+/// assert!(!policies.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallPolicies {
+    max_in_flight: Option<usize>,
+    breaker: bool,
+    retry_rate_limited: bool,
+    idle_timeout: Option<(Duration, Duration)>,
+    hedge_after: Option<Duration>,
+    safe_tools: Vec<String>,
+}
+
+impl CallPolicies {
+    /// No policy.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// At most `n` calls in flight to the server; up to `n` more wait (at
+    /// most 5 s), the rest fail at once
+    /// ([`BulkheadLayer`](mcp_connect_layers::policy::BulkheadLayer)).
+    #[must_use]
+    pub fn with_max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = Some(n.max(1));
+        self
+    }
+
+    /// A circuit breaker with its defaults ([`circuit_breaker`]): never
+    /// opened by tool errors.
+    #[must_use]
+    pub fn with_breaker(mut self) -> Self {
+        self.breaker = true;
+        self
+    }
+
+    /// A throttled call (429 `Retry-After`, JSON-RPC -32023
+    /// `retryAfterMs`) is sent once more after the delay it states
+    /// ([`RateLimitRetryLayer`](mcp_connect_layers::policy::RateLimitRetryLayer)).
+    #[must_use]
+    pub fn with_rate_limit_retry(mut self) -> Self {
+        self.retry_rate_limited = true;
+        self
+    }
+
+    /// A call may go `idle` without a word from the server (each progress
+    /// notification restarts it), `cap` in all ([`idle_timeout`]).
+    #[must_use]
+    pub fn with_idle_timeout(mut self, idle: Duration, cap: Duration) -> Self {
+        self.idle_timeout = Some((idle, cap));
+        self
+    }
+
+    /// Idempotent reads, and `tools/call` of the `safe_tools` named, are
+    /// sent a second time when the first has had no answer after `after`
+    /// ([`HedgeLayer`]).
+    #[must_use]
+    pub fn with_hedge(
+        mut self,
+        after: Duration,
+        safe_tools: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.hedge_after = Some(after);
+        self.safe_tools = safe_tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether no policy is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `client` with these policies on its call path.
+    #[must_use]
+    pub fn apply(&self, mut client: McpClient) -> McpClient {
+        if let Some((idle, cap)) = self.idle_timeout {
+            client = client.with_call_layer(idle_timeout(idle, cap));
+        }
+        if self.retry_rate_limited {
+            client = client.with_call_layer(RateLimitRetryLayer::new());
+        }
+        if let Some(after) = self.hedge_after {
+            let tools = self.safe_tools.iter().cloned();
+            client = client.with_call_layer(HedgeLayer::after(after).with_safe_tools(tools));
+        }
+        if self.breaker {
+            client = client.with_call_layer(circuit_breaker(BreakerConfig::default()));
+        }
+        if let Some(n) = self.max_in_flight {
+            client = client.with_call_layer(BulkheadLayer::new(n));
+        }
+        client
+    }
+}

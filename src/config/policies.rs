@@ -1,0 +1,132 @@
+//! An entry's `policies` block: this crate's own field, the per-server call
+//! policies of [`CallPolicies`] under the names the command's flags have.
+//!
+//! ```json
+//! "policies": { "maxInFlight": 4, "breaker": true, "retryRateLimited": true,
+//!               "idleTimeoutSec": 30, "hedgeAfterMs": 200, "safeTools": ["search"] }
+//! ```
+//!
+//! The idle timeout's cap is the entry's `tool_timeout_sec`, else the
+//! default request limit. A field of the block this reader does not know
+//! is an error: a policy misspelt would silently not apply.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::EntryProblem;
+use crate::client::CallPolicies;
+
+/// The block's field in an entry.
+pub(super) const FIELD: &str = "policies";
+
+/// The fields of the block.
+const KNOWN: &[&str] = &[
+    "maxInFlight",
+    "breaker",
+    "retryRateLimited",
+    "idleTimeoutSec",
+    "hedgeAfterMs",
+    "safeTools",
+];
+
+/// The entry's policies (none when it has no block); `cap` bounds an idle
+/// timeout's whole call.
+pub(super) fn read(
+    entry: &Map<String, Value>,
+    cap: Duration,
+) -> Result<CallPolicies, EntryProblem> {
+    let Some(block) = entry.get(FIELD) else {
+        return Ok(CallPolicies::new());
+    };
+    let Value::Object(block) = block else {
+        return Err(EntryProblem::WrongType { field: FIELD });
+    };
+    if let Some(unknown) = block.keys().find(|key| !KNOWN.contains(&key.as_str())) {
+        return Err(EntryProblem::UnknownPolicy(unknown.clone()));
+    }
+    let mut policies = CallPolicies::new();
+    if let Some(n) = block.get("maxInFlight") {
+        let n = n
+            .as_u64()
+            .filter(|n| *n > 0)
+            .ok_or(EntryProblem::WrongType {
+                field: "maxInFlight",
+            })?;
+        policies = policies.with_max_in_flight(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if flag(block, "breaker")? {
+        policies = policies.with_breaker();
+    }
+    if flag(block, "retryRateLimited")? {
+        policies = policies.with_rate_limit_retry();
+    }
+    if let Some(idle) = super::durations::seconds(block, "idleTimeoutSec")? {
+        policies = policies.with_idle_timeout(idle, cap.max(idle));
+    }
+    if let Some(after) = super::durations::milliseconds(block, "hedgeAfterMs")? {
+        let tools = super::list(block, "safeTools")?;
+        policies = policies.with_hedge(after, tools);
+    } else if block.contains_key("safeTools") {
+        return Err(EntryProblem::SafeToolsWithoutHedge);
+    }
+    Ok(policies)
+}
+
+/// A boolean field; absent is false.
+fn flag(block: &Map<String, Value>, field: &'static str) -> Result<bool, EntryProblem> {
+    match block.get(field) {
+        None => Ok(false),
+        Some(Value::Bool(on)) => Ok(*on),
+        Some(_) => Err(EntryProblem::WrongType { field }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policies(entry: Value) -> Result<CallPolicies, EntryProblem> {
+        read(entry.as_object().unwrap(), Duration::from_secs(60))
+    }
+
+    #[test]
+    fn a_block_becomes_the_same_policies_as_the_flags() {
+        let read = policies(json!({ "policies": {
+            "maxInFlight": 4, "breaker": true, "retryRateLimited": true,
+            "idleTimeoutSec": 30, "hedgeAfterMs": 200, "safeTools": ["search"]
+        }}))
+        .unwrap();
+        let expected = CallPolicies::new()
+            .with_max_in_flight(4)
+            .with_breaker()
+            .with_rate_limit_retry()
+            .with_idle_timeout(Duration::from_secs(30), Duration::from_secs(60))
+            .with_hedge(Duration::from_millis(200), ["search"]);
+        assert_eq!(read, expected);
+        assert!(policies(json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_misspelt_or_mistyped_policy_is_refused() {
+        assert!(matches!(
+            policies(json!({ "policies": { "maxInflight": 4 } })),
+            Err(EntryProblem::UnknownPolicy(name)) if name == "maxInflight"
+        ));
+        for wrong in [
+            json!({ "policies": [] }),
+            json!({ "policies": { "maxInFlight": 0 } }),
+            json!({ "policies": { "breaker": "yes" } }),
+        ] {
+            assert!(
+                matches!(policies(wrong.clone()), Err(EntryProblem::WrongType { .. })),
+                "{wrong}"
+            );
+        }
+        assert!(matches!(
+            policies(json!({ "policies": { "idleTimeoutSec": -1 } })),
+            Err(EntryProblem::BadDuration { .. })
+        ));
+    }
+}
