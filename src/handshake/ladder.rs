@@ -212,8 +212,8 @@ impl<'a> Ladder<'a> {
         let id = self.id();
         let params = InitializeParams {
             protocol_version: offer,
-            capabilities: &self.client().capabilities,
-            client_info: &self.client().info,
+            capabilities: self.client().capabilities(),
+            client_info: self.client().info(),
         };
         let request = Request::new(
             id,

@@ -98,10 +98,10 @@ impl ConnectRequest {
                 name: target.to_string().into(),
                 mode: TransportMode::Auto,
                 versions: VersionPolicy::Auto,
-                client: Arc::new(ClientIdentity {
-                    info: ClientInfo::default(),
-                    capabilities: Value::Object(Default::default()),
-                }),
+                client: Arc::new(ClientIdentity::new(
+                    ClientInfo::default(),
+                    Value::Object(Default::default()),
+                )),
                 limits: Limits::default(),
                 probe_timeout_is_legacy: false,
                 era_cache: None,
@@ -158,7 +158,7 @@ impl ConnectRequest {
         {
             all.extend(handled);
         }
-        Arc::make_mut(&mut self.settings_mut().client).capabilities = capabilities;
+        Arc::make_mut(&mut self.settings_mut().client).set_capabilities(capabilities);
     }
 
     /// Sets a header on every HTTP request (ignored for stdio), replacing any
@@ -215,7 +215,7 @@ impl ConnectRequest {
     /// Sets the client's name and version.
     #[must_use]
     pub fn with_client_info(mut self, info: ClientInfo) -> Self {
-        Arc::make_mut(&mut self.settings_mut().client).info = info;
+        Arc::make_mut(&mut self.settings_mut().client).set_info(info);
         self
     }
 

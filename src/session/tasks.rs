@@ -58,7 +58,7 @@ impl Session {
         // A `&str` and a `Value` always serialize to a `Value`.
         let mut params =
             serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        let mut capabilities = match self.client.capabilities.clone() {
+        let mut capabilities = match self.client.capabilities().clone() {
             Value::Object(map) => map,
             _ => Map::new(),
         };
