@@ -152,10 +152,16 @@ fn masked_url(url: &str) -> String {
     shown
 }
 
-/// Where the entry `name` starts in `text` (line and column from 1): its
-/// key in a JSON servers object, its `[mcp_servers.NAME]` table in TOML.
-/// `None` when it cannot be found.
-pub(super) fn position(text: &str, format: Format, name: &str) -> Option<(usize, usize)> {
+/// Where the entry `name` is in `text` (line and column from 1): its key in
+/// a JSON servers object, its `[mcp_servers.NAME]` table in TOML; the key
+/// `field` inside it (at any depth) when given and found there. `None`
+/// when the entry cannot be found.
+pub(super) fn position(
+    text: &str,
+    format: Format,
+    name: &str,
+    field: Option<&str>,
+) -> Option<(usize, usize)> {
     // JSON is searched with its comments blanked and without a BOM; lines
     // and columns are the same, offsets are of the text searched.
     let blanked;
@@ -175,7 +181,69 @@ pub(super) fn position(text: &str, format: Format, name: &str) -> Option<(usize,
         .find_map(|table| text.find(table.as_str()))?,
         Format::Json => json_key(text, name)?,
     };
-    Some(line_and_column(text, at))
+    let within = field.and_then(|field| match format {
+        Format::Json => json_field(text, at, field),
+        Format::Toml => toml_field(text, at, name, field),
+    });
+    Some(line_and_column(text, within.unwrap_or(at)))
+}
+
+/// The offset of the key `field` at any depth of the object that is the
+/// value of the key at `entry`.
+fn json_field(text: &str, entry: usize, field: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = entry + text[entry..].find('{')?;
+    let mut depth = 0usize;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(bytes.len());
+                if text[i..].trim_start().starts_with(':') {
+                    let read: String = serde_json::from_str(&text[start..i]).unwrap_or_default();
+                    if read == field {
+                        return Some(start);
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The offset of a `field = ...` line in the table at `table` or its
+/// subtables (`[mcp_servers.NAME.env]`), before the next other table.
+fn toml_field(text: &str, table: usize, name: &str, field: &str) -> Option<usize> {
+    let mut offset = table + text[table..].find('\n')? + 1;
+    for line in text[offset..].split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[')
+            && !trimmed.starts_with(&format!("[mcp_servers.{name}."))
+            && !trimmed.starts_with(&format!("[mcp_servers.\"{name}\"."))
+        {
+            return None;
+        }
+        let key = trimmed.split('=').next().unwrap_or_default().trim();
+        if trimmed.contains('=') && key.trim_matches('"') == field {
+            return Some(offset + (line.len() - trimmed.len()));
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The line and column (from 1, in characters) of byte `offset`.
@@ -256,7 +324,8 @@ mod tests {
             "http: https://***@example.test/mcp?key=***; headers authorization, x-key"
         );
         let broken = config.errors().next().unwrap();
-        assert_eq!(broken.line_column(), Some((7, 5)));
+        // `url` is the field the problem names (command and url both).
+        assert_eq!(broken.line_column(), Some((7, 35)));
     }
 
     #[test]
@@ -271,13 +340,31 @@ mod tests {
     #[test]
     fn entries_are_found_where_they_are_written() {
         let json = "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"a\" },\n    \"command\": {}\n  }\n}";
-        assert_eq!(position(json, Format::Json, "a"), Some((3, 5)));
-        assert_eq!(position(json, Format::Json, "command"), Some((4, 5)));
+        assert_eq!(position(json, Format::Json, "a", None), Some((3, 5)));
+        assert_eq!(position(json, Format::Json, "command", None), Some((4, 5)));
         let toml = "model = \"x\"\n\n[mcp_servers.files]\ncommand = \"f\"\n";
-        assert_eq!(position(toml, Format::Toml, "files"), Some((3, 1)));
-        assert_eq!(position(toml, Format::Toml, "gone"), None);
+        assert_eq!(position(toml, Format::Toml, "files", None), Some((3, 1)));
+        assert_eq!(position(toml, Format::Toml, "gone", None), None);
         // A BOM and a comment before a multi-byte name: found, no panic.
         let bom = "\u{feff}{ // é\n \"servers\": { \"é\": 1 } }";
-        assert_eq!(position(bom, Format::Json, "é"), Some((2, 15)));
+        assert_eq!(position(bom, Format::Json, "é", None), Some((2, 15)));
+    }
+
+    #[test]
+    fn a_problem_in_a_field_points_at_that_field() {
+        let json = "{ \"mcpServers\": {\n  \"a\": { \"command\": \"a\",\n    \"policies\": { \"maxInFlight\": 0 } },\n  \"b\": { \"maxInFlight\": 1 } } }";
+        // Nested, and never a same-named key of the next entry.
+        let at = position(json, Format::Json, "a", Some("maxInFlight"));
+        assert_eq!(at, Some((3, 19)));
+        assert_eq!(position(json, Format::Json, "a", Some("url")), Some((2, 3)));
+        let toml = "[mcp_servers.a]\ncommand = \"a\"\n[mcp_servers.a.policies]\n  maxInFlight = 0\n[mcp_servers.b]\nurl = 1\n";
+        let at = position(toml, Format::Toml, "a", Some("maxInFlight"));
+        assert_eq!(at, Some((4, 3)));
+        // Not found in its own tables: the entry's start.
+        assert_eq!(position(toml, Format::Toml, "a", Some("url")), Some((1, 1)));
+        let config = super::super::ServersConfig::parse(json).unwrap();
+        let refused = config.errors().next().unwrap();
+        assert_eq!(refused.problem().field(), Some("maxInFlight"));
+        assert_eq!(refused.line_column(), Some((3, 19)));
     }
 }

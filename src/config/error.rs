@@ -64,8 +64,9 @@ impl EntryError {
         &self.name
     }
 
-    /// Where the entry starts in the file's text (line and column from 1),
-    /// when it was read from text and found there.
+    /// Where the problem is in the file's text (line and column from 1):
+    /// the key of the field it names ([`EntryProblem::field`]), else where
+    /// the entry starts; when it was read from text and found there.
     pub fn line_column(&self) -> Option<(usize, usize)> {
         self.position
     }
@@ -73,6 +74,22 @@ impl EntryError {
     /// What is wrong with it.
     pub fn problem(&self) -> &EntryProblem {
         &self.problem
+    }
+}
+
+impl EntryProblem {
+    /// The field the problem is in, when it names one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            EntryProblem::WrongType { field } | EntryProblem::BadDuration { field } => Some(field),
+            EntryProblem::UnknownPolicy(name) => Some(name),
+            EntryProblem::SafeToolsWithoutHedge => Some("safeTools"),
+            EntryProblem::UnknownFilterMode => Some("toolFilter"),
+            EntryProblem::UnknownType | EntryProblem::TypeMismatch => Some("type"),
+            EntryProblem::CommandAndUrl => Some("url"),
+            EntryProblem::SocketWithoutUrl => Some("socket"),
+            _ => None,
+        }
     }
 }
 

@@ -181,7 +181,8 @@ impl ServersConfig {
         };
         for entry in &mut config.entries {
             if let Err(error) = entry {
-                error.position = check::position(text, format, &error.name);
+                let field = error.problem.field();
+                error.position = check::position(text, format, &error.name, field);
             }
         }
         Ok(config)
