@@ -197,18 +197,11 @@ fn json_field(text: &str, entry: usize, field: &str) -> Option<usize> {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
-                let start = i;
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                let (end, read) = json_string(text, i);
+                if read.as_deref() == Some(field) {
+                    return Some(i);
                 }
-                i = (i + 1).min(bytes.len());
-                if text[i..].trim_start().starts_with(':') {
-                    let read: String = serde_json::from_str(&text[start..i]).unwrap_or_default();
-                    if read == field {
-                        return Some(start);
-                    }
-                }
+                i = end;
                 continue;
             }
             b'{' | b'[' => depth += 1,
@@ -259,6 +252,22 @@ pub(super) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// The JSON string starting at `start` (its opening quote): the offset
+/// just past it, and its decoded text when it is a key (a `:` follows).
+fn json_string(text: &str, start: usize) -> (usize, Option<String>) {
+    let bytes = text.as_bytes();
+    let mut i = start + 1;
+    while i < bytes.len() && bytes[i] != b'"' {
+        i += if bytes[i] == b'\\' { 2 } else { 1 };
+    }
+    let end = (i + 1).min(bytes.len());
+    let key = text[end..]
+        .trim_start()
+        .starts_with(':')
+        .then(|| serde_json::from_str(&text[start..end]).unwrap_or_default());
+    (end, key)
+}
+
 /// The offset of the key `name` in an object that is the value of a
 /// `mcpServers` or `servers` key.
 fn json_key(text: &str, name: &str) -> Option<usize> {
@@ -270,21 +279,14 @@ fn json_key(text: &str, name: &str) -> Option<usize> {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
-                let start = i;
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                let (end, read) = json_string(text, i);
+                let parent = opened_by.last().and_then(Option::as_deref);
+                if matches!(parent, Some("mcpServers" | "servers")) && read.as_deref() == Some(name)
+                {
+                    return Some(i);
                 }
-                i = (i + 1).min(bytes.len());
-                key = None;
-                if text[i..].trim_start().starts_with(':') {
-                    let read: String = serde_json::from_str(&text[start..i]).unwrap_or_default();
-                    let parent = opened_by.last().and_then(Option::as_deref);
-                    if matches!(parent, Some("mcpServers" | "servers")) && read == name {
-                        return Some(start);
-                    }
-                    key = Some(read);
-                }
+                key = read;
+                i = end;
                 continue;
             }
             b'{' | b'[' => opened_by.push(key.take()),
