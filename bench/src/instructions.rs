@@ -129,10 +129,11 @@ fn collected(counter: Counter, which: &str, era: Era, url: &str, work: Work, n: 
     let (text, marker) = match counter {
         Counter::Instructions => (stderr.into_owned(), "Collected :"),
         Counter::Allocations => (stderr.into_owned(), "Total:"),
-        Counter::Syscalls => (
-            std::fs::read_to_string(&summary).expect("strace's summary"),
-            " total",
-        ),
+        Counter::Syscalls => {
+            let text = std::fs::read_to_string(&summary).expect("strace's summary");
+            let _ = std::fs::remove_file(&summary);
+            (text, " total")
+        }
     };
     let line = text
         .lines()
