@@ -33,7 +33,9 @@
 //! stage events. A protocol's connector reports those events itself; for a
 //! request that does not (a plain HTTP request), [`AttemptDiagnosticsLayer`]
 //! reports each attempt from inside the recovery layer, so that the
-//! classifier only decides.
+//! classifier only decides. Without it, such a request gets no attempt
+//! spans, and a success reports one attempt however many it took (a
+//! failure's error still carries its count).
 
 mod attempts;
 mod future;
