@@ -168,6 +168,14 @@ struct Row {
     figures: Vec<f64>,
 }
 
+impl Row {
+    /// The baseline's key of `which`'s figure in this row.
+    fn key(&self, which: &str) -> String {
+        let (era, work) = (self.era.name(), self.work.name());
+        format!("{which} {} {era} {work}", self.server)
+    }
+}
+
 /// The contenders, by the names the child knows them by.
 const CONTENDERS: [(&str, &str); 4] = [
     ("ours", "ours (bare connector)"),
@@ -217,16 +225,10 @@ pub async fn run(args: &[String]) {
     let mut measured: BTreeMap<String, f64> = rows
         .iter()
         .flat_map(|row| {
-            names.iter().zip(&row.figures).map(move |(which, figure)| {
-                let key = format!(
-                    "{} {} {} {}",
-                    which,
-                    row.server,
-                    row.era.name(),
-                    row.work.name()
-                );
-                (key, figure.round())
-            })
+            names
+                .iter()
+                .zip(&row.figures)
+                .map(move |(which, figure)| (row.key(which), figure.round()))
         })
         .collect();
     if check || write {
@@ -234,13 +236,7 @@ pub async fn run(args: &[String]) {
         // per lifecycle or call fails the check, however cheap.
         for row in &rows {
             for which in &names {
-                let key = format!(
-                    "{ALLOCATIONS}{} {} {} {}",
-                    which,
-                    row.server,
-                    row.era.name(),
-                    row.work.name()
-                );
+                let key = format!("{ALLOCATIONS}{}", row.key(which));
                 let url = &canned.url;
                 let figure = per_unit(Counter::Allocations, which, row.era, url, row.work, n);
                 measured.insert(key, figure);

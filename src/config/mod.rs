@@ -297,16 +297,11 @@ impl ServerConfig {
         let limits = settings.limits(request.limits());
         let request = request.with_limits(limits);
         request.validate().map_err(invalid)?;
-        let flag = |field: &'static str, absent: bool| match entry.get(field) {
-            None => Ok(absent),
-            Some(Value::Bool(value)) => Ok(*value),
-            Some(_) => Err(EntryProblem::WrongType { field }),
-        };
-        let lazy = flag("lazy", false)?;
-        let required = flag("required", false)?;
+        let lazy = flag(entry, "lazy", false)?;
+        let required = flag(entry, "required", false)?;
         // Codex and the draft standard say `enabled`; Claude Desktop and
         // Cline `disabled`.
-        let enabled = flag("enabled", true)? && !flag("disabled", false)?;
+        let enabled = flag(entry, "enabled", true)? && !flag(entry, "disabled", false)?;
         let unknown = entry
             .iter()
             .filter(|(field, _)| {
@@ -380,6 +375,15 @@ impl ServerConfig {
     /// The names of the fields this reader does not know.
     pub fn unknown_fields(&self) -> impl Iterator<Item = &str> {
         self.unknown.keys().map(String::as_str)
+    }
+}
+
+/// A field that, when present, must be a boolean; `absent` otherwise.
+fn flag(map: &Map<String, Value>, field: &'static str, absent: bool) -> Result<bool, EntryProblem> {
+    match map.get(field) {
+        None => Ok(absent),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(_) => Err(EntryProblem::WrongType { field }),
     }
 }
 

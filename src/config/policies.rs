@@ -55,10 +55,10 @@ pub(super) fn read(
             })?;
         policies = policies.with_max_in_flight(usize::try_from(n).unwrap_or(usize::MAX));
     }
-    if flag(block, "breaker")? {
+    if super::flag(block, "breaker", false)? {
         policies = policies.with_breaker();
     }
-    if flag(block, "retryRateLimited")? {
+    if super::flag(block, "retryRateLimited", false)? {
         policies = policies.with_rate_limit_retry();
     }
     if let Some(idle) = super::durations::seconds(block, "idleTimeoutSec")? {
@@ -71,15 +71,6 @@ pub(super) fn read(
         return Err(EntryProblem::SafeToolsWithoutHedge);
     }
     Ok(policies)
-}
-
-/// A boolean field; absent is false.
-fn flag(block: &Map<String, Value>, field: &'static str) -> Result<bool, EntryProblem> {
-    match block.get(field) {
-        None => Ok(false),
-        Some(Value::Bool(on)) => Ok(*on),
-        Some(_) => Err(EntryProblem::WrongType { field }),
-    }
 }
 
 #[cfg(test)]
