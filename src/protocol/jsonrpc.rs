@@ -109,6 +109,26 @@ impl Request {
         self
     }
 
+    /// This request with `fields` added to its `_meta`, never over a key
+    /// already there: joined to the encoded envelope when the request
+    /// carries one (its keys are namespaced, so none collide; nothing is
+    /// decoded), merged into the params' own `_meta` otherwise.
+    pub(crate) fn add_meta(&mut self, fields: Map<String, Value>) {
+        if fields.is_empty() {
+            return;
+        }
+        match &self.meta {
+            Some(envelope) => self.meta = Some(envelope_with(envelope, &fields)),
+            None => {
+                self.params = Some(with_meta_entries(self.params.take(), |meta| {
+                    for (key, value) in fields {
+                        meta.entry(key).or_insert(value);
+                    }
+                }));
+            }
+        }
+    }
+
     /// The JSON bytes of this request.
     pub fn to_bytes(&self) -> Vec<u8> {
         let Some(meta) = &self.meta else {
@@ -133,6 +153,18 @@ impl Request {
         })
         .expect("a JSON value always serializes")
     }
+}
+
+/// The encoded `_meta` envelope with `fields` added in front, without
+/// decoding it.
+fn envelope_with(envelope: &RawValue, fields: &Map<String, Value>) -> Arc<RawValue> {
+    let added = serde_json::to_string(fields).expect("strings serialize");
+    let envelope = envelope.get().trim();
+    let json = match (added.strip_suffix('}'), envelope.strip_prefix('{')) {
+        (Some(added), Some(rest)) if rest.trim_start() != "}" => format!("{added},{rest}"),
+        _ => added,
+    };
+    Arc::from(RawValue::from_string(json).expect("two JSON objects joined are one"))
 }
 
 #[derive(Serialize)]

@@ -26,7 +26,7 @@ mod cached;
 mod identity;
 mod listen;
 mod options;
-mod request;
+mod path;
 #[cfg(feature = "skills")]
 mod skills;
 mod subscriptions;
@@ -36,7 +36,7 @@ mod typed;
 
 pub(crate) use identity::ClientIdentity;
 pub use options::RequestOptions;
-pub use request::MAX_INPUT_ROUNDS;
+pub use path::MAX_INPUT_ROUNDS;
 pub use typed::MAX_PAGES;
 pub(crate) use typed::{collect_pages, page_params, shape};
 

@@ -23,7 +23,7 @@ use mcp_connect_layers::Failure;
 
 use super::establish::{shared, target_attributes, Cause, Peer};
 use super::{names, propagate, Telemetry};
-use crate::protocol::{methods, with_meta_entries, Request};
+use crate::protocol::{methods, Request};
 
 /// How a request ended, as the span needs it.
 enum CallOutcome<'a> {
@@ -248,19 +248,7 @@ impl CallSpan {
         if self.cx.span().span_context().is_valid() {
             propagate::inject(&self.telemetry, &self.cx, &mut fields);
         }
-        if fields.is_empty() {
-            return;
-        }
-        match &request.meta {
-            Some(envelope) => request.meta = Some(envelope_with(envelope, &fields)),
-            None => {
-                request.params = Some(with_meta_entries(request.params.take(), |meta| {
-                    for (key, value) in fields {
-                        meta.entry(key).or_insert(value);
-                    }
-                }));
-            }
-        }
+        request.add_meta(fields);
     }
 
     /// Ends the span with the request's result (or what failed) and
@@ -325,18 +313,6 @@ impl Drop for CallSpan {
     }
 }
 
-/// The encoded `_meta` envelope with `fields` added in front (their keys
-/// never collide with the envelope's namespaced ones), without decoding it.
-fn envelope_with(envelope: &RawValue, fields: &Map<String, Value>) -> Arc<RawValue> {
-    let added = serde_json::to_string(fields).expect("strings serialize");
-    let envelope = envelope.get().trim();
-    let json = match (added.strip_suffix('}'), envelope.strip_prefix('{')) {
-        (Some(added), Some(rest)) if rest.trim_start() != "}" => format!("{added},{rest}"),
-        _ => added,
-    };
-    Arc::from(RawValue::from_string(json).expect("two JSON objects joined are one"))
-}
-
 /// Whether a tool result says `isError: true`.
 fn is_error(raw: &RawValue) -> bool {
     #[derive(serde::Deserialize)]
@@ -349,28 +325,7 @@ fn is_error(raw: &RawValue) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{bare_uri, envelope_with};
-    use serde_json::value::RawValue;
-    use serde_json::{Map, Value};
-
-    #[test]
-    fn trace_fields_join_the_encoded_envelope() {
-        let envelope = RawValue::from_string(
-            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#.into(),
-        )
-        .unwrap();
-        let mut fields = Map::new();
-        fields.insert("traceparent".into(), "00-a-b-01".into());
-        let joined: Value = serde_json::from_str(envelope_with(&envelope, &fields).get()).unwrap();
-        assert_eq!(joined["traceparent"], "00-a-b-01");
-        assert_eq!(
-            joined["io.modelcontextprotocol/protocolVersion"],
-            "2026-07-28"
-        );
-        let empty = RawValue::from_string("{}".into()).unwrap();
-        let joined: Value = serde_json::from_str(envelope_with(&empty, &fields).get()).unwrap();
-        assert_eq!(joined, serde_json::json!({ "traceparent": "00-a-b-01" }));
-    }
+    use super::bare_uri;
 
     #[test]
     fn a_resource_uri_loses_its_query_fragment_and_userinfo() {

@@ -340,6 +340,59 @@ async fn an_expired_token_is_refreshed_mid_session_by_the_registered_client() {
     .await;
 }
 
+/// A request sent again under a new id after its refusal (401) is the one
+/// a cancellation names: the server never ran the first id.
+#[tokio::test]
+async fn a_cancellation_after_a_reauthorization_names_the_id_sent_last() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use mcp_connect::session::RequestOptions;
+
+    watchdog(LIMIT, async {
+        let expired = Arc::new(AtomicBool::new(false));
+        let server = start(As {
+            refresh: true,
+            expired: Some(Arc::clone(&expired)),
+            stall_slow: true,
+            ..As::default()
+        })
+        .await;
+        let auth = Authorization::authorization_code(AutoApprove::new());
+        let session = Connector::new()
+            .connect(request(&server, auth))
+            .await
+            .unwrap();
+        expired.store(true, Ordering::SeqCst);
+        let options = RequestOptions::new().with_timeout(Duration::from_millis(300));
+        let params = json!({ "name": "slow", "arguments": {} });
+        let error = session
+            .request_with("tools/call", Some(params), &options)
+            .await
+            .unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Timeout(_)), "{error}");
+        let sent: Vec<_> = at(&server, "/mcp")
+            .into_iter()
+            .filter(|r| r.body["params"]["name"] == "slow")
+            .map(|r| r.id())
+            .collect();
+        assert_eq!(sent.len(), 2, "refused once, sent once more");
+        assert_ne!(sent[0], sent[1]);
+        let mut notice = None;
+        for _ in 0..50 {
+            notice = at(&server, "/mcp")
+                .into_iter()
+                .find(|r| r.rpc_method() == "notifications/cancelled");
+            if notice.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let notice = notice.expect("notifications/cancelled sent");
+        assert_eq!(notice.body["params"]["requestId"], sent[1]);
+    })
+    .await;
+}
+
 /// A server that refuses every token: the person is asked once, then the
 /// establishment fails as an authorization failure, never a loop.
 #[tokio::test]

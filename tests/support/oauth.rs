@@ -34,6 +34,8 @@ pub struct As {
     pub dpop: Option<Dpop>,
     /// The `expires_in` of every token issued (3600 when not given).
     pub lifetime: Option<u64>,
+    /// A call of the tool `slow` that is let in never answers.
+    pub stall_slow: bool,
 }
 
 /// The rotating authorization server's books.
@@ -179,7 +181,9 @@ fn server(behaviour: As, base: Arc<Mutex<String>>) -> impl Fn(&Recorded) -> Scri
                     .is_some_and(|e| e.load(std::sync::atomic::Ordering::SeqCst));
                 let accepted = (bearer == format!("Bearer {TOKEN}") && !expired)
                     || bearer == "Bearer canary-refreshed-token";
-                if accepted {
+                if accepted && behaviour.stall_slow && r.body["params"]["name"] == "slow" {
+                    Script::Stall
+                } else if accepted {
                     legacy.respond(r)
                 } else {
                     Script::JsonWith(

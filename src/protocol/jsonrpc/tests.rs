@@ -74,3 +74,39 @@ fn serializes_requests_and_notifications() {
         br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
     );
 }
+
+/// Fields added to `_meta` join an encoded envelope without decoding it,
+/// and go into the params' own `_meta` otherwise, never over a key there.
+#[test]
+fn meta_fields_join_the_envelope_or_the_params() {
+    let mut fields = Map::new();
+    fields.insert("progressToken".into(), "t".into());
+    let sent = |request: &Request| -> Value {
+        serde_json::from_slice::<Value>(&request.to_bytes()).unwrap()["params"]["_meta"].clone()
+    };
+    let envelope =
+        RawValue::from_string(r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#.into())
+            .unwrap();
+    let mut request = Request::new(RequestId::Number(1), methods::TOOLS_LIST, None)
+        .with_meta(Arc::from(envelope));
+    request.add_meta(fields.clone());
+    assert_eq!(
+        sent(&request),
+        serde_json::json!({
+            "progressToken": "t",
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        })
+    );
+    let empty = RawValue::from_string("{}".into()).unwrap();
+    let mut request =
+        Request::new(RequestId::Number(1), methods::TOOLS_LIST, None).with_meta(Arc::from(empty));
+    request.add_meta(fields.clone());
+    assert_eq!(sent(&request), serde_json::json!({ "progressToken": "t" }));
+    let own = serde_json::json!({ "_meta": { "progressToken": "mine", "k": 1 } });
+    let mut request = Request::new(RequestId::Number(1), methods::TOOLS_LIST, Some(own));
+    request.add_meta(fields);
+    assert_eq!(
+        sent(&request),
+        serde_json::json!({ "progressToken": "mine", "k": 1 })
+    );
+}
