@@ -15,12 +15,17 @@ pub(super) struct Traced(Option<CallSpan>);
 impl Traced {
     /// Starts the request's span and carries its context in `_meta`.
     pub(super) fn start(session: &Session, cx: &Context<'_>, request: &mut Request) -> Self {
-        let span = session.telemetry.as_ref().map(|telemetry| {
-            let id = cx.on_wire();
-            let span = CallSpan::start(telemetry, &request.method, id, request.params.as_ref());
-            span.carry(request);
-            span
+        let span = (session.telemetry.as_ref()).map(|telemetry| {
+            CallSpan::start(
+                telemetry,
+                &request.method,
+                cx.on_wire(),
+                request.params.as_ref(),
+            )
         });
+        if let Some(span) = &span {
+            span.carry(request);
+        }
         Traced(span)
     }
 
