@@ -63,6 +63,7 @@ mod principals;
 mod probe;
 mod replicas;
 mod service;
+mod session_service;
 mod setup;
 
 pub use cool_down::STABLE_AFTER;
@@ -76,6 +77,7 @@ pub use replicas::{ReplicaConfig, Replicas, ReplicasLayer};
 pub use service::{
     idle_timeout, result_cap, Call, CallService, ResultCap, ResultCapLayer, SessionCalls,
 };
+pub use session_service::SessionService;
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

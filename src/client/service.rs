@@ -116,6 +116,11 @@ impl Call {
         )
     }
 
+    /// The method, params and options, for a session to send.
+    pub(super) fn into_request(self) -> (Cow<'static, str>, Option<Value>, RequestOptions) {
+        (self.method, self.params, self.options)
+    }
+
     /// The liveness check (`ping`, or the modern era's `server/discover`)
     /// made as this call is (its reconnect and replay choices).
     pub(super) fn liveness(&self) -> Call {

@@ -820,3 +820,41 @@ async fn a_config_entrys_policies_bound_its_members_calls() {
     })
     .await;
 }
+
+/// A session of the application's own takes tower middleware through
+/// `SessionService`: tower's concurrency limit keeps twelve calls to three
+/// at the server (without it, all twelve arrive together).
+#[tokio::test]
+async fn tower_middleware_on_a_session_of_ones_own() {
+    use mcp_connect::client::{Call, SessionService};
+    use tower::{ServiceBuilder, ServiceExt};
+
+    watchdog(LIMIT, async {
+        for limited in [true, false] {
+            let arrivals = Arc::new(Mutex::new(Vec::new()));
+            let server =
+                ScriptServer::start(slow_tools(Duration::from_millis(300), arrivals.clone())).await;
+            let request = ConnectRequest::http(&server.url())
+                .unwrap()
+                .with_pin(ProtocolVersion::V2025_11_25);
+            let session = Arc::new(Connector::new().connect(request).await.unwrap());
+            let service = ServiceBuilder::new()
+                .option_layer(limited.then(|| tower::limit::ConcurrencyLimitLayer::new(3)))
+                .service(SessionService::new(Arc::clone(&session)));
+            let calls = (0..12).map(|_| {
+                let call = Call::new("tools/call", Some(json!({ "name": "x", "arguments": {} })));
+                service.clone().oneshot(call)
+            });
+            let outcomes = futures_util::future::join_all(calls).await;
+            assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+            let most = most_within(&arrivals.lock().unwrap(), Duration::from_millis(250));
+            if limited {
+                assert!(most <= 3, "{most} calls at the server at once");
+            } else {
+                assert!(most > 3, "without the limit all arrive together: {most}");
+            }
+            session.close().await.unwrap();
+        }
+    })
+    .await;
+}
