@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use mcp_connect_layers::policy::{BreakerConfig, BulkheadLayer, RateLimitRetryLayer};
 
-use super::{circuit_breaker, idle_timeout, HedgeLayer, McpClient};
+use super::{circuit_breaker, idle_timeout, HedgeLayer, McpClient, ReplicaConfig, ReplicasLayer};
+use crate::ConnectRequest;
 
 /// The call policies of one server (each off unless set).
 ///
 /// Applied outermost first: the bulkhead (it bounds everything under it,
 /// retries too), the breaker, hedging, the rate-limit retry, the idle
-/// timeout.
+/// timeout, the replicas.
 ///
 /// ```
 /// use std::time::Duration;
@@ -25,7 +26,7 @@ use super::{circuit_breaker, idle_timeout, HedgeLayer, McpClient};
 ///     .with_idle_timeout(Duration::from_secs(30), Duration::from_secs(300));
 /// assert!(!policies.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct CallPolicies {
     max_in_flight: Option<usize>,
     breaker: bool,
@@ -33,6 +34,26 @@ pub struct CallPolicies {
     idle_timeout: Option<(Duration, Duration)>,
     hedge_after: Option<Duration>,
     safe_tools: Vec<String>,
+    replicas: Vec<ConnectRequest>,
+}
+
+/// Alike when every policy is, replicas compared by the server they reach
+/// ([`Target::identity`](crate::target::Target::identity)).
+impl PartialEq for CallPolicies {
+    fn eq(&self, other: &Self) -> bool {
+        let reached = |policies: &Self| -> Vec<String> {
+            (policies.replicas.iter())
+                .map(|replica| replica.target().identity())
+                .collect()
+        };
+        self.max_in_flight == other.max_in_flight
+            && self.breaker == other.breaker
+            && self.retry_rate_limited == other.retry_rate_limited
+            && self.idle_timeout == other.idle_timeout
+            && self.hedge_after == other.hedge_after
+            && self.safe_tools == other.safe_tools
+            && reached(self) == reached(other)
+    }
 }
 
 impl CallPolicies {
@@ -89,6 +110,16 @@ impl CallPolicies {
         self
     }
 
+    /// Other endpoints of the same server, each made with
+    /// [`ConnectRequest::for_replica`]: calls are balanced over them and the
+    /// server's own ([`ReplicasLayer`], [`ReplicaConfig::default`]), each a
+    /// lazy client of the same establishment stack.
+    #[must_use]
+    pub fn with_replicas(mut self, replicas: impl IntoIterator<Item = ConnectRequest>) -> Self {
+        self.replicas = replicas.into_iter().collect();
+        self
+    }
+
     /// Whether no policy is set.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
@@ -97,6 +128,14 @@ impl CallPolicies {
     /// `client` with these policies on its call path.
     #[must_use]
     pub fn apply(&self, mut client: McpClient) -> McpClient {
+        if !self.replicas.is_empty() {
+            let others = self
+                .replicas
+                .iter()
+                .map(|replica| client.sibling(replica.clone()));
+            let others: Vec<McpClient> = others.collect();
+            client = client.with_call_layer(ReplicasLayer::new(others, ReplicaConfig::default()));
+        }
         if let Some((idle, cap)) = self.idle_timeout {
             client = client.with_call_layer(idle_timeout(idle, cap));
         }

@@ -82,4 +82,16 @@ impl McpClient {
         self.replay = replay;
         self
     }
+
+    /// A lazy client of another request on this client's establishment
+    /// stack, ended by this client's shutdown token (set before): a
+    /// replica's.
+    pub(crate) fn sibling(&self, request: crate::ConnectRequest) -> McpClient {
+        let sibling = McpClient::lazy(self.inner.stack.clone(), request);
+        let shutdown = self.inner.shutdown.lock().expect("shutdown lock poisoned");
+        match shutdown.as_ref() {
+            Some(token) => sibling.with_shutdown(token.clone()),
+            None => sibling,
+        }
+    }
 }

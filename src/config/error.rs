@@ -88,6 +88,7 @@ impl EntryProblem {
             EntryProblem::UnknownType | EntryProblem::TypeMismatch => Some("type"),
             EntryProblem::CommandAndUrl => Some("url"),
             EntryProblem::SocketWithoutUrl => Some("socket"),
+            EntryProblem::ReplicasWithoutUrl => Some("replicas"),
             _ => None,
         }
     }
@@ -141,6 +142,10 @@ pub enum EntryProblem {
     /// Unix socket.
     #[error("`socket` is for an entry with a `url`")]
     SocketWithoutUrl,
+    /// `replicas` on a stdio entry: replicas are other URLs of a remote
+    /// server.
+    #[error("`replicas` is for an entry with a `url`")]
+    ReplicasWithoutUrl,
     /// `${NAME}` names a variable the environment does not have.
     #[error("the environment has no variable {variable}")]
     MissingVariable {

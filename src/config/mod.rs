@@ -292,11 +292,11 @@ impl ServerConfig {
             }
             _ => return Err(EntryProblem::TypeMismatch),
         };
-        let settings = Settings::read(entry)?;
-        let request = request.with_name(name);
+        let mut settings = Settings::read(entry)?;
         let limits = settings.limits(request.limits());
-        let request = request.with_limits(limits);
+        let request = request.with_name(name).with_limits(limits);
         request.validate().map_err(invalid)?;
+        settings.policies = policies::replicas(entry, &request, settings.policies, variables)?;
         let lazy = flag(entry, "lazy", false)?;
         let required = flag(entry, "required", false)?;
         // Codex and the draft standard say `enabled`; Claude Desktop and

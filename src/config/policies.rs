@@ -3,11 +3,15 @@
 //!
 //! ```json
 //! "policies": { "maxInFlight": 4, "breaker": true, "retryRateLimited": true,
-//!               "idleTimeoutSec": 30, "hedgeAfterMs": 200, "safeTools": ["search"] }
+//!               "idleTimeoutSec": 30, "hedgeAfterMs": 200, "safeTools": ["search"],
+//!               "replicas": ["https://b.example.com/mcp"] }
 //! ```
 //!
 //! The idle timeout's cap is the entry's `tool_timeout_sec`, else the
-//! default request limit. A field of the block this reader does not know
+//! default request limit. `replicas` are other URLs of the same remote
+//! server (its headers go along; userinfo in a replica's URL replaces
+//! `Authorization`), read once the entry's own request is made
+//! ([`replicas`]). A field of the block this reader does not know
 //! is an error: a policy misspelt would silently not apply.
 
 use std::time::Duration;
@@ -28,6 +32,7 @@ const KNOWN: &[&str] = &[
     "idleTimeoutSec",
     "hedgeAfterMs",
     "safeTools",
+    "replicas",
 ];
 
 /// The entry's policies (none when it has no block); `cap` bounds an idle
@@ -73,6 +78,32 @@ pub(super) fn read(
     Ok(policies)
 }
 
+/// `policies` with the block's `replicas`, each a request for another URL
+/// of the server `request` reaches: an entry with a `url` only, each URL
+/// (its `${...}` expanded) one [`ConnectRequest::http`](crate::ConnectRequest::http) takes.
+pub(super) fn replicas(
+    entry: &Map<String, Value>,
+    request: &crate::ConnectRequest,
+    policies: CallPolicies,
+    variables: &super::Variables<'_>,
+) -> Result<CallPolicies, EntryProblem> {
+    let Some(Value::Object(block)) = entry.get(FIELD) else {
+        return Ok(policies);
+    };
+    let urls = super::list(block, "replicas")?;
+    if urls.is_empty() {
+        return Ok(policies);
+    }
+    if request.target().http_url().is_none() {
+        return Err(EntryProblem::ReplicasWithoutUrl);
+    }
+    let replicas = urls.iter().map(|url| {
+        let url = super::expand(url, variables)?;
+        request.for_replica(&url).map_err(super::invalid)
+    });
+    Ok(policies.with_replicas(replicas.collect::<Result<Vec<_>, _>>()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +128,34 @@ mod tests {
             .with_hedge(Duration::from_millis(200), ["search"]);
         assert_eq!(read, expected);
         assert!(policies(json!({})).unwrap().is_empty());
+    }
+
+    /// `replicas` become requests for the other URLs, headers kept and
+    /// variables expanded; a stdio entry or a bad URL is refused.
+    #[test]
+    fn replicas_are_other_urls_of_a_remote_entry() {
+        use crate::config::ServersConfig;
+        let env = |name: &str| (name == "HOST").then(|| "b.example.com".to_owned());
+        let text = r#"{ "mcpServers": {
+            "remote": { "url": "https://a.example.com/mcp", "headers": { "X-Team": "t" },
+                        "policies": { "replicas": ["https://${HOST}/mcp"] } },
+            "local": { "command": "srv", "policies": { "replicas": ["https://b.example.com/mcp"] } },
+            "bad": { "url": "https://a.example.com/mcp", "policies": { "replicas": ["ftp://x"] } }
+        } }"#;
+        let config = ServersConfig::parse_with(text, &env).unwrap();
+        let remote = config.get("remote").unwrap();
+        let expected = remote
+            .request()
+            .for_replica("https://b.example.com/mcp")
+            .unwrap();
+        let policies = CallPolicies::new().with_replicas([expected]);
+        assert_eq!(remote.policies(), &policies);
+        let problem = |name: &str| {
+            let error = config.errors().find(|e| e.name() == name).unwrap();
+            format!("{:?}", error.problem())
+        };
+        assert_eq!(problem("local"), "ReplicasWithoutUrl");
+        assert!(problem("bad").starts_with("Invalid"), "{}", problem("bad"));
     }
 
     #[test]

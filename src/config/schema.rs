@@ -117,6 +117,9 @@ struct Policies {
     hedge_after_ms: Option<u64>,
     /// Tools that running twice cannot harm, for hedging.
     safe_tools: Option<Vec<String>>,
+    /// Other URLs of the same remote server: calls balanced over them,
+    /// failing ones left out for a while.
+    replicas: Option<Vec<String>>,
 }
 
 /// The transport.

@@ -858,3 +858,52 @@ async fn tower_middleware_on_a_session_of_ones_own() {
     })
     .await;
 }
+
+/// A config entry's `replicas` balance a member's calls over another URL
+/// of the server: with the primary answering 503, the replica takes the
+/// calls once the primary is left out (without the field, every call goes
+/// to the failing primary).
+#[tokio::test]
+async fn a_config_entrys_replicas_take_the_calls_of_a_failing_primary() {
+    use mcp_connect::config::ServersConfig;
+    use mcp_connect::group::ServerGroup;
+    watchdog(LIMIT, async {
+        for with_replica in [true, false] {
+            let failing = Arc::new(AtomicBool::new(false));
+            let primary_calls = Arc::new(AtomicUsize::new(0));
+            let primary = ScriptServer::start(flaky(failing.clone(), primary_calls.clone())).await;
+            let replica_calls = Arc::new(AtomicUsize::new(0));
+            let healthy = Arc::new(AtomicBool::new(false));
+            let replica = ScriptServer::start(flaky(healthy, replica_calls.clone())).await;
+            let block = if with_replica {
+                format!(r#", "policies": {{ "replicas": ["{}"] }}"#, replica.url())
+            } else {
+                String::new()
+            };
+            let text = format!(
+                r#"{{ "mcpServers": {{ "s": {{ "url": "{}"{block} }} }} }}"#,
+                primary.url()
+            );
+            let config = ServersConfig::parse(&text).unwrap();
+            let group = ServerGroup::new();
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            assert!(group.add_config(&config, &stack).is_empty());
+            group.settled().await;
+            failing.store(true, Ordering::SeqCst);
+            let mut succeeded = 0;
+            for _ in 0..8 {
+                succeeded += usize::from(group.call_tool("x", &json!({})).await.is_ok());
+            }
+            if with_replica {
+                assert!(succeeded >= 4, "{succeeded} of 8 succeeded");
+                assert!(replica_calls.load(Ordering::SeqCst) >= 4);
+                assert!(primary_calls.load(Ordering::SeqCst) <= 4);
+            } else {
+                assert_eq!(succeeded, 0);
+                assert_eq!(primary_calls.load(Ordering::SeqCst), 8);
+            }
+            group.shutdown().await;
+        }
+    })
+    .await;
+}
