@@ -22,27 +22,67 @@ const REQUEST_LIMIT: usize = 16 * 1024;
 /// How long one connection may take to send its request.
 const READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Waits for the browser's redirect on `127.0.0.1:PORT/callback`.
+/// Waits for the browser's redirect on `127.0.0.1:PORT/callback` (or the
+/// port and path of a configured redirect URI).
 pub(crate) struct LoopbackRedirect {
     listener: Arc<Mutex<TcpListener>>,
     port: u16,
+    /// The redirect URI a config file gave, sent as written.
+    configured: Option<String>,
+    /// The path the browser comes back to.
+    path: Arc<str>,
 }
 
 impl LoopbackRedirect {
     /// Binds an ephemeral loopback port.
     pub(crate) fn bind() -> io::Result<Self> {
-        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        Self::bind_port(0, None, "/callback".to_owned())
+    }
+
+    /// Binds the port of `uri`, a config file's `redirectUri`: it must be
+    /// `http` on a loopback host (`localhost`, `127.0.0.1`, `[::1]`), as
+    /// RFC 8252 has native clients do; without a port, an ephemeral one,
+    /// which the URI sent then names.
+    pub(crate) fn bind_for(uri: &str) -> io::Result<Self> {
+        let refused = || io::Error::other("the redirect URI is not http on a loopback host");
+        let parsed = url::Url::parse(uri).map_err(|_| refused())?;
+        let loopback = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        if parsed.scheme() != "http" || !loopback {
+            return Err(refused());
+        }
+        let path = parsed.path().to_owned();
+        let given = parsed.port();
+        let mut redirect = Self::bind_port(given.unwrap_or(0), None, path)?;
+        redirect.configured = Some(match given {
+            Some(_) => uri.to_owned(),
+            // Without a port the browser must still come back to the one bound.
+            None => {
+                let mut sent = parsed;
+                let _ = sent.set_port(Some(redirect.port));
+                sent.to_string()
+            }
+        });
+        Ok(redirect)
+    }
+
+    fn bind_port(port: u16, configured: Option<String>, path: String) -> io::Result<Self> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         Ok(LoopbackRedirect {
             listener: Arc::new(Mutex::new(TcpListener::from_std(listener)?)),
             port,
+            configured,
+            path: path.into(),
         })
     }
 
     /// The redirect URI to register and send.
     pub(crate) fn redirect_uri(&self) -> String {
-        format!("http://127.0.0.1:{}/callback", self.port)
+        match &self.configured {
+            Some(uri) => uri.clone(),
+            None => format!("http://127.0.0.1:{}/callback", self.port),
+        }
     }
 }
 
@@ -50,6 +90,7 @@ impl Authorize for LoopbackRedirect {
     fn authorize(&self, url: String) -> BoxFuture<'static, Result<String, BoxError>> {
         let listener = Arc::clone(&self.listener);
         let port = self.port;
+        let path = Arc::clone(&self.path);
         // The redirect that answers this authorization carries its `state`;
         // anything else reaching the port is not the browser's answer.
         let expected = url::Url::parse(&url).ok().and_then(|url| {
@@ -70,8 +111,9 @@ impl Authorize for LoopbackRedirect {
                         // and waits, holds up no other.
                         let found = found.clone();
                         let expected = expected.clone();
+                        let path = Arc::clone(&path);
                         tokio::spawn(async move {
-                            if let Some(target) = callback(stream, expected.as_deref()).await {
+                            if let Some(target) = callback(stream, expected.as_deref(), &path).await {
                                 let _ = found.send(target).await;
                             }
                         });
@@ -89,7 +131,7 @@ impl Authorize for LoopbackRedirect {
 /// target when it carries this authorization's `state` (or when the URL
 /// had none to compare), else a 404 (another path) or a 400 (another
 /// `state`), and the wait goes on.
-async fn callback(mut stream: TcpStream, expected: Option<&str>) -> Option<String> {
+async fn callback(mut stream: TcpStream, expected: Option<&str>, path: &str) -> Option<String> {
     let mut request = Vec::new();
     let mut chunk = [0u8; 2048];
     let read = async {
@@ -111,7 +153,10 @@ async fn callback(mut stream: TcpStream, expected: Option<&str>) -> Option<Strin
         .and_then(|l| l.split(' ').next())
         .unwrap_or_default()
         .to_owned();
-    let Some(query) = target.strip_prefix("/callback?") else {
+    let query = target
+        .strip_prefix(path)
+        .and_then(|rest| rest.strip_prefix('?'));
+    let Some(query) = query else {
         let _ = stream
             .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
             .await;
@@ -136,4 +181,64 @@ async fn callback(mut stream: TcpStream, expected: Option<&str>) -> Option<Strin
     );
     let _ = stream.write_all(answer.as_bytes()).await;
     Some(target)
+}
+
+/// `request` authorized as the entry's `oauth` block says, the person
+/// asked through the command's loopback redirect (on the block's
+/// `redirectUri` port when it gives one). A redirect that cannot be
+/// listened for leaves the server unauthorized, said once on stderr.
+pub(crate) fn with_oauth(
+    request: mcp_connect::ConnectRequest,
+    name: &str,
+    oauth: &mcp_connect::config::OAuthSettings,
+) -> mcp_connect::ConnectRequest {
+    let redirect = match &oauth.redirect_uri {
+        Some(uri) => LoopbackRedirect::bind_for(uri),
+        None => LoopbackRedirect::bind(),
+    };
+    match redirect {
+        Ok(redirect) => {
+            let uri = redirect.redirect_uri();
+            let mut settings = oauth.clone();
+            settings.redirect_uri = Some(uri);
+            request.with_authorization(settings.authorization(redirect))
+        }
+        Err(error) => {
+            eprintln!(
+                "mcp-connect: {}: cannot listen for the OAuth redirect: {error}",
+                super::output::shown(name)
+            );
+            request
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configured redirect URI is bound where it says, and only on a
+    /// loopback host over http.
+    #[tokio::test]
+    async fn a_configured_redirect_uri_is_bound_on_its_port_and_path() {
+        let free = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let uri = format!("http://localhost:{port}/oauth/back");
+        let redirect = LoopbackRedirect::bind_for(&uri).unwrap();
+        assert_eq!(redirect.redirect_uri(), uri);
+        assert_eq!(redirect.port, port);
+        assert_eq!(&*redirect.path, "/oauth/back");
+        for refused in [
+            "https://localhost:1/cb",
+            "http://example.com/cb",
+            "not a url",
+        ] {
+            assert!(LoopbackRedirect::bind_for(refused).is_err(), "{refused}");
+        }
+        let ephemeral = LoopbackRedirect::bind_for("http://127.0.0.1/cb").unwrap();
+        assert_ne!(ephemeral.port, 0);
+        let sent = format!("http://127.0.0.1:{}/cb", ephemeral.port);
+        assert_eq!(ephemeral.redirect_uri(), sent, "the bound port is sent");
+    }
 }

@@ -102,7 +102,10 @@ pub(super) async fn run(
     // What the file says of a server, as the group gets it: the same on a
     // reload, so an entry that did not change is the same revision.
     let member = |server: &ServerConfig| {
-        let request = with_limits_and_versions(server.request(), args);
+        let mut request = with_limits_and_versions(server.request(), args);
+        if let Some(oauth) = server.oauth() {
+            request = super::authorize::with_oauth(request, server.name(), oauth);
+        }
         let limits = server.limits_over(*request.limits());
         let request = request
             .with_limits(limits)

@@ -89,6 +89,9 @@ impl EntryProblem {
             EntryProblem::CommandAndUrl => Some("url"),
             EntryProblem::SocketWithoutUrl => Some("socket"),
             EntryProblem::ReplicasWithoutUrl => Some("replicas"),
+            EntryProblem::OAuthWithoutUrl
+            | EntryProblem::OAuthAndAuthorizationHeader
+            | EntryProblem::UnknownOAuthField(_) => Some("oauth"),
             _ => None,
         }
     }
@@ -146,6 +149,15 @@ pub enum EntryProblem {
     /// server.
     #[error("`replicas` is for an entry with a `url`")]
     ReplicasWithoutUrl,
+    /// `oauth` on a stdio entry: OAuth authorizes a remote server.
+    #[error("`oauth` is for an entry with a `url`")]
+    OAuthWithoutUrl,
+    /// `oauth` beside an `Authorization` header: one way to authorize.
+    #[error("`oauth` and an `Authorization` header cannot both be given")]
+    OAuthAndAuthorizationHeader,
+    /// `oauth` has a field other than `clientId`, `scopes`, `redirectUri`.
+    #[error("`oauth` has no field `{0}`")]
+    UnknownOAuthField(String),
     /// `${NAME}` names a variable the environment does not have.
     #[error("the environment has no variable {variable}")]
     MissingVariable {

@@ -56,9 +56,11 @@ mod codex;
 mod durations;
 mod error;
 mod expand;
+mod fields;
 mod format;
 mod inputs;
 mod jsonc;
+mod oauth;
 mod policies;
 #[cfg(test)]
 mod schema;
@@ -77,8 +79,10 @@ use crate::transport::StdioCommand;
 use crate::ConnectRequest;
 use expand::expand;
 pub use expand::Variables;
+use fields::{flag, list, strings, text};
 pub use format::Format;
 pub use inputs::Input;
+pub use oauth::OAuthSettings;
 use settings::Settings;
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
@@ -297,6 +301,7 @@ impl ServerConfig {
         let request = request.with_name(name).with_limits(limits);
         request.validate().map_err(invalid)?;
         settings.policies = policies::replicas(entry, &request, settings.policies, variables)?;
+        settings.oauth = oauth::read(entry, &request, variables)?;
         let lazy = flag(entry, "lazy", false)?;
         let required = flag(entry, "required", false)?;
         // Codex and the draft standard say `enabled`; Claude Desktop and
@@ -378,42 +383,6 @@ impl ServerConfig {
     }
 }
 
-/// A field that, when present, must be a boolean; `absent` otherwise.
-fn flag(map: &Map<String, Value>, field: &'static str, absent: bool) -> Result<bool, EntryProblem> {
-    match map.get(field) {
-        None => Ok(absent),
-        Some(Value::Bool(value)) => Ok(*value),
-        Some(_) => Err(EntryProblem::WrongType { field }),
-    }
-}
-
-/// A field that, when present, must be a string.
-fn text<'a>(
-    entry: &'a Map<String, Value>,
-    field: &'static str,
-) -> Result<Option<&'a str>, EntryProblem> {
-    match entry.get(field) {
-        None => Ok(None),
-        Some(Value::String(value)) => Ok(Some(value.as_str())),
-        Some(_) => Err(EntryProblem::WrongType { field }),
-    }
-}
-
-/// A field that, when present, must be a list of strings.
-fn list<'a>(
-    entry: &'a Map<String, Value>,
-    field: &'static str,
-) -> Result<Vec<&'a str>, EntryProblem> {
-    match entry.get(field) {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| item.as_str().ok_or(EntryProblem::WrongType { field }))
-            .collect(),
-        Some(_) => Err(EntryProblem::WrongType { field }),
-    }
-}
-
 fn stdio(
     command: &str,
     entry: &Map<String, Value>,
@@ -457,24 +426,6 @@ fn remote(
 
 fn invalid(error: crate::Error) -> EntryProblem {
     EntryProblem::Invalid(Box::new(error))
-}
-
-/// The `(key, value)` pairs of an object of strings (`env`, `headers`).
-fn strings<'a>(
-    entry: &'a Map<String, Value>,
-    field: &'static str,
-) -> Result<Vec<(&'a str, &'a str)>, EntryProblem> {
-    match entry.get(field) {
-        None => Ok(Vec::new()),
-        Some(Value::Object(pairs)) => pairs
-            .iter()
-            .map(|(key, value)| match value {
-                Value::String(value) => Ok((key.as_str(), value.as_str())),
-                _ => Err(EntryProblem::WrongType { field }),
-            })
-            .collect(),
-        Some(_) => Err(EntryProblem::WrongType { field }),
-    }
 }
 
 /// The name, whether it is a command or a URL, the transport and the

@@ -93,6 +93,23 @@ struct Entry {
     bearer_token_env_var: Option<String>,
     /// This server's call policies (mcp-connect's own field).
     policies: Option<Policies>,
+    /// How to start the OAuth flow for a remote server (the draft standard
+    /// `mcp.json`).
+    oauth: Option<OAuth>,
+}
+
+/// The draft standard's `oauth` block; every field optional.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct OAuth {
+    /// A client id registered beforehand (without it the client registers
+    /// itself).
+    client_id: Option<String>,
+    /// The scopes to ask for.
+    scopes: Option<Vec<String>>,
+    /// Where the person is sent back to.
+    redirect_uri: Option<String>,
 }
 
 /// Per-server call policies, each off unless set.

@@ -29,6 +29,7 @@ pub(super) const FIELDS: &[&str] = &[
     "startup_timeout_ms",
     "tool_timeout_sec",
     super::policies::FIELD,
+    super::oauth::FIELD,
 ];
 
 /// What an entry says of its tools and its time.
@@ -44,6 +45,8 @@ pub(super) struct Settings {
     pub(super) tool_timeout: Option<Duration>,
     /// The entry's `policies` block.
     pub(super) policies: CallPolicies,
+    /// The entry's `oauth` block.
+    pub(super) oauth: Option<super::OAuthSettings>,
 }
 
 impl Settings {

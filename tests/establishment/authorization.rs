@@ -393,6 +393,43 @@ async fn a_cancellation_after_a_reauthorization_names_the_id_sent_last() {
     .await;
 }
 
+/// A config entry's `oauth` block (the draft standard `mcp.json`) starts
+/// the flow with its pre-registered client id, its scopes and its
+/// redirect URI: no dynamic registration, the scopes asked for instead of
+/// the server's suggestion.
+#[tokio::test]
+async fn a_config_entrys_oauth_block_drives_the_flow() {
+    use mcp_connect::config::ServersConfig;
+
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let text = format!(
+            r#"{{ "mcpServers": {{ "s": {{ "type": "streamable-http", "url": "{}",
+                "oauth": {{ "clientId": "pre-registered", "scopes": ["mcp:tools", "extra"],
+                            "redirectUri": "http://127.0.0.1:9/callback" }} }} }} }}"#,
+            server.url()
+        );
+        let config = ServersConfig::parse(&text).unwrap();
+        let entry = config.get("s").unwrap();
+        let auth = entry.oauth().unwrap().authorization(AutoApprove::new());
+        let request = entry
+            .request()
+            .with_pin(ProtocolVersion::V2025_11_25)
+            .with_authorization(auth);
+        let session = Connector::new().connect(request).await.unwrap();
+        session.call_tool("x", &json!({})).await.unwrap();
+        assert!(at(&server, "/as/register").is_empty(), "no registration");
+        let asked = &at(&server, "/as/authorize")[0];
+        assert_eq!(asked.field("client_id").as_deref(), Some("pre-registered"));
+        assert_eq!(asked.field("scope").as_deref(), Some("mcp:tools extra"));
+        assert_eq!(
+            asked.field("redirect_uri").as_deref(),
+            Some("http://127.0.0.1:9/callback")
+        );
+    })
+    .await;
+}
+
 /// A server that refuses every token: the person is asked once, then the
 /// establishment fails as an authorization failure, never a loop.
 #[tokio::test]
