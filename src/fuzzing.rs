@@ -197,8 +197,8 @@ pub fn servers_config(data: &[u8]) {
     use crate::config::{Format, ServersConfig, Variables};
     let env = |name: &str| (name == "FUZZ_SECRET").then(|| CONFIG_SECRET.to_owned());
     let variables = Variables::new(&env).with_input("fuzz", CONFIG_SECRET);
-    // Both readers: JSON (and JSONC) and Codex's TOML.
-    for format in [Format::Json, Format::Toml] {
+    // Every reader: JSON (and JSONC), Codex's TOML, the strict standard.
+    for format in [Format::Json, Format::Toml, Format::Standard] {
         if let Ok(config) = ServersConfig::parse_as(text, format, &variables) {
             check_config(&config);
         }

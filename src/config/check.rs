@@ -166,7 +166,7 @@ pub(super) fn position(
     // and columns are the same, offsets are of the text searched.
     let blanked;
     let text = match format {
-        Format::Json => {
+        Format::Json | Format::Standard => {
             blanked = super::jsonc::to_json(text);
             blanked.as_str()
         }
@@ -179,10 +179,10 @@ pub(super) fn position(
         ]
         .iter()
         .find_map(|table| text.find(table.as_str()))?,
-        Format::Json => json_key(text, name)?,
+        Format::Json | Format::Standard => json_key(text, name)?,
     };
     let within = field.and_then(|field| match format {
-        Format::Json => json_field(text, at, field),
+        Format::Json | Format::Standard => json_field(text, at, field),
         Format::Toml => toml_field(text, at, name, field),
     });
     Some(line_and_column(text, within.unwrap_or(at)))

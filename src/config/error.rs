@@ -89,6 +89,8 @@ impl EntryProblem {
             EntryProblem::CommandAndUrl => Some("url"),
             EntryProblem::SocketWithoutUrl => Some("socket"),
             EntryProblem::ReplicasWithoutUrl => Some("replicas"),
+            EntryProblem::NonStandardType => Some("type"),
+            EntryProblem::FieldNotForType { field } => Some(field),
             EntryProblem::OAuthWithoutUrl
             | EntryProblem::OAuthAndAuthorizationHeader
             | EntryProblem::UnknownOAuthField(_) => Some("oauth"),
@@ -158,6 +160,23 @@ pub enum EntryProblem {
     /// `oauth` has a field other than `clientId`, `scopes`, `redirectUri`.
     #[error("`oauth` has no field `{0}`")]
     UnknownOAuthField(String),
+    /// No `type`, which the draft standard `mcp.json` requires.
+    #[error("`type` is missing (the standard mcp.json requires it)")]
+    MissingType,
+    /// A `type` the draft standard does not have (it has no `http`).
+    #[error("`type` is not one of stdio, sse, streamable-http (the standard mcp.json)")]
+    NonStandardType,
+    /// A field of the other transport (`headers` on a stdio entry, `env`
+    /// on a remote one) in a standard `mcp.json`.
+    #[error("`{field}` does not belong to an entry of this `type`")]
+    FieldNotForType {
+        /// The field.
+        field: &'static str,
+    },
+    /// A server name outside the draft standard's letters, digits, `_`,
+    /// `-`, `[` and `]`.
+    #[error("the server's name has characters the standard mcp.json does not allow")]
+    NonStandardName,
     /// `${NAME}` names a variable the environment does not have.
     #[error("the environment has no variable {variable}")]
     MissingVariable {

@@ -1,4 +1,5 @@
-//! Which reader a config file needs: JSON (with JSONC) or Codex's TOML.
+//! Which reader a config file needs: JSON (with JSONC), Codex's TOML, or
+//! the draft standard's strict JSON.
 
 use std::path::Path;
 
@@ -10,6 +11,10 @@ pub enum Format {
     Json,
     /// Codex's `config.toml`: `[mcp_servers.NAME]`.
     Toml,
+    /// The draft standard `mcp.json` (SEP-2633), read strictly: `type`
+    /// required, no field of the other transport, standard names. Never
+    /// guessed from a path (Cursor's `mcp.json` is not the standard).
+    Standard,
 }
 
 impl Format {

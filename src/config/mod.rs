@@ -53,6 +53,8 @@
 
 mod check;
 mod codex;
+#[cfg(test)]
+mod corpus;
 mod durations;
 mod error;
 mod expand;
@@ -65,6 +67,7 @@ mod policies;
 #[cfg(test)]
 mod schema;
 mod settings;
+mod standard;
 
 use std::fmt;
 use std::path::Path;
@@ -178,10 +181,10 @@ impl ServersConfig {
         format: Format,
         variables: &Variables<'_>,
     ) -> Result<Self, ConfigFileError> {
-        let mut config = if format == Format::Toml {
-            Self::from_servers(&codex::servers(text)?, variables)
-        } else {
-            Self::from_json(text, variables)?
+        let mut config = match format {
+            Format::Toml => Self::from_servers(&codex::servers(text)?, variables, false),
+            Format::Json => Self::from_json(text, variables, false)?,
+            Format::Standard => Self::from_json(text, variables, true)?,
         };
         for entry in &mut config.entries {
             if let Err(error) = entry {
@@ -192,7 +195,11 @@ impl ServersConfig {
         Ok(config)
     }
 
-    fn from_json(text: &str, variables: &Variables<'_>) -> Result<Self, ConfigFileError> {
+    fn from_json(
+        text: &str,
+        variables: &Variables<'_>,
+        standard: bool,
+    ) -> Result<Self, ConfigFileError> {
         let file: Value =
             serde_json::from_str(&jsonc::to_json(text)).map_err(|e| ConfigFileError::Json {
                 line: e.line(),
@@ -201,18 +208,28 @@ impl ServersConfig {
         let Value::Object(file) = file else {
             return Err(ConfigFileError::NotAnObject);
         };
-        let config = Self::from_servers(servers_of(&file)?, variables);
+        let config = Self::from_servers(servers_of(&file)?, variables, standard);
         Ok(ServersConfig {
             inputs: inputs::read(&file),
             ..config
         })
     }
 
-    fn from_servers(servers: &Map<String, Value>, variables: &Variables<'_>) -> Self {
+    /// Each entry read, `standard`'s rules checked first when asked.
+    fn from_servers(
+        servers: &Map<String, Value>,
+        variables: &Variables<'_>,
+        standard: bool,
+    ) -> Self {
         let entries = servers
             .iter()
             .map(|(name, entry)| {
-                ServerConfig::read(name, entry, variables).map_err(|problem| EntryError {
+                let checked = match standard {
+                    true => standard::check(name, entry),
+                    false => Ok(()),
+                };
+                let read = checked.and_then(|()| ServerConfig::read(name, entry, variables));
+                read.map_err(|problem| EntryError {
                     name: name.clone(),
                     problem,
                     position: None,
