@@ -43,6 +43,12 @@ pub(crate) struct Args {
     ])]
     pub(crate) check: bool,
 
+    /// With --config: read the file as the draft standard mcp.json
+    /// (SEP-2633), strictly: every entry has a `type` of stdio, sse or
+    /// streamable-http and no field of the other transport.
+    #[arg(long, requires = "config")]
+    pub(crate) standard: bool,
+
     /// Connect to the server an MCP Registry server.json describes: the
     /// first stdio package whose runtime (npx, uvx, docker, dnx) is on the
     /// PATH, else its first remote.

@@ -40,7 +40,7 @@ pub(super) async fn run(
     signals: &Signals,
     tool_args: &serde_json::Value,
 ) -> ExitCode {
-    let mut answers = Answers::default();
+    let mut answers = Answers::new(args.standard);
     let config = match answers.read_asking(path) {
         Ok(config) => config,
         Err(error) => return usage(&format!("--config: {}", chain(&error))),

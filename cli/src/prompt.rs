@@ -8,22 +8,32 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use mcp_connect::config::{ConfigFileError, ServersConfig, Variables};
+use mcp_connect::config::{ConfigFileError, Format, ServersConfig, Variables};
 
 use super::output::shown;
 
-/// The inputs answered on the terminal, by id.
+/// The inputs answered on the terminal, by id, and whether the file is
+/// read as the draft standard `mcp.json` (`--standard`).
 #[derive(Default)]
-pub(super) struct Answers(Vec<(String, String)>);
+pub(super) struct Answers(Vec<(String, String)>, bool);
 
 impl Answers {
+    /// No answer yet; the file read strictly as the standard when asked.
+    pub(super) fn new(standard: bool) -> Self {
+        Answers(Vec::new(), standard)
+    }
+
     /// Reads `path` with these answers and the process's environment.
     pub(super) fn read(&self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
         let env = |name: &str| std::env::var(name).ok();
         let variables = (self.0.iter()).fold(Variables::new(&env), |variables, (id, value)| {
             variables.with_input(id.as_str(), value.as_str())
         });
-        ServersConfig::read_with_variables(path, &variables)
+        let format = match self.1 {
+            true => Format::Standard,
+            false => Format::of_path(path),
+        };
+        ServersConfig::read_as(path, format, &variables)
     }
 
     /// Reads `path`, first asking on the terminal for every input an entry

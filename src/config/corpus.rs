@@ -6,7 +6,13 @@ use super::{ConfigFileError, Format, ServersConfig, Variables};
 
 /// Every variable the corpus names, and one input.
 fn variables(name: &str) -> Option<String> {
-    let known = ["GITHUB_TOKEN", "API_KEY", "HOME", "FIGMA_OAUTH_TOKEN", "FIGMA_ORG"];
+    let known = [
+        "GITHUB_TOKEN",
+        "API_KEY",
+        "HOME",
+        "FIGMA_OAUTH_TOKEN",
+        "FIGMA_ORG",
+    ];
     known.contains(&name).then(|| format!("value-of-{name}"))
 }
 

@@ -135,8 +135,17 @@ impl ServersConfig {
         path: impl AsRef<Path>,
         variables: &Variables<'_>,
     ) -> Result<Self, ConfigFileError> {
+        Self::read_as(path.as_ref(), Format::of_path(path.as_ref()), variables)
+    }
+
+    /// Reads `path` written in `format` (as [`read`](Self::read) does
+    /// otherwise), its references answered by `variables`.
+    pub fn read_as(
+        path: &Path,
+        format: Format,
+        variables: &Variables<'_>,
+    ) -> Result<Self, ConfigFileError> {
         use std::io::Read as _;
-        let format = Format::of_path(path.as_ref());
         let file = std::fs::File::open(path).map_err(ConfigFileError::Io)?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)

@@ -1018,3 +1018,40 @@ async fn a_lazy_server_starts_from_the_catalogue_cache() {
     assert_eq!(a.count("tools/call"), 1);
     let _ = std::fs::remove_file(&cache);
 }
+
+/// `--standard` reads the file as the draft standard mcp.json: an entry
+/// without `type` is refused with its line and column (exit 2), and the
+/// same file read as a host writes it passes (exit 0).
+#[tokio::test]
+async fn check_standard_refuses_an_entry_without_type() {
+    let text = r#"{
+  "mcpServers": {
+    "typed": { "type": "stdio", "command": "srv" },
+    "untyped": { "command": "srv" }
+  }
+}"#;
+    let config = write_config(text);
+    let output = run_async(&[
+        "--config",
+        config.as_str(),
+        "--check",
+        "--standard",
+        "--json",
+    ])
+    .await;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    let lines = json_lines(&output);
+    let untyped = lines.iter().find(|l| l["name"] == "untyped").unwrap();
+    assert_eq!(untyped["outcome"], "invalid");
+    assert_eq!(
+        (untyped["line"].as_u64(), untyped["column"].as_u64()),
+        (Some(4), Some(5))
+    );
+    assert!(untyped["error"]
+        .as_str()
+        .unwrap()
+        .contains("`type` is missing"));
+    let output = run_async(&["--config", config.as_str(), "--check"]).await;
+    assert_eq!(output.status.code(), Some(0));
+}
