@@ -34,18 +34,16 @@ pub(crate) struct Args {
     ])]
     pub(crate) config: Option<std::path::PathBuf>,
 
-    /// With --config: read, validate and expand the file and start
-    /// nothing; a line for each server with its launch (secrets masked) or
-    /// where its entry is and what is wrong. Exit 0, or 2 when any entry
-    /// is not usable.
+    /// With --config: read, validate and expand the file, start nothing; a
+    /// line for each server with its launch (secrets masked) or where its
+    /// entry is and what is wrong. Exit 0, or 2 when any is not usable.
     #[arg(long, requires = "config", conflicts_with_all = [
         "server", "call_tool", "list_tools", "watch_config", "catalogue_cache",
     ])]
     pub(crate) check: bool,
 
-    /// With --config: read the file as the draft standard mcp.json
-    /// (SEP-2633), strictly: every entry has a `type` of stdio, sse or
-    /// streamable-http and no field of the other transport.
+    /// With --config: read the file strictly as the draft standard mcp.json
+    /// (every entry's `type` one of stdio, sse, streamable-http).
     #[arg(long, requires = "config")]
     pub(crate) standard: bool,
 
