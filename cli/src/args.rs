@@ -42,8 +42,7 @@ pub(crate) struct Args {
     ])]
     pub(crate) check: bool,
 
-    /// With --config: read the file strictly as the draft standard mcp.json
-    /// (every entry's `type` one of stdio, sse, streamable-http).
+    /// With --config: read the file strictly as the draft standard mcp.json.
     #[arg(long, requires = "config")]
     pub(crate) standard: bool,
 
