@@ -18,7 +18,11 @@
 //! `{placeholder}` is the user's to fill: it refuses the package unless the
 //! environment has the variable. `mcpb` bundles (downloaded and checked
 //! against `fileSha256`) are not started here. Remotes: `streamable-http`
-//! or `sse` with the URL and the headers that have a value.
+//! or `sse`, their URL's and headers' `{name}` template variables filled
+//! from the environment, else the variable's `default`; a URL, or a
+//! required header, that cannot be filled makes the remote unusable
+//! (`MissingVariable` when nothing else is), an optional header is left
+//! out.
 //!
 //! The arguments are handed to the program as they are, never through a
 //! shell, so a value in `server.json` cannot inject a command.
@@ -125,8 +129,10 @@ impl ServerJson {
             }
         }
         for remote in list(&self.server, "remotes") {
-            if let Some(request) = remote_request(remote) {
-                return Ok(request.with_name(name.as_str()));
+            match remote_request(remote, env) {
+                Ok(Some(request)) => return Ok(request.with_name(name.as_str())),
+                Ok(None) => {}
+                Err(variable) => missing = missing.or(Some(variable)),
             }
         }
         match missing {
@@ -268,23 +274,70 @@ fn arguments(package: &Value, field: &str) -> Vec<String> {
     out
 }
 
-fn remote_request(remote: &Value) -> Option<ConnectRequest> {
-    let mode = match text(remote, "type")? {
-        "streamable-http" => TransportMode::StreamableHttp,
-        "sse" => TransportMode::Sse,
-        _ => return None,
+/// A remote's request: its URL and headers with their `{name}` template
+/// variables filled, or the variable no value was found for (`Err`), or
+/// nothing for a remote this client cannot use (`Ok(None)`).
+fn remote_request(
+    remote: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<ConnectRequest>, String> {
+    let mode = match text(remote, "type") {
+        Some("streamable-http") => TransportMode::StreamableHttp,
+        Some("sse") => TransportMode::Sse,
+        _ => return Ok(None),
     };
-    let mut request = ConnectRequest::http(text(remote, "url")?)
-        .ok()?
-        .with_mode(mode);
+    let Some(url) = text(remote, "url") else {
+        return Ok(None);
+    };
+    let url = fill(url, remote.get("variables"), env)?;
+    let Ok(mut request) = ConnectRequest::http(&url) else {
+        return Ok(None);
+    };
     for header in list(remote, "headers") {
-        if let (Some(name), Some(value)) = (text(header, "name"), text(header, "value")) {
-            if !value.contains('{') {
-                request = request.with_header(name, value).ok()?;
+        let (Some(name), Some(value)) = (text(header, "name"), text(header, "value")) else {
+            continue;
+        };
+        match fill(value, header.get("variables"), env) {
+            Ok(value) => match request.with_header(name, &value) {
+                Ok(with) => request = with,
+                Err(_) => return Ok(None),
+            },
+            // A header the server needs, that cannot be filled: not usable.
+            Err(variable) if header.get("isRequired") == Some(&Value::Bool(true)) => {
+                return Err(variable)
             }
+            Err(_) => {}
         }
     }
-    Some(request)
+    Ok(Some(request.with_mode(mode)))
+}
+
+/// `template` with each `{name}` replaced by the environment's `name`,
+/// else by `variables.name.default`; the first name with neither is the
+/// `Err`. The value is the user's (a tenant, a token): never printed.
+fn fill(
+    template: &str,
+    variables: Option<&Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let name = &rest[open + 1..open + close];
+        let default = || {
+            let declared = variables.and_then(|v| v.get(name));
+            declared.and_then(|v| text(v, "default")).map(str::to_owned)
+        };
+        let value = env(name).or_else(default).ok_or_else(|| name.to_owned())?;
+        out.push_str(&rest[..open]);
+        out.push_str(&value);
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[cfg(test)]

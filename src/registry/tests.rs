@@ -135,3 +135,34 @@ fn an_api_answer_and_mistakes() {
         Err(RegistryError::NotServerJson)
     ));
 }
+
+/// A remote's `{name}` template variables: from the environment, else the
+/// declared default; a URL that cannot be filled names the variable.
+#[test]
+fn a_remotes_template_variables_are_filled() {
+    let server = r#"{ "name": "io.github.acme/tenants", "remotes": [
+        { "type": "streamable-http", "url": "https://{tenant}.acme.test/{region}/mcp",
+          "variables": { "tenant": { "default": "eu" }, "region": { "isRequired": true } },
+          "headers": [ { "name": "Authorization", "value": "Bearer {token}", "isSecret": true },
+                       { "name": "X-Plan", "value": "{plan}", "isRequired": true,
+                         "variables": { "plan": { "default": "free" } } } ] } ] }"#;
+    let server = ServerJson::parse(server).unwrap();
+    let env = |name: &str| match name {
+        "region" => Some("west".to_owned()),
+        "token" => Some("t0ken".to_owned()),
+        _ => None,
+    };
+    let request = server.request_with(&|_| false, &env).unwrap();
+    let Target::Http { url, headers, .. } = request.target() else {
+        panic!("remote");
+    };
+    assert_eq!(url, "https://eu.acme.test/west/mcp");
+    assert_eq!(headers["authorization"], "Bearer t0ken");
+    assert_eq!(headers["x-plan"], "free");
+    let no_region = |name: &str| (name == "tenant").then(|| "us".to_owned());
+    let error = server.request_with(&|_| false, &no_region).unwrap_err();
+    assert!(
+        matches!(&error, RegistryError::MissingVariable { variable, .. } if variable == "region"),
+        "{error:?}"
+    );
+}
