@@ -129,11 +129,9 @@ impl CallPolicies {
     #[must_use]
     pub fn apply(&self, mut client: McpClient) -> McpClient {
         if !self.replicas.is_empty() {
-            let others = self
-                .replicas
-                .iter()
-                .map(|replica| client.sibling(replica.clone()));
-            let others: Vec<McpClient> = others.collect();
+            let others: Vec<McpClient> = (self.replicas.iter())
+                .map(|replica| client.sibling(replica.clone()))
+                .collect();
             client = client.with_call_layer(ReplicasLayer::new(others, ReplicaConfig::default()));
         }
         if let Some((idle, cap)) = self.idle_timeout {

@@ -377,16 +377,7 @@ async fn a_cancellation_after_a_reauthorization_names_the_id_sent_last() {
             .collect();
         assert_eq!(sent.len(), 2, "refused once, sent once more");
         assert_ne!(sent[0], sent[1]);
-        let mut notice = None;
-        for _ in 0..50 {
-            notice = at(&server, "/mcp")
-                .into_iter()
-                .find(|r| r.rpc_method() == "notifications/cancelled");
-            if notice.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let notice = crate::support::cancellation(&server).await;
         let notice = notice.expect("notifications/cancelled sent");
         assert_eq!(notice.body["params"]["requestId"], sent[1]);
     })

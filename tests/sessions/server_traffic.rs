@@ -225,17 +225,7 @@ async fn cancelling_a_request_tells_the_server_and_the_session_goes_on() {
             .unwrap()
             .id();
         // The notice goes out as the request ends.
-        let mut notice = None;
-        for _ in 0..50 {
-            notice = server
-                .recorded()
-                .into_iter()
-                .find(|r| r.rpc_method() == "notifications/cancelled");
-            if notice.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let notice = crate::support::cancellation(&server).await;
         let notice = notice.expect("notifications/cancelled sent");
         assert_eq!(notice.body["params"]["requestId"], call_id);
         session.call_tool("fast", &json!({})).await.unwrap();
@@ -254,18 +244,11 @@ async fn dropping_the_request_future_cancels_it_too() {
         let arguments = json!({});
         let call = session.call_tool("slow", &arguments);
         let _ = tokio::time::timeout(Duration::from_millis(100), call).await;
-        let mut seen = false;
-        for _ in 0..50 {
-            seen = server
-                .recorded()
-                .iter()
-                .any(|r| r.rpc_method() == "notifications/cancelled");
-            if seen {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(seen, "the abandoned call is cancelled on the wire");
+        let seen = crate::support::cancellation(&server).await;
+        assert!(
+            seen.is_some(),
+            "the abandoned call is cancelled on the wire"
+        );
     })
     .await;
 }

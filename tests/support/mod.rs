@@ -53,6 +53,20 @@ pub async fn watchdog<F: Future<Output = T>, T>(limit: Duration, body: F) -> T {
         .expect("watchdog: the test did not finish in time")
 }
 
+/// The `notifications/cancelled` `server` recorded, waited for up to 1 s:
+/// a cancellation goes out as the abandoned request ends, on its own task.
+pub async fn cancellation(server: &ScriptServer) -> Option<Recorded> {
+    for _ in 0..50 {
+        let found =
+            (server.recorded().into_iter()).find(|r| r.rpc_method() == "notifications/cancelled");
+        if found.is_some() {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
 use std::sync::{Arc, Mutex};
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
