@@ -8,21 +8,23 @@
 //! | `pypi` | `uvx ID==VERSION` |
 //! | `oci` | `docker run -i --rm -e NAME ... IMAGE:VERSION` |
 //! | `nuget` | `dnx ID@VERSION --yes --` |
+//! | `mcpb` | the bundle's manifest command, once [`ServerJson::prepare`] unpacked it |
 //!
 //! A package's `runtimeHint` replaces the program; its `runtimeArguments`
 //! come before the package and its `packageArguments` after it (a named
-//! argument is its name, then its value). Its environment variables with a
-//! value are set for the child; one without is read from this process's
-//! environment (a container gets `-e NAME`, so it sees it too), and a
-//! required one that is not there refuses the package. A value holding a
-//! `{placeholder}` is the user's to fill: it refuses the package unless the
-//! environment has the variable. `mcpb` bundles (downloaded and checked
-//! against `fileSha256`) are not started here. Remotes: `streamable-http`
-//! or `sse`, their URL's and headers' `{name}` template variables filled
-//! from the environment, else the variable's `default`; a URL, or a
-//! required header, that cannot be filled makes the remote unusable
-//! (`MissingVariable` when nothing else is), an optional header is left
-//! out.
+//! argument is its name, then its value). An environment variable's fixed
+//! `value` is set for the child; otherwise the answer the caller gives
+//! for its name (the environment, or an input a person typed), else its
+//! `default`; a required one with none refuses the package (a container
+//! gets `-e NAME`, so it sees it too). A value holding a `{placeholder}`
+//! is the user's to fill. `mcpb` bundles are downloaded, checked against
+//! `fileSha256` and unpacked by [`ServerJson::prepare`] ([`BundleError`] says what refuses one).
+//! Remotes: `streamable-http` or `sse`, their URL's and headers' `{name}`
+//! template variables answered the same way, else the variable's
+//! `default`; a URL, or a required header, that cannot be filled makes
+//! the remote unusable (`MissingVariable` when nothing else is), an
+//! optional header is left out. [`ServerJson::inputs`] lists what a person
+//! may be asked for, secrets marked.
 //!
 //! The arguments are handed to the program as they are, never through a
 //! shell, so a value in `server.json` cannot inject a command.
@@ -31,7 +33,7 @@
 use serde_json::Value;
 
 use crate::request::{ConnectRequest, TransportMode};
-use crate::transport::StdioCommand;
+use crate::transport::{HttpClient, StdioCommand};
 
 /// Why a `server.json` gave no request.
 #[derive(Debug, thiserror::Error)]
@@ -73,16 +75,43 @@ pub enum RegistryError {
         /// The variable.
         variable: String,
     },
+    /// The entry names a server without a pinned version (none, or
+    /// `latest`) and unpinned versions are not allowed.
+    #[error("{name} is not pinned to a version")]
+    Unpinned {
+        /// The server's registry name.
+        name: String,
+    },
+    /// A local `server.json` could not be read.
+    #[error("the server.json file could not be read")]
+    Read(#[source] std::io::Error),
+    /// An `mcpb` bundle is not the file its `server.json` describes, or
+    /// cannot be unpacked and started.
+    #[error("the mcpb bundle cannot be used")]
+    Bundle(#[source] BundleError),
 }
 
 mod fetch;
+mod inputs;
+mod mcpb;
 
-pub use fetch::PUBLIC_REGISTRY;
+pub use fetch::{RegistryOptions, PUBLIC_REGISTRY};
+pub use inputs::Variable;
+pub use mcpb::BundleError;
 
-/// A parsed `server.json` (or the `server` of a registry API answer).
+/// A request resolved from a `server.json`, with the remote's URL as
+/// written (its template variables unfilled) for display.
+pub(crate) struct Resolved {
+    pub(crate) request: ConnectRequest,
+    pub(crate) url_template: Option<String>,
+}
+
+/// A parsed `server.json` (or the `server` of a registry API answer), with
+/// the `mcpb` bundles [`prepare`](Self::prepare) unpacked for it.
 #[derive(Debug, Clone)]
 pub struct ServerJson {
     server: Value,
+    bundles: Vec<mcpb::Bundle>,
 }
 
 impl ServerJson {
@@ -94,7 +123,10 @@ impl ServerJson {
             _ => value,
         };
         match server.get("name").and_then(Value::as_str) {
-            Some(_) => Ok(ServerJson { server }),
+            Some(_) => Ok(ServerJson {
+                server,
+                bundles: Vec::new(),
+            }),
             None => Err(RegistryError::NotServerJson),
         }
     }
@@ -104,33 +136,83 @@ impl ServerJson {
         self.server["name"].as_str().unwrap_or_default()
     }
 
+    /// Downloads, checks and unpacks the `mcpb` bundles a request may
+    /// start: each one listed before the first other package whose runtime
+    /// is on the PATH, until one whose program is. A bundle whose SHA-256
+    /// is not its `fileSha256` refuses the server.
+    pub async fn prepare(
+        mut self,
+        client: &HttpClient,
+        options: &RegistryOptions,
+    ) -> Result<ServerJson, RegistryError> {
+        let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
+        let packages: Vec<Value> = list(&self.server, "packages").cloned().collect();
+        for (index, package) in packages.iter().enumerate() {
+            if text(package, "registryType") == Some("mcpb") {
+                let bundle = mcpb::prepare(client, options, index, package)
+                    .await
+                    .map_err(RegistryError::Bundle)?;
+                let startable = on_path(&bundle.program);
+                self.bundles.push(bundle);
+                if startable {
+                    break;
+                }
+            } else if Plan::of(package, None).is_some_and(|plan| on_path(&plan.program)) {
+                break;
+            }
+        }
+        Ok(self)
+    }
+
     /// A request for the server: the first package whose runtime
     /// `runtime_exists` says is there, else the first remote; named after
-    /// the server. `env` answers environment variables.
+    /// the server. `answer` answers the variables the server needs (a
+    /// value it answers is set for the child explicitly).
     pub fn request_with(
         &self,
         runtime_exists: &dyn Fn(&str) -> bool,
-        env: &dyn Fn(&str) -> Option<String>,
+        answer: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConnectRequest, RegistryError> {
+        Ok(self.resolve(runtime_exists, answer)?.request)
+    }
+
+    /// [`request_with`](Self::request_with), with the remote's URL
+    /// template kept for display.
+    pub(crate) fn resolve(
+        &self,
+        runtime_exists: &dyn Fn(&str) -> bool,
+        answer: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Resolved, RegistryError> {
         let name = self.name().to_owned();
         let mut runtimes = Vec::new();
         let mut missing = None;
-        for package in list(&self.server, "packages") {
-            let Some(plan) = Plan::of(package) else {
+        for (index, package) in list(&self.server, "packages").enumerate() {
+            let bundle = self.bundles.iter().find(|bundle| bundle.package == index);
+            let Some(plan) = Plan::of(package, bundle) else {
                 continue;
             };
             runtimes.push(plan.program.clone());
             if !runtime_exists(&plan.program) {
                 continue;
             }
-            match plan.command(package, env) {
-                Ok(command) => return Ok(ConnectRequest::stdio(command).with_name(name.as_str())),
+            match plan.command(package, answer) {
+                Ok(command) => {
+                    return Ok(Resolved {
+                        request: ConnectRequest::stdio(command).with_name(name.as_str()),
+                        url_template: None,
+                    })
+                }
                 Err(variable) => missing = missing.or(Some(variable)),
             }
         }
         for remote in list(&self.server, "remotes") {
-            match remote_request(remote, env) {
-                Ok(Some(request)) => return Ok(request.with_name(name.as_str())),
+            match remote_request(remote, answer) {
+                Ok(Some(request)) => {
+                    return Ok(Resolved {
+                        request: request.with_name(name.as_str()),
+                        url_template: text(remote, "url").map(str::to_owned),
+                    })
+                }
                 Ok(None) => {}
                 Err(variable) => missing = missing.or(Some(variable)),
             }
@@ -147,8 +229,17 @@ impl ServerJson {
     /// [`request_with`](Self::request_with) with the runtimes on this
     /// process's PATH and its environment.
     pub fn request(&self) -> Result<ConnectRequest, RegistryError> {
+        self.request_answered(&|name| std::env::var(name).ok())
+    }
+
+    /// [`request_with`](Self::request_with) with the runtimes on this
+    /// process's PATH, the variables answered by `answer`.
+    pub fn request_answered(
+        &self,
+        answer: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ConnectRequest, RegistryError> {
         let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
-        self.request_with(&on_path, &|name| std::env::var(name).ok())
+        self.request_with(&on_path, answer)
     }
 }
 
@@ -169,14 +260,18 @@ struct Plan {
     program: String,
     /// Arguments before the runtime arguments, and the package reference.
     before: Vec<String>,
-    reference: String,
+    reference: Option<String>,
     /// Arguments after the package arguments.
     after: Vec<String>,
+    /// Variables its bundle's manifest sets.
+    preset: Vec<(String, String)>,
     container: bool,
 }
 
 impl Plan {
-    fn of(package: &Value) -> Option<Plan> {
+    /// The plan of a stdio `package`; an `mcpb` one only once its
+    /// `bundle` is unpacked.
+    fn of(package: &Value, bundle: Option<&mcpb::Bundle>) -> Option<Plan> {
         if text(package.get("transport")?, "type") != Some("stdio") {
             return None;
         }
@@ -210,46 +305,60 @@ impl Plan {
                 strings(&["--yes", "--"]),
                 false,
             ),
+            "mcpb" => {
+                let bundle = bundle?;
+                return Some(Plan {
+                    program: bundle.program.clone(),
+                    before: bundle.args.clone(),
+                    reference: None,
+                    after: Vec::new(),
+                    preset: bundle.env.clone(),
+                    container: false,
+                });
+            }
             _ => return None,
         };
         Some(Plan {
             program: text(package, "runtimeHint").unwrap_or(program).to_owned(),
             before,
-            reference,
+            reference: Some(reference),
             after,
+            preset: Vec::new(),
             container,
         })
     }
 
-    /// The command, or the required variable that is missing.
+    /// The command, or the required variable that is missing. A fixed
+    /// `value` is set as it is; otherwise the answer, else the `default`.
     fn command(
         self,
         package: &Value,
-        env: &dyn Fn(&str) -> Option<String>,
+        answer: &dyn Fn(&str) -> Option<String>,
     ) -> Result<StdioCommand, String> {
         let mut args = self.before;
-        let mut set = Vec::new();
+        let mut set = self.preset;
         for variable in list(package, "environmentVariables") {
             let Some(name) = text(variable, "name") else {
                 continue;
             };
-            let given = text(variable, "value")
-                .or_else(|| text(variable, "default"))
-                .filter(|value| !value.contains('{'));
-            match (given, env(name)) {
-                (_, Some(_)) => {}
-                (Some(value), None) => set.push((name.to_owned(), value.to_owned())),
-                (None, None) if variable.get("isRequired") == Some(&Value::Bool(true)) => {
+            let fixed = text(variable, "value").filter(|value| !value.contains('{'));
+            let default = text(variable, "default").filter(|value| !value.contains('{'));
+            let value = (fixed.map(str::to_owned))
+                .or_else(|| answer(name))
+                .or_else(|| default.map(str::to_owned));
+            match value {
+                Some(value) => set.push((name.to_owned(), value)),
+                None if variable.get("isRequired") == Some(&Value::Bool(true)) => {
                     return Err(name.to_owned())
                 }
-                (None, None) => continue,
+                None => continue,
             }
             if self.container {
                 args.extend(["-e".to_owned(), name.to_owned()]);
             }
         }
         args.extend(arguments(package, "runtimeArguments"));
-        args.push(self.reference);
+        args.extend(self.reference);
         args.extend(self.after);
         args.extend(arguments(package, "packageArguments"));
         let command = StdioCommand::new(self.program).args(args);

@@ -60,12 +60,12 @@ pub(crate) struct Args {
     ])]
     pub(crate) registry_server: Option<String>,
 
-    /// With --registry-server NAME: take the latest version.
-    #[arg(long, requires = "registry_server")]
+    /// With --registry-server NAME, or a --config entry with no version: the latest.
+    #[arg(long)]
     pub(crate) allow_unpinned: bool,
 
-    /// The MCP Registry --registry-server asks (its /v0.1 API), through the
-    /// same proxy and CA as the server.
+    /// The MCP Registry --registry-server and "registry" entries ask (its
+    /// /v0.1 API), through the same proxy and CA as the server.
     #[arg(long, value_name = "URL", default_value = mcp_connect::registry::PUBLIC_REGISTRY)]
     pub(crate) registry: String,
 

@@ -40,8 +40,18 @@ pub(super) async fn run(
     signals: &Signals,
     tool_args: &serde_json::Value,
 ) -> ExitCode {
+    // One connector (one pooled HTTP client) for all, the registry too;
+    // the stack's deadline starts anew for every server it establishes.
+    let client = match http_client(args, false) {
+        Ok(client) => client,
+        Err(message) => return usage(&message),
+    };
+    let options = match super::request::registry_options(args) {
+        Ok(options) => options,
+        Err(message) => return usage(&message),
+    };
     let mut answers = Answers::new(args.standard);
-    let config = match answers.read_asking(path) {
+    let config = match answers.read_asking(path, &client, &options).await {
         Ok(config) => config,
         Err(error) => return usage(&format!("--config: {}", chain(&error))),
     };
@@ -77,12 +87,6 @@ pub(super) async fn run(
             json!({ "event": "server", "name": server.name(), "outcome": "disabled" }),
         );
     }
-    // One connector (one pooled HTTP client) for all; the stack's deadline
-    // starts anew for every server it establishes.
-    let client = match http_client(args, false) {
-        Ok(client) => client,
-        Err(message) => return usage(&message),
-    };
     let stack = EstablishBuilder::new(Connector::with_client(client))
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)

@@ -3,60 +3,107 @@
 //! description as the prompt; a `password` input is read without echo
 //! (rpassword) and never shown. Nothing is asked when stdin is not a
 //! terminal: the entries that need an answer are then refused, naming the
-//! input. The answers are kept for the run, so a reload asks nothing.
+//! input. The answers are kept for the run, so a reload asks nothing. A
+//! registry entry's secret variables are inputs too (its `server.json`
+//! fetched once, before anything is asked).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use mcp_connect::config::{ConfigFileError, Format, ServersConfig, Variables};
+use mcp_connect::config::{
+    ConfigFileError, Format, Input, RegistryDocuments, ServersConfig, Variables,
+};
+use mcp_connect::registry::RegistryOptions;
+use mcp_connect::transport::HttpClient;
 
 use super::output::shown;
 
-/// The inputs answered on the terminal, by id, and whether the file is
-/// read as the draft standard `mcp.json` (`--standard`).
+/// The inputs answered on the terminal, by id, whether the file is read as
+/// the draft standard `mcp.json` (`--standard`), and the `server.json` of
+/// its registry entries, fetched once.
 #[derive(Default)]
-pub(super) struct Answers(Vec<(String, String)>, bool);
+pub(super) struct Answers {
+    given: Vec<(String, String)>,
+    standard: bool,
+    registry: RegistryDocuments,
+}
 
 impl Answers {
     /// No answer yet; the file read strictly as the standard when asked.
     pub(super) fn new(standard: bool) -> Self {
-        Answers(Vec::new(), standard)
+        Answers {
+            standard,
+            ..Answers::default()
+        }
     }
 
-    /// Reads `path` with these answers and the process's environment.
+    /// Reads `path` with these answers and the process's environment, its
+    /// registry entries resolved from the documents fetched before (an
+    /// entry added since, on a reload, is not fetched: it says so).
     pub(super) fn read(&self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
         let env = |name: &str| std::env::var(name).ok();
-        let variables = (self.0.iter()).fold(Variables::new(&env), |variables, (id, value)| {
+        let variables = (self.given.iter()).fold(Variables::new(&env), |variables, (id, value)| {
             variables.with_input(id.as_str(), value.as_str())
         });
-        let format = match self.1 {
+        let format = match self.standard {
             true => Format::Standard,
             false => Format::of_path(path),
         };
-        ServersConfig::read_as(path, format, &variables)
+        let mut config = ServersConfig::read_as(path, format, &variables)?;
+        config.resolve_registry(&self.registry, &variables);
+        Ok(config)
     }
 
-    /// Reads `path`, first asking on the terminal for every input an entry
-    /// was refused for want of.
-    pub(super) fn read_asking(&mut self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
+    /// Reads `path`, fetching its registry entries' `server.json` through
+    /// `client` as `options` say, then asking on the terminal for every
+    /// input an entry was refused for want of.
+    pub(super) async fn read_asking(
+        &mut self,
+        path: &Path,
+        client: &HttpClient,
+        options: &RegistryOptions,
+    ) -> Result<ServersConfig, ConfigFileError> {
         let config = self.read(path)?;
-        let missing = config.missing_inputs();
-        if missing.is_empty() || !std::io::stdin().is_terminal() {
-            return Ok(config);
+        if config.registry_entries().next().is_none() {
+            return self.ask_missing(path, config);
         }
-        for id in missing {
-            let declared = config.inputs().iter().find(|input| input.id() == id);
-            let label = declared.and_then(|input| input.description()).unwrap_or(id);
-            let prompt = format!("{}: ", shown(label));
-            let secret = declared.is_some_and(|input| input.is_password());
-            match ask(&prompt, secret) {
-                Ok(value) => self.0.push((id.to_owned(), value)),
-                // No terminal after all: the entry stays refused.
-                Err(_) => return Ok(config),
-            }
-        }
-        self.read(path)
+        self.registry = config.fetch_registry(client, options).await;
+        let config = self.read(path)?;
+        self.ask_missing(path, config)
     }
+
+    fn ask_missing(
+        &mut self,
+        path: &Path,
+        config: ServersConfig,
+    ) -> Result<ServersConfig, ConfigFileError> {
+        let missing = config.missing_inputs();
+        match ask_for(config.inputs(), &missing) {
+            Some(given) => {
+                self.given.extend(given);
+                self.read(path)
+            }
+            None => Ok(config),
+        }
+    }
+}
+
+/// The answers to `missing` asked on the terminal, each with its declared
+/// prompt (a `password` input without echo); `None` when there is nothing
+/// to ask or no terminal to ask on: the entries stay refused.
+pub(super) fn ask_for(declared: &[Input], missing: &[&str]) -> Option<Vec<(String, String)>> {
+    if missing.is_empty() || !std::io::stdin().is_terminal() {
+        return None;
+    }
+    let mut given = Vec::new();
+    for id in missing {
+        let input = declared.iter().find(|input| input.id() == *id);
+        let label = input.and_then(|input| input.description()).unwrap_or(id);
+        let prompt = format!("{}: ", shown(label));
+        let secret = input.is_some_and(|input| input.is_password());
+        given.push(((*id).to_owned(), ask(&prompt, secret).ok()?));
+    }
+    Some(given)
 }
 
 /// One answer from the terminal, echoed or not.

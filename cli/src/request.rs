@@ -6,10 +6,11 @@
 use mcp_connect::auth::{
     AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider,
 };
+use mcp_connect::config::Input;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
-use mcp_connect::registry::ServerJson;
+use mcp_connect::registry::{RegistryOptions, ServerJson};
 use mcp_connect::request::{Limits, TransportMode, VersionPolicy};
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::ConnectRequest;
@@ -97,7 +98,10 @@ pub(super) async fn described_server(args: &Args) -> Result<Option<ServerJson>, 
     if let Some(path) = &args.server_json {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("--server-json: cannot read: {}", chain(&error)))?;
-        return ServerJson::parse(&text)
+        let server = ServerJson::parse(&text)
+            .map_err(|error| format!("--server-json: {}", chain(&error)))?;
+        let client = http_client(args, false)?;
+        return (server.prepare(&client, &registry_options(args)?).await)
             .map(Some)
             .map_err(|error| format!("--server-json: {}", chain(&error)));
     }
@@ -105,20 +109,64 @@ pub(super) async fn described_server(args: &Args) -> Result<Option<ServerJson>, 
         return Ok(None);
     };
     let (name, version) = match wanted.split_once('@') {
-        Some(pinned) => pinned,
-        None if args.allow_unpinned => (wanted.as_str(), "latest"),
-        None => {
-            return Err(
-                "--registry-server: give NAME@VERSION, or --allow-unpinned for the latest".into(),
-            )
-        }
+        Some((name, version)) => (name, Some(version)),
+        None => (wanted.as_str(), None),
     };
-    let base = url::Url::parse(&args.registry).map_err(|_| "--registry: not a URL".to_owned())?;
     let client = http_client(args, false)?;
-    ServerJson::fetch(&client, &base, name, version, args.handshake_timeout)
-        .await
-        .map(Some)
-        .map_err(|error| format!("--registry-server: {}", chain(&error)))
+    let options = registry_options(args)?;
+    let fetched = ServerJson::fetch_pinned(&client, &options, name, version).await;
+    let prepared = match fetched {
+        Ok(server) => server.prepare(&client, &options).await,
+        Err(error) => Err(error),
+    };
+    let hint = match prepared {
+        Err(mcp_connect::registry::RegistryError::Unpinned { .. }) => {
+            ": give NAME@VERSION, or --allow-unpinned for the latest"
+        }
+        _ => "",
+    };
+    (prepared.map(Some)).map_err(|error| format!("--registry-server: {}{hint}", chain(&error)))
+}
+
+/// The request a `server.json` gives, a variable it needs that the
+/// environment does not have asked on the terminal (a secret without
+/// echo), each once.
+fn described_request(server: &ServerJson) -> Result<ConnectRequest, String> {
+    use mcp_connect::registry::RegistryError;
+    let mut given: Vec<(String, String)> = Vec::new();
+    loop {
+        let answer = |name: &str| {
+            let typed = given.iter().find(|(id, _)| id == name);
+            typed
+                .map(|(_, value)| value.clone())
+                .or_else(|| std::env::var(name).ok())
+        };
+        match server.request_answered(&answer) {
+            Err(RegistryError::MissingVariable { variable, .. })
+                if !given.iter().any(|(id, _)| *id == variable) =>
+            {
+                let declared: Vec<Input> = server.inputs().iter().map(Input::from).collect();
+                let asked = super::prompt::ask_for(&declared, &[variable.as_str()]);
+                let error = RegistryError::MissingVariable {
+                    name: server.name().to_owned(),
+                    variable,
+                };
+                given.extend(asked.ok_or_else(|| chain(&error))?);
+            }
+            other => return other.map_err(|error| chain(&error)),
+        }
+    }
+}
+
+/// How the registry is asked: `--registry`, `--allow-unpinned`, within the
+/// handshake timeout.
+pub(super) fn registry_options(args: &Args) -> Result<RegistryOptions, String> {
+    let base = url::Url::parse(&args.registry).map_err(|_| "--registry: not a URL".to_owned())?;
+    let options = RegistryOptions::new(base).with_time_limit(args.handshake_timeout);
+    Ok(match args.allow_unpinned {
+        true => options.allow_unpinned(),
+        false => options,
+    })
 }
 
 /// The connect request the arguments describe, or the usage error to print.
@@ -141,7 +189,7 @@ pub(super) fn request_from(
         }
     }
     let described = match described {
-        Some(server) => Some(server.request().map_err(|error| chain(&error))?),
+        Some(server) => Some(described_request(server)?),
         None => None,
     };
     let from_registry = described.is_some();

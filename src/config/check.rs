@@ -81,6 +81,39 @@ impl Launch {
     }
 }
 
+impl Launch {
+    /// The launch of a server resolved from a registry `server.json`: the
+    /// program and arguments it gives (none is the user's: variables are
+    /// set in the environment, whose names alone are shown), or the
+    /// remote's URL template, userinfo and query values masked, and the
+    /// header names.
+    pub(super) fn of_resolved(target: &Target, url_template: Option<&str>) -> Launch {
+        match target {
+            Target::Stdio(command) => {
+                let argv = std::iter::once(command.program())
+                    .chain(command.arguments())
+                    .map(|part| part.to_string_lossy().into_owned())
+                    .collect();
+                let env = (command.environment().iter())
+                    .map(|(name, _)| name.to_string_lossy().into_owned())
+                    .collect();
+                Launch::Stdio {
+                    argv,
+                    env,
+                    cwd: None,
+                }
+            }
+            Target::Http { headers, .. } => Launch::Http {
+                url: masked_url(url_template.unwrap_or_default()),
+                headers: (headers.keys())
+                    .map(|name| name.as_str().to_owned())
+                    .collect(),
+                socket: None,
+            },
+        }
+    }
+}
+
 impl super::ServerConfig {
     /// How the server is started or reached, every secret value masked
     /// (see [`Launch`]).

@@ -88,6 +88,9 @@ impl EntryProblem {
             EntryProblem::UnknownType | EntryProblem::TypeMismatch => Some("type"),
             EntryProblem::CommandAndUrl => Some("url"),
             EntryProblem::SocketWithoutUrl => Some("socket"),
+            EntryProblem::RegistryAndLaunch
+            | EntryProblem::RegistryNotFetched
+            | EntryProblem::Registry(_) => Some("registry"),
             EntryProblem::ReplicasWithoutUrl => Some("replicas"),
             EntryProblem::NonStandardType => Some("type"),
             EntryProblem::FieldNotForType { field } => Some(field),
@@ -199,6 +202,16 @@ pub enum EntryProblem {
     /// `${` without its `}`.
     #[error("a `${{` reference is not closed")]
     UnterminatedVariable,
+    /// `registry` beside `command` or `url`: one way to start the server.
+    #[error("the entry has `registry` and also `command` or `url`")]
+    RegistryAndLaunch,
+    /// A `registry` entry whose `server.json` was not fetched yet
+    /// ([`ServersConfig::fetch_registry`](super::ServersConfig::fetch_registry)).
+    #[error("the registry server was not fetched")]
+    RegistryNotFetched,
+    /// The registry server cannot be started or reached here.
+    #[error("the registry server cannot be used")]
+    Registry(#[source] std::sync::Arc<crate::registry::RegistryError>),
     /// The URL, a header, or the command is refused by
     /// [`ConnectRequest`](crate::ConnectRequest) (a bad URL or port, a
     /// header the transport owns, an empty command).

@@ -56,6 +56,12 @@ impl<'a> Variables<'a> {
         self
     }
 
+    /// The input `name`, else the environment's variable `name`: how a
+    /// registry server's variable is answered.
+    pub(super) fn lookup(&self, name: &str) -> Option<String> {
+        (self.inputs.get(name).cloned()).or_else(|| (self.env)(name))
+    }
+
     /// One alternative of a reference, or `None` when it has no value.
     fn answer(&self, alternative: &str) -> Result<Option<String>, EntryProblem> {
         let (kind, rest) = match alternative.split_once(':') {

@@ -16,6 +16,18 @@ pub struct Input {
     password: bool,
 }
 
+/// A registry server's variable as an input of its name, a secret asked
+/// without echo.
+impl From<&crate::registry::Variable> for Input {
+    fn from(variable: &crate::registry::Variable) -> Self {
+        Input {
+            id: variable.name().to_owned(),
+            description: variable.description().map(str::to_owned),
+            password: variable.is_secret(),
+        }
+    }
+}
+
 impl Input {
     /// What `${input:ID}` names.
     pub fn id(&self) -> &str {

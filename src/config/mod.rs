@@ -64,10 +64,12 @@ mod inputs;
 mod jsonc;
 mod oauth;
 mod policies;
+mod registry;
 #[cfg(test)]
 mod schema;
 mod settings;
 mod standard;
+mod target;
 
 use std::fmt;
 use std::path::Path;
@@ -78,7 +80,6 @@ pub use check::Launch;
 pub use error::{ConfigFileError, EntryError, EntryProblem};
 
 use crate::request::TransportMode;
-use crate::transport::StdioCommand;
 use crate::ConnectRequest;
 use expand::expand;
 pub use expand::Variables;
@@ -86,7 +87,9 @@ use fields::{flag, list, strings, text};
 pub use format::Format;
 pub use inputs::Input;
 pub use oauth::OAuthSettings;
+pub use registry::{RegistryDocuments, RegistrySource};
 use settings::Settings;
+use target::{invalid, remote, stdio};
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
 /// beyond any real file.
@@ -95,7 +98,7 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// The fields this reader understands; every other one is kept as unknown.
 const KNOWN: &[&str] = &[
     "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket", "enabled",
-    "disabled", "required",
+    "disabled", "required", "registry", "version",
 ];
 
 /// Every server of one config file, each read on its own, in name order.
@@ -103,6 +106,8 @@ const KNOWN: &[&str] = &[
 pub struct ServersConfig {
     entries: Vec<Result<ServerConfig, EntryError>>,
     inputs: Vec<Input>,
+    /// The registry entries not resolved yet, as written.
+    pending: Vec<(String, Map<String, Value>)>,
 }
 
 /// One server of a config file: its name, the request that reaches it and
@@ -230,9 +235,19 @@ impl ServersConfig {
         variables: &Variables<'_>,
         standard: bool,
     ) -> Self {
+        let mut pending = Vec::new();
         let entries = servers
             .iter()
             .map(|(name, entry)| {
+                if let Value::Object(written) = entry {
+                    if matches!(
+                        registry::unresolved(written),
+                        EntryProblem::RegistryNotFetched
+                    ) && written.contains_key("registry")
+                    {
+                        pending.push((name.clone(), written.clone()));
+                    }
+                }
                 let checked = match standard {
                     true => standard::check(name, entry),
                     false => Ok(()),
@@ -248,6 +263,7 @@ impl ServersConfig {
         ServersConfig {
             entries,
             inputs: Vec::new(),
+            pending,
         }
     }
 
@@ -300,6 +316,9 @@ impl ServerConfig {
         let Value::Object(entry) = entry else {
             return Err(EntryProblem::NotAnObject);
         };
+        if entry.contains_key("registry") {
+            return Err(registry::unresolved(entry));
+        }
         let mode = match text(entry, "type")? {
             None => None,
             Some("stdio") => Some(TransportMode::Stdio),
@@ -322,6 +341,19 @@ impl ServerConfig {
             }
             _ => return Err(EntryProblem::TypeMismatch),
         };
+        let launch = Launch::of(request.target(), entry);
+        Self::finish(name, entry, request, launch, variables)
+    }
+
+    /// The entry's settings read around the `request` that reaches its
+    /// server (from `command` or `url`, or from a registry `server.json`).
+    fn finish(
+        name: &str,
+        entry: &Map<String, Value>,
+        request: ConnectRequest,
+        launch: Launch,
+        variables: &Variables<'_>,
+    ) -> Result<Self, EntryProblem> {
         let mut settings = Settings::read(entry)?;
         let limits = settings.limits(request.limits());
         let request = request.with_name(name).with_limits(limits);
@@ -347,7 +379,6 @@ impl ServerConfig {
         // The entry as written (its variables unexpanded; the target's
         // own fingerprint covers what they expand to).
         let written = serde_json::to_vec(entry).expect("JSON values serialize");
-        let launch = Launch::of(request.target(), entry);
         Ok(ServerConfig {
             name: name.to_owned(),
             request,
@@ -407,51 +438,6 @@ impl ServerConfig {
     pub fn unknown_fields(&self) -> impl Iterator<Item = &str> {
         self.unknown.keys().map(String::as_str)
     }
-}
-
-fn stdio(
-    command: &str,
-    entry: &Map<String, Value>,
-    env: &Variables<'_>,
-) -> Result<ConnectRequest, EntryProblem> {
-    let mut stdio = StdioCommand::new(expand(command, env)?);
-    for arg in list(entry, "args")? {
-        stdio = stdio.args([expand(arg, env)?]);
-    }
-    for (key, value) in strings(entry, "env")? {
-        stdio = stdio.env(key, expand(value, env)?);
-    }
-    if let Some(cwd) = text(entry, "cwd")? {
-        stdio = stdio.current_dir(expand(cwd, env)?);
-    }
-    Ok(ConnectRequest::stdio(stdio))
-}
-
-fn remote(
-    url: &str,
-    mode: TransportMode,
-    entry: &Map<String, Value>,
-    env: &Variables<'_>,
-) -> Result<ConnectRequest, EntryProblem> {
-    let mut request = ConnectRequest::http(&expand(url, env)?).map_err(invalid)?;
-    for (name, value) in strings(entry, "headers")? {
-        request = request
-            .with_header(name, &expand(value, env)?)
-            .map_err(invalid)?;
-    }
-    for (name, value) in codex::headers(entry)? {
-        request = request
-            .with_header(&name, &expand(&value, env)?)
-            .map_err(invalid)?;
-    }
-    if let Some(socket) = text(entry, "socket")? {
-        request = request.with_unix_socket(expand(socket, env)?);
-    }
-    Ok(request.with_mode(mode))
-}
-
-fn invalid(error: crate::Error) -> EntryProblem {
-    EntryProblem::Invalid(Box::new(error))
 }
 
 /// The name, whether it is a command or a URL, the transport and the

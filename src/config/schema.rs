@@ -49,6 +49,13 @@ struct Entry {
     env: Option<BTreeMap<String, String>>,
     /// Its working directory.
     cwd: Option<String>,
+    /// A server of the MCP Registry (`io.github.owner/name`), or a
+    /// `server.json` file (a value ending in `.json`), instead of `command`
+    /// or `url`.
+    registry: Option<String>,
+    /// The registry server's version: required unless the application
+    /// allows the latest.
+    version: Option<String>,
     /// The server's URL (http or https).
     url: Option<String>,
     /// Headers sent with every request.

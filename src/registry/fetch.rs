@@ -4,6 +4,7 @@
 //! [`HttpClient`] (so its proxy, CA and TLS settings apply), within a time
 //! limit and a size bound.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,7 +31,83 @@ pub(super) fn version_url(base: &Url, name: &str, version: &str) -> Result<Url, 
     Ok(url)
 }
 
+/// How registry servers are fetched: from which registry, within which
+/// time limit, whether an unpinned version is allowed, and where `mcpb`
+/// bundles are kept.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    pub(super) base: Url,
+    pub(super) limit: Duration,
+    pub(super) allow_unpinned: bool,
+    pub(super) bundle_dir: PathBuf,
+}
+
+impl RegistryOptions {
+    /// The registry at `base`; 30 s for each fetch; a version required;
+    /// bundles under the user's cache directory
+    /// (`$XDG_CACHE_HOME/mcp-connect/mcpb`, else `~/.cache/...`).
+    pub fn new(base: Url) -> Self {
+        let cache = (std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from))
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        RegistryOptions {
+            base,
+            limit: Duration::from_secs(30),
+            allow_unpinned: false,
+            bundle_dir: cache.join("mcp-connect").join("mcpb"),
+        }
+    }
+
+    /// The public registry ([`PUBLIC_REGISTRY`]).
+    pub fn public() -> Self {
+        Self::new(Url::parse(PUBLIC_REGISTRY).expect("the public registry's URL parses"))
+    }
+
+    /// Each fetch (a `server.json`, a bundle) within `limit`.
+    #[must_use]
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// A server named without a version, or at `latest`, is fetched at its
+    /// latest version instead of refused.
+    #[must_use]
+    pub fn allow_unpinned(mut self) -> Self {
+        self.allow_unpinned = true;
+        self
+    }
+
+    /// `mcpb` bundles are downloaded and unpacked under `dir`, one
+    /// directory per digest.
+    #[must_use]
+    pub fn with_bundle_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.bundle_dir = dir.into();
+        self
+    }
+}
+
 impl ServerJson {
+    /// Fetches `name` at `version` as `options` say: no version, or
+    /// `latest`, is [`RegistryError::Unpinned`] unless they allow it.
+    pub async fn fetch_pinned(
+        client: &HttpClient,
+        options: &RegistryOptions,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<ServerJson, RegistryError> {
+        let version = match version {
+            Some(version) if version != "latest" => version,
+            _ if options.allow_unpinned => "latest",
+            _ => {
+                return Err(RegistryError::Unpinned {
+                    name: name.to_owned(),
+                })
+            }
+        };
+        Self::fetch(client, &options.base, name, version, options.limit).await
+    }
+
     /// Fetches `name` at `version` (`"latest"` for the newest) from the
     /// registry at `base` through `client`, within `limit`.
     pub async fn fetch(

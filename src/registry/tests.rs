@@ -62,13 +62,14 @@ fn each_registry_type_starts_as_its_host_would() {
     let Target::Stdio(command) = npm.target() else {
         unreachable!()
     };
-    // The default is set; the token comes from the environment the child inherits.
+    // The default is set, and the answered token too (an answer may be an
+    // input a person typed, not in this process's environment).
     let env: Vec<_> = command
         .environment()
         .iter()
         .map(|(k, v)| (k.to_str().unwrap(), v.to_str().unwrap()))
         .collect();
-    assert_eq!(env, [("FILES_ROOT", "/srv")]);
+    assert_eq!(env, [("FILES_ROOT", "/srv"), ("FILES_TOKEN", "t")]);
 
     let pypi = server.request_with(&only("uvx"), &token).unwrap();
     assert_eq!(argv(&pypi), ["uvx", "acme-files==1.2.0"]);
@@ -165,4 +166,129 @@ fn a_remotes_template_variables_are_filled() {
         matches!(&error, RegistryError::MissingVariable { variable, .. } if variable == "region"),
         "{error:?}"
     );
+}
+
+/// A zip of `files` (name, contents, unix mode), as an mcpb bundle is.
+fn zip_of(files: &[(&str, &str, u32)]) -> bytes::Bytes {
+    use std::io::Write as _;
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut zip = zip::ZipWriter::new(&mut out);
+    for (name, contents, mode) in files {
+        let options = zip::write::SimpleFileOptions::default().unix_permissions(*mode);
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(contents.as_bytes()).unwrap();
+    }
+    zip.finish().unwrap();
+    bytes::Bytes::from(out.into_inner())
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    crate::redact::hex(&sha2::Sha256::digest(bytes))
+}
+
+fn bundle_json(url: &str, digest: &str) -> String {
+    serde_json::json!({ "name": "io.github.acme/bundled", "version": "1.0.0",
+        "packages": [ { "registryType": "mcpb", "identifier": url, "version": "1.0.0",
+                        "fileSha256": digest, "transport": { "type": "stdio" },
+                        "packageArguments": [ { "type": "positional", "value": "--serve" } ],
+                        "environmentVariables": [ { "name": "LEVEL", "default": "info" } ] } ] })
+    .to_string()
+}
+
+/// An mcpb package: downloaded, refused when its SHA-256 is not the one
+/// given, unpacked once under its digest and started as its manifest says;
+/// a path leaving the bundle refuses it with nothing written outside.
+#[tokio::test]
+async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
+    let manifest = r#"{ "manifest_version": "0.2", "name": "bundled", "version": "1.0.0",
+        "server": { "type": "binary", "entry_point": "server.sh",
+                    "mcp_config": { "command": "sh", "args": ["${__dirname}/server.sh"],
+                                    "env": { "DATA": "${__dirname}/data" } } } }"#;
+    let good = zip_of(&[
+        ("manifest.json", manifest, 0o644),
+        ("server.sh", "exit 0", 0o755),
+    ]);
+    let evil = zip_of(&[
+        ("manifest.json", manifest, 0o644),
+        ("../escaped", "x", 0o644),
+    ]);
+    let (good_bytes, evil_bytes) = (good.clone(), evil.clone());
+    let server =
+        crate::testkit::ScriptServer::start(
+            move |request: &crate::testkit::Recorded| match request.path.as_str() {
+                "/good.mcpb" => {
+                    crate::testkit::Script::Raw(200, "application/zip", good_bytes.clone())
+                }
+                "/evil.mcpb" => {
+                    crate::testkit::Script::Raw(200, "application/zip", evil_bytes.clone())
+                }
+                _ => crate::testkit::Script::Status(404),
+            },
+        )
+        .await;
+    let root = std::env::temp_dir().join(format!("mcpb-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let bundles = root.join("bundles");
+    let options = RegistryOptions::public().with_bundle_dir(&bundles);
+    let client = crate::transport::HttpClient::default_client();
+    let good_url = server.url_for("/good.mcpb");
+
+    let wrong = ServerJson::parse(&bundle_json(&good_url, &sha256(b"another file"))).unwrap();
+    let error = wrong.prepare(&client, &options).await.unwrap_err();
+    assert!(
+        matches!(error, RegistryError::Bundle(BundleError::DigestMismatch)),
+        "{error:?}"
+    );
+    assert!(!bundles.join(sha256(&good)).exists(), "nothing unpacked");
+
+    let right = ServerJson::parse(&bundle_json(&good_url, &sha256(&good))).unwrap();
+    let prepared = right.clone().prepare(&client, &options).await.unwrap();
+    let dir = bundles.join(sha256(&good));
+    let none = |_: &str| None;
+    let request = prepared.request_with(&only("sh"), &none).unwrap();
+    let script = format!("{}/server.sh", dir.display());
+    assert_eq!(argv(&request), ["sh", script.as_str(), "--serve"]);
+    let Target::Stdio(command) = request.target() else {
+        unreachable!()
+    };
+    let env: Vec<_> = (command.environment().iter())
+        .map(|(k, v)| {
+            (
+                k.to_str().unwrap().to_owned(),
+                v.to_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let data = format!("{}/data", dir.display());
+    assert_eq!(
+        env,
+        [
+            ("DATA".to_owned(), data),
+            ("LEVEL".to_owned(), "info".to_owned())
+        ]
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.join("server.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o111, 0o111, "executable kept");
+    }
+    // Unpacked once: a second prepare downloads nothing.
+    let downloads = server.recorded().len();
+    right.prepare(&client, &options).await.unwrap();
+    assert_eq!(server.recorded().len(), downloads);
+
+    let evil_url = server.url_for("/evil.mcpb");
+    let evil_json = ServerJson::parse(&bundle_json(&evil_url, &sha256(&evil))).unwrap();
+    let error = evil_json.prepare(&client, &options).await.unwrap_err();
+    assert!(
+        matches!(error, RegistryError::Bundle(BundleError::Malformed)),
+        "{error:?}"
+    );
+    assert!(!root.join("escaped").exists() && !bundles.join(sha256(&evil)).exists());
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -607,6 +607,89 @@ async fn a_registry_server_is_fetched_and_reached() {
         .any(|r| r.path == "/v0.1/servers/io.github.acme%2Ffiles/versions/latest"));
 }
 
+/// Issue 45, item 3: a config entry naming a registry server is fetched
+/// pinned from `--registry` and checked as its package's launch; a secret
+/// variable it needs comes from the environment and is never printed; one
+/// the environment lacks refuses the entry naming it (no terminal to ask
+/// on); an unpinned entry is refused without asking the registry.
+#[tokio::test]
+async fn check_shows_a_registry_entrys_launch_with_its_secret_masked() {
+    let registry = ScriptServer::start(|request: &Recorded| {
+        if request.path != "/v0.1/servers/io.github.acme%2Ffiles/versions/1.2.0" {
+            return Script::Status(404);
+        }
+        let server = serde_json::json!({ "name": "io.github.acme/files", "version": "1.2.0",
+            "description": "Files",
+            "packages": [ { "registryType": "npm", "identifier": "@acme/files", "version": "1.2.0",
+                "runtimeHint": "sh", "transport": { "type": "stdio" },
+                "environmentVariables": [ { "name": "FILES_TOKEN", "isRequired": true,
+                                            "isSecret": true } ] } ] });
+        Script::Json(200, serde_json::json!({ "server": server, "_meta": {} }))
+    })
+    .await;
+    let base = registry.url().trim_end_matches("/mcp").to_owned();
+    let config = write_config(
+        r#"{ "mcpServers": {
+  "files": { "registry": "io.github.acme/files", "version": "1.2.0" },
+  "loose": { "registry": "io.github.acme/files" } } }"#,
+    );
+    let path = config.as_str().to_owned();
+    let check = move |token: Option<&str>| {
+        let mut command = crate::support::cli::command(&[
+            "--config",
+            &path,
+            "--check",
+            "--json",
+            "--registry",
+            &base,
+        ]);
+        match token {
+            Some(token) => command.env("FILES_TOKEN", token),
+            None => command.env_remove("FILES_TOKEN"),
+        };
+        crate::support::cli::run_command(command)
+    };
+    let first = check.clone();
+    let output = tokio::task::spawn_blocking(move || first(Some(SECRET)))
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "the unpinned entry: {stdout}"
+    );
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    let lines = json_lines(&output);
+    let of = |name: &str| lines.iter().find(|l| l["name"] == name).unwrap().clone();
+    assert_eq!(
+        of("files")["launch"],
+        "stdio: sh -y @acme/files@1.2.0; env FILES_TOKEN"
+    );
+    assert!(
+        of("loose")["error"]
+            .as_str()
+            .unwrap()
+            .contains("not pinned"),
+        "{stdout}"
+    );
+    let asked: Vec<_> = registry.recorded().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        asked,
+        ["/v0.1/servers/io.github.acme%2Ffiles/versions/1.2.0"]
+    );
+
+    let output = tokio::task::spawn_blocking(move || check(None))
+        .await
+        .unwrap();
+    let lines = json_lines(&output);
+    let files = lines.iter().find(|l| l["name"] == "files").unwrap();
+    assert!(
+        files["error"].as_str().unwrap().contains("FILES_TOKEN"),
+        "{files}"
+    );
+}
+
 /// `--config FILE --json` at the 2025-11-25 pin within `deadline`.
 async fn run_config(config: &str, deadline: &str) -> std::process::Output {
     run_async(&[

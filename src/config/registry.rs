@@ -1,0 +1,193 @@
+//! Entries that name a server of the MCP Registry instead of a `command`
+//! or a `url`:
+//!
+//! ```json
+//! "files": { "registry": "io.github.acme/files", "version": "1.2.0" },
+//! "local": { "registry": "./server.json" }
+//! ```
+//!
+//! Reading the file never touches the network, so such an entry is first
+//! [`EntryProblem::RegistryNotFetched`]. [`ServersConfig::fetch_registry`]
+//! gets each `server.json` (from the registry's API, or the local file a
+//! `registry` ending in `.json` names) and
+//! [`ServersConfig::resolve_registry`] turns it into the entry's request
+//! the way [`ServerJson`] does, with the entry's own settings (timeouts,
+//! tools, policies, `enabled`, ...) around it. The two steps are apart so
+//! an application can ask a person for the inputs the server needs and
+//! resolve again without fetching again. A variable the server needs
+//! (`isRequired` or `isSecret`, with no value) is answered by the input of
+//! its name, else the environment; one with neither refuses the entry as
+//! [`EntryProblem::MissingInput`], and the server's declared variables
+//! join [`ServersConfig::inputs`], so the command prompts for them as for
+//! VS Code's inputs (a secret without echo).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{check::Launch, fields::text, EntryError, EntryProblem, ServerConfig, ServersConfig};
+use super::{Variables, MAX_FILE_BYTES};
+use crate::registry::{RegistryError, RegistryOptions, ServerJson};
+use crate::transport::{HttpClient, StdioCommand};
+
+/// Where a registry entry's `server.json` comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistrySource {
+    /// A server of the registry by its name, at `version` (`None`: the
+    /// entry gave none, refused unless unpinned versions are allowed).
+    Registry {
+        /// The server's registry name (`io.github.owner/name`).
+        name: String,
+        /// The version the entry pins.
+        version: Option<String>,
+    },
+    /// A `server.json` file (a `registry` value ending in `.json`).
+    File(PathBuf),
+}
+
+/// The `server.json` of each registry entry, fetched once: give it to
+/// [`ServersConfig::resolve_registry`] as often as needed.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryDocuments(Vec<(String, Result<ServerJson, Arc<RegistryError>>)>);
+
+/// What an entry with a `registry` field is, before anything is fetched.
+pub(super) fn unresolved(entry: &Map<String, Value>) -> EntryProblem {
+    if entry.contains_key("command") || entry.contains_key("url") {
+        return EntryProblem::RegistryAndLaunch;
+    }
+    match (text(entry, "registry"), text(entry, "version")) {
+        (Err(problem), _) | (_, Err(problem)) => problem,
+        _ => EntryProblem::RegistryNotFetched,
+    }
+}
+
+fn source(entry: &Map<String, Value>) -> Option<RegistrySource> {
+    let registry = text(entry, "registry").ok()??;
+    if registry.ends_with(".json") {
+        return Some(RegistrySource::File(PathBuf::from(registry)));
+    }
+    Some(RegistrySource::Registry {
+        name: registry.to_owned(),
+        version: text(entry, "version").ok()?.map(str::to_owned),
+    })
+}
+
+impl ServersConfig {
+    /// The entries that name a registry server and are not resolved yet,
+    /// with where their `server.json` comes from.
+    pub fn registry_entries(&self) -> impl Iterator<Item = (&str, RegistrySource)> {
+        (self.pending.iter()).filter_map(|(name, entry)| Some((name.as_str(), source(entry)?)))
+    }
+
+    /// Fetches the `server.json` of every registry entry through `client`
+    /// (its proxy, CA and TLS settings), as `options` say: from the
+    /// registry at their base URL within their time limit, a version
+    /// required unless they allow unpinned ones; a local file is read as
+    /// it is. One failure is that entry's alone.
+    pub async fn fetch_registry(
+        &self,
+        client: &HttpClient,
+        options: &RegistryOptions,
+    ) -> RegistryDocuments {
+        let mut documents = Vec::new();
+        for (name, source) in self.registry_entries() {
+            let document = match source {
+                RegistrySource::File(path) => read_file(&path),
+                RegistrySource::Registry { name, version } => {
+                    ServerJson::fetch_pinned(client, options, &name, version.as_deref()).await
+                }
+            };
+            let document = match document {
+                Ok(server) => server.prepare(client, options).await,
+                Err(error) => Err(error),
+            };
+            documents.push((name.to_owned(), document.map_err(Arc::new)));
+        }
+        RegistryDocuments(documents)
+    }
+
+    /// Resolves each registry entry `documents` has a `server.json` for
+    /// into a server, its variables answered by `variables`' inputs, else
+    /// the environment; an entry that cannot be is refused, naming why.
+    /// The servers' declared variables join [`inputs`](Self::inputs).
+    pub fn resolve_registry(&mut self, documents: &RegistryDocuments, variables: &Variables<'_>) {
+        let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
+        for (name, document) in &documents.0 {
+            let Some(at) = self.pending.iter().position(|(pending, _)| pending == name) else {
+                continue;
+            };
+            let resolved = match document {
+                Ok(server) => {
+                    for variable in server.inputs() {
+                        if !self
+                            .inputs
+                            .iter()
+                            .any(|known| known.id() == variable.name())
+                        {
+                            self.inputs.push((&variable).into());
+                        }
+                    }
+                    let answer = |variable: &str| variables.lookup(variable);
+                    resolve(
+                        name,
+                        &self.pending[at].1,
+                        server,
+                        &on_path,
+                        &answer,
+                        variables,
+                    )
+                }
+                Err(error) => Err(EntryProblem::Registry(error.clone())),
+            };
+            let slot = self.entries.iter_mut().find(|entry| match entry {
+                Err(error) => error.name == *name,
+                Ok(_) => false,
+            });
+            let Some(slot) = slot else { continue };
+            let position = slot.as_ref().err().and_then(|error| error.position);
+            if resolved.is_ok() {
+                self.pending.remove(at);
+            }
+            *slot = resolved.map_err(|problem| EntryError {
+                name: name.clone(),
+                problem,
+                position,
+            });
+        }
+    }
+}
+
+/// The entry `name` from `server`, with the entry's own settings.
+fn resolve(
+    name: &str,
+    entry: &Map<String, Value>,
+    server: &ServerJson,
+    runtime_exists: &dyn Fn(&str) -> bool,
+    answer: &dyn Fn(&str) -> Option<String>,
+    variables: &Variables<'_>,
+) -> Result<ServerConfig, EntryProblem> {
+    let resolved = server
+        .resolve(runtime_exists, answer)
+        .map_err(|error| match error {
+            RegistryError::MissingVariable { variable, .. } => {
+                EntryProblem::MissingInput { id: variable }
+            }
+            other => EntryProblem::Registry(Arc::new(other)),
+        })?;
+    let launch = Launch::of_resolved(resolved.request.target(), resolved.url_template.as_deref());
+    ServerConfig::finish(name, entry, resolved.request, launch, variables)
+}
+
+fn read_file(path: &std::path::Path) -> Result<ServerJson, RegistryError> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE_BYTES).read_to_string(&mut text))
+        .map_err(RegistryError::Read)?;
+    ServerJson::parse(&text)
+}
+
+#[cfg(test)]
+mod tests;
