@@ -108,6 +108,30 @@ fn every_hosts_documented_file_reads_to_the_expected_servers() {
         "amap: http: https://mcp.amap.com/sse?key=***",
         "github: stdio: npx -y @modelcontextprotocol/server-github; env GITHUB_PERSONAL_ACCESS_TOKEN",
     ]);
+    let fastmcp = r#"{ "mcpServers": {
+        "weather": { "url": "https://weather.example.com/mcp", "transport": "http",
+            "include_tags": ["forecast"], "exclude_tags": ["admin"] },
+        "legacy": { "url": "https://old.example.com/events", "transport": "sse" },
+        "assistant": { "command": "python", "args": ["./assistant_server.py"],
+            "env": { "DEBUG": "true" }, "tags": ["local"] } } }"#;
+    assert_eq!(
+        launches(fastmcp, Format::Json),
+        [
+            "assistant: stdio: python ./assistant_server.py; env DEBUG",
+            "legacy: http: https://old.example.com/events",
+            "weather: http: https://weather.example.com/mcp",
+        ]
+    );
+    let config = ServersConfig::parse(fastmcp).unwrap();
+    let weather = config.get("weather").unwrap();
+    assert_eq!(
+        (weather.included_tags(), weather.excluded_tags()),
+        (&["forecast".to_owned()][..], &["admin".to_owned()][..])
+    );
+    assert!(config.get("assistant").unwrap().has_tag("local"));
+    let legacy = config.get("legacy").unwrap().request();
+    assert_eq!(legacy.mode(), crate::request::TransportMode::Sse);
+    assert_eq!(weather.unknown_fields().count(), 0);
 }
 
 /// One mistaken entry's problem and where it is (line and column from 1).

@@ -88,6 +88,11 @@ impl EntryProblem {
             EntryProblem::UnknownType | EntryProblem::TypeMismatch => Some("type"),
             EntryProblem::CommandAndUrl => Some("url"),
             EntryProblem::SocketWithoutUrl => Some("socket"),
+            EntryProblem::NotOverSocket { field } | EntryProblem::NeedsUrl { field } => Some(field),
+            EntryProblem::BadProxy(_) => Some("proxy"),
+            EntryProblem::CaFile(_) | EntryProblem::NoTls => Some("cacert"),
+            #[cfg(feature = "rustls")]
+            EntryProblem::BadCa(_) => Some("cacert"),
             EntryProblem::RegistryAndLaunch
             | EntryProblem::RegistryNotFetched
             | EntryProblem::Registry(_) => Some("registry"),
@@ -150,6 +155,33 @@ pub enum EntryProblem {
     /// Unix socket.
     #[error("`socket` is for an entry with a `url`")]
     SocketWithoutUrl,
+    /// `proxy` or `cacert` on a stdio entry: they are for reaching a
+    /// remote server.
+    #[error("`{field}` is for an entry with a `url`")]
+    NeedsUrl {
+        /// The field.
+        field: &'static str,
+    },
+    /// `proxy` or `cacert` beside `socket`: no proxy and no TLS apply over
+    /// a Unix socket.
+    #[error("`{field}` does not apply over a `socket`")]
+    NotOverSocket {
+        /// The field.
+        field: &'static str,
+    },
+    /// `proxy` is not a usable proxy URL.
+    #[error("`proxy` is not a usable proxy")]
+    BadProxy(#[source] crate::transport::ProxyConfigError),
+    /// `cacert` names a file that cannot be read.
+    #[error("the `cacert` file cannot be read")]
+    CaFile(#[source] std::io::Error),
+    /// `cacert` holds no usable certificate.
+    #[cfg(feature = "rustls")]
+    #[error("the `cacert` file holds no usable CA certificate")]
+    BadCa(#[source] crate::transport::TlsConfigError),
+    /// `cacert` in a build without TLS (the `rustls` feature).
+    #[error("`cacert` needs TLS, which this build does not have")]
+    NoTls,
     /// `replicas` on a stdio entry: replicas are other URLs of a remote
     /// server.
     #[error("`replicas` is for an entry with a `url`")]

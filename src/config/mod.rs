@@ -28,7 +28,8 @@
 //! it over, the URL still giving path and `Host`), and its optional `type` chooses the
 //! transport: `http` is Streamable HTTP with the HTTP+SSE fallback (what
 //! VS Code does with it), `streamable-http` Streamable HTTP only, `sse`
-//! HTTP+SSE only; `stdio` may be said too. `${...}` references in the
+//! HTTP+SSE only; `stdio` may be said too (FastMCP calls the field
+//! `transport`). `${...}` references in the
 //! command, the arguments, the environment's and headers' values, `cwd`
 //! and the URL are expanded ([`Variables`]: the environment with defaults
 //! and fallbacks, inputs the application supplies, the workspace folder);
@@ -97,8 +98,23 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// The fields this reader understands; every other one is kept as unknown.
 const KNOWN: &[&str] = &[
-    "type", "command", "args", "env", "cwd", "url", "headers", "lazy", "socket", "enabled",
-    "disabled", "required", "registry", "version",
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "lazy",
+    "socket",
+    "enabled",
+    "disabled",
+    "required",
+    "registry",
+    "version",
+    "transport",
+    "proxy",
+    "cacert",
 ];
 
 /// Every server of one config file, each read on its own, in name order.
@@ -319,7 +335,12 @@ impl ServerConfig {
         if entry.contains_key("registry") {
             return Err(registry::unresolved(entry));
         }
-        let mode = match text(entry, "type")? {
+        // FastMCP writes the transport as `transport`.
+        let kind = match text(entry, "type")? {
+            None => text(entry, "transport")?,
+            kind => kind,
+        };
+        let mode = match kind {
             None => None,
             Some("stdio") => Some(TransportMode::Stdio),
             Some("http") => Some(TransportMode::Auto),
@@ -327,12 +348,19 @@ impl ServerConfig {
             Some("sse") => Some(TransportMode::Sse),
             Some(_) => return Err(EntryProblem::UnknownType),
         };
-        let request = match (text(entry, "command")?, text(entry, "url")?, mode) {
+        let (command, url) = (text(entry, "command")?, text(entry, "url")?);
+        if command.is_some() && url.is_none() {
+            if entry.contains_key("socket") {
+                return Err(EntryProblem::SocketWithoutUrl);
+            }
+            let mut own_client = target::OWN_CLIENT.into_iter();
+            if let Some(field) = own_client.find(|f| entry.contains_key(*f)) {
+                return Err(EntryProblem::NeedsUrl { field });
+            }
+        }
+        let request = match (command, url, mode) {
             (Some(_), Some(_), _) => return Err(EntryProblem::CommandAndUrl),
             (None, None, _) => return Err(EntryProblem::NoCommandOrUrl),
-            (Some(_), None, _) if entry.contains_key("socket") => {
-                return Err(EntryProblem::SocketWithoutUrl)
-            }
             (Some(command), None, None | Some(TransportMode::Stdio)) => {
                 stdio(command, entry, variables)?
             }

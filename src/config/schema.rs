@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 /// Where the schema is committed.
 const PATH: &str = concat!(
@@ -41,6 +42,8 @@ struct Entry {
     /// The transport; inferred from `command` or `url` when absent.
     #[serde(rename = "type")]
     kind: Option<Kind>,
+    /// The same, as FastMCP writes it (`type` wins when both are given).
+    transport: Option<Kind>,
     /// The program to start (a name looked up on the server's PATH, or a path).
     command: Option<String>,
     /// Its arguments.
@@ -62,6 +65,14 @@ struct Entry {
     headers: Option<BTreeMap<String, String>>,
     /// A Unix socket to reach `url` over (the URL gives path and Host).
     socket: Option<String>,
+    /// The proxy this server is reached through (`http://[user:password@]host:port`),
+    /// or `false` for none, whatever the environment says.
+    #[serde(default)]
+    #[schemars(schema_with = "proxy_schema")]
+    proxy: Option<Value>,
+    /// A PEM file of CA certificates trusted for this server, beside the
+    /// default roots.
+    cacert: Option<String>,
     /// `false` leaves the server out (Codex, the draft standard).
     enabled: Option<bool>,
     /// `true` leaves the server out (Claude Desktop, Cline).
@@ -80,6 +91,18 @@ struct Entry {
     /// Tool names or globs to leave out (Gemini CLI).
     #[serde(rename = "excludeTools")]
     exclude_tools: Option<Vec<String>>,
+    /// Tool tags to show only (FastMCP).
+    include_tags: Option<Vec<String>>,
+    /// Tool tags to leave out (FastMCP).
+    exclude_tags: Option<Vec<String>>,
+    /// The server's own labels (1MCP).
+    tags: Option<Vec<String>>,
+    /// The pace a group tries the server again after an outage.
+    #[serde(rename = "keepTrying")]
+    keep_trying: Option<Pace>,
+    /// The pace of reconnects after the server's session died.
+    #[serde(rename = "coolDown")]
+    cool_down: Option<Pace>,
     /// TBXark's mcp-proxy filter.
     #[serde(rename = "toolFilter")]
     tool_filter: Option<ToolFilter>,
@@ -103,6 +126,19 @@ struct Entry {
     /// How to start the OAuth flow for a remote server (the draft standard
     /// `mcp.json`).
     oauth: Option<OAuth>,
+}
+
+/// Full-jitter backoff: the ceiling doubles from `baseMs` to `maxMs`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct Pace {
+    /// The first ceiling, in milliseconds.
+    #[schemars(range(min = 1))]
+    base_ms: u64,
+    /// The largest ceiling, in milliseconds (at least `baseMs`).
+    #[schemars(range(min = 1))]
+    max_ms: u64,
 }
 
 /// The draft standard's `oauth` block; every field optional.
@@ -260,6 +296,9 @@ fn files_every_host_writes_are_valid_and_wrong_types_are_not() {
              "toolFilter": { "mode": "block", "list": ["rm*"] }, "tool_timeout_sec": 30 } } }"#,
         r#"{ "inputs": [ { "type": "promptString", "id": "key", "password": true } ],
              "servers": { "api": { "type": "http", "url": "https://h.test/${input:key}" } } }"#,
+        r#"{ "mcpServers": { "a": { "url": "https://h.test/mcp", "proxy": false, "cacert": "/ca.pem",
+             "include_tags": ["read"], "tags": ["web"], "keepTrying": { "baseMs": 500, "maxMs": 60000 } },
+             "b": { "url": "https://h.test/mcp", "proxy": "http://127.0.0.1:3128", "transport": "sse" } } }"#,
     ];
     for text in valid {
         let file: serde_json::Value = serde_json::from_str(text).unwrap();
@@ -271,9 +310,15 @@ fn files_every_host_writes_are_valid_and_wrong_types_are_not() {
         r#"{ "mcpServers": { "a": { "url": "http://h", "toolFilter": { "mode": "deny", "list": [] } } } }"#,
         r#"{ "mcpServers": { "a": { "command": "x", "tool_timeout_sec": 0 } } }"#,
         r#"{ "mcpServers": { "a": { "command": "x", "args": null } } }"#,
+        r#"{ "mcpServers": { "a": { "url": "http://h", "proxy": true } } }"#,
     ];
     for text in invalid {
         let file: serde_json::Value = serde_json::from_str(text).unwrap();
         assert!(!validator.is_valid(&file), "{text}");
     }
+}
+
+/// `proxy`: a URL, or `false`.
+fn proxy_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "anyOf": [{ "type": "string" }, { "const": false }] })
 }

@@ -4,10 +4,17 @@
 //! Tools: Codex's `enabled_tools` / `disabled_tools`, Gemini CLI's
 //! `includeTools` / `excludeTools`, and TBXark's mcp-proxy `toolFilter`
 //! (`{"mode": "allow" | "block", "list": [...]}`); names or globs (`*`, `?`),
-//! matched against the name the server gave. Time: Codex's
+//! matched against the name the server gave. FastMCP's `include_tags` /
+//! `exclude_tags` select tools by the tags a FastMCP server gives them;
+//! 1MCP's `tags` label the server itself, for an application choosing
+//! servers by label. Time: Codex's
 //! `startup_timeout_sec` (or `startup_timeout_ms`) and `tool_timeout_sec`.
 //! A bare `timeout` is left alone: Cline writes seconds there and Gemini CLI
-//! milliseconds, so no reading of it is right for both.
+//! milliseconds, so no reading of it is right for both. Coming back, this
+//! crate's own: `keepTrying` (the pace a group tries the server again after
+//! an outage) and `coolDown` (the pace of reconnects after its session
+//! died), each `{ "baseMs": 1000, "maxMs": 60000 }`: full jitter under a
+//! ceiling doubling from the base to the max.
 
 use std::time::Duration;
 
@@ -16,6 +23,7 @@ use serde_json::{Map, Value};
 use super::durations::{milliseconds, seconds};
 use super::EntryProblem;
 use crate::client::CallPolicies;
+use crate::layers::recovery::Backoff;
 use crate::request::Limits;
 
 /// The fields read here.
@@ -25,6 +33,11 @@ pub(super) const FIELDS: &[&str] = &[
     "includeTools",
     "excludeTools",
     "toolFilter",
+    "include_tags",
+    "exclude_tags",
+    "tags",
+    "keepTrying",
+    "coolDown",
     "startup_timeout_sec",
     "startup_timeout_ms",
     "tool_timeout_sec",
@@ -39,6 +52,16 @@ pub(super) struct Settings {
     pub(super) include_tools: Vec<String>,
     /// Names or globs of tools left out.
     pub(super) exclude_tools: Vec<String>,
+    /// Tool tags a tool must carry one of (none: every tool).
+    pub(super) include_tags: Vec<String>,
+    /// Tool tags whose tools are left out.
+    pub(super) exclude_tags: Vec<String>,
+    /// The server's own labels.
+    pub(super) tags: Vec<String>,
+    /// The pace of trying again after an outage (`keepTrying`).
+    pub(super) keep_trying: Option<Backoff>,
+    /// The pace of reconnects after the session died (`coolDown`).
+    pub(super) cool_down: Option<Backoff>,
     /// How long starting the server and its handshake may take.
     pub(super) startup_timeout: Option<Duration>,
     /// How long each call on the session may take.
@@ -54,6 +77,11 @@ impl Settings {
         let mut settings = Settings {
             include_tools: names(entry, "enabled_tools")?,
             exclude_tools: names(entry, "disabled_tools")?,
+            include_tags: names(entry, "include_tags")?,
+            exclude_tags: names(entry, "exclude_tags")?,
+            tags: names(entry, "tags")?,
+            keep_trying: backoff(entry, "keepTrying")?,
+            cool_down: backoff(entry, "coolDown")?,
             ..Settings::default()
         };
         settings.include_tools.extend(names(entry, "includeTools")?);
@@ -115,6 +143,41 @@ impl super::ServerConfig {
         &self.settings.exclude_tools
     }
 
+    /// The tool tags the entry shows only (FastMCP's `include_tags`): a
+    /// tool must carry one of them; empty: every tool.
+    pub fn included_tags(&self) -> &[String] {
+        &self.settings.include_tags
+    }
+
+    /// The tool tags whose tools the entry leaves out (FastMCP's
+    /// `exclude_tags`).
+    pub fn excluded_tags(&self) -> &[String] {
+        &self.settings.exclude_tags
+    }
+
+    /// The server's own labels (1MCP's `tags`), for an application that
+    /// starts only the servers carrying a label.
+    pub fn tags(&self) -> &[String] {
+        &self.settings.tags
+    }
+
+    /// Whether the server is labelled `tag`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.settings.tags.iter().any(|own| own == tag)
+    }
+
+    /// The pace of trying the server again after an outage
+    /// (`keepTrying`), for [`Server::with_retry`](crate::group::Server::with_retry).
+    pub fn keep_trying(&self) -> Option<Backoff> {
+        self.settings.keep_trying
+    }
+
+    /// The pace of reconnects after the server's session died
+    /// (`coolDown`), for [`Server::with_cool_down`](crate::group::Server::with_cool_down).
+    pub fn cool_down(&self) -> Option<Backoff> {
+        self.settings.cool_down
+    }
+
     /// The entry's start-up limit (`startup_timeout_sec` or `_ms`), already
     /// in [`request`](Self::request)'s limits as its probe and handshake
     /// limits.
@@ -139,6 +202,29 @@ impl super::ServerConfig {
     /// and still wants what the entry says of its server.
     pub fn limits_over(&self, base: Limits) -> Limits {
         self.settings.limits(&base)
+    }
+}
+
+/// `{ "baseMs": B, "maxMs": M }` with 0 < B <= M; absent is `None`.
+fn backoff(
+    entry: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<Backoff>, EntryProblem> {
+    let Some(block) = entry.get(field) else {
+        return Ok(None);
+    };
+    let bad = || EntryProblem::BadDuration { field };
+    let Value::Object(block) = block else {
+        return Err(EntryProblem::WrongType { field });
+    };
+    if block.keys().any(|key| key != "baseMs" && key != "maxMs") {
+        return Err(bad());
+    }
+    let base = milliseconds(block, "baseMs").map_err(|_| bad())?;
+    let max = milliseconds(block, "maxMs").map_err(|_| bad())?;
+    match (base, max) {
+        (Some(base), Some(max)) if base <= max => Ok(Some(Backoff::new(base, max))),
+        _ => Err(bad()),
     }
 }
 
@@ -179,6 +265,18 @@ mod tests {
         assert_eq!(allow.include_tools, ["x"]);
         let block = read(json!({ "toolFilter": { "mode": "block", "list": ["y"] } })).unwrap();
         assert_eq!(block.exclude_tools, ["y"]);
+        let fastmcp =
+            read(json!({ "include_tags": ["read"], "exclude_tags": ["admin"], "tags": ["web"] }))
+                .unwrap();
+        assert_eq!(fastmcp.include_tags, ["read"]);
+        assert_eq!(fastmcp.exclude_tags, ["admin"]);
+        assert_eq!(fastmcp.tags, ["web"]);
+        let pace = read(json!({ "keepTrying": { "baseMs": 500, "maxMs": 30000 },
+            "coolDown": { "baseMs": 100, "maxMs": 100 } }))
+        .unwrap();
+        let ms = Duration::from_millis;
+        assert_eq!(pace.keep_trying, Some(Backoff::new(ms(500), ms(30_000))));
+        assert_eq!(pace.cool_down, Some(Backoff::new(ms(100), ms(100))));
         let old = read(json!({ "startup_timeout_ms": 1500 })).unwrap();
         assert_eq!(old.startup_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(read(json!({ "timeout": 60 })).unwrap(), Settings::default());
@@ -190,6 +288,26 @@ mod tests {
         assert!(problem(json!({ "enabled_tools": "read" })).contains("enabled_tools"));
         assert!(problem(json!({ "excludeTools": [1] })).contains("excludeTools"));
         assert!(problem(json!({ "toolFilter": ["x"] })).contains("toolFilter"));
+        assert!(problem(json!({ "include_tags": "read" })).contains("include_tags"));
+        assert!(problem(json!({ "tags": [true] })).contains("tags"));
+        for bad in [
+            json!({ "baseMs": 10 }),
+            json!({ "baseMs": 10, "maxMs": 5 }),
+            json!({ "baseMs": 0, "maxMs": 5 }),
+            json!({ "baseMs": 1, "maxMs": 5, "jitter": false }),
+        ] {
+            let problem = read(json!({ "keepTrying": bad })).unwrap_err();
+            assert!(
+                matches!(
+                    problem,
+                    EntryProblem::BadDuration {
+                        field: "keepTrying"
+                    }
+                ),
+                "{problem:?}"
+            );
+        }
+        assert!(problem(json!({ "coolDown": 5 })).contains("coolDown"));
         assert!(matches!(
             read(json!({ "toolFilter": { "mode": "deny", "list": [] } })),
             Err(EntryProblem::UnknownFilterMode)

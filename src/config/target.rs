@@ -1,6 +1,14 @@
 //! The request an entry's `command` (stdio: `args`, `env`, `cwd`) or
-//! `url` (remote: `headers`, Codex's header fields, `socket`) describes,
-//! every value's `${...}` references expanded.
+//! `url` (remote: `headers`, Codex's header fields, `socket`, `proxy`,
+//! `cacert`) describes, every value's `${...}` references expanded.
+//!
+//! `proxy` (a proxy URL, or `false` for none) and `cacert` (a PEM file of
+//! CA certificates trusted beside the default roots, as the command's
+//! `--cacert`) give the server its own HTTP client: one server behind a
+//! corporate proxy or a private CA among many that are not. Neither
+//! selects the server (the URL does), so neither joins the era cache's key;
+//! both are in the entry's revision, so a reload that changes them
+//! replaces the member.
 
 use serde_json::{Map, Value};
 
@@ -47,9 +55,61 @@ pub(super) fn remote(
             .map_err(invalid)?;
     }
     if let Some(socket) = text(entry, "socket")? {
+        if let Some(field) = OWN_CLIENT.iter().find(|field| entry.contains_key(**field)) {
+            return Err(EntryProblem::NotOverSocket { field });
+        }
         request = request.with_unix_socket(expand(socket, env)?);
     }
+    if let Some(client) = own_client(entry, env)? {
+        request = request.with_http_client(client);
+    }
     Ok(request.with_mode(mode))
+}
+
+/// The fields that give a remote server its own HTTP client.
+pub(super) const OWN_CLIENT: [&str; 2] = ["proxy", "cacert"];
+
+/// The entry's own HTTP client, when it says `proxy` or `cacert`.
+fn own_client(
+    entry: &Map<String, Value>,
+    env: &Variables<'_>,
+) -> Result<Option<crate::transport::HttpClient>, EntryProblem> {
+    use crate::transport::{HttpClient, Proxy};
+    let mut builder = HttpClient::builder();
+    let proxy = entry.get("proxy");
+    match proxy {
+        None => {}
+        Some(Value::Bool(false)) => builder = builder.proxy(Proxy::none()),
+        Some(Value::String(url)) => {
+            let proxy = Proxy::url(&expand(url, env)?).map_err(EntryProblem::BadProxy)?;
+            builder = builder.proxy(proxy);
+        }
+        Some(_) => return Err(EntryProblem::WrongType { field: "proxy" }),
+    }
+    let cacert = text(entry, "cacert")?;
+    if let Some(path) = cacert {
+        let pem = std::fs::read(expand(path, env)?).map_err(EntryProblem::CaFile)?;
+        builder = trusting(builder, &pem)?;
+    }
+    Ok((proxy.is_some() || cacert.is_some()).then(|| builder.build()))
+}
+
+#[cfg(feature = "rustls")]
+fn trusting(
+    builder: crate::transport::HttpClientBuilder,
+    pem: &[u8],
+) -> Result<crate::transport::HttpClientBuilder, EntryProblem> {
+    builder
+        .add_root_certificates_pem(pem)
+        .map_err(EntryProblem::BadCa)
+}
+
+#[cfg(not(feature = "rustls"))]
+fn trusting(
+    _: crate::transport::HttpClientBuilder,
+    _: &[u8],
+) -> Result<crate::transport::HttpClientBuilder, EntryProblem> {
+    Err(EntryProblem::NoTls)
 }
 
 pub(super) fn invalid(error: crate::Error) -> EntryProblem {

@@ -187,6 +187,60 @@ fn a_socket_field_reaches_a_remote_server_over_a_unix_socket() {
 }
 
 #[test]
+fn a_proxy_or_ca_of_the_entrys_own_is_read_or_refused_where_it_is() {
+    let config = parse(
+        r#"{ "mcpServers": {
+            "proxied": { "url": "https://a.example/mcp", "proxy": "http://u:p@127.0.0.1:3128" },
+            "direct": { "url": "https://a.example/mcp", "proxy": false },
+            "plain": { "url": "https://a.example/mcp" },
+            "stdio": { "command": "srv", "cacert": "/ca.pem" },
+            "socket": { "url": "http://localhost/mcp", "socket": "/s", "proxy": false },
+            "missing": { "url": "https://a.example/mcp", "cacert": "/nonexistent/ca.pem" },
+            "bad": { "url": "https://a.example/mcp", "proxy": "ftp://127.0.0.1" },
+            "number": { "url": "https://a.example/mcp", "proxy": 3128 }
+        } }"#,
+    );
+    let url: http::Uri = "https://a.example/mcp".parse().unwrap();
+    let proxied = config.get("proxied").unwrap().request();
+    let through = proxied
+        .http_client()
+        .expect("its own client")
+        .proxy_for(&url);
+    assert_eq!(through.unwrap().to_string(), "http://127.0.0.1:3128/");
+    let direct = config.get("direct").unwrap().request();
+    assert_eq!(
+        direct
+            .http_client()
+            .expect("its own client")
+            .proxy_for(&url),
+        None
+    );
+    assert!(config
+        .get("plain")
+        .unwrap()
+        .request()
+        .http_client()
+        .is_none());
+    assert_eq!(config.get("proxied").unwrap().unknown_fields().count(), 0);
+    let problem = |name: &str| {
+        let error = config.errors().find(|e| e.name() == name).expect(name);
+        (
+            format!("{:?}", error.problem()),
+            error.problem().field().map(str::to_owned),
+        )
+    };
+    let (stdio, field) = problem("stdio");
+    assert!(stdio.starts_with("NeedsUrl"), "{stdio}");
+    assert_eq!(field.as_deref(), Some("cacert"));
+    assert!(problem("socket").0.starts_with("NotOverSocket"));
+    assert_eq!(problem("missing").1.as_deref(), Some("cacert"));
+    assert!(problem("missing").0.starts_with("CaFile"));
+    assert!(problem("bad").0.starts_with("BadProxy"));
+    assert!(problem("number").0.starts_with("WrongType"));
+    assert!(!format!("{config:?}").contains("u:p@"), "proxy credentials");
+}
+
+#[test]
 fn vscode_inputs_are_answered_by_the_application() {
     let text = r#"{
         "inputs": [{ "type": "promptString", "id": "key", "password": true }],

@@ -1,10 +1,15 @@
 //! Which of a server's tools the catalogue shows: include and exclude
 //! lists of exact names and globs (`*` any run of characters, `?` one),
-//! matched against the name the server gave.
+//! matched against the name the server gave, and FastMCP's tag filters,
+//! matched against the tags a FastMCP server puts in a tool's `_meta`
+//! (`fastmcp.tags`, or `_fastmcp.tags` before FastMCP 3).
 
 use std::fmt;
 
+use serde_json::Value;
 use wildmatch::WildMatch;
+
+use crate::protocol::Tool;
 
 /// A server's tool filter. Empty, it shows every tool. With includes, a
 /// tool must match one of them; a tool matching any exclude is left out
@@ -13,6 +18,8 @@ use wildmatch::WildMatch;
 pub struct ToolFilter {
     include: Vec<(String, WildMatch)>,
     exclude: Vec<(String, WildMatch)>,
+    include_tags: Vec<String>,
+    exclude_tags: Vec<String>,
 }
 
 impl ToolFilter {
@@ -44,12 +51,65 @@ impl ToolFilter {
         self
     }
 
-    /// Whether the tool named `name` is shown.
+    /// Shows only tools carrying one of `tags` (and any earlier included
+    /// tags): FastMCP's `include_tags`. A tool without tags is left out.
+    #[must_use]
+    pub fn include_tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.include_tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+
+    /// Leaves out tools carrying any of `tags`: FastMCP's `exclude_tags`.
+    #[must_use]
+    pub fn exclude_tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.exclude_tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether the tool named `name` is shown, by name alone.
     pub fn allows(&self, name: &str) -> bool {
         let included =
             self.include.is_empty() || self.include.iter().any(|(_, glob)| glob.matches(name));
         included && !self.exclude.iter().any(|(_, glob)| glob.matches(name))
     }
+
+    /// Whether `tool` is shown: by its name, then by its FastMCP tags.
+    pub fn allows_tool(&self, tool: &Tool) -> bool {
+        if !self.allows(&tool.name) {
+            return false;
+        }
+        if self.include_tags.is_empty() && self.exclude_tags.is_empty() {
+            return true;
+        }
+        let tags = fastmcp_tags(tool);
+        let carries = |wanted: &[String]| tags.clone().any(|tag| wanted.iter().any(|w| w == tag));
+        (self.include_tags.is_empty() || carries(&self.include_tags))
+            && !carries(&self.exclude_tags)
+    }
+}
+
+/// The tags a FastMCP server put on `tool`: `_meta.fastmcp.tags`
+/// (FastMCP 3), else `_meta._fastmcp.tags` (FastMCP 2); entries that are
+/// not strings are ignored.
+fn fastmcp_tags(tool: &Tool) -> impl Iterator<Item = &str> + Clone {
+    let meta = tool.meta.as_ref();
+    let namespace = meta
+        .and_then(|meta| meta.get("fastmcp").filter(|value| value.is_object()))
+        .or_else(|| meta.and_then(|meta| meta.get("_fastmcp")));
+    namespace
+        .and_then(|namespace| namespace.get("tags"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 fn compiled<I, S>(patterns: I) -> impl Iterator<Item = (String, WildMatch)>
@@ -72,6 +132,8 @@ impl fmt::Debug for ToolFilter {
         f.debug_struct("ToolFilter")
             .field("include", &patterns(&self.include))
             .field("exclude", &patterns(&self.exclude))
+            .field("include_tags", &self.include_tags)
+            .field("exclude_tags", &self.exclude_tags)
             .finish()
     }
 }
@@ -97,5 +159,50 @@ mod tests {
         assert!(only_excluded.allows("read"));
         assert!(!only_excluded.allows("delete_repo"));
         assert!(format!("{filter:?}").contains("read_*"));
+    }
+
+    fn tool(name: &str, meta: Value) -> Tool {
+        serde_json::from_value(serde_json::json!({ "name": name, "_meta": meta })).unwrap()
+    }
+
+    #[test]
+    fn fastmcp_tags_in_either_namespace_select_tools() {
+        let v3 = tool(
+            "search",
+            serde_json::json!({ "fastmcp": { "tags": ["read", "web"] } }),
+        );
+        let v2 = tool(
+            "delete",
+            serde_json::json!({ "_fastmcp": { "tags": ["admin"] } }),
+        );
+        let untagged = tool("plain", serde_json::json!({}));
+        let all = ToolFilter::new();
+        assert!(all.allows_tool(&v3) && all.allows_tool(&untagged));
+        let reads = ToolFilter::new().include_tags(["read"]);
+        assert!(reads.allows_tool(&v3));
+        assert!(
+            !reads.allows_tool(&v2),
+            "a tool without the tag is left out"
+        );
+        assert!(!reads.allows_tool(&untagged), "so is a tool without tags");
+        let no_admin = ToolFilter::new().exclude_tags(["admin"]);
+        assert!(no_admin.allows_tool(&v3) && no_admin.allows_tool(&untagged));
+        assert!(!no_admin.allows_tool(&v2));
+        let both = ToolFilter::new()
+            .include_tags(["read"])
+            .exclude_tags(["web"]);
+        assert!(!both.allows_tool(&v3), "an excluded tag wins");
+        let by_name = ToolFilter::new().exclude(["search"]).include_tags(["read"]);
+        assert!(!by_name.allows_tool(&v3), "the name filter still applies");
+        let newer_wins = tool(
+            "x",
+            serde_json::json!({ "fastmcp": { "tags": ["new"] }, "_fastmcp": { "tags": ["old"] } }),
+        );
+        assert!(ToolFilter::new()
+            .include_tags(["new"])
+            .allows_tool(&newer_wins));
+        assert!(!ToolFilter::new()
+            .include_tags(["old"])
+            .allows_tool(&newer_wins));
     }
 }

@@ -113,7 +113,7 @@ impl Supervisor {
                 listing.tools = listed
                     .tools
                     .into_iter()
-                    .filter(|tool| self.member.filter.allows(&tool.name))
+                    .filter(|tool| self.member.filter.allows_tool(tool))
                     .map(Arc::new)
                     .collect();
             })),

@@ -77,7 +77,8 @@ impl Server {
     }
 
     /// What a config entry says of its server: its request, revision,
-    /// `lazy`, `required`, and tool lists as the filter, established
+    /// `lazy`, `required`, `keepTrying`, `coolDown`, and tool and tag lists
+    /// as the filter, established
     /// through `stack`.
     /// An application that changes the request first (a handler, its own
     /// limits) uses [`Server::new`] and [`Server::configured_by`].
@@ -94,9 +95,17 @@ impl Server {
         self = self.with_revision(server.revision());
         self.filter = std::mem::take(&mut self.filter)
             .include(server.included_tools().iter().cloned())
-            .exclude(server.excluded_tools().iter().cloned());
+            .exclude(server.excluded_tools().iter().cloned())
+            .include_tags(server.included_tags().iter().cloned())
+            .exclude_tags(server.excluded_tags().iter().cloned());
         if server.is_lazy() {
             self = self.lazy();
+        }
+        if let Some(backoff) = server.keep_trying() {
+            self = self.with_retry(backoff);
+        }
+        if let Some(cool_down) = server.cool_down() {
+            self = self.with_cool_down(cool_down);
         }
         self.required |= server.is_required();
         let policies = server.policies();
@@ -257,7 +266,8 @@ mod tests {
     #[tokio::test]
     async fn an_entry_adds_to_what_the_server_already_has() {
         let config = ServersConfig::parse(
-            r#"{ "mcpServers": { "a": { "url": "http://127.0.0.1:1/", "excludeTools": ["rm"] } } }"#,
+            r#"{ "mcpServers": { "a": { "url": "http://127.0.0.1:1/", "excludeTools": ["rm"],
+                "exclude_tags": ["admin"], "keepTrying": { "baseMs": 200, "maxMs": 5000 } } } }"#,
         )
         .unwrap();
         let entry = config.get("a").unwrap();
@@ -269,5 +279,15 @@ mod tests {
         assert!(server.required, "the entry does not say required: kept");
         assert!(!server.filter.allows("x") && !server.filter.allows("rm"));
         assert!(server.filter.allows("read"));
+        let tagged: crate::protocol::Tool = serde_json::from_value(
+            serde_json::json!({ "name": "read", "_meta": { "fastmcp": { "tags": ["admin"] } } }),
+        )
+        .unwrap();
+        assert!(
+            !server.filter.allows_tool(&tagged),
+            "the entry's tag filter"
+        );
+        let pace = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
+        assert_eq!(server.retry, Some(pace), "the entry's keepTrying");
     }
 }

@@ -11,8 +11,17 @@ fn argv(request: &ConnectRequest) -> Vec<String> {
         .collect()
 }
 
+/// A stub that validates against the registry's published schema and
+/// reads as a [`ServerJson`].
+fn published(text: &str) -> ServerJson {
+    crate::testkit::assert_published_server_json(&serde_json::from_str(text).unwrap());
+    ServerJson::parse(text).unwrap()
+}
+
 const SERVER: &str = r#"{
+  "$schema": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json",
   "name": "io.github.acme/files",
+  "description": "Files of a tenant, read and written",
   "version": "1.2.0",
   "packages": [
     { "registryType": "npm", "identifier": "@acme/files", "version": "1.2.0",
@@ -28,7 +37,8 @@ const SERVER: &str = r#"{
       "environmentVariables": [ { "name": "FILES_TOKEN", "isRequired": true } ] },
     { "registryType": "nuget", "identifier": "Acme.Files", "version": "1.2.0",
       "transport": { "type": "stdio" } },
-    { "registryType": "mcpb", "identifier": "https://h.test/files.mcpb", "fileSha256": "00",
+    { "registryType": "mcpb", "identifier": "https://h.test/files.mcpb", "version": "1.2.0",
+      "fileSha256": "0000000000000000000000000000000000000000000000000000000000000000",
       "transport": { "type": "stdio" } }
   ],
   "remotes": [ { "type": "streamable-http", "url": "https://files.acme.test/mcp",
@@ -42,7 +52,7 @@ fn only(runtime: &'static str) -> impl Fn(&str) -> bool {
 
 #[test]
 fn each_registry_type_starts_as_its_host_would() {
-    let server = ServerJson::parse(SERVER).unwrap();
+    let server = published(SERVER);
     assert_eq!(server.name(), "io.github.acme/files");
     let token = |name: &str| (name == "FILES_TOKEN").then(|| "t".to_owned());
 
@@ -92,7 +102,7 @@ fn each_registry_type_starts_as_its_host_would() {
 
 #[test]
 fn no_runtime_falls_back_to_the_remote_and_no_remote_is_named() {
-    let server = ServerJson::parse(SERVER).unwrap();
+    let server = published(SERVER);
     let none = |_: &str| None;
     let remote = server.request_with(&|_| false, &none).unwrap();
     let Target::Http { url, headers, .. } = remote.target() else {
@@ -107,7 +117,7 @@ fn no_runtime_falls_back_to_the_remote_and_no_remote_is_named() {
 
     // npx there but its required token missing, and no remote: named.
     let local_only = SERVER.replace("\"remotes\"", "\"unused\"");
-    let server = ServerJson::parse(&local_only).unwrap();
+    let server = published(&local_only);
     let error = server.request_with(&only("npx"), &none).unwrap_err();
     assert!(
         matches!(&error, RegistryError::MissingVariable { variable, .. } if variable == "FILES_TOKEN"),
@@ -123,10 +133,7 @@ fn no_runtime_falls_back_to_the_remote_and_no_remote_is_named() {
 #[test]
 fn an_api_answer_and_mistakes() {
     let wrapped = format!(r#"{{ "server": {SERVER}, "_meta": {{}} }}"#);
-    assert_eq!(
-        ServerJson::parse(&wrapped).unwrap().name(),
-        "io.github.acme/files"
-    );
+    assert_eq!(published(&wrapped).name(), "io.github.acme/files");
     assert!(matches!(
         ServerJson::parse("[]"),
         Err(RegistryError::NotServerJson)
@@ -141,13 +148,14 @@ fn an_api_answer_and_mistakes() {
 /// declared default; a URL that cannot be filled names the variable.
 #[test]
 fn a_remotes_template_variables_are_filled() {
-    let server = r#"{ "name": "io.github.acme/tenants", "remotes": [
+    let server = r#"{ "name": "io.github.acme/tenants", "description": "Tenants",
+      "version": "2.0.0", "remotes": [
         { "type": "streamable-http", "url": "https://{tenant}.acme.test/{region}/mcp",
           "variables": { "tenant": { "default": "eu" }, "region": { "isRequired": true } },
           "headers": [ { "name": "Authorization", "value": "Bearer {token}", "isSecret": true },
                        { "name": "X-Plan", "value": "{plan}", "isRequired": true,
                          "variables": { "plan": { "default": "free" } } } ] } ] }"#;
-    let server = ServerJson::parse(server).unwrap();
+    let server = published(server);
     let env = |name: &str| match name {
         "region" => Some("west".to_owned()),
         "token" => Some("t0ken".to_owned()),
@@ -189,6 +197,7 @@ fn sha256(bytes: &[u8]) -> String {
 
 fn bundle_json(url: &str, digest: &str) -> String {
     serde_json::json!({ "name": "io.github.acme/bundled", "version": "1.0.0",
+        "description": "A server in an mcpb bundle",
         "packages": [ { "registryType": "mcpb", "identifier": url, "version": "1.0.0",
                         "fileSha256": digest, "transport": { "type": "stdio" },
                         "packageArguments": [ { "type": "positional", "value": "--serve" } ],
@@ -234,7 +243,7 @@ async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
     let client = crate::transport::HttpClient::default_client();
     let good_url = server.url_for("/good.mcpb");
 
-    let wrong = ServerJson::parse(&bundle_json(&good_url, &sha256(b"another file"))).unwrap();
+    let wrong = published(&bundle_json(&good_url, &sha256(b"another file")));
     let error = wrong.prepare(&client, &options).await.unwrap_err();
     assert!(
         matches!(error, RegistryError::Bundle(BundleError::DigestMismatch)),
@@ -242,7 +251,7 @@ async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
     );
     assert!(!bundles.join(sha256(&good)).exists(), "nothing unpacked");
 
-    let right = ServerJson::parse(&bundle_json(&good_url, &sha256(&good))).unwrap();
+    let right = published(&bundle_json(&good_url, &sha256(&good)));
     let prepared = right.clone().prepare(&client, &options).await.unwrap();
     let dir = bundles.join(sha256(&good));
     let none = |_: &str| None;
@@ -283,7 +292,7 @@ async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
     assert_eq!(server.recorded().len(), downloads);
 
     let evil_url = server.url_for("/evil.mcpb");
-    let evil_json = ServerJson::parse(&bundle_json(&evil_url, &sha256(&evil))).unwrap();
+    let evil_json = published(&bundle_json(&evil_url, &sha256(&evil)));
     let error = evil_json.prepare(&client, &options).await.unwrap_err();
     assert!(
         matches!(error, RegistryError::Bundle(BundleError::Malformed)),

@@ -17,6 +17,9 @@
 //!   and resumes them from `Last-Event-ID`, or refuses to.
 //! - [`TasksServer`]: a 2026-07-28 server with the Tasks extension whose
 //!   tasks run, ask for input, fail or get cancelled as a [`TaskPlan`] says.
+//! - [`assert_published_server_json`] (with the `schema` feature): a
+//!   registry stub's `server.json` checked against the MCP Registry's
+//!   published schema.
 //! - the `mcp-connect-stdio-fixture` binary (built with this feature): a
 //!   legacy stdio server that exits, stalls or ignores signals on command.
 //!
@@ -39,6 +42,8 @@
 mod auth;
 mod http;
 mod legacy;
+#[cfg(feature = "schema")]
+mod registry;
 mod resumable;
 mod script;
 mod sse;
@@ -49,6 +54,8 @@ mod tls;
 pub use auth::{AutoApprove, NoRedirect};
 pub use http::{error, result, Recorded, Script, ScriptServer};
 pub use legacy::{LegacyServer, UnknownSession};
+#[cfg(feature = "schema")]
+pub use registry::assert_published_server_json;
 pub use resumable::{Resumable, ResumableServer};
 pub use sse::{SseBehaviour, SseServer};
 pub use tasks::{TaskPlan, TasksServer};

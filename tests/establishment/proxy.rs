@@ -228,3 +228,37 @@ async fn proxy_none_connects_directly() {
     .unwrap();
     session.close().await.unwrap();
 }
+
+/// Issue 45: a config entry's own `proxy` and `cacert` reach one server
+/// behind a private CA (and a proxy) while the connector's client stays as
+/// it is: the entry without them is refused by TLS, the one with the CA
+/// connects, the one with the proxy too goes to the proxy.
+#[tokio::test]
+async fn a_config_entrys_own_proxy_and_ca_are_used_for_that_server_only() {
+    let fixture = TlsFixture::new();
+    let server = fixture.serve(TlsServe::default()).await.unwrap();
+    let proxy = AnsweringProxy::start(403).await;
+    let ca = std::env::temp_dir().join(format!("mcp-connect-ca-{}.pem", std::process::id()));
+    std::fs::write(&ca, fixture.ca_pem()).unwrap();
+    let file = json!({ "mcpServers": {
+        "plain": { "url": server.url() },
+        "trusted": { "url": server.url(), "cacert": ca },
+        "proxied": { "url": server.url(), "cacert": ca, "proxy": proxy.url() },
+    } });
+    let config = mcp_connect::config::ServersConfig::parse(&file.to_string()).unwrap();
+    std::fs::remove_file(&ca).unwrap();
+    let stack = crate::support::recovering_with(Connector::new(), 1);
+    let connect = |name: &str| {
+        let request = config.get(name).expect("read").request();
+        watchdog(LIMIT, stack.connect(request))
+    };
+
+    let untrusted = connect("plain").await.unwrap_err();
+    assert_eq!(untrusted.failure().kind, FailureKind::Tls, "{untrusted}");
+    let session = connect("trusted").await.expect("the entry's CA is trusted");
+    session.close().await.expect("closed");
+    let refused = connect("proxied").await.unwrap_err();
+    assert_eq!(refused.failure().kind, FailureKind::Proxy, "{refused}");
+    assert_eq!(proxy.connections(), 1, "only the proxied entry used it");
+    assert_eq!(server.handshakes(), 1, "only the trusted entry got through");
+}

@@ -62,7 +62,16 @@ impl Scripted {
                     .lock()
                     .unwrap()
                     .iter()
-                    .map(|name| json!({ "name": name, "inputSchema": { "type": "object" } }))
+                    .map(|name| {
+                        // FastMCP's tags: a tool named `admin_*` is tagged
+                        // `admin` (FastMCP 3's namespace), every other
+                        // `read` (FastMCP 2's).
+                        let tags = match name.starts_with("admin_") {
+                            true => json!({ "fastmcp": { "tags": ["admin"] } }),
+                            false => json!({ "_fastmcp": { "tags": ["read"] } }),
+                        };
+                        json!({ "name": name, "inputSchema": { "type": "object" }, "_meta": tags })
+                    })
                     .collect();
                 Script::Json(200, result(request, json!({ "tools": tools })))
             }
@@ -1045,6 +1054,40 @@ async fn a_reload_touches_only_what_changed() {
             group.reconcile([member(1, ""), member(1, "")]).await,
             Err(GroupError::Duplicate { .. })
         ));
+        group.shutdown().await;
+    })
+    .await;
+}
+
+/// Issue 45: FastMCP's `include_tags` / `exclude_tags` in a config entry
+/// select the member's tools by the tags its server gives them.
+#[tokio::test]
+async fn a_config_entrys_tag_filters_select_the_tools() {
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("tagged", &["lookup", "admin_reset"], Duration::ZERO);
+        let server = scripted.start().await;
+        let file = format!(
+            r#"{{ "mcpServers": {{
+                "ops": {{ "url": "{url}", "exclude_tags": ["admin"] }},
+                "reads": {{ "url": "{url}?r", "include_tags": ["read"] }},
+                "all": {{ "url": "{url}?a" }} }} }}"#,
+            url = server.url()
+        );
+        let config = mcp_connect::config::ServersConfig::parse(&file).unwrap();
+        let group = ServerGroup::new();
+        for entry in config.servers() {
+            group
+                .add(Server::from_config(stack(Duration::from_secs(5)), entry))
+                .unwrap();
+        }
+        group.settled().await;
+        let catalogue = group.catalogue();
+        let mut tools: Vec<&str> = catalogue.tools().iter().map(|t| t.name.as_str()).collect();
+        tools.sort_unstable();
+        assert_eq!(
+            tools,
+            ["admin_reset", "all__lookup", "ops__lookup", "reads__lookup"]
+        );
         group.shutdown().await;
     })
     .await;

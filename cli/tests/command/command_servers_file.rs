@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_connect::testkit::assert_published_server_json;
+
 use crate::support::cli::{json_lines, run_async};
 use crate::support::{legacy, result, Recorded, Script, ScriptServer};
 
@@ -496,18 +498,15 @@ sys.exit(os.waitstatus_to_exitcode(status))
 #[tokio::test]
 async fn a_server_json_with_no_runtime_here_is_reached_by_its_remote() {
     let server = ScriptServer::start(two_tools("log")).await;
-    let described = tempfile_path::Path::new(
-        &format!(
-            r#"{{ "name": "io.github.acme/files", "version": "1.0.0",
-                "packages": [ {{ "registryType": "npm", "identifier": "@acme/files",
-                    "version": "1.0.0", "runtimeHint": "mcp-connect-no-such-runtime",
-                    "transport": {{ "type": "stdio" }} }} ],
-                "remotes": [ {{ "type": "streamable-http", "url": "{}",
-                    "headers": [ {{ "name": "X-Tenant", "value": "acme" }} ] }} ] }}"#,
-            server.url()
-        ),
-        "json",
-    );
+    let described = serde_json::json!({ "name": "io.github.acme/files", "version": "1.0.0",
+        "description": "Files",
+        "packages": [ { "registryType": "npm", "identifier": "@acme/files",
+            "version": "1.0.0", "runtimeHint": "mcp-connect-no-such-runtime",
+            "transport": { "type": "stdio" } } ],
+        "remotes": [ { "type": "streamable-http", "url": server.url(),
+            "headers": [ { "name": "X-Tenant", "value": "acme" } ] } ] });
+    assert_published_server_json(&described);
+    let described = tempfile_path::Path::new(&described.to_string(), "json");
     let output = run_async(&["--server-json", described.as_str(), "--json"]).await;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(output.status.code(), Some(0), "{text}");
@@ -519,12 +518,12 @@ async fn a_server_json_with_no_runtime_here_is_reached_by_its_remote() {
     assert_eq!(initialize.header("x-tenant"), Some("acme"));
 
     // Nothing usable: a usage error naming the runtimes looked for.
-    let nothing = tempfile_path::Path::new(
-        r#"{ "name": "io.github.acme/files", "packages": [ { "registryType": "npm",
-             "identifier": "x", "runtimeHint": "mcp-connect-no-such-runtime",
-             "transport": { "type": "stdio" } } ] }"#,
-        "json",
-    );
+    let nothing = serde_json::json!({ "name": "io.github.acme/files", "version": "1.0.0",
+        "description": "Files", "packages": [ { "registryType": "npm", "identifier": "x",
+            "version": "1.0.0", "runtimeHint": "mcp-connect-no-such-runtime",
+            "transport": { "type": "stdio" } } ] });
+    assert_published_server_json(&nothing);
+    let nothing = tempfile_path::Path::new(&nothing.to_string(), "json");
     let output = run_async(&["--server-json", nothing.as_str()]).await;
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -547,11 +546,10 @@ async fn a_registry_server_is_fetched_and_reached() {
             return Script::Status(404);
         }
         let remote = serde_json::json!({ "type": "streamable-http", "url": url.get().unwrap() });
-        Script::Json(
-            200,
-            serde_json::json!({ "server": { "name": "io.github.acme/files", "version": "1.0.0",
-                                            "remotes": [remote] }, "_meta": {} }),
-        )
+        let answer = serde_json::json!({ "server": { "name": "io.github.acme/files",
+            "version": "1.0.0", "description": "Files", "remotes": [remote] }, "_meta": {} });
+        assert_published_server_json(&answer);
+        Script::Json(200, answer)
     })
     .await;
     own.set(server.url()).unwrap();
@@ -624,7 +622,9 @@ async fn check_shows_a_registry_entrys_launch_with_its_secret_masked() {
                 "runtimeHint": "sh", "transport": { "type": "stdio" },
                 "environmentVariables": [ { "name": "FILES_TOKEN", "isRequired": true,
                                             "isSecret": true } ] } ] });
-        Script::Json(200, serde_json::json!({ "server": server, "_meta": {} }))
+        let answer = serde_json::json!({ "server": server, "_meta": {} });
+        assert_published_server_json(&answer);
+        Script::Json(200, answer)
     })
     .await;
     let base = registry.url().trim_end_matches("/mcp").to_owned();

@@ -14,7 +14,9 @@ async fn registry() -> ScriptServer {
         let files = "/v0.1/servers/io.github.acme%2Ffiles/versions/";
         match request.path.strip_prefix(files) {
             Some("1.2.0" | "latest") => {
-                Script::Json(200, json!({ "server": files_json(), "_meta": {} }))
+                let answer = json!({ "server": files_json(), "_meta": {} });
+                crate::testkit::assert_published_server_json(&answer);
+                Script::Json(200, answer)
             }
             _ => Script::Status(404),
         }
@@ -170,6 +172,7 @@ async fn a_remote_registry_server_and_a_local_server_json() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut remote_only = files_json();
     remote_only["packages"] = json!([]);
+    crate::testkit::assert_published_server_json(&remote_only);
     let path = dir.join("server.json");
     std::fs::write(&path, remote_only.to_string()).unwrap();
     let file =
