@@ -87,7 +87,7 @@ pub(super) async fn run(
             json!({ "event": "server", "name": server.name(), "outcome": "disabled" }),
         );
     }
-    let stack = EstablishBuilder::new(Connector::with_client(client))
+    let stack = EstablishBuilder::new(Connector::with_client(client.clone()))
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();
@@ -193,7 +193,7 @@ pub(super) async fn run(
                 if n > 1 {
                     let until = Instant::now() + args.interval;
                     while let Some(()) = triggers.before(until).await {
-                        let reloaded = answers.read(path);
+                        let reloaded = answers.reread(path, &client, &options).await;
                         reload(printer, &group, reloaded, &chosen, &member).await;
                     }
                 }

@@ -72,6 +72,24 @@ impl Answers {
         self.ask_missing(path, config)
     }
 
+    /// Reads `path` again for a reload: a registry entry that is new or
+    /// changed is fetched; nothing is asked (a reload runs unattended).
+    pub(super) async fn reread(
+        &mut self,
+        path: &Path,
+        client: &HttpClient,
+        options: &RegistryOptions,
+    ) -> Result<ServersConfig, ConfigFileError> {
+        let config = self.read(path)?;
+        if config.registry_entries().next().is_none() {
+            return Ok(config);
+        }
+        config
+            .refresh_registry(&mut self.registry, client, options)
+            .await;
+        self.read(path)
+    }
+
     fn ask_missing(
         &mut self,
         path: &Path,

@@ -48,9 +48,18 @@ pub enum RegistrySource {
 }
 
 /// The `server.json` of each registry entry, fetched once: give it to
-/// [`ServersConfig::resolve_registry`] as often as needed.
+/// [`ServersConfig::resolve_registry`] as often as needed. Each is kept
+/// with the source it came from, so an entry whose `registry` or `version`
+/// changed (a reload) is never resolved with its old document.
 #[derive(Debug, Clone, Default)]
-pub struct RegistryDocuments(Vec<(String, Result<ServerJson, Arc<RegistryError>>)>);
+pub struct RegistryDocuments(Vec<Fetched>);
+
+/// One entry's document, and where it came from.
+type Fetched = (
+    String,
+    RegistrySource,
+    Result<ServerJson, Arc<RegistryError>>,
+);
 
 /// What an entry with a `registry` field is, before anything is fetched.
 pub(super) fn unresolved(entry: &Map<String, Value>) -> EntryProblem {
@@ -91,21 +100,48 @@ impl ServersConfig {
         client: &HttpClient,
         options: &RegistryOptions,
     ) -> RegistryDocuments {
-        let mut documents = Vec::new();
-        for (name, source) in self.registry_entries() {
-            let document = match source {
-                RegistrySource::File(path) => read_file(&path),
+        let mut documents = RegistryDocuments::default();
+        self.refresh_registry(&mut documents, client, options).await;
+        documents
+    }
+
+    /// [`fetch_registry`](Self::fetch_registry) for a file read again (a
+    /// reload): only the entries `documents` has nothing for from the same
+    /// source are fetched (a new entry, or a `registry` or `version`
+    /// changed), and what no entry names any more is dropped. A registry
+    /// version is immutable, so what was fetched stands; what failed is
+    /// tried again.
+    pub async fn refresh_registry(
+        &self,
+        documents: &mut RegistryDocuments,
+        client: &HttpClient,
+        options: &RegistryOptions,
+    ) {
+        let entries: Vec<_> = self.registry_entries().collect();
+        documents.0.retain(|(name, source, document)| {
+            let named = entries
+                .iter()
+                .any(|(entry, now)| entry == name && now == source);
+            named && document.is_ok()
+        });
+        for (name, source) in entries {
+            if documents.0.iter().any(|(known, _, _)| known == name) {
+                continue;
+            }
+            let document = match &source {
+                RegistrySource::File(path) => read_file(path),
                 RegistrySource::Registry { name, version } => {
-                    ServerJson::fetch_pinned(client, options, &name, version.as_deref()).await
+                    ServerJson::fetch_pinned(client, options, name, version.as_deref()).await
                 }
             };
             let document = match document {
                 Ok(server) => server.prepare(client, options).await,
                 Err(error) => Err(error),
             };
-            documents.push((name.to_owned(), document.map_err(Arc::new)));
+            documents
+                .0
+                .push((name.to_owned(), source, document.map_err(Arc::new)));
         }
-        RegistryDocuments(documents)
     }
 
     /// Resolves each registry entry `documents` has a `server.json` for
@@ -114,8 +150,10 @@ impl ServersConfig {
     /// The servers' declared variables join [`inputs`](Self::inputs).
     pub fn resolve_registry(&mut self, documents: &RegistryDocuments, variables: &Variables<'_>) {
         let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
-        for (name, document) in &documents.0 {
-            let Some(at) = self.pending.iter().position(|(pending, _)| pending == name) else {
+        for (name, from, document) in &documents.0 {
+            let Some(at) = self.pending.iter().position(|(pending, entry)| {
+                pending == name && source(entry).as_ref() == Some(from)
+            }) else {
                 continue;
             };
             let resolved = match document {

@@ -997,14 +997,20 @@ async fn reload_touches_only_what_changed(watch_config: bool) {
         }
     };
     tokio::task::block_in_place(|| until(&|| a.count("tools/call") >= 1));
+    // `d` joins as a registry entry (a local server.json): a reload reads
+    // what the file names, the registry's documents too.
+    let d_json = serde_json::json!({ "name": "io.github.acme/d", "version": "1.0.0",
+        "description": "D", "remotes": [ { "type": "streamable-http", "url": d.url() } ] });
+    assert_published_server_json(&d_json);
+    let d_file = tempfile_path::Path::new(&d_json.to_string(), "json");
     let replacement = format!("{}.new", config.as_str());
     std::fs::write(
         &replacement,
         format!(
-            r#"{{ "mcpServers": {{ "a": {}, "c": {}, "d": {} }} }}"#,
+            r#"{{ "mcpServers": {{ "a": {}, "c": {}, "d": {{ "registry": "{}" }} }} }}"#,
             entry(&a, "k"),
             entry(&c, SECRET),
-            entry(&d, "k")
+            d_file.as_str()
         ),
     )
     .unwrap();

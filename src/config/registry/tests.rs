@@ -209,3 +209,77 @@ async fn a_remote_registry_server_and_a_local_server_json() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reload: the entry whose version changed is fetched again and resolved
+/// with its new document (never the old one), an unchanged one is not
+/// fetched again, and a removed one's document is dropped.
+#[tokio::test]
+async fn a_refresh_fetches_only_new_or_changed_entries() {
+    let server = ScriptServer::start(|request: &Recorded| {
+        let version = request
+            .path
+            .strip_prefix("/v0.1/servers/io.github.acme%2Ffiles/versions/");
+        let Some(version @ ("1.0.0" | "2.0.0")) = version else {
+            return Script::Status(404);
+        };
+        let mut files = files_json();
+        files["version"] = json!(version);
+        files["packages"][0]["version"] = json!(version);
+        files["packages"][0]["environmentVariables"] = json!([]);
+        let answer = json!({ "server": files, "_meta": {} });
+        crate::testkit::assert_published_server_json(&answer);
+        Script::Json(200, answer)
+    })
+    .await;
+    let file = |version: &str| {
+        format!(
+            r#"{{ "mcpServers": {{
+                "pinned": {{ "registry": "io.github.acme/files", "version": "1.0.0" }},
+                "moving": {{ "registry": "io.github.acme/files", "version": "{version}" }} }} }}"#
+        )
+    };
+    let none = |_: &str| None;
+    let client = HttpClient::default_client();
+    let argv = |config: &ServersConfig, name: &str| {
+        let Target::Stdio(command) = config.get(name).expect(name).request().target().clone()
+        else {
+            panic!("stdio");
+        };
+        (command.arguments().last().unwrap())
+            .to_string_lossy()
+            .into_owned()
+    };
+
+    let mut first = ServersConfig::parse_with(&file("1.0.0"), &none).unwrap();
+    let mut documents = first.fetch_registry(&client, &options(&server)).await;
+    first.resolve_registry(&documents, &Variables::new(&none));
+    assert_eq!(argv(&first, "moving"), "@acme/files@1.0.0");
+    assert_eq!(server.recorded().len(), 2);
+
+    let mut reloaded = ServersConfig::parse_with(&file("2.0.0"), &none).unwrap();
+    (reloaded.refresh_registry(&mut documents, &client, &options(&server))).await;
+    reloaded.resolve_registry(&documents, &Variables::new(&none));
+    assert_eq!(argv(&reloaded, "pinned"), "@acme/files@1.0.0");
+    assert_eq!(
+        argv(&reloaded, "moving"),
+        "@acme/files@2.0.0",
+        "the new version's document"
+    );
+    let asked: Vec<_> = server.recorded().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        asked[2..],
+        ["/v0.1/servers/io.github.acme%2Ffiles/versions/2.0.0"],
+        "only the changed entry is fetched again"
+    );
+
+    let only_pinned = r#"{ "mcpServers": {
+        "pinned": { "registry": "io.github.acme/files", "version": "1.0.0" } } }"#;
+    let lean = ServersConfig::parse_with(only_pinned, &none).unwrap();
+    (lean.refresh_registry(&mut documents, &client, &options(&server))).await;
+    assert_eq!(
+        format!("{documents:?}").matches("Ok(").count(),
+        1,
+        "{documents:?}"
+    );
+    assert_eq!(server.recorded().len(), 3, "nothing fetched");
+}

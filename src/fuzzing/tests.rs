@@ -1,0 +1,278 @@
+//! The fuzz targets' invariants as property tests, so `cargo test` checks
+//! a few thousand inputs of each on every run (the fuzzer explores far more
+//! of them, guided by coverage, in `fuzz/`).
+
+use proptest::prelude::*;
+
+fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(any::<u8>(), 0..256)
+}
+
+/// URLs with userinfo, odd ports, queries and fragments, then header
+/// lines, some reserved, some invalid.
+fn connect_text() -> impl Strategy<Value = String> {
+    let url = (
+        prop_oneof!["https?", "ftp", "[a-z]{0,5}"],
+        proptest::option::of("[a-zA-Z0-9:%._-]{0,20}"),
+        "[a-z0-9.-]{0,12}|\\[::1\\]",
+        proptest::option::of("[0-9]{0,6}"),
+        "(/[a-zA-Z0-9@:%._-]{0,8}){0,3}",
+        proptest::option::of("[a-z=&@]{0,10}"),
+    )
+        .prop_map(|(scheme, userinfo, host, port, path, query)| {
+            let mut url = format!("{scheme}://");
+            if let Some(userinfo) = userinfo {
+                url.push_str(&userinfo);
+                url.push('@');
+            }
+            url.push_str(&host);
+            if let Some(port) = port {
+                url.push(':');
+                url.push_str(&port);
+            }
+            url.push_str(&path);
+            if let Some(query) = query {
+                url.push('?');
+                url.push_str(&query);
+            }
+            url
+        });
+    let header = prop_oneof![
+        "(host|content-length|mcp-session-id|accept|x-api-key|authorization): [ -~]{0,12}",
+        "[ -~]{0,16}",
+    ];
+    (url, proptest::collection::vec(header, 0..4)).prop_map(|(url, headers)| {
+        std::iter::once(url)
+            .chain(headers)
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+fn era_cache_text() -> impl Strategy<Value = String> {
+    let entry = (
+        "[ -~]{0,16}",
+        prop_oneof!["modern", "legacy", "[a-z]{0,6}"],
+        prop_oneof!["stdio", "sse", "streamable-http", "[a-z]{0,4}"],
+        prop_oneof!["2024-11-05", "2025-06-18", "2026-07-28", "[0-9-]{0,10}"],
+    )
+        .prop_map(|(key, era, transport, version)| {
+            let key = serde_json::Value::String(key);
+            format!(r#"{key}:{{"era":"{era}","transport":"{transport}","version":"{version}"}}"#)
+        });
+    proptest::collection::vec(entry, 0..4).prop_map(|e| format!("{{{}}}", e.join(",")))
+}
+
+/// `mcpServers` files whose entries mix known and unknown fields, good
+/// and bad values, and references to the secret variable.
+/// `server.json` documents: packages of each registry type and
+/// remotes, their arguments, variables and headers drawn from forms
+/// that reference variables, with mistakes among them.
+fn server_json_text() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        Just("\"{token}\"".to_owned()),
+        Just("\"Bearer {token}\"".to_owned()),
+        Just("\"--key={token}\"".to_owned()),
+        Just("\"https://{tenant}.h.test/{token}\"".to_owned()),
+        Just("\"https://h.test/mcp\"".to_owned()),
+        Just("\"{\"".to_owned()),
+        "\"[ -~&&[^\"\\\\]]{0,10}\"",
+        Just("7".to_owned()),
+        Just("true".to_owned()),
+    ];
+    let field = prop_oneof![
+        "registryType",
+        "identifier",
+        "version",
+        "runtimeHint",
+        "fileSha256",
+        "type",
+        "url",
+        "name",
+        "value",
+        "default",
+        "isSecret",
+        "isRequired",
+        "valueHint",
+        "[a-z]{1,5}"
+    ];
+    let object = proptest::collection::vec((field, value), 0..6).prop_map(|fields| {
+        let body: Vec<String> = fields
+            .into_iter()
+            .map(|(name, value)| format!("\"{name}\": {value}"))
+            .collect();
+        format!("{{{}}}", body.join(", "))
+    });
+    let list =
+        proptest::collection::vec(object, 0..3).prop_map(|items| format!("[{}]", items.join(", ")));
+    let nested = prop_oneof![
+        "packageArguments",
+        "runtimeArguments",
+        "environmentVariables",
+        "headers"
+    ];
+    let package = (proptest::collection::vec((nested, list.clone()), 0..3), list.clone())
+        .prop_map(|(lists, variables)| {
+            let body: Vec<String> = lists
+                .into_iter()
+                .map(|(name, list)| format!("\"{name}\": {list}"))
+                .collect();
+            format!(
+                "{{\"registryType\": \"npm\", \"identifier\": \"@a/b\", \"version\": \"1\", \"transport\": {{\"type\": \"stdio\"}}, \"variables\": {{\"token\": {{\"isSecret\": true}}}}, \"x\": {variables}{}{}}}",
+                if body.is_empty() { "" } else { ", " },
+                body.join(", ")
+            )
+        });
+    let kind = prop_oneof!["npm", "pypi", "oci", "nuget", "mcpb", "other"];
+    (proptest::collection::vec((kind, package), 0..3), list)
+        .prop_map(|(packages, remotes)| {
+            let packages: Vec<String> = packages
+                .into_iter()
+                .map(|(kind, package)| package.replacen("\"npm\"", &format!("\"{kind}\""), 1))
+                .collect();
+            format!(
+                "{{\"name\": \"io.github.a/b\", \"version\": \"1\", \"packages\": [{}], \"remotes\": {remotes}}}",
+                packages.join(", ")
+            )
+        })
+}
+
+fn servers_config_text() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        Just("\"${FUZZ_SECRET}\"".to_owned()),
+        Just("\"Bearer ${env:FUZZ_SECRET}\"".to_owned()),
+        Just("\"${MISSING}\"".to_owned()),
+        Just("\"http://127.0.0.1:1/${FUZZ_SECRET}\"".to_owned()),
+        Just("[\"${FUZZ_SECRET}\", 1]".to_owned()),
+        Just("{\"Authorization\": \"${FUZZ_SECRET}\", \"Host\": \"${FUZZ_SECRET}\"}".to_owned()),
+        Just("{\"KEY\": \"${FUZZ_SECRET}\"}".to_owned()),
+        "\"[ -~&&[^\"\\\\]]{0,12}\"",
+        Just("7".to_owned()),
+    ];
+    let field = prop_oneof![
+        "type",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "[a-z]{1,6}"
+    ];
+    let entry = proptest::collection::vec((field, value), 0..5).prop_map(|fields| {
+        let body: Vec<String> = fields
+            .into_iter()
+            .map(|(name, value)| format!("\"{name}\": {value}"))
+            .collect();
+        format!("{{{}}}", body.join(", "))
+    });
+    let top = prop_oneof!["mcpServers", "servers"];
+    (top, proptest::collection::vec(("[a-z]{1,4}", entry), 0..4)).prop_map(|(top, entries)| {
+        let body: Vec<String> = entries
+            .into_iter()
+            .map(|(name, entry)| format!("\"{name}\": {entry}"))
+            .collect();
+        format!("{{\"{top}\": {{{}}}}}", body.join(", "))
+    })
+}
+
+/// Codex `config.toml` files: `[mcp_servers.NAME]` tables whose values
+/// reference the secret through every field, Codex's own included.
+fn codex_config_text() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        Just("\"${FUZZ_SECRET}\"".to_owned()),
+        Just("\"${input:fuzz}\"".to_owned()),
+        Just("\"${env:NOPE | value:${FUZZ_SECRET}}\"".to_owned()),
+        Just("\"FUZZ_SECRET\"".to_owned()),
+        Just("\"http://127.0.0.1:1/${input:fuzz}\"".to_owned()),
+        Just("[\"${FUZZ_SECRET}\", 1]".to_owned()),
+        Just("{ \"X-Key\" = \"${FUZZ_SECRET}\" }".to_owned()),
+        Just("{ \"X-Org\" = \"FUZZ_SECRET\" }".to_owned()),
+        "\"[ -~&&[^\"\\\\]]{0,12}\"",
+        Just("7".to_owned()),
+    ];
+    let field = prop_oneof![
+        "command",
+        "args",
+        "env",
+        "url",
+        "http_headers",
+        "env_http_headers",
+        "bearer_token_env_var",
+        "[a-z]{1,6}"
+    ];
+    let entry = proptest::collection::vec((field, value), 0..5).prop_map(|fields| {
+        let mut seen = std::collections::HashSet::new();
+        fields
+            .into_iter()
+            .filter(|(name, _)| seen.insert(name.clone()))
+            .map(|(name, value)| format!("{name} = {value}\n"))
+            .collect::<String>()
+    });
+    proptest::collection::btree_map("[a-z]{1,4}", entry, 0..4).prop_map(|entries| {
+        let tables: String = entries
+            .into_iter()
+            .map(|(name, body)| format!("[mcp_servers.{name}]\n{body}"))
+            .collect();
+        format!("[mcp_servers]\n{tables}")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn every_target_takes_any_bytes(input in bytes()) {
+        super::sse(&input);
+        super::jsonrpc(&input);
+        super::www_authenticate(&input);
+        super::retry_after(&input);
+        super::connect_request(&input);
+        super::era_cache(&input);
+        super::servers_config(&input);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates(
+        seconds in any::<u64>(),
+        date in (0u64..8_000_000_000).prop_map(|s| {
+            httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s))
+        }),
+    ) {
+        super::retry_after(seconds.to_string().as_bytes());
+        super::retry_after(format!("  {seconds} ").as_bytes());
+        super::retry_after(date.as_bytes());
+    }
+
+    #[test]
+    fn connect_requests_keep_userinfo_out(text in connect_text()) {
+        super::connect_request(text.as_bytes());
+    }
+
+    #[test]
+    fn era_caches_round_trip(text in era_cache_text()) {
+        super::era_cache(text.as_bytes());
+    }
+
+    #[test]
+    fn servers_configs_keep_secrets_out(text in servers_config_text()) {
+        super::servers_config(text.as_bytes());
+    }
+
+    #[test]
+    fn registry_server_jsons_keep_answers_out(text in server_json_text()) {
+        super::registry_server_json(text.as_bytes());
+    }
+
+    #[test]
+    fn codex_configs_keep_secrets_out(text in codex_config_text()) {
+        let env = |_: &str| None;
+        let read = crate::config::ServersConfig::parse_as(
+            &text,
+            crate::config::Format::Toml,
+            &crate::config::Variables::new(&env),
+        );
+        prop_assert!(read.is_ok(), "generated TOML is TOML: {text}");
+        super::servers_config(text.as_bytes());
+    }
+}
