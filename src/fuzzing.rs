@@ -205,6 +205,17 @@ pub fn servers_config(data: &[u8]) {
     }
 }
 
+/// `error` and every source below it, as one text.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
+}
+
 fn check_config(config: &crate::config::ServersConfig) {
     let shown = format!("{config:?}");
     assert!(!shown.contains(CONFIG_SECRET), "a secret in Debug");
@@ -217,13 +228,10 @@ fn check_config(config: &crate::config::ServersConfig) {
                 server.name()
             }
             Err(error) => {
-                let mut chain = error.to_string();
-                let mut source = std::error::Error::source(error);
-                while let Some(cause) = source {
-                    chain.push_str(&cause.to_string());
-                    source = cause.source();
-                }
-                assert!(!chain.contains(CONFIG_SECRET), "a secret in an error");
+                assert!(
+                    !chain(error).contains(CONFIG_SECRET),
+                    "a secret in an error"
+                );
                 error.name()
             }
         };
@@ -266,12 +274,7 @@ pub fn registry_server_json(data: &[u8]) {
                 }
             }
             Err(error) => {
-                let mut chain = error.to_string();
-                let mut source = std::error::Error::source(&error);
-                while let Some(cause) = source {
-                    chain.push_str(&cause.to_string());
-                    source = cause.source();
-                }
+                let chain = chain(&error);
                 assert!(!chain.contains(CONFIG_SECRET), "a secret in an error");
             }
         }

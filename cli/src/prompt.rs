@@ -63,17 +63,13 @@ impl Answers {
         client: &HttpClient,
         options: &RegistryOptions,
     ) -> Result<ServersConfig, ConfigFileError> {
-        let config = self.read(path)?;
-        if config.registry_entries().next().is_none() {
-            return self.ask_missing(path, config);
-        }
-        self.registry = config.fetch_registry(client, options).await;
-        let config = self.read(path)?;
+        let config = self.reread(path, client, options).await?;
         self.ask_missing(path, config)
     }
 
-    /// Reads `path` again for a reload: a registry entry that is new or
-    /// changed is fetched; nothing is asked (a reload runs unattended).
+    /// Reads `path`, fetching the `server.json` of every registry entry not
+    /// fetched before from the same source (on a reload: an entry that is
+    /// new or changed); nothing is asked (a reload runs unattended).
     pub(super) async fn reread(
         &mut self,
         path: &Path,
