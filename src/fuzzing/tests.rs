@@ -96,13 +96,8 @@ fn server_json_text() -> impl Strategy<Value = String> {
         "valueHint",
         "[a-z]{1,5}"
     ];
-    let object = proptest::collection::vec((field, value), 0..6).prop_map(|fields| {
-        let body: Vec<String> = fields
-            .into_iter()
-            .map(|(name, value)| format!("\"{name}\": {value}"))
-            .collect();
-        format!("{{{}}}", body.join(", "))
-    });
+    let object = proptest::collection::vec((field, value), 0..6)
+        .prop_map(|fields| format!("{{{}}}", members(fields)));
     let list =
         proptest::collection::vec(object, 0..3).prop_map(|items| format!("[{}]", items.join(", ")));
     let nested = prop_oneof![
@@ -111,30 +106,34 @@ fn server_json_text() -> impl Strategy<Value = String> {
         "environmentVariables",
         "headers"
     ];
-    let package = (proptest::collection::vec((nested, list.clone()), 0..3), list.clone())
-        .prop_map(|(lists, variables)| {
-            let body: Vec<String> = lists
-                .into_iter()
-                .map(|(name, list)| format!("\"{name}\": {list}"))
-                .collect();
+    let kind = prop_oneof!["npm", "pypi", "oci", "nuget", "mcpb", "other"];
+    let package = (
+        kind,
+        proptest::collection::vec((nested, list.clone()), 0..3),
+        list.clone(),
+    )
+        .prop_map(|(kind, mut lists, unknown)| {
+            lists.push(("x".to_owned(), unknown));
             format!(
-                "{{\"registryType\": \"npm\", \"identifier\": \"@a/b\", \"version\": \"1\", \"transport\": {{\"type\": \"stdio\"}}, \"variables\": {{\"token\": {{\"isSecret\": true}}}}, \"x\": {variables}{}{}}}",
-                if body.is_empty() { "" } else { ", " },
-                body.join(", ")
+                "{{\"registryType\": \"{kind}\", \"identifier\": \"@a/b\", \"version\": \"1\", \"transport\": {{\"type\": \"stdio\"}}, \"variables\": {{\"token\": {{\"isSecret\": true}}}}, {}}}",
+                members(lists)
             )
         });
-    let kind = prop_oneof!["npm", "pypi", "oci", "nuget", "mcpb", "other"];
-    (proptest::collection::vec((kind, package), 0..3), list)
-        .prop_map(|(packages, remotes)| {
-            let packages: Vec<String> = packages
-                .into_iter()
-                .map(|(kind, package)| package.replacen("\"npm\"", &format!("\"{kind}\""), 1))
-                .collect();
-            format!(
-                "{{\"name\": \"io.github.a/b\", \"version\": \"1\", \"packages\": [{}], \"remotes\": {remotes}}}",
-                packages.join(", ")
-            )
-        })
+    (proptest::collection::vec(package, 0..3), list).prop_map(|(packages, remotes)| {
+        format!(
+            "{{\"name\": \"io.github.a/b\", \"version\": \"1\", \"packages\": [{}], \"remotes\": {remotes}}}",
+            packages.join(", ")
+        )
+    })
+}
+
+/// `(name, JSON text)` pairs as the members of a JSON object.
+fn members(pairs: Vec<(String, String)>) -> String {
+    let members: Vec<String> = pairs
+        .into_iter()
+        .map(|(name, value)| format!("\"{name}\": {value}"))
+        .collect();
+    members.join(", ")
 }
 
 fn servers_config_text() -> impl Strategy<Value = String> {
@@ -159,21 +158,11 @@ fn servers_config_text() -> impl Strategy<Value = String> {
         "headers",
         "[a-z]{1,6}"
     ];
-    let entry = proptest::collection::vec((field, value), 0..5).prop_map(|fields| {
-        let body: Vec<String> = fields
-            .into_iter()
-            .map(|(name, value)| format!("\"{name}\": {value}"))
-            .collect();
-        format!("{{{}}}", body.join(", "))
-    });
+    let entry = proptest::collection::vec((field, value), 0..5)
+        .prop_map(|fields| format!("{{{}}}", members(fields)));
     let top = prop_oneof!["mcpServers", "servers"];
-    (top, proptest::collection::vec(("[a-z]{1,4}", entry), 0..4)).prop_map(|(top, entries)| {
-        let body: Vec<String> = entries
-            .into_iter()
-            .map(|(name, entry)| format!("\"{name}\": {entry}"))
-            .collect();
-        format!("{{\"{top}\": {{{}}}}}", body.join(", "))
-    })
+    (top, proptest::collection::vec(("[a-z]{1,4}", entry), 0..4))
+        .prop_map(|(top, entries)| format!("{{\"{top}\": {{{}}}}}", members(entries)))
 }
 
 /// Codex `config.toml` files: `[mcp_servers.NAME]` tables whose values
