@@ -145,7 +145,6 @@ impl ServerJson {
         client: &HttpClient,
         options: &RegistryOptions,
     ) -> Result<ServerJson, RegistryError> {
-        let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
         let packages: Vec<Value> = list(&self.server, "packages").cloned().collect();
         for (index, package) in packages.iter().enumerate() {
             if text(package, "registryType") == Some("mcpb") {
@@ -238,9 +237,14 @@ impl ServerJson {
         &self,
         answer: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConnectRequest, RegistryError> {
-        let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
         self.request_with(&on_path, answer)
     }
+}
+
+/// Whether `program` is found on this process's PATH: the runtime test a
+/// package is chosen by.
+pub(crate) fn on_path(program: &str) -> bool {
+    StdioCommand::new(program).locate().is_ok()
 }
 
 fn list<'a>(value: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {

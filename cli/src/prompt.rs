@@ -5,7 +5,8 @@
 //! terminal: the entries that need an answer are then refused, naming the
 //! input. The answers are kept for the run, so a reload asks nothing. A
 //! registry entry's secret variables are inputs too (its `server.json`
-//! fetched once, before anything is asked).
+//! fetched before anything is asked, and again on a reload only when the
+//! entry is new or changed).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -38,8 +39,8 @@ impl Answers {
     }
 
     /// Reads `path` with these answers and the process's environment, its
-    /// registry entries resolved from the documents fetched before (an
-    /// entry added since, on a reload, is not fetched: it says so).
+    /// registry entries resolved from the documents fetched before
+    /// ([`reread`](Self::reread) fetches what is new first).
     pub(super) fn read(&self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
         let env = |name: &str| std::env::var(name).ok();
         let variables = (self.given.iter()).fold(Variables::new(&env), |variables, (id, value)| {

@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use super::{check::Launch, fields::text, EntryError, EntryProblem, ServerConfig, ServersConfig};
 use super::{Variables, MAX_FILE_BYTES};
 use crate::registry::{RegistryError, RegistryOptions, ServerJson};
-use crate::transport::{HttpClient, StdioCommand};
+use crate::transport::HttpClient;
 
 /// Where a registry entry's `server.json` comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +149,6 @@ impl ServersConfig {
     /// the environment; an entry that cannot be is refused, naming why.
     /// The servers' declared variables join [`inputs`](Self::inputs).
     pub fn resolve_registry(&mut self, documents: &RegistryDocuments, variables: &Variables<'_>) {
-        let on_path = |program: &str| StdioCommand::new(program).locate().is_ok();
         for (name, from, document) in &documents.0 {
             let Some(at) = self.pending.iter().position(|(pending, entry)| {
                 pending == name && source(entry).as_ref() == Some(from)
@@ -172,7 +171,7 @@ impl ServersConfig {
                         name,
                         &self.pending[at].1,
                         server,
-                        &on_path,
+                        &crate::registry::on_path,
                         &answer,
                         variables,
                     )
