@@ -190,7 +190,8 @@ impl Service<ConnectRequest> for Establish {
                 established,
             );
         }
-        Box::pin(self.service.call(request))
+        // Already boxed by the erased service: not boxed again.
+        self.service.call(request)
     }
 }
 

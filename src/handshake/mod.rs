@@ -113,7 +113,10 @@ pub(crate) async fn establish(
         let Some(allow_new) = permit else {
             return outcome;
         };
-        reauthorization.record(attempt.authorize(authorizer, allow_new).await?);
+        // Boxed: rare (after a 401 or 403), and the largest future of the
+        // handshake; inline it would grow every establishment's future.
+        let authorized = Box::pin(attempt.authorize(authorizer, allow_new)).await?;
+        reauthorization.record(authorized);
     }
 }
 
@@ -323,15 +326,15 @@ impl<'a> AttemptContext<'a> {
         if session.era() != Era::Modern || !self.request.inbound().wants_notifications() {
             return;
         }
-        let subscribed = self
-            .clock
-            .limit(
-                Stage::REQUEST,
-                self.request.limits().handshake_timeout,
-                CancelSource::HandshakeTimeout,
-                session.listen_from_start(),
-            )
-            .await;
+        // Boxed: only a modern session whose application listens waits
+        // here; inline, every establishment's future would carry this one.
+        let subscribed = Box::pin(self.clock.limit(
+            Stage::REQUEST,
+            self.request.limits().handshake_timeout,
+            CancelSource::HandshakeTimeout,
+            session.listen_from_start(),
+        ))
+        .await;
         if let Err(error) = subscribed {
             tracing::debug!(error = %error, "no subscription at establishment");
         }

@@ -74,14 +74,16 @@ impl Opener {
                     .map(|t| Box::new(t) as Box<dyn Transport>)
                     .map_err(|e| Error::transport(stage::SSE_ENDPOINT, e))
                 };
-                clock
-                    .timed(
-                        stage::SSE_ENDPOINT,
-                        limits.handshake_timeout,
-                        CancelSource::HandshakeTimeout,
-                        sse,
-                    )
-                    .await
+                // Boxed: this arm's future is the largest of the three, and
+                // inline it would make every establishment's future (moved
+                // whole into its box) carry it.
+                Box::pin(clock.timed(
+                    stage::SSE_ENDPOINT,
+                    limits.handshake_timeout,
+                    CancelSource::HandshakeTimeout,
+                    sse,
+                ))
+                .await
             }
             (TransportKind::Stdio, Target::Stdio(command)) => {
                 clock.check(Stage::CONNECT)?;

@@ -60,13 +60,13 @@ pub(super) struct Lookup {
 impl Session {
     /// Uses `cache` for this session's cacheable requests (modern era).
     pub(super) fn with_cache(mut self, cache: Option<&ResponseCache>, target: &Target) -> Self {
-        self.cache = cache
-            .filter(|_| self.era() == Era::Modern)
-            .map(|cache| SessionCache {
+        self.cache = cache.filter(|_| self.era() == Era::Modern).map(|cache| {
+            Box::new(SessionCache {
                 cache: cache.clone(),
                 server: EraCache::key(target).into(),
                 target: target.clone(),
-            });
+            })
+        });
         self
     }
 

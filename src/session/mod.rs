@@ -81,10 +81,12 @@ pub struct Session {
     tool_headers: tool_headers::ToolHeaders,
     /// The 2026-07-28 subscription (`subscriptions/listen`).
     subscriptions: subscriptions::Subscriptions,
-    /// How to authorize again when a request is refused.
-    auth: Option<crate::auth::Authorizer>,
+    /// How to authorize again when a request is refused. Boxed, like the
+    /// cache: most sessions have neither, and a session is moved whole
+    /// through every layer of the establishment.
+    auth: Option<Box<crate::auth::Authorizer>>,
     /// The response cache (modern era).
-    cache: Option<cached::SessionCache>,
+    cache: Option<Box<cached::SessionCache>>,
     /// Set when the session started from a remembered discover.
     remembered: Option<cached::Remembered>,
     /// Spans and metrics for this session's requests (feature `otel`).
@@ -158,7 +160,7 @@ impl Session {
             listener,
             tool_headers: Default::default(),
             subscriptions: Default::default(),
-            auth,
+            auth: auth.map(Box::new),
             cache: None,
             remembered: None,
             telemetry: None,

@@ -15,19 +15,16 @@ use http_body_util::{BodyExt, Full};
 use std::net::SocketAddr;
 
 use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
-use hyper_util::client::legacy::connect::HttpConnector;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
-use super::connect_error::{tag_tcp, DnsError};
-#[cfg(feature = "rustls")]
-use super::connect_error::{tag_tls, TlsError};
 use super::error::BoxError;
-use super::proxy::{ForwardLayer, Proxy, ProxyConnector, SharedRoutes};
+use super::proxy::{Proxy, SharedRoutes};
 use super::redirect::RedirectPolicy;
 #[cfg(feature = "rustls")]
 use super::tls_config::TlsConfigError;
-use tower_http::follow_redirect::FollowRedirect;
+
+mod default_client;
 
 /// The response body type every client is erased to.
 pub type HttpBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -145,9 +142,9 @@ impl HttpClient {
     /// `tower::Service<Name>` returning socket addresses).
     ///
     /// Connection failures are tagged where they happen, so nothing later
-    /// has to guess from a message: resolver errors become [`DnsError`],
+    /// has to guess from a message: resolver errors become [`DnsError`](super::DnsError),
     /// TCP connect errors [`TcpConnectError`](super::TcpConnectError), and every other failure of
-    /// the connector (the TLS handshake, certificates) [`TlsError`].
+    /// the connector (the TLS handshake, certificates) [`TlsError`](super::TlsError).
     pub fn with_resolver<R>(resolver: R) -> Self
     where
         R: Service<Name> + Clone + Send + Sync + 'static,
@@ -156,50 +153,6 @@ impl HttpClient {
         R::Future: Send,
     {
         Self::builder().build_with_resolver(resolver)
-    }
-
-    /// The default client over `resolver`, with TLS when built with it,
-    /// through `routes`' proxies, without redirects (the builder adds
-    /// them).
-    fn tls_with_resolver<R>(
-        resolver: R,
-        routes: SharedRoutes,
-        #[cfg(feature = "rustls")] tls: &super::tls_config::TlsSettings,
-    ) -> Self
-    where
-        R: Service<Name> + Clone + Send + Sync + 'static,
-        R::Response: Iterator<Item = SocketAddr>,
-        R::Error: Into<BoxError>,
-        R::Future: Send,
-    {
-        #[cfg(feature = "rustls")]
-        {
-            let mut http = tcp_connector(resolver);
-            // The HTTPS connector below decides per scheme.
-            http.enforce_http(false);
-            let tcp = ServiceBuilder::new().map_err(tag_tcp).service(http);
-            let routed = ProxyConnector::new(routes.clone(), tcp, true);
-            let https = tls
-                .connector()
-                .https_or_http()
-                .enable_http1()
-                .enable_http2()
-                .wrap_connector(routed);
-            // A TLS 1.3 refusal after the handshake stays typed (see
-            // tls_alerts.rs).
-            let alerts = std::sync::Arc::new(super::tls_alerts::TlsAlerts::default());
-            let watched = super::tls_alerts::WatchAlerts::new(https, alerts.clone());
-            let tagged = ServiceBuilder::new().map_err(tag_tls).service(watched);
-            let pooled =
-                super::tls_alerts::ExplainAlerts::new(pooled().build(tagged), alerts, |met| {
-                    Box::new(TlsError(met))
-                });
-            Self::proxied(HttpClient::new(pooled), routes, true)
-        }
-        #[cfg(not(feature = "rustls"))]
-        {
-            Self::plain_with_resolver(resolver, routes)
-        }
     }
 
     /// [`http_only`](Self::http_only) with another resolver.
@@ -211,43 +164,6 @@ impl HttpClient {
         R::Future: Send,
     {
         Self::builder().http_only().build_with_resolver(resolver)
-    }
-
-    /// The plain-`http://` client over `resolver`, through `routes`'
-    /// proxies, without redirects.
-    fn plain_with_resolver<R>(resolver: R, routes: SharedRoutes) -> Self
-    where
-        R: Service<Name> + Clone + Send + Sync + 'static,
-        R::Response: Iterator<Item = SocketAddr>,
-        R::Error: Into<BoxError>,
-        R::Future: Send,
-    {
-        // enforce_http stays on (hyper's default): a URI that is not
-        // `http://` fails in the connector, before a socket is opened.
-        let tcp = ServiceBuilder::new()
-            .map_err(tag_tcp)
-            .service(tcp_connector(resolver));
-        let routed = ProxyConnector::new(routes.clone(), tcp, false);
-        Self::proxied(HttpClient::new(pooled().build(routed)), routes, false)
-    }
-
-    /// `client` with the proxy request layer when some `http://` target
-    /// goes through a proxy (only then: it costs a boxed future per
-    /// request).
-    fn proxied(client: HttpClient, routes: SharedRoutes, tls: bool) -> Self {
-        let client = if routes.proxies_http() {
-            HttpClient::new(tower::Layer::layer(
-                &ForwardLayer::new(routes.clone()),
-                client,
-            ))
-        } else {
-            client
-        };
-        HttpClient {
-            tls,
-            routes: Some(routes),
-            ..client
-        }
     }
 
     /// This client, counting every request it sends into `counter` (for
@@ -366,84 +282,22 @@ impl HttpClientBuilder {
         R::Future: Send,
     {
         let routes = std::sync::Arc::new(self.proxy.routes());
-        let client = if let Some(path) = self.unix_socket {
+        if let Some(path) = self.unix_socket {
             let connector = super::unix_socket::UnixConnector::new(path);
-            HttpClient {
-                tls: false,
-                ..HttpClient::new(pooled().build(connector))
-            }
-        } else if self.http_only {
-            HttpClient::plain_with_resolver(resolver, routes)
-        } else {
-            HttpClient::tls_with_resolver(
-                resolver,
-                routes,
-                #[cfg(feature = "rustls")]
-                &self.tls,
-            )
-        };
-        // Following off: no layer at all, and a redirect reaches the
-        // transport as the status it is.
-        if self.redirects.max_hops() == 0 {
-            return client;
+            let pooled = default_client::pooled().build(connector);
+            return default_client::finish(pooled, None, false, &self.redirects);
         }
-        HttpClient::new(FollowRedirect::with_policy(
-            client.clone(),
-            self.redirects.for_request(),
-        ))
-        .keeping(&client)
+        if self.http_only {
+            return default_client::plain(resolver, routes, &self.redirects);
+        }
+        default_client::tls(
+            resolver,
+            routes,
+            #[cfg(feature = "rustls")]
+            &self.tls,
+            &self.redirects,
+        )
     }
-}
-
-/// How long a pooled connection may sit idle before the kernel starts
-/// probing it. A NAT or load balancer that forgets an idle connection
-/// drops it silently; without probes the next request would find out, by
-/// waiting. With them the kernel sees the loss first (Linux: the probes'
-/// own interval and count decide how soon) and the pool discards the
-/// connection.
-pub(crate) const TCP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
-/// Between unanswered keepalive probes (Linux's own default is 75 s).
-const TCP_KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
-/// Unanswered probes before the connection counts as lost (Linux: 9): a
-/// dropped idle connection is noticed about 60 s after its last traffic.
-const TCP_KEEPALIVE_PROBES: u32 = 3;
-
-/// The system-resolver TCP connector every default client starts from, its
-/// resolver errors tagged as [`DnsError`]: no Nagle delay, TCP keepalive
-/// after [`TCP_KEEPALIVE`] idle, probing every
-/// [`TCP_KEEPALIVE_INTERVAL`] up to [`TCP_KEEPALIVE_PROBES`] times.
-fn tcp_connector<R>(
-    resolver: R,
-) -> HttpConnector<impl Service<Name, Response = R::Response, Error = DnsError, Future: Send> + Clone>
-where
-    R: Service<Name> + Clone + Send + Sync + 'static,
-    R::Response: Iterator<Item = SocketAddr>,
-    R::Error: Into<BoxError>,
-    R::Future: Send,
-{
-    let resolver = ServiceBuilder::new()
-        .map_err(|e: R::Error| DnsError(e.into()))
-        .service(resolver);
-    let mut http = HttpConnector::new_with_resolver(resolver);
-    http.set_nodelay(true);
-    http.set_keepalive(Some(TCP_KEEPALIVE));
-    http.set_keepalive_interval(Some(TCP_KEEPALIVE_INTERVAL));
-    http.set_keepalive_retries(Some(TCP_KEEPALIVE_PROBES));
-    http
-}
-
-/// hyper-util's pooled client, idle connections kept 90 s. The pool needs
-/// a timer to evict them: without one, an idle connection the server
-/// closed stays in the pool until the next request to the same host, so a
-/// client that meets many hosts grows without bound (found by the soak:
-/// about 7 KiB per host).
-fn pooled() -> hyper_util::client::legacy::Builder {
-    let mut builder =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
-    builder
-        .pool_idle_timeout(std::time::Duration::from_secs(90))
-        .pool_timer(hyper_util::rt::TokioTimer::new());
-    builder
 }
 
 impl Service<http::Request<Full<Bytes>>> for HttpClient {
@@ -466,35 +320,5 @@ impl Service<http::Request<Full<Bytes>>> for HttpClient {
 impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpClient").finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 26: every socket of the default client probes an idle
-    /// connection, so a NAT that dropped it is noticed before a call waits.
-    #[tokio::test]
-    async fn default_sockets_have_tcp_keepalive() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let uri: http::Uri = format!("http://{}/", listener.local_addr().expect("addr"))
-            .parse()
-            .expect("uri");
-        let mut connector = tcp_connector(GaiResolver::new());
-        let stream = connector.call(uri).await.expect("connect");
-        let socket = socket2::SockRef::from(stream.inner());
-        assert!(socket.keepalive().expect("SO_KEEPALIVE"));
-        assert_eq!(socket.tcp_keepalive_time().expect("idle"), TCP_KEEPALIVE);
-        assert_eq!(
-            socket.tcp_keepalive_interval().expect("interval"),
-            TCP_KEEPALIVE_INTERVAL
-        );
-        assert_eq!(
-            socket.tcp_keepalive_retries().expect("probes"),
-            TCP_KEEPALIVE_PROBES
-        );
     }
 }

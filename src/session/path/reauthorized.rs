@@ -29,7 +29,7 @@ impl Reauthorized {
     /// The refresh of the token ahead of its expiry, when the session
     /// authorizes.
     pub(super) fn refreshing(session: &Session) -> Option<Refreshing<'_>> {
-        session.auth.as_ref().map(Refreshing)
+        session.auth.as_deref().map(Refreshing)
     }
 
     /// A refresh that cannot be had now (the authorization server slow or
