@@ -8,6 +8,7 @@
 //! each attempt starts from nothing: a new HTTP session, a new process.
 
 use std::fmt;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
@@ -24,7 +25,10 @@ use crate::transport::HttpClient;
 /// Makes a new, established [`Session`] for every [`ConnectRequest`].
 #[derive(Clone)]
 pub struct Connector {
-    http: HttpClient,
+    /// Shared: the connector is cloned for every establishment (by the
+    /// stack's erased service, the recovery layer and its own `call`), and
+    /// an `HttpClient` clone is a boxed service's.
+    http: Arc<HttpClient>,
 }
 
 impl Connector {
@@ -32,13 +36,15 @@ impl Connector {
     /// rustls), shared by every session it makes.
     pub fn new() -> Self {
         Connector {
-            http: HttpClient::default_client(),
+            http: Arc::new(HttpClient::default_client()),
         }
     }
 
     /// A connector over the caller's HTTP client stack.
     pub fn with_client(http: HttpClient) -> Self {
-        Connector { http }
+        Connector {
+            http: Arc::new(http),
+        }
     }
 
     /// The HTTP client (a request's own, set with
@@ -73,7 +79,10 @@ impl Connector {
             )
             .await;
         }
-        self.connect_plain(request).await
+        // Inline rather than through `connect_plain`: each async layer that
+        // takes the request by value keeps two copies of it in its future.
+        self.checked(&request)?;
+        handshake::establish(&request, self.client_for(&request)).await
     }
 
     async fn connect_plain(&self, request: ConnectRequest) -> Result<Session, Error> {

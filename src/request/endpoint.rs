@@ -2,6 +2,8 @@
 //! moved into a sensitive Basic `Authorization` header, and the headers a
 //! caller may not set.
 
+use std::sync::Arc;
+
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
 
@@ -24,7 +26,7 @@ impl ConnectRequest {
     #[must_use]
     pub fn with_unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         let path = path.into();
-        let Target::Http { socket, .. } = &mut self.target else {
+        let Target::Http { socket, .. } = Arc::make_mut(&mut self.target) else {
             return self;
         };
         *socket = Some(path.clone());
@@ -42,7 +44,7 @@ impl ConnectRequest {
     /// [`http`](Self::http) does.
     pub fn for_replica(&self, url: &str) -> Result<Self, Error> {
         let (url, own) = http_parts(url)?;
-        let (mut headers, socket) = match &self.target {
+        let (mut headers, socket) = match &*self.target {
             Target::Http {
                 headers, socket, ..
             } => (headers.clone(), socket.clone()),
@@ -50,11 +52,11 @@ impl ConnectRequest {
         };
         headers.extend(own);
         Ok(ConnectRequest {
-            target: Target::Http {
+            target: Arc::new(Target::Http {
                 url,
                 headers,
                 socket,
-            },
+            }),
             ..self.clone()
         })
     }

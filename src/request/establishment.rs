@@ -108,7 +108,7 @@ impl Establishment for ConnectRequest {
     }
 
     fn label(&self) -> &'static str {
-        match (self.settings.mode, &self.target) {
+        match (self.settings.mode, &*self.target) {
             (TransportMode::Auto, Target::Http { .. }) => "auto",
             (TransportMode::Auto, Target::Stdio(_)) | (TransportMode::Stdio, _) => "stdio",
             (TransportMode::StreamableHttp, _) => "streamable-http",

@@ -52,7 +52,8 @@ use settings::Settings;
 /// ```
 #[derive(Clone)]
 pub struct ConnectRequest {
-    target: Target,
+    /// Shared like the settings: every attempt's request is a clone.
+    target: Arc<Target>,
     /// Everything long-lived, built once and shared: cloning a request
     /// (per attempt, per reconnect of a long-lived client) copies none of
     /// it. A builder method on a shared value copies it once
@@ -114,7 +115,7 @@ impl ConnectRequest {
                 http: None,
                 telemetry: None,
             }),
-            target,
+            target: Arc::new(target),
             attempt: 1,
             started: None,
             deadline: None,
@@ -180,7 +181,7 @@ impl ConnectRequest {
         let mut value =
             HeaderValue::from_str(value).map_err(|_| Error::config(ConfigError::Header))?;
         value.set_sensitive(true);
-        if let Target::Http { headers, .. } = &mut self.target {
+        if let Target::Http { headers, .. } = Arc::make_mut(&mut self.target) {
             headers.insert(name, value);
         }
         Ok(self)
@@ -400,7 +401,7 @@ impl ConnectRequest {
     pub fn validate(&self) -> Result<(), Error> {
         self.settings.versions.validate().map_err(Error::config)?;
         let fits = matches!(
-            (&self.target, self.settings.mode),
+            (&*self.target, self.settings.mode),
             (_, TransportMode::Auto)
                 | (
                     Target::Http { .. },
@@ -414,7 +415,7 @@ impl ConnectRequest {
                 transport: self.label(),
             }));
         }
-        if let Target::Stdio(command) = &self.target {
+        if let Target::Stdio(command) = &*self.target {
             if command.program().is_empty() {
                 return Err(Error::config(ConfigError::EmptyCommand));
             }
