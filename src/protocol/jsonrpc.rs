@@ -307,7 +307,7 @@ pub enum MessageError {
 #[derive(Deserialize)]
 struct RawIncoming {
     #[serde(default)]
-    jsonrpc: Option<String>,
+    jsonrpc: Option<IsVersion2>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Option<RequestId>>,
     #[serde(default)]
@@ -320,6 +320,26 @@ struct RawIncoming {
     error: Option<RpcError>,
 }
 
+/// Whether a message's `jsonrpc` is `"2.0"`, read without keeping the
+/// string (every message has one: no allocation for it).
+struct IsVersion2(bool);
+
+impl<'de> Deserialize<'de> for IsVersion2 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Check;
+        impl serde::de::Visitor<'_> for Check {
+            type Value = IsVersion2;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC version string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(v == "2.0"))
+            }
+        }
+        d.deserialize_str(Check)
+    }
+}
+
 /// Tells a present `null` (`Some(None)`) from an absent field (`None`).
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<RequestId>>, D::Error> {
     Option::<RequestId>::deserialize(d).map(Some)
@@ -329,7 +349,7 @@ impl TryFrom<RawIncoming> for Incoming {
     type Error = MessageError;
 
     fn try_from(raw: RawIncoming) -> Result<Self, MessageError> {
-        if raw.jsonrpc.as_deref() != Some("2.0") {
+        if !raw.jsonrpc.is_some_and(|version| version.0) {
             return Err(MessageError::NotJsonRpc);
         }
         match (raw.id, raw.method, raw.result, raw.error) {

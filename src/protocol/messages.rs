@@ -347,24 +347,22 @@ impl ContentBlock {
     }
 }
 
-/// `tools/call` result.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// `tools/call` result. Read by hand (call_result.rs), not derived: a
+/// derived `flatten` buffers the whole result before reading it.
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct CallToolResult {
     /// Content blocks (text, images, resources) as the server sent them.
-    #[serde(default)]
     pub content: Vec<Value>,
     /// Structured output, when the tool declares an output schema.
-    #[serde(default)]
     pub structured_content: Option<Value>,
     /// Whether the tool reported a failure of its own.
-    #[serde(default)]
     pub is_error: bool,
     /// Everything else the server sent, as it sent it.
-    #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
+
+mod call_result;
 
 /// Why a tool result's structured content does not fit the tool's output
 /// schema. Never shows the content or the validator's words (both may hold

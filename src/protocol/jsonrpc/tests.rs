@@ -110,3 +110,21 @@ fn meta_fields_join_the_envelope_or_the_params() {
         serde_json::json!({ "progressToken": "mine", "k": 1 })
     );
 }
+
+#[test]
+fn only_version_2_0_is_json_rpc_however_it_is_written() {
+    let escaped = Incoming::parse(br#"{"jsonrpc":"2\u002e0","id":1,"result":{}}"#);
+    assert!(escaped.is_ok(), "{escaped:?}");
+    for bytes in [
+        &br#"{"jsonrpc":"1.0","id":1,"result":{}}"#[..],
+        br#"{"id":1,"result":{}}"#,
+        br#"{"jsonrpc":2,"id":1,"result":{}}"#,
+        br#"{"jsonrpc":null,"id":1,"result":{}}"#,
+    ] {
+        assert!(
+            matches!(Incoming::parse(bytes), Err(MessageError::NotJsonRpc)),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
