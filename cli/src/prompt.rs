@@ -1,7 +1,7 @@
 //! The `${input:ID}` values a config file asks for, asked on the terminal
 //! (VS Code's `inputs`): each missing one once, with the file's
 //! description as the prompt; a `password` input is read without echo
-//! (rpassword) and never shown. Nothing is asked when stdin is not a
+//! (echo off before its prompt shows; rpassword reads it) and never shown. Nothing is asked when stdin is not a
 //! terminal: the entries that need an answer are then refused, naming the
 //! input. The answers are kept for the run, so a reload asks nothing. A
 //! registry entry's secret variables are inputs too (its `server.json`
@@ -16,6 +16,7 @@ use mcp_connect::config::{
 };
 use mcp_connect::registry::RegistryOptions;
 use mcp_connect::transport::HttpClient;
+use nix::sys::termios;
 
 use super::output::shown;
 
@@ -123,16 +124,48 @@ pub(super) fn ask_for(declared: &[Input], missing: &[&str]) -> Option<Vec<(Strin
 
 /// One answer from the terminal, echoed or not.
 fn ask(prompt: &str, secret: bool) -> std::io::Result<String> {
-    if secret {
-        return rpassword::prompt_password(prompt);
-    }
     let mut tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")?;
+    if secret {
+        // Echo goes off before the prompt shows: an answer typed or pasted
+        // the moment it appears is never echoed (rpassword alone shows the
+        // prompt first, and a fast answer was echoed: found by the pty test
+        // under load). rpassword then reads it, and the guard puts the
+        // terminal back as it was.
+        let _restore = EchoOff::new(&tty)?;
+        let mut shown = &tty;
+        shown.write_all(prompt.as_bytes())?;
+        shown.flush()?;
+        return rpassword::read_password();
+    }
     tty.write_all(prompt.as_bytes())?;
     tty.flush()?;
     let mut line = String::new();
     std::io::BufReader::new(tty).read_line(&mut line)?;
     Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+}
+
+/// The terminal without echo until dropped, then as it was.
+struct EchoOff<'a> {
+    tty: &'a std::fs::File,
+    original: termios::Termios,
+}
+
+impl<'a> EchoOff<'a> {
+    fn new(tty: &'a std::fs::File) -> std::io::Result<Self> {
+        let original = termios::tcgetattr(tty)?;
+        let mut quiet = original.clone();
+        quiet.local_flags.remove(termios::LocalFlags::ECHO);
+        termios::tcsetattr(tty, termios::SetArg::TCSANOW, &quiet)?;
+        Ok(EchoOff { tty, original })
+    }
+}
+
+impl Drop for EchoOff<'_> {
+    fn drop(&mut self) {
+        // Nothing better to do if the terminal is gone.
+        let _ = termios::tcsetattr(self.tty, termios::SetArg::TCSANOW, &self.original);
+    }
 }
