@@ -25,6 +25,7 @@ use super::redirect::RedirectPolicy;
 use super::tls_config::TlsConfigError;
 
 mod default_client;
+mod follow;
 
 /// The response body type every client is erased to.
 pub type HttpBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -48,6 +49,10 @@ type Inner = BoxCloneSyncService<http::Request<Full<Bytes>>, http::Response<Http
 #[derive(Clone)]
 pub struct HttpClient {
     inner: Inner,
+    /// The default client's redirect policy, followed around `inner` (none
+    /// for a caller's own client, and for a layer over another
+    /// `HttpClient`, whose own `call` follows).
+    redirects: Option<std::sync::Arc<RedirectPolicy>>,
     /// False only for [`HttpClient::http_only`]: `https://` targets are then
     /// refused before any I/O instead of being sent as cleartext.
     tls: bool,
@@ -81,6 +86,7 @@ impl HttpClient {
             .map_err(Into::into);
         HttpClient {
             inner: BoxCloneSyncService::new(service),
+            redirects: None,
             tls: true,
             routes: None,
         }
@@ -181,12 +187,21 @@ impl HttpClient {
         .keeping(&self)
     }
 
-    /// Sends one request once the client is ready.
+    /// Sends one request once the client is ready, following redirects
+    /// when this is a default client that does.
     pub(crate) fn send(
         &self,
         request: http::Request<Full<Bytes>>,
-    ) -> tower::util::Oneshot<Inner, http::Request<Full<Bytes>>> {
-        self.inner.clone().oneshot(request)
+    ) -> impl std::future::Future<Output = Result<http::Response<HttpBody>, BoxError>> + Send + 'static
+    {
+        let inner = self.inner.clone();
+        let redirects = self.redirects.clone();
+        async move {
+            match redirects {
+                None => inner.oneshot(request).await,
+                Some(policy) => follow::send(inner, &policy, request).await,
+            }
+        }
     }
 }
 
@@ -313,7 +328,13 @@ impl Service<http::Request<Full<Bytes>>> for HttpClient {
     }
 
     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-        self.inner.call(request)
+        match &self.redirects {
+            None => self.inner.call(request),
+            Some(policy) => {
+                let (inner, policy) = (self.inner.clone(), std::sync::Arc::clone(policy));
+                Box::pin(async move { follow::send(inner, &policy, request).await })
+            }
+        }
     }
 }
 

@@ -15,20 +15,20 @@
 //! `Authorization`, `Proxy-Authorization`, `Cookie` and every header the
 //! application marked sensitive.
 //!
-//! Built on tower-http's `FollowRedirect`, with a policy of this crate's:
-//! tower-http's own `SameOrigin` and `Limited` stop by returning the
-//! redirect response, which a transport could only read as "unexpected
-//! status", and its `FilterCredentials` knows only the standard headers.
+//! The hops are made by the default client (http_client/follow.rs), not by
+//! tower-http's `FollowRedirect`: that one stops by returning the redirect
+//! response (which a transport could only read as "unexpected status"),
+//! knows only the standard credential headers, and costs every request
+//! that is never redirected an extension map on its response; here a
+//! refused hop is a typed [`RedirectRefused`] and a response comes back as
+//! it came.
 
 use std::fmt;
 
-use bytes::Bytes;
 use http::uri::{Authority, Scheme};
 use http::{header, Request, StatusCode, Uri};
-use http_body_util::Full;
-use tower_http::follow_redirect::policy::{Action, Attempt, Policy};
 
-use super::error::{BoxError, RedirectReason, RedirectRefused};
+use super::error::{RedirectReason, RedirectRefused};
 
 /// Which redirects the default HTTP client follows (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,10 +85,10 @@ impl RedirectPolicy {
         self.max_hops
     }
 
-    /// The tower-http policy for one request.
-    pub(crate) fn for_request(&self) -> Follow {
+    /// The policy of one request as it is followed.
+    pub(crate) fn for_request(&self) -> Follow<'_> {
         Follow {
-            policy: self.clone(),
+            policy: self,
             hops: 0,
             first: None,
         }
@@ -136,48 +136,50 @@ impl fmt::Debug for Origin {
 }
 
 /// The policy of one request as it is followed.
-#[derive(Debug, Clone)]
-pub(crate) struct Follow {
-    policy: RedirectPolicy,
+#[derive(Debug)]
+pub(crate) struct Follow<'a> {
+    policy: &'a RedirectPolicy,
     hops: usize,
     /// The first request's origin, for the credentials rule.
     first: Option<Origin>,
 }
 
-impl Policy<Full<Bytes>, BoxError> for Follow {
-    fn redirect(&mut self, attempt: &Attempt<'_>) -> Result<Action, BoxError> {
-        let status = attempt.status();
-        let refused = |reason| -> Result<Action, BoxError> {
-            Err(Box::new(RedirectRefused {
-                status: status.as_u16(),
-                reason,
-            }))
+impl Follow<'_> {
+    /// Whether the `status` answer to a request for `previous` is followed
+    /// to `location` (already resolved against `previous`); counts the hop.
+    pub(crate) fn decide(
+        &mut self,
+        status: StatusCode,
+        previous: &Uri,
+        location: &Uri,
+    ) -> Result<(), RedirectRefused> {
+        let refused = |reason| RedirectRefused {
+            status: status.as_u16(),
+            reason,
         };
         if !matches!(
             status,
             StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
         ) {
-            return refused(RedirectReason::ChangesMethod);
+            return Err(refused(RedirectReason::ChangesMethod));
         }
         if self.hops >= self.policy.max_hops {
-            return refused(RedirectReason::TooMany);
+            return Err(refused(RedirectReason::TooMany));
         }
-        // A location without scheme or host (tower-http resolved relative
-        // ones already) is no origin of ours.
-        let (Some(from), Some(to)) = (
-            Origin::of(attempt.previous()),
-            Origin::of(attempt.location()),
-        ) else {
-            return refused(RedirectReason::OtherOrigin);
+        // A location without scheme or host is no origin of ours.
+        let (Some(from), Some(to)) = (Origin::of(previous), Origin::of(location)) else {
+            return Err(refused(RedirectReason::OtherOrigin));
         };
         if !from.same(&to) && !self.policy.allowed.iter().any(|o| o.same(&to)) {
-            return refused(RedirectReason::OtherOrigin);
+            return Err(refused(RedirectReason::OtherOrigin));
         }
         self.hops += 1;
-        Ok(Action::Follow)
+        Ok(())
     }
 
-    fn on_request(&mut self, request: &mut Request<Full<Bytes>>) {
+    /// Called on every request before it is sent, the first included: a
+    /// request to an origin other than the first goes without credentials.
+    pub(crate) fn on_request<B>(&mut self, request: &mut Request<B>) {
         let Some(origin) = Origin::of(request.uri()) else {
             return;
         };
@@ -203,10 +205,6 @@ impl Policy<Full<Bytes>, BoxError> for Follow {
             }
             Some(_) => {}
         }
-    }
-
-    fn clone_body(&self, body: &Full<Bytes>) -> Option<Full<Bytes>> {
-        Some(body.clone())
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! hyper-util's pool over the TCP, proxy and TLS connectors; above it, the
 //! proxy request layer only when some `http://` target goes through a
-//! proxy, and the redirect follower only when the policy follows anything.
+//! proxy. The redirect policy goes beside it, followed by the client
+//! (follow.rs) only when it follows anything.
 //! The whole stack is one [`BoxCloneSyncService`](tower::util::BoxCloneSyncService):
 //! a request pays for one boxed service and one boxed future, where
 //! wrapping an already erased client in each optional layer would pay for
@@ -16,7 +17,6 @@ use http_body_util::Full;
 use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::client::legacy::connect::HttpConnector;
 use tower::{Service, ServiceBuilder};
-use tower_http::follow_redirect::FollowRedirectLayer;
 
 use super::super::connect_error::{tag_tcp, DnsError};
 #[cfg(feature = "rustls")]
@@ -100,10 +100,10 @@ where
     finish(pooled().build(routed), Some(routes), false, redirects)
 }
 
-/// `pooled` under the optional layers, erased once: the proxy request
-/// layer when some `http://` target goes through a proxy, the redirect
-/// follower when `redirects` follows any (with following off a redirect
-/// reaches the transport as the status it is).
+/// `pooled` under the proxy request layer when some `http://` target goes
+/// through a proxy, erased once, with `redirects` when it follows any
+/// (with following off a redirect reaches the transport as the status it
+/// is).
 pub(super) fn finish<S, B>(
     pooled: S,
     routes: Option<SharedRoutes>,
@@ -125,14 +125,12 @@ where
         .as_ref()
         .filter(|routes| routes.proxies_http())
         .map(|routes| ForwardLayer::new(routes.clone()));
-    let follow = (redirects.max_hops() > 0)
-        .then(|| FollowRedirectLayer::with_policy(redirects.for_request()));
     let service = ServiceBuilder::new()
-        .option_layer(follow)
         .option_layer(forward)
         .map_err(Into::<BoxError>::into)
         .service(pooled);
     HttpClient {
+        redirects: (redirects.max_hops() > 0).then(|| std::sync::Arc::new(redirects.clone())),
         tls,
         routes,
         ..HttpClient::new(service)

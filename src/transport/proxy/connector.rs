@@ -185,9 +185,13 @@ impl ProxyStream {
     }
 }
 
+/// Without hyper-util's `HttpInfo` (the socket's two addresses): nothing
+/// here reads it, and the pool would copy it into an extension map on
+/// every response (two allocations per request) after asking the kernel
+/// for both addresses on every connection.
 impl Connection for ProxyStream {
     fn connected(&self) -> Connected {
-        self.io.connected().proxy(self.forwarding)
+        Connected::new().proxy(self.forwarding)
     }
 }
 
