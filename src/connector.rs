@@ -74,20 +74,23 @@ impl Connector {
                 &telemetry,
                 peer.borrowed(),
                 attempt,
-                |stages| self.connect_plain(request.with_observer(stages)),
+                |stages| {
+                    let request = request.with_observer(stages);
+                    async move { self.connect_checked(&request).await }
+                },
                 |made| made.as_ref().err().map(Error::failure),
             )
             .await;
         }
-        // Inline rather than through `connect_plain`: each async layer that
-        // takes the request by value keeps two copies of it in its future.
-        self.checked(&request)?;
-        handshake::establish(&request, self.client_for(&request)).await
+        self.connect_checked(&request).await
     }
 
-    async fn connect_plain(&self, request: ConnectRequest) -> Result<Session, Error> {
-        self.checked(&request)?;
-        handshake::establish(&request, self.client_for(&request)).await
+    /// Checks `request`, then establishes it. By reference: an async
+    /// function that takes the request by value keeps two copies of it in
+    /// its future, which every establishment moves into its box.
+    async fn connect_checked(&self, request: &ConnectRequest) -> Result<Session, Error> {
+        self.checked(request)?;
+        handshake::establish(request, self.client_for(request)).await
     }
 
     /// The request's own client, or this connector's.

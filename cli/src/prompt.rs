@@ -124,26 +124,24 @@ pub(super) fn ask_for(declared: &[Input], missing: &[&str]) -> Option<Vec<(Strin
 
 /// One answer from the terminal, echoed or not.
 fn ask(prompt: &str, secret: bool) -> std::io::Result<String> {
-    let mut tty = std::fs::OpenOptions::new()
+    let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")?;
+    // For a secret, echo goes off before the prompt shows: an answer typed
+    // or pasted the moment it appears is never echoed (rpassword alone
+    // shows the prompt first, and a fast answer was echoed: found by the
+    // pty test under load). rpassword then reads it, and the guard puts
+    // the terminal back as it was.
+    let _restore = secret.then(|| EchoOff::new(&tty)).transpose()?;
+    let mut shown = &tty;
+    shown.write_all(prompt.as_bytes())?;
+    shown.flush()?;
     if secret {
-        // Echo goes off before the prompt shows: an answer typed or pasted
-        // the moment it appears is never echoed (rpassword alone shows the
-        // prompt first, and a fast answer was echoed: found by the pty test
-        // under load). rpassword then reads it, and the guard puts the
-        // terminal back as it was.
-        let _restore = EchoOff::new(&tty)?;
-        let mut shown = &tty;
-        shown.write_all(prompt.as_bytes())?;
-        shown.flush()?;
         return rpassword::read_password();
     }
-    tty.write_all(prompt.as_bytes())?;
-    tty.flush()?;
     let mut line = String::new();
-    std::io::BufReader::new(tty).read_line(&mut line)?;
+    std::io::BufReader::new(&tty).read_line(&mut line)?;
     Ok(line.trim_end_matches(['\r', '\n']).to_owned())
 }
 

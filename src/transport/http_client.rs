@@ -330,10 +330,8 @@ impl Service<http::Request<Full<Bytes>>> for HttpClient {
     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
         match &self.redirects {
             None => self.inner.call(request),
-            Some(policy) => {
-                let (inner, policy) = (self.inner.clone(), std::sync::Arc::clone(policy));
-                Box::pin(async move { follow::send(inner, &policy, request).await })
-            }
+            // The hops go through clones of the inner service.
+            Some(_) => Box::pin(self.send(request)),
         }
     }
 }
