@@ -119,7 +119,7 @@ pub(crate) async fn servers(n: usize, max_delay_ms: u64) -> (tokio::process::Chi
 
 /// What a member does before it is ready, done by hand: establish with a
 /// listener (the standalone stream is opened), list the tools.
-async fn ready(stack: &Establish, url: &str) -> mcp_connect::Session {
+pub(crate) async fn ready(stack: &Establish, url: &str) -> mcp_connect::Session {
     let (listener, _notifications) = notification_channel(64);
     let request = ConnectRequest::http(url)
         .unwrap()
@@ -138,7 +138,7 @@ async fn single(stack: &Establish, url: &str) -> Duration {
     took
 }
 
-async fn group_ready(urls: &[String]) -> Duration {
+pub(crate) async fn group_ready(urls: &[String]) -> Duration {
     let stack = EstablishBuilder::new(Connector::new()).build();
     let group = ServerGroup::new();
     let started = Instant::now();
@@ -148,20 +148,11 @@ async fn group_ready(urls: &[String]) -> Duration {
             .with_name(format!("s{i:03}"));
         group.add(Server::new(stack.clone(), request)).unwrap();
     }
-    group.settled().await;
-    // Settled means no member is still on its first establishment; one
-    // whose first listing failed on transport (a loaded machine) is
-    // degraded, usable, and not listed yet. Ready means listed: wait for
-    // that, and count the wait.
-    let bound = Instant::now() + Duration::from_secs(10);
-    while !group
-        .healths()
-        .iter()
-        .all(|(_, h)| h.state == mcp_connect::group::HealthState::Ready)
-        && Instant::now() < bound
-    {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    // Ready means listed: the time to a complete catalogue (4 tools a
+    // server), watched as it is published, not polled.
+    let mut catalogues = group.catalogue_changes();
+    let complete = catalogues.wait_for(|catalogue| catalogue.tools().len() == 4 * urls.len());
+    let _ = tokio::time::timeout(Duration::from_secs(10), complete).await;
     let took = started.elapsed();
     assert!(
         group.healths().iter().all(|(_, h)| h.state.is_usable()),

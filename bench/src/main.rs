@@ -36,6 +36,7 @@ mod lazy;
 mod link;
 mod report;
 mod rtt;
+mod scale;
 mod server;
 mod stats;
 
@@ -117,6 +118,8 @@ fn main() {
             args[3].parse().unwrap(),
         )),
         Some("lazy") => runtime.block_on(lazy::run(&args[2..])),
+        Some("scale") => runtime.block_on(scale::run(&args[2..])),
+        Some("scale-once") => runtime.block_on(scale::once(args[2].parse().unwrap())),
         Some("lazy-memory") => runtime.block_on(lazy::memory(&args[2], &args[3])),
         Some("group-memory") => runtime.block_on(group::memory(&args[2], &args[3])),
         Some("serve") => runtime.block_on(serve(args.get(2).is_some_and(|a| a == "legacy-only"))),

@@ -146,9 +146,10 @@ impl ServerGroupBuilder {
                 listings_changed: AtomicU64::new(0),
                 started: std::sync::atomic::AtomicBool::new(false),
                 starting: std::sync::atomic::AtomicUsize::new(0),
+                counts: Default::default(),
                 built: AtomicU64::new(0),
                 rebuild_scheduled: AtomicBool::new(false),
-                rebuilding: Mutex::new(()),
+                index: Mutex::default(),
                 this: this.clone(),
             }),
         }

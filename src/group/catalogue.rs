@@ -1,19 +1,25 @@
 //! One catalogue of every usable server's tools, prompts, resources and
-//! resource templates, rebuilt whenever a server's listing changes and
-//! read as an immutable snapshot.
+//! resource templates, updated one server at a time as listings change
+//! ([`index`]) and read as an immutable snapshot.
 //!
 //! A snapshot is an `Arc<Catalogue>`: a caller that holds one routes by it
-//! while the group builds the next. Its [`version`](Catalogue::version)
+//! while the group builds the next. It shares each server's entries with
+//! the group (a publish copies one pointer per server, not every item);
+//! the sorted lists are built on the first read of a snapshot. Its [`version`](Catalogue::version)
 //! grows by one each time the content changes, and only then: a server
 //! that announces `list_changed` and lists the same tools again, or
 //! reconnects and lists what it listed before, leaves the version as it
 //! was, so a version is a cheap way to ask "must I tell the model?".
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+mod index;
+#[cfg(test)]
+mod reference;
 
-use super::naming::{fit, is_valid_tool_name, NameRequest, Naming};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+pub(crate) use index::CatalogueIndex;
+
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
 
 /// What one server lists, as last fetched (its tools already filtered).
@@ -31,7 +37,7 @@ pub(crate) struct Listing {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Named<T> {
-    /// The name a caller uses (see [`Naming`]).
+    /// The name a caller uses (see [`Naming`](super::Naming)).
     pub name: String,
     /// The server that offers it.
     pub server: Arc<str>,
@@ -89,19 +95,31 @@ pub struct LeftOut {
 }
 
 /// A snapshot of the group's catalogue. Tools and prompts are sorted by
-/// catalogue name; resources and templates by server, in the server's
-/// order.
+/// catalogue name; resources, templates and the items left out by server,
+/// each in the server's order.
 #[derive(Debug, Clone, Default)]
 pub struct Catalogue {
     version: u64,
-    content: Content,
+    parts: Arc<BTreeMap<Arc<str>, Arc<Part>>>,
     /// Built after the group's first settle: from then on a name handed
     /// out is kept (not part of the content: it never moves the version).
     settled: bool,
+    /// The lists, built from the parts on the first read.
+    view: OnceLock<View>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Content {
+/// What one server shows in the catalogue, and what of it is left out.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Part {
+    tools: Vec<Named<Tool>>,
+    prompts: Vec<Named<Prompt>>,
+    resources: Vec<Listed<Resource>>,
+    templates: Vec<Listed<ResourceTemplate>>,
+    left_out: Vec<LeftOut>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct View {
     tools: Vec<Named<Tool>>,
     prompts: Vec<Named<Prompt>>,
     resources: Vec<Listed<Resource>>,
@@ -110,6 +128,32 @@ struct Content {
 }
 
 impl Catalogue {
+    fn of(version: u64, parts: Arc<BTreeMap<Arc<str>, Arc<Part>>>, settled: bool) -> Catalogue {
+        Catalogue {
+            version,
+            parts,
+            settled,
+            view: OnceLock::new(),
+        }
+    }
+
+    fn view(&self) -> &View {
+        self.view.get_or_init(|| {
+            let mut view = View::default();
+            for part in self.parts.values() {
+                view.tools.extend(part.tools.iter().cloned());
+                view.prompts.extend(part.prompts.iter().cloned());
+                view.resources.extend(part.resources.iter().cloned());
+                view.templates.extend(part.templates.iter().cloned());
+                view.left_out.extend(part.left_out.iter().cloned());
+            }
+            // Names are unique across the catalogue.
+            view.tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+            view.prompts.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+            view
+        })
+    }
+
     /// Grows by one with every change of content; 0 for the empty
     /// catalogue a group starts with.
     pub fn version(&self) -> u64 {
@@ -118,130 +162,54 @@ impl Catalogue {
 
     /// Every tool, by catalogue name.
     pub fn tools(&self) -> &[Named<Tool>] {
-        &self.content.tools
+        &self.view().tools
     }
 
     /// Every prompt, by catalogue name.
     pub fn prompts(&self) -> &[Named<Prompt>] {
-        &self.content.prompts
+        &self.view().prompts
     }
 
     /// Every resource.
     pub fn resources(&self) -> &[Listed<Resource>] {
-        &self.content.resources
+        &self.view().resources
     }
 
     /// Every resource template.
     pub fn resource_templates(&self) -> &[Listed<ResourceTemplate>] {
-        &self.content.templates
+        &self.view().templates
     }
 
     /// The tools and prompts that have no catalogue name, and why.
     pub fn left_out(&self) -> &[LeftOut] {
-        &self.content.left_out
+        &self.view().left_out
     }
 
     /// The tool a caller names `name`.
     pub fn tool(&self, name: &str) -> Option<&Named<Tool>> {
-        find(&self.content.tools, name)
+        find(self.tools(), name)
     }
 
     /// The prompt a caller names `name`.
     pub fn prompt(&self, name: &str) -> Option<&Named<Prompt>> {
-        find(&self.content.prompts, name)
+        find(self.prompts(), name)
     }
 
     /// The servers whose listing has a resource at exactly `uri`.
     pub fn resource_servers(&self, uri: &str) -> Vec<Arc<str>> {
-        let mut servers: Vec<Arc<str>> = self
-            .content
-            .resources
-            .iter()
-            .filter(|listed| listed.item.uri == uri)
-            .map(|listed| Arc::clone(&listed.server))
-            .collect();
-        servers.dedup();
-        servers
+        (self.parts.iter())
+            .filter(|(_, part)| part.resources.iter().any(|listed| listed.item.uri == uri))
+            .map(|(server, _)| Arc::clone(server))
+            .collect()
+    }
+
+    pub(crate) fn is_settled(&self) -> bool {
+        self.settled
     }
 
     /// Marks it built after the group settled, without a new version.
     pub(crate) fn mark_settled(&mut self) {
         self.settled = true;
-    }
-
-    /// The catalogue of `listings` (server name to listing), one version
-    /// after `previous`; `None` when its content is `previous`'s. Names
-    /// `previous` handed out are kept when it was built after the group
-    /// settled: before, while the servers started at once come up in any
-    /// order, names follow the set of servers alone, so the same servers
-    /// get the same names on every start.
-    pub(crate) fn next(
-        previous: &Catalogue,
-        listings: &BTreeMap<Arc<str>, Arc<Listing>>,
-        naming: &Naming,
-        settled: bool,
-    ) -> Option<Catalogue> {
-        let kept = |names| {
-            if previous.settled {
-                names
-            } else {
-                HashMap::new()
-            }
-        };
-        let mut left_out = Vec::new();
-        let tools = named(
-            listings,
-            |listing| &listing.tools,
-            |tool| &tool.name,
-            naming,
-            &kept(published(
-                &previous.content.tools,
-                |tool| &tool.name,
-                naming,
-            )),
-            ItemKind::Tool,
-            &mut left_out,
-        );
-        let prompts = named(
-            listings,
-            |listing| &listing.prompts,
-            |prompt| &prompt.name,
-            naming,
-            &kept(published(
-                &previous.content.prompts,
-                |prompt| &prompt.name,
-                naming,
-            )),
-            ItemKind::Prompt,
-            &mut left_out,
-        );
-        let mut resources = Vec::new();
-        let mut templates = Vec::new();
-        for (server, listing) in listings {
-            resources.extend(listing.resources.iter().map(|item| Listed {
-                server: Arc::clone(server),
-                item: Arc::clone(item),
-            }));
-            templates.extend(listing.templates.iter().map(|item| Listed {
-                server: Arc::clone(server),
-                item: Arc::clone(item),
-            }));
-        }
-        let content = Content {
-            tools,
-            prompts,
-            resources,
-            templates,
-            left_out,
-        };
-        if content == previous.content {
-            return None;
-        }
-        Some(Catalogue {
-            version: previous.version + 1,
-            content,
-            settled,
-        })
     }
 }
 
@@ -251,124 +219,6 @@ fn find<'a, T>(named: &'a [Named<T>], name: &str) -> Option<&'a Named<T>> {
         .binary_search_by(|entry| entry.name.as_str().cmp(name))
         .ok()
         .map(|i| &named[i])
-}
-
-/// The names the default rule already handed out, by server and original
-/// name: they keep meaning the same item while it exists, whoever joins
-/// (a newcomer with the same name is the one prefixed). Empty for the
-/// other rules, which are stable by themselves or the application's.
-fn published<T>(
-    previous: &[Named<T>],
-    name_of: impl Fn(&T) -> &String,
-    naming: &Naming,
-) -> HashMap<(Arc<str>, String), String> {
-    if !matches!(naming, Naming::OnCollision) {
-        return HashMap::new();
-    }
-    previous
-        .iter()
-        .map(|entry| {
-            let key = (Arc::clone(&entry.server), name_of(&entry.item).clone());
-            (key, entry.name.clone())
-        })
-        .collect()
-}
-
-/// Names every item of one kind across servers: a name already handed out
-/// for it, else the naming rule; then the checks (valid, unique: a name
-/// already handed out wins over a new one), sorted by catalogue name.
-fn named<T>(
-    listings: &BTreeMap<Arc<str>, Arc<Listing>>,
-    items: impl Fn(&Listing) -> &Vec<Arc<T>>,
-    name_of: impl Fn(&T) -> &String,
-    naming: &Naming,
-    published: &HashMap<(Arc<str>, String), String>,
-    kind: ItemKind,
-    left_out: &mut Vec<LeftOut>,
-) -> Vec<Named<T>> {
-    // How many servers offer each name, as made to fit.
-    let mut offered: HashMap<Cow<'_, str>, usize> = HashMap::new();
-    for listing in listings.values() {
-        let mut names: Vec<Cow<'_, str>> = items(listing)
-            .iter()
-            .map(|item| fit(name_of(item)))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
-            *offered.entry(name).or_default() += 1;
-        }
-    }
-    let mut named = Vec::new();
-    for (server, listing) in listings {
-        for item in items(listing) {
-            let original = name_of(item);
-            let request = NameRequest {
-                server,
-                name: original,
-                collides: offered
-                    .get(&fit(original))
-                    .is_some_and(|&servers| servers > 1),
-            };
-            let kept = published.get(&(Arc::clone(server), original.clone()));
-            let name = match kept {
-                Some(name) => name.clone(),
-                None => naming.name(&request),
-            };
-            if !is_valid_tool_name(&name) {
-                left_out.push(LeftOut {
-                    server: Arc::clone(server),
-                    name: original.clone(),
-                    kind,
-                    reason: LeftOutReason::InvalidName(name),
-                });
-                continue;
-            }
-            named.push((
-                kept.is_some(),
-                Named {
-                    name,
-                    server: Arc::clone(server),
-                    item: Arc::clone(item),
-                },
-            ));
-        }
-    }
-    // Stable: servers in name order, each in its own order; of the same
-    // name, one already handed out first.
-    named.sort_by(|(a_kept, a), (b_kept, b)| a.name.cmp(&b.name).then(b_kept.cmp(a_kept)));
-    let mut unique = Vec::with_capacity(named.len());
-    let mut entries = named.into_iter().peekable();
-    while let Some((kept, entry)) = entries.next() {
-        let mut same = Vec::new();
-        while let Some((_, next)) = entries.next_if(|(_, next)| next.name == entry.name) {
-            same.push(next);
-        }
-        if same.is_empty() {
-            unique.push(entry);
-            continue;
-        }
-        if kept {
-            // The name keeps its meaning; the newcomers are left out.
-            let name = entry.name.clone();
-            left_out.extend(same.into_iter().map(|other| LeftOut {
-                name: name_of(&other.item).clone(),
-                server: other.server,
-                kind,
-                reason: LeftOutReason::Collision(name.clone()),
-            }));
-            unique.push(entry);
-            continue;
-        }
-        let name = entry.name.clone();
-        left_out.extend(std::iter::once(entry).chain(same).map(|entry| LeftOut {
-            name: name_of(&entry.item).clone(),
-            server: entry.server,
-            kind,
-            reason: LeftOutReason::Collision(name.clone()),
-        }));
-    }
-    unique
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The catalogue's naming, routing and versioning, without servers.
 use super::*;
+use crate::group::Naming;
 use serde_json::json;
 
 fn tool(name: &str) -> Tool {
@@ -20,13 +21,60 @@ fn listings(servers: &[(&str, &[&str])]) -> BTreeMap<Arc<str>, Arc<Listing>> {
         .collect()
 }
 
-/// The next catalogue, or `previous` again when nothing changed.
-fn next(
-    previous: &Catalogue,
-    listings: &BTreeMap<Arc<str>, Arc<Listing>>,
-    naming: &Naming,
-) -> Catalogue {
-    Catalogue::next(previous, listings, naming, true).unwrap_or_else(|| previous.clone())
+/// A catalogue with the index it was published from.
+#[derive(Debug, Clone, Default)]
+struct Step {
+    index: CatalogueIndex,
+    listings: BTreeMap<Arc<str>, Arc<Listing>>,
+    catalogue: Catalogue,
+}
+
+impl std::ops::Deref for Step {
+    type Target = Catalogue;
+    fn deref(&self) -> &Catalogue {
+        &self.catalogue
+    }
+}
+
+impl Step {
+    /// Sets one server's listing, as a group does.
+    fn set(&mut self, server: &Arc<str>, listing: Option<Arc<Listing>>, naming: &Naming) {
+        match &listing {
+            Some(listing) => self
+                .listings
+                .insert(Arc::clone(server), Arc::clone(listing)),
+            None => self.listings.remove(server),
+        };
+        self.index.set(server, listing, naming);
+    }
+
+    /// Publishes what was set, as a group does after a burst of changes.
+    fn publish(&mut self, settled: bool) {
+        match self.index.publish(&self.catalogue, settled) {
+            Some(next) => self.catalogue = next,
+            None if settled => self.catalogue.mark_settled(),
+            None => {}
+        }
+    }
+}
+
+/// The catalogue after `previous` with `listings` (one burst: those gone
+/// first, then the others), settled; `previous` again when nothing
+/// changed.
+fn next(previous: &Step, listings: &BTreeMap<Arc<str>, Arc<Listing>>, naming: &Naming) -> Step {
+    let mut step = previous.clone();
+    let gone: Vec<Arc<str>> = (previous.listings.keys())
+        .filter(|server| !listings.contains_key(*server))
+        .cloned()
+        .collect();
+    for server in gone {
+        step.set(&server, None, naming);
+    }
+    for (server, listing) in listings {
+        step.set(server, Some(Arc::clone(listing)), naming);
+    }
+    step.publish(true);
+    step
 }
 
 fn names(catalogue: &Catalogue) -> Vec<(&str, &str, &str)> {
@@ -42,7 +90,7 @@ fn names(catalogue: &Catalogue) -> Vec<(&str, &str, &str)> {
 #[test]
 fn a_published_name_survives_a_colliding_newcomer() {
     let alone = listings(&[("py", &["add"])]);
-    let first = next(&Catalogue::default(), &alone, &Naming::OnCollision);
+    let first = next(&Step::default(), &alone, &Naming::OnCollision);
     assert_eq!(names(&first), vec![("add", "py", "add")]);
     let both = listings(&[("js", &["add"]), ("py", &["add"])]);
     let second = next(&first, &both, &Naming::OnCollision);
@@ -51,7 +99,7 @@ fn a_published_name_survives_a_colliding_newcomer() {
         vec![("add", "py", "add"), ("js__add", "js", "add")]
     );
     // Started together, neither wins: both prefixed.
-    let together = next(&Catalogue::default(), &both, &Naming::OnCollision);
+    let together = next(&Step::default(), &both, &Naming::OnCollision);
     assert_eq!(
         names(&together),
         vec![("js__add", "js", "add"), ("py__add", "py", "add")]
@@ -63,7 +111,7 @@ fn a_published_name_survives_a_colliding_newcomer() {
 
 #[test]
 fn collisions_are_prefixed_on_every_side_and_routed_to_the_original() {
-    let start = Catalogue::default();
+    let start = Step::default();
     let servers = listings(&[("files", &["read", "list"]), ("git", &["read", "log"])]);
     let catalogue = next(&start, &servers, &Naming::OnCollision);
     assert_eq!(
@@ -96,7 +144,7 @@ fn a_server_given_name_never_takes_another_servers_namespace() {
             ("git", &["read"]),
             ("evil", &["files__read"]),
         ]);
-        let catalogue = next(&Catalogue::default(), &both, &naming);
+        let catalogue = next(&Step::default(), &both, &naming);
         let routed = catalogue.tool("files__read").expect("files's read");
         assert_eq!(&*routed.server, "files", "{naming:?}");
         assert_eq!(routed.item.name, "read");
@@ -109,7 +157,7 @@ fn a_server_given_name_never_takes_another_servers_namespace() {
         );
 
         let gone = listings(&[("git", &["read"]), ("evil", &["files__read"])]);
-        let catalogue = next(&Catalogue::default(), &gone, &naming);
+        let catalogue = next(&Step::default(), &gone, &naming);
         assert!(catalogue.tool("files__read").is_none(), "{naming:?}");
         assert!(catalogue.tool("evil__files__read").is_some());
     }
@@ -118,7 +166,7 @@ fn a_server_given_name_never_takes_another_servers_namespace() {
 #[test]
 fn the_version_moves_only_with_the_content() {
     let servers = listings(&[("a", &["x"])]);
-    let first = next(&Catalogue::default(), &servers, &Naming::OnCollision);
+    let first = next(&Step::default(), &servers, &Naming::OnCollision);
     let same = next(&first, &listings(&[("a", &["x"])]), &Naming::OnCollision);
     assert_eq!(same.version(), 1);
     let changed = next(&same, &listings(&[("a", &["x", "y"])]), &Naming::Always);
@@ -133,7 +181,7 @@ fn names_that_break_the_rules_or_still_collide_are_left_out() {
         ("a b", &["user/update", long.as_str()]),
         ("c", &[long.as_str()]),
     ]);
-    let catalogue = next(&Catalogue::default(), &servers, &Naming::OnCollision);
+    let catalogue = next(&Step::default(), &servers, &Naming::OnCollision);
     // "user/update" fits as "user_update"; the long name collides, and
     // prefixed it is longer than 128 characters.
     assert_eq!(
@@ -147,14 +195,107 @@ fn names_that_break_the_rules_or_still_collide_are_left_out() {
         .all(|l| matches!(l.reason, LeftOutReason::InvalidName(_))));
     // A custom rule that names two tools alike routes neither.
     let same = Naming::custom(|_| "same".to_owned());
-    let catalogue = next(
-        &Catalogue::default(),
-        &listings(&[("a", &["x", "y"])]),
-        &same,
-    );
+    let catalogue = next(&Step::default(), &listings(&[("a", &["x", "y"])]), &same);
     assert!(catalogue.tools().is_empty());
     assert_eq!(
         catalogue.left_out()[0].reason,
         LeftOutReason::Collision("same".into())
     );
+}
+
+/// The index gives, after every burst of changes, the catalogue the old
+/// rebuild-everything code gives from the same listings (kept as
+/// `reference`): random listings over a few servers and colliding names,
+/// under each rule, before and after the group settles. After the settle
+/// a burst is one change: within a burst the index names as if each
+/// change were published alone, which the old code did not.
+#[test]
+fn the_index_names_as_a_full_rebuild_does() {
+    let long = "t".repeat(127);
+    let pool = [
+        "x",
+        "y",
+        "read",
+        "a__x",
+        "files__read",
+        "user/update",
+        &long,
+        "x",
+    ];
+    let servers: Vec<Arc<str>> = ["a", "b", "files", "a b"].map(Arc::from).to_vec();
+    let rules = || {
+        [
+            Naming::OnCollision,
+            Naming::Always,
+            Naming::custom(|r| {
+                if r.collides {
+                    "same".into()
+                } else {
+                    r.name.replace('/', "_")
+                }
+            }),
+        ]
+    };
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut random = move |below: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % below as u64) as usize
+    };
+    let mut checked = 0;
+    for round in 0..300 {
+        for naming in rules() {
+            let mut step = Step::default();
+            let settle_at = random(12);
+            for burst in 0..12 {
+                let settled = burst >= settle_at;
+                let changes = if step.is_settled() { 1 } else { 1 + random(3) };
+                for _ in 0..changes {
+                    let server = &servers[random(servers.len())];
+                    let listing = (random(5) > 0).then(|| {
+                        let (tools, prompts) = (random(4), random(3));
+                        let mut names = (0..tools + prompts).map(|_| pool[random(pool.len())]);
+                        let tools = (names.by_ref().take(tools))
+                            .map(|name| Arc::new(tool(name)))
+                            .collect();
+                        let prompts = names
+                            .map(|name| {
+                                Arc::new(serde_json::from_value(json!({ "name": name })).unwrap())
+                            })
+                            .collect();
+                        Arc::new(Listing {
+                            tools,
+                            prompts,
+                            ..Listing::default()
+                        })
+                    });
+                    step.set(server, listing, &naming);
+                }
+                let expected = reference::next(&step.catalogue, &step.listings, &naming);
+                step.publish(settled);
+                let sorted = |left_out: &[LeftOut]| {
+                    let mut left_out = left_out.to_vec();
+                    left_out.sort_by_key(|l| {
+                        (
+                            l.server.clone(),
+                            l.name.clone(),
+                            format!("{:?}{:?}", l.kind, l.reason),
+                        )
+                    });
+                    left_out
+                };
+                let context = format!("round {round}, burst {burst}, {naming:?}");
+                assert_eq!(step.tools(), expected.tools, "{context}");
+                assert_eq!(step.prompts(), expected.prompts, "{context}");
+                assert_eq!(
+                    sorted(step.left_out()),
+                    sorted(&expected.left_out),
+                    "{context}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 300 * 3 * 12);
 }

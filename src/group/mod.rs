@@ -74,6 +74,7 @@ use crate::stack::Establish;
 
 mod builder;
 mod catalogue;
+mod counts;
 mod error;
 mod filter;
 mod health;
@@ -149,14 +150,17 @@ struct Shared {
     started: AtomicBool,
     /// Members still in their first establishment, toward `started`.
     starting: AtomicUsize,
+    /// Members connecting and usable now, for the waits.
+    counts: counts::HealthCounts,
     /// The count of [`listings_changed`](Self::listings_changed) the
     /// published catalogue includes: set after it is published, so a
     /// reader that finds it behind waits for the rebuild under way.
     built: AtomicU64,
     /// A rebuild task is scheduled.
     rebuild_scheduled: AtomicBool,
-    /// Held for one rebuild, which never awaits.
-    rebuilding: Mutex<()>,
+    /// The catalogue's entries, changed one server at a time; held for
+    /// one change or one publish, never across an `.await`.
+    index: Mutex<catalogue::CatalogueIndex>,
     /// This, for the rebuild task.
     this: Weak<Shared>,
 }
@@ -205,6 +209,7 @@ impl ServerGroup {
             .collect();
         let (member, notifications) = Member::new(server, NOTIFICATION_CAPACITY, self.shared.retry);
         self.shared.starting.fetch_add(1, Ordering::AcqRel);
+        self.shared.counts.added();
         let supervisor = Supervisor {
             group: Arc::downgrade(&self.shared),
             member: Arc::clone(&member),
@@ -330,10 +335,10 @@ impl ServerGroup {
     /// none is usable, or at once when the group is empty. Bounded by the
     /// servers' own deadlines.
     pub async fn first_usable(&self) -> Result<(), GroupError> {
-        self.wait_until(|healths| {
-            if healths.iter().any(|h| h.state.is_usable()) {
+        self.wait_until(|counts| {
+            if counts.usable > 0 {
                 Some(Ok(()))
-            } else if healths.iter().all(|h| !h.state.is_connecting()) {
+            } else if counts.connecting == 0 {
                 Some(Err(GroupError::NoneUsable))
             } else {
                 None
@@ -345,13 +350,8 @@ impl ServerGroup {
     /// Waits until no server is connecting: each one usable, failed or
     /// needing authorization. Bounded by the servers' own deadlines.
     pub async fn settled(&self) {
-        self.wait_until(|healths| {
-            healths
-                .iter()
-                .all(|h| !h.state.is_connecting())
-                .then_some(())
-        })
-        .await;
+        self.wait_until(|counts| (counts.connecting == 0).then_some(()))
+            .await;
     }
 
     /// Waits as [`settled`](Self::settled) does, then fails when a server
@@ -371,16 +371,13 @@ impl ServerGroup {
         }
     }
 
-    async fn wait_until<T>(&self, done: impl Fn(&[ServerHealth]) -> Option<T>) -> T {
+    /// Waits on the group's counts, not its members: O(1) per health
+    /// change, however many servers the group has.
+    async fn wait_until<T>(&self, done: impl Fn(counts::Counts) -> Option<T>) -> T {
         let mut changes = self.shared.changes.subscribe();
         loop {
             changes.borrow_and_update();
-            let healths: Vec<ServerHealth> = self
-                .members()
-                .values()
-                .map(|member| member.health())
-                .collect();
-            if let Some(outcome) = done(&healths) {
+            if let Some(outcome) = done(self.shared.counts.now()) {
                 return outcome;
             }
             // The sender lives in `shared`, which `self` holds.

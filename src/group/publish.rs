@@ -1,12 +1,11 @@
 //! What the group publishes: a server's health (to the stream and the
-//! waits) and the catalogue, rebuilt once per burst of listing changes.
+//! waits) and the catalogue, published once per burst of listing changes.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::catalogue::Listing;
-use super::{Catalogue, HealthChange, HealthState, Member, ServerHealth, Shared};
+use super::{HealthChange, HealthState, Member, ServerHealth, Shared};
 
 impl Shared {
     /// Sets a member's health, with its client's generation, and tells the
@@ -16,9 +15,12 @@ impl Shared {
         let health = ServerHealth::new(state, member.client.generation()).retrying_at(retry_at);
         {
             let mut current = member.health.lock().expect("health lock poisoned");
-            if *current == health {
+            // Removed is the last word: a supervisor racing its abort
+            // cannot bring a member back into the counts.
+            if *current == health || current.state == HealthState::Removed {
                 return;
             }
+            self.counts.moved(current.state, state);
             *current = health;
         }
         tracing::debug!(
@@ -46,15 +48,20 @@ impl Shared {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// Sets what the catalogue shows of a member. The catalogue is rebuilt
-    /// once per burst of changes, not once per change: a rebuild is O(all
-    /// items), and a hundred servers becoming ready together would
-    /// otherwise cost a hundred of them. A reader never sees a stale
-    /// catalogue: [`ServerGroup::catalogue`] rebuilds first when a change
-    /// is pending; watchers get the new one from a task scheduled here.
+    /// Sets what the catalogue shows of a member: its entries change in
+    /// the index at once (the work is that member's, not the group's);
+    /// a new catalogue is published once per burst of changes, not once
+    /// per change. A reader never sees a stale catalogue:
+    /// [`ServerGroup::catalogue`] publishes first when a change is
+    /// pending; watchers get the new one from a task scheduled here.
     pub(super) fn set_listing(&self, member: &Member, listing: Option<Listing>) {
-        *member.listing.lock().expect("listing lock poisoned") = listing.map(Arc::new);
-        self.listings_changed.fetch_add(1, Ordering::AcqRel);
+        let listing = listing.map(Arc::new);
+        *member.listing.lock().expect("listing lock poisoned") = listing.clone();
+        {
+            let mut index = self.index.lock().expect("index lock poisoned");
+            index.set(&member.name, listing, &self.naming);
+            self.listings_changed.fetch_add(1, Ordering::AcqRel);
+        }
         if self.rebuild_scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -69,42 +76,30 @@ impl Shared {
         });
     }
 
-    /// Rebuilds the catalogue if a listing changed since the last rebuild,
-    /// and publishes it if its content changed.
+    /// Publishes the catalogue if a listing changed since the last
+    /// publish and the catalogue's content changed with it.
     pub(super) fn rebuild(&self) {
-        // Most reads find nothing pending: no lock for them. A rebuild
-        // under way counts as pending until it has published, so a read
-        // racing it waits for it instead of returning the catalogue before.
+        // Most reads find nothing pending: no lock for them. A publish
+        // under way counts as pending until it is done, so a read racing
+        // it waits for it instead of returning the catalogue before.
         if self.built.load(Ordering::Acquire) == self.listings_changed.load(Ordering::Acquire) {
             return;
         }
-        // One rebuild at a time, so versions follow each other.
-        let _rebuilding = self.rebuilding.lock().expect("rebuild lock poisoned");
+        // One publish at a time, so versions follow each other.
+        let mut index = self.index.lock().expect("index lock poisoned");
         let changed = self.listings_changed.load(Ordering::Acquire);
         if self.built.load(Ordering::Acquire) == changed {
             return;
         }
-        let listings: BTreeMap<Arc<str>, Arc<Listing>> = self
-            .members()
-            .iter()
-            .filter_map(|(name, member)| {
-                let listing = member
-                    .listing
-                    .lock()
-                    .expect("listing lock poisoned")
-                    .clone();
-                listing.map(|listing| (Arc::clone(name), listing))
-            })
-            .collect();
         let settled = self.started.load(Ordering::Acquire);
         self.catalogue.send_if_modified(|current| {
-            match Catalogue::next(current, &listings, &self.naming, settled) {
+            match index.publish(current, settled) {
                 Some(next) => {
                     *current = Arc::new(next);
                     true
                 }
                 None => {
-                    if settled {
+                    if settled && !current.is_settled() {
                         // The same content: nobody is told.
                         Arc::make_mut(current).mark_settled();
                     }
