@@ -67,6 +67,13 @@ fn scripted(delay: Duration) -> impl Fn(&Recorded) -> Script + Send + Sync + 'st
                     .collect();
                 Script::Json(200, result(request, json!({ "tools": tools })))
             }
+            "tools/call" => Script::Json(
+                200,
+                result(
+                    request,
+                    json!({ "content": [{ "type": "text", "text": "done" }] }),
+                ),
+            ),
             "" if request.method == http::Method::GET => Script::Status(405),
             "" => Script::Status(200),
             _ => Script::Status(202),

@@ -119,6 +119,7 @@ fn main() {
         )),
         Some("lazy") => runtime.block_on(lazy::run(&args[2..])),
         Some("scale") => runtime.block_on(scale::run(&args[2..])),
+        Some("scale-calls") => runtime.block_on(scale::calls(&args[2..])),
         Some("scale-once") => runtime.block_on(scale::once(args[2].parse().unwrap())),
         Some("lazy-memory") => runtime.block_on(lazy::memory(&args[2], &args[3])),
         Some("group-memory") => runtime.block_on(group::memory(&args[2], &args[3])),
