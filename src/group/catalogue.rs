@@ -12,10 +12,10 @@
 //! was, so a version is a cheap way to ask "must I tell the model?".
 
 mod index;
+mod parts;
 #[cfg(test)]
 mod reference;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use index::CatalogueIndex;
@@ -100,7 +100,7 @@ pub struct LeftOut {
 #[derive(Debug, Clone, Default)]
 pub struct Catalogue {
     version: u64,
-    parts: Arc<BTreeMap<Arc<str>, Arc<Part>>>,
+    parts: parts::Parts,
     /// Built after the group's first settle: from then on a name handed
     /// out is kept (not part of the content: it never moves the version).
     settled: bool,
@@ -128,7 +128,7 @@ struct View {
 }
 
 impl Catalogue {
-    fn of(version: u64, parts: Arc<BTreeMap<Arc<str>, Arc<Part>>>, settled: bool) -> Catalogue {
+    fn of(version: u64, parts: parts::Parts, settled: bool) -> Catalogue {
         Catalogue {
             version,
             parts,
@@ -140,7 +140,7 @@ impl Catalogue {
     fn view(&self) -> &View {
         self.view.get_or_init(|| {
             let mut view = View::default();
-            for part in self.parts.values() {
+            for (_, part) in self.parts.in_order() {
                 view.tools.extend(part.tools.iter().cloned());
                 view.prompts.extend(part.prompts.iter().cloned());
                 view.resources.extend(part.resources.iter().cloned());
@@ -197,7 +197,7 @@ impl Catalogue {
 
     /// The servers whose listing has a resource at exactly `uri`.
     pub fn resource_servers(&self, uri: &str) -> Vec<Arc<str>> {
-        (self.parts.iter())
+        (self.parts.in_order().into_iter())
             .filter(|(_, part)| part.resources.iter().any(|listed| listed.item.uri == uri))
             .map(|(server, _)| Arc::clone(server))
             .collect()

@@ -2,6 +2,7 @@
 use super::*;
 use crate::group::Naming;
 use serde_json::json;
+use std::collections::BTreeMap;
 
 fn tool(name: &str) -> Tool {
     serde_json::from_value(json!({ "name": name, "inputSchema": { "type": "object" } }))

@@ -12,7 +12,7 @@
 //! catalogue (then it keeps it and the newcomers are left out).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::{Catalogue, ItemKind, LeftOut, LeftOutReason, Listed, Listing, Named, Part};
@@ -341,7 +341,7 @@ pub(crate) struct CatalogueIndex {
     prompts: Names<Prompt>,
     listings: HashMap<Arc<str>, Arc<Listing>>,
     /// What each server shows; shared with the catalogues published.
-    parts: Arc<BTreeMap<Arc<str>, Arc<Part>>>,
+    parts: super::parts::Parts,
     /// The last catalogue published was built after the group settled.
     settled: bool,
     /// A part changed since the last catalogue published.
@@ -402,11 +402,7 @@ impl CatalogueIndex {
         if current.map(|part| &**part) == part.as_ref() {
             return;
         }
-        let parts = Arc::make_mut(&mut self.parts);
-        match part {
-            Some(part) => parts.insert(Arc::clone(server), Arc::new(part)),
-            None => parts.remove(server),
-        };
+        self.parts.set(server, part);
         self.changed = true;
     }
 
@@ -420,7 +416,7 @@ impl CatalogueIndex {
         }
         Some(Catalogue::of(
             previous.version() + 1,
-            Arc::clone(&self.parts),
+            self.parts.clone(),
             settled,
         ))
     }
