@@ -318,13 +318,7 @@ fn across(label: &str, value: Across) -> serde_json::Value {
 /// The parent: every measurement, one JSON line per link, then memory;
 /// written to `bench/group.jsonl` unless quick.
 pub async fn run(args: &[String]) {
-    let value = |name: &str, default: usize| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let value = |name: &str, default: usize| crate::flags::value(args, name).unwrap_or(default);
     let quick = args.iter().any(|a| a == "--quick");
     let n = value("--servers", if quick { 30 } else { 100 });
     let runs = value("--runs", if quick { 2 } else { 5 });

@@ -50,9 +50,7 @@ fn group_with(listings: RememberedListings) -> ServerGroup {
 /// `bench/lazy.jsonl`; quick, 100 only and nothing written.
 pub async fn run(args: &[String]) {
     let quick = args.iter().any(|a| a == "--quick");
-    let given: Option<Vec<usize>> = (args.iter().position(|a| a == "--sizes"))
-        .and_then(|i| args.get(i + 1))
-        .map(|v| v.split(',').map(|n| n.parse().expect("a size")).collect());
+    let given = crate::flags::sizes(args);
     let sizes = given
         .clone()
         .unwrap_or(if quick { vec![100] } else { vec![100, 1_000] });

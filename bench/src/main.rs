@@ -29,6 +29,7 @@
 
 mod cheap;
 mod clients;
+mod flags;
 mod floor;
 mod group;
 mod instructions;

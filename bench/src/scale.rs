@@ -25,25 +25,13 @@ use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use serde_json::json;
 use tokio::time::Instant;
 
+use crate::flags;
 use crate::stats::{ms, percentile};
-
-fn sizes(args: &[String]) -> Vec<usize> {
-    args.iter()
-        .position(|a| a == "--sizes")
-        .and_then(|i| args.get(i + 1))
-        .map(|v| v.split(',').map(|n| n.parse().expect("a size")).collect())
-        .unwrap_or_else(|| vec![100, 1_000])
-}
 
 /// `scale`: one line per size, medians of `--runs` (default 3).
 pub async fn run(args: &[String]) {
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    for n in sizes(args) {
+    let runs = flags::value(args, "--runs").unwrap_or(3);
+    for n in flags::sizes(args).unwrap_or_else(|| vec![100, 1_000]) {
         let (child, urls) = crate::group::servers(n, 0).await;
         let stack = mcp_connect::EstablishBuilder::new(mcp_connect::Connector::new()).build();
         let (mut group, mut by_hand) = (Vec::new(), Vec::new());
@@ -120,12 +108,7 @@ async fn burst(group: &ServerGroup, servers: usize, calls: usize) -> (f64, Vec<f
 
 /// `scale-calls [--runs 3]`: policies on and off, interleaved.
 pub async fn calls(args: &[String]) {
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let runs = flags::value(args, "--runs").unwrap_or(3);
     let (servers, calls) = (100, 10_000);
     let (child, urls) = crate::group::servers(servers, 0).await;
     let on = CallPolicies::new()
