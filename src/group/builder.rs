@@ -148,7 +148,7 @@ impl ServerGroupBuilder {
                 starting: std::sync::atomic::AtomicUsize::new(0),
                 counts: Default::default(),
                 built: AtomicU64::new(0),
-                rebuild_scheduled: AtomicBool::new(false),
+                publish_scheduled: AtomicBool::new(false),
                 index: Mutex::default(),
                 this: this.clone(),
             }),

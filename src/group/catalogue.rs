@@ -23,7 +23,7 @@ pub(crate) use index::CatalogueIndex;
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
 
 /// What one server lists, as last fetched (its tools already filtered).
-/// Items are shared with every catalogue that shows them: a rebuild
+/// Items are shared with every catalogue that shows them: a change
 /// copies pointers, and comparing an unchanged item is a pointer compare.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Listing {
@@ -197,10 +197,13 @@ impl Catalogue {
 
     /// The servers whose listing has a resource at exactly `uri`.
     pub fn resource_servers(&self, uri: &str) -> Vec<Arc<str>> {
-        (self.parts.in_order().into_iter())
+        // On the routing path: sort the few that match, not every server.
+        let mut servers: Vec<Arc<str>> = (self.parts.iter())
             .filter(|(_, part)| part.resources.iter().any(|listed| listed.item.uri == uri))
             .map(|(server, _)| Arc::clone(server))
-            .collect()
+            .collect();
+        servers.sort_unstable();
+        servers
     }
 
     pub(crate) fn is_settled(&self) -> bool {

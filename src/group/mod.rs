@@ -154,14 +154,14 @@ struct Shared {
     counts: counts::HealthCounts,
     /// The count of [`listings_changed`](Self::listings_changed) the
     /// published catalogue includes: set after it is published, so a
-    /// reader that finds it behind waits for the rebuild under way.
+    /// reader that finds it behind waits for the publish under way.
     built: AtomicU64,
-    /// A rebuild task is scheduled.
-    rebuild_scheduled: AtomicBool,
+    /// A publish task is scheduled.
+    publish_scheduled: AtomicBool,
     /// The catalogue's entries, changed one server at a time; held for
     /// one change or one publish, never across an `.await`.
     index: Mutex<catalogue::CatalogueIndex>,
-    /// This, for the rebuild task.
+    /// This, for the publish task.
     this: Weak<Shared>,
 }
 
@@ -387,7 +387,7 @@ impl ServerGroup {
 
     /// The catalogue as it is now.
     pub fn catalogue(&self) -> Arc<Catalogue> {
-        self.shared.rebuild();
+        self.shared.publish_pending();
         self.shared.catalogue.borrow().clone()
     }
 

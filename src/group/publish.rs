@@ -62,7 +62,7 @@ impl Shared {
             index.set(&member.name, listing, &self.naming);
             self.listings_changed.fetch_add(1, Ordering::AcqRel);
         }
-        if self.rebuild_scheduled.swap(true, Ordering::AcqRel) {
+        if self.publish_scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
         let this = self.this.clone();
@@ -70,15 +70,15 @@ impl Shared {
             // Let the rest of the burst land first.
             tokio::task::yield_now().await;
             if let Some(shared) = this.upgrade() {
-                shared.rebuild_scheduled.store(false, Ordering::Release);
-                shared.rebuild();
+                shared.publish_scheduled.store(false, Ordering::Release);
+                shared.publish_pending();
             }
         });
     }
 
     /// Publishes the catalogue if a listing changed since the last
     /// publish and the catalogue's content changed with it.
-    pub(super) fn rebuild(&self) {
+    pub(super) fn publish_pending(&self) {
         // Most reads find nothing pending: no lock for them. A publish
         // under way counts as pending until it is done, so a read racing
         // it waits for it instead of returning the catalogue before.

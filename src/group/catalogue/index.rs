@@ -114,13 +114,8 @@ impl<T: Nameable> Names<T> {
                 dirty.insert(slot.name.clone());
             }
         }
-        let fitted = |slots: &mut dyn Iterator<Item = &Arc<T>>| -> BTreeSet<String> {
-            slots
-                .map(|item| fit(item.original()).into_owned())
-                .collect()
-        };
-        let before = fitted(&mut old.iter().map(|slot| &slot.item));
-        let after = fitted(&mut items.iter());
+        let before = fitted(old.iter().map(|slot| &slot.item));
+        let after = fitted(items.iter());
         let mut flipped = Vec::new();
         for name in before.difference(&after) {
             if let Some(servers) = self.offered.get_mut(name) {
@@ -159,7 +154,6 @@ impl<T: Nameable> Names<T> {
                 }
             })
             .collect::<Vec<_>>();
-        drop(kept);
         if !slots.is_empty() {
             self.slots.insert(Arc::clone(server), slots);
         }
@@ -322,6 +316,13 @@ impl<T: Nameable> Names<T> {
         }
         named
     }
+}
+
+/// The distinct names of `items`, as made to fit.
+fn fitted<'a, T: Nameable + 'a>(items: impl Iterator<Item = &'a Arc<T>>) -> BTreeSet<String> {
+    items
+        .map(|item| fit(item.original()).into_owned())
+        .collect()
 }
 
 fn listed<T>(server: &Arc<str>, items: &[Arc<T>]) -> Vec<Listed<T>> {

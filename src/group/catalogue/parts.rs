@@ -48,9 +48,14 @@ impl Parts {
         };
     }
 
+    /// Every part, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Part>)> {
+        self.shards.iter().flat_map(|shard| shard.iter())
+    }
+
     /// Every part, by server name.
     pub(crate) fn in_order(&self) -> Vec<(&Arc<str>, &Arc<Part>)> {
-        let mut parts: Vec<_> = self.shards.iter().flat_map(|shard| shard.iter()).collect();
+        let mut parts: Vec<_> = self.iter().collect();
         parts.sort_unstable_by_key(|(server, _)| *server);
         parts
     }
