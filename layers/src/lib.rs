@@ -52,6 +52,7 @@ mod failure;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 pub mod instant;
+pub mod jitter;
 mod observe;
 mod pause;
 pub mod policy;

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_connect_layers::jitter::Jitter;
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::time::Instant;
-use tower::util::rng::HasherRng;
 
 use super::{ClientError, McpClient, State};
 use crate::stack::EstablishError;
@@ -37,7 +37,7 @@ pub(super) struct Flaps {
 }
 
 impl McpClient {
-    pub(super) fn cool_down(&self) -> std::sync::MutexGuard<'_, (Backoff, HasherRng)> {
+    pub(super) fn cool_down(&self) -> std::sync::MutexGuard<'_, (Backoff, Jitter)> {
         // Held for one assignment or one draw, which cannot panic.
         self.inner
             .cool_down

@@ -39,12 +39,12 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
+use mcp_connect_layers::jitter::{jitter, Jitter};
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::Failure;
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tower::util::rng::HasherRng;
 
 use crate::error::Error;
 use crate::replay::ReplayPolicy;
@@ -117,7 +117,7 @@ struct Inner {
     /// session wait here and then use the session the first one built.
     building: Mutex<()>,
     /// The cool-down and its randomness, drawn per client.
-    cool_down: std::sync::Mutex<(Backoff, HasherRng)>,
+    cool_down: std::sync::Mutex<(Backoff, Jitter)>,
     /// Resource URIs subscribed through this client, renewed on every new
     /// session. Held for one set operation at a time.
     subscriptions: std::sync::Mutex<BTreeSet<String>>,
@@ -199,7 +199,7 @@ impl McpClient {
                 loss_cause: std::sync::Mutex::default(),
                 state: std::sync::Mutex::new(State::Empty),
                 building: Mutex::new(()),
-                cool_down: std::sync::Mutex::new((COOL_DOWN, HasherRng::default())),
+                cool_down: std::sync::Mutex::new((COOL_DOWN, jitter())),
                 subscriptions: std::sync::Mutex::new(BTreeSet::new()),
                 generations: watch::channel(Generation::default()).0,
                 loss: std::sync::Mutex::new(SessionLossRule::default()),

@@ -21,13 +21,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use mcp_connect_layers::jitter::{jitter, Jitter};
 use mcp_connect_layers::policy::server_unwell;
 use mcp_connect_layers::FailureKind;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 use tower::load::peak_ewma::Cost;
 use tower::load::{CompleteOnResponse, Load, PeakEwma};
-use tower::util::rng::{HasherRng, Rng};
+use tower::util::rng::Rng;
 use tower::{Layer, Service};
 
 use super::{Call, CallService, ClientError, McpClient};
@@ -151,7 +152,7 @@ impl Layer<CallService> for ReplicasLayer {
             shared: Arc::new(Shared {
                 replicas,
                 config: self.config,
-                rng: Mutex::new(HasherRng::default()),
+                rng: Mutex::new(jitter()),
             }),
             // Keeps the other clients alive: their call paths hold them weakly.
             _others: Arc::new(self.others.clone()),
@@ -162,7 +163,7 @@ impl Layer<CallService> for ReplicasLayer {
 struct Shared {
     replicas: Vec<Replica>,
     config: ReplicaConfig,
-    rng: Mutex<HasherRng>,
+    rng: Mutex<Jitter>,
 }
 
 /// The service made by [`ReplicasLayer`]; clones share the replicas.

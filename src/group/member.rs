@@ -28,11 +28,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use mcp_connect_layers::jitter::Jitter;
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
-use tower::util::rng::HasherRng;
 
 use super::catalogue::Listing;
 use super::filter::ToolFilter;
@@ -236,7 +236,7 @@ pub(super) struct Supervisor {
     /// Failed establishments in a row, toward the retry backoff.
     pub(super) failures_in_a_row: u32,
     /// The retry backoff's randomness, per member.
-    pub(super) rng: HasherRng,
+    pub(super) rng: Jitter,
 }
 
 impl Supervisor {

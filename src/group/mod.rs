@@ -63,9 +63,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use mcp_connect_layers::jitter::jitter;
 use mcp_connect_layers::recovery::Backoff;
 use tokio::sync::{broadcast, watch, Semaphore};
-use tower::util::rng::HasherRng;
 
 use crate::client::McpClient;
 use crate::config::ServersConfig;
@@ -218,7 +218,7 @@ impl ServerGroup {
             permits: self.shared.permits.clone(),
             keepalive: self.shared.keepalive,
             failures_in_a_row: 0,
-            rng: HasherRng::default(),
+            rng: jitter(),
         };
         if member.lazy {
             // Complete at once: the remembered listing, no connection.

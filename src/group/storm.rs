@@ -13,9 +13,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use mcp_connect_layers::jitter::Jitter;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tower::util::rng::{HasherRng, Rng};
+use tower::util::rng::Rng;
 
 /// Losses this close together are one event.
 pub(super) const WINDOW: Duration = Duration::from_secs(2);
@@ -159,7 +160,7 @@ impl Gate {
 
 /// Waits for the release after `held` (at most [`MAX_HOLD`]), then a
 /// random share of [`SPREAD`].
-pub(super) async fn released(mut held: watch::Receiver<u64>, rng: &mut HasherRng) {
+pub(super) async fn released(mut held: watch::Receiver<u64>, rng: &mut Jitter) {
     let _ = tokio::time::timeout(MAX_HOLD, held.changed()).await;
     let share = rng.next_f64();
     tokio::time::sleep(SPREAD.mul_f64(share)).await;

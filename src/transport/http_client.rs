@@ -315,6 +315,37 @@ impl HttpClientBuilder {
     }
 }
 
+impl HttpClientBuilder {
+    /// The client over `connector`, which opens every connection itself:
+    /// any `tower::Service<http::Uri>` returning a hyper connection (a
+    /// simulated network, an in-process pipe, a socket the application
+    /// prepares). The pool and the redirect policy stay this client's;
+    /// the connector's errors become
+    /// [`TcpConnectError`](super::TcpConnectError)s, as failures to open a
+    /// connection. No proxy applies (the connector decides where a
+    /// connection goes) and TLS is the connector's business: `https://`
+    /// targets reach it like any other. The default client does not go
+    /// through this: it costs nothing unless used.
+    pub fn build_with_connector<C>(self, connector: C) -> HttpClient
+    where
+        C: Service<http::Uri> + Clone + Send + Sync + 'static,
+        C::Response: hyper::rt::Read
+            + hyper::rt::Write
+            + hyper_util::client::legacy::connect::Connection
+            + Unpin
+            + Send
+            + 'static,
+        C::Error: Into<BoxError>,
+        C::Future: Unpin + Send + 'static,
+    {
+        let tagged = ServiceBuilder::new()
+            .map_err(super::connect_error::tag_tcp)
+            .service(connector);
+        let pooled = default_client::pooled().build(tagged);
+        default_client::finish(pooled, None, true, &self.redirects)
+    }
+}
+
 impl Service<http::Request<Full<Bytes>>> for HttpClient {
     type Response = http::Response<HttpBody>;
     type Error = BoxError;

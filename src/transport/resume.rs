@@ -106,11 +106,12 @@ impl Resumption {
     }
 }
 
-/// A number in `[0, 1)` that differs between calls and processes (from the
-/// standard library's randomly keyed hasher: no random-number crate).
+/// A number in `[0, 1)` that differs between calls and processes, from a
+/// fresh [`jitter`](mcp_connect_layers::jitter::jitter) source (seeded in
+/// a simulation).
 fn jitter() -> f64 {
-    use std::hash::{BuildHasher, RandomState};
-    (RandomState::new().hash_one(std::time::Instant::now()) >> 11) as f64 / (1u64 << 53) as f64
+    use tower::util::rng::Rng;
+    mcp_connect_layers::jitter::jitter().next_f64()
 }
 
 #[cfg(test)]

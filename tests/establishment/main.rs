@@ -8,6 +8,7 @@ mod support;
 
 mod authorization;
 mod bad_input;
+mod connector_seam;
 mod dpop;
 mod era_cache;
 mod error_display;

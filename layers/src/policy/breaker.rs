@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::jitter::{jitter, Jitter};
 use tokio::time::Instant;
-use tower::util::rng::HasherRng;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -94,7 +94,7 @@ struct State {
     circuit: CircuitState,
     /// How many times it opened since it last closed.
     openings: u32,
-    rng: HasherRng,
+    rng: Jitter,
 }
 
 type Rule<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
@@ -165,7 +165,7 @@ impl<E> CircuitBreakerLayer<E> {
             state: Arc::new(Mutex::new(State {
                 circuit: CircuitState::Closed { failures: 0 },
                 openings: 0,
-                rng: HasherRng::default(),
+                rng: jitter(),
             })),
             counts: Arc::new(counts),
             probe: NoProbe,

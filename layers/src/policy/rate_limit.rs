@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tower::util::rng::{HasherRng, Rng as _};
+use crate::jitter::{jitter, Jitter};
+use tower::util::rng::Rng as _;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -26,7 +27,7 @@ use crate::{Classify, FailureKind};
 pub struct RateLimitRetryLayer {
     max_wait: Duration,
     max_retries: u32,
-    rng: Arc<Mutex<HasherRng>>,
+    rng: Arc<Mutex<Jitter>>,
 }
 
 impl Default for RateLimitRetryLayer {
@@ -41,7 +42,7 @@ impl RateLimitRetryLayer {
         RateLimitRetryLayer {
             max_wait: Duration::from_secs(10),
             max_retries: 1,
-            rng: Arc::new(Mutex::new(HasherRng::default())),
+            rng: Arc::new(Mutex::new(jitter())),
         }
     }
 

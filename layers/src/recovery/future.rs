@@ -9,9 +9,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::jitter::jitter;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tower::util::rng::HasherRng;
 use tower::ServiceExt;
 use tower_service::Service;
 
@@ -37,7 +37,7 @@ where
     Box::pin(async move {
         // A new generator for every establishment: connections that failed
         // together must not wait the same delays and return in lock-step.
-        let mut rng = HasherRng::default();
+        let mut rng = jitter();
         if let Some(budget) = &policy.budget {
             budget.deposit();
         }

@@ -83,8 +83,8 @@ impl Default for Backoff {
 /// The recovery policy.
 ///
 /// Cloning a policy shares its budget but never its randomness: every
-/// establishment draws its backoff from a generator of its own (tower's
-/// `HasherRng` over a fresh std `RandomState`), so connections that failed
+/// establishment draws its backoff from a generator of its own
+/// ([`jitter`](crate::jitter::jitter)), so connections that failed
 /// together, even through one cloned policy, wait different delays instead
 /// of returning in lock-step.
 #[derive(Clone)]

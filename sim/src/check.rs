@@ -1,0 +1,130 @@
+//! The properties every run is checked against, read from its ledger.
+
+use std::time::Duration;
+
+use crate::ledger::Answer;
+use crate::workload::{ATTEMPTS, DEADLINE, REQUEST_TIMEOUT};
+use crate::world::{Run, SERVERS};
+
+/// Any call ends within one establishment (its deadline covers every
+/// attempt and backoff) plus one request's timeout, plus the simulator's
+/// own grain.
+pub const CALL_BOUND: Duration = DEADLINE
+    .saturating_add(REQUEST_TIMEOUT)
+    .saturating_add(Duration::from_millis(500));
+
+/// One broken property.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub property: &'static str,
+    pub detail: String,
+    /// The call it is about, whose trace lines explain it.
+    pub call: Option<u64>,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.property, self.detail)
+    }
+}
+
+/// Every property of `run`, in a fixed order.
+pub fn check(run: &Run) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let mut violation = |property, detail: String, call| {
+        found.push(Violation {
+            property,
+            detail,
+            call,
+        })
+    };
+    let ledger = &run.ledger;
+    if let Some(failed) = &run.failed {
+        violation("simulation", format!("a host failed: {failed}"), None);
+    }
+    if run.failed.is_none() && !ledger.workload_done {
+        violation("simulation", "the workload did not finish".into(), None);
+    }
+    for (call, times) in &ledger.executions {
+        if *times > 1 {
+            let detail = format!("c{call} was executed {times} times");
+            violation("G8 no replay", detail, Some(*call));
+        }
+    }
+    for (server, attempt, elapsed) in &ledger.late_stages {
+        let detail = format!(
+            "an establishment to {server} started a stage of attempt {attempt} at {elapsed:?}, after its {DEADLINE:?} deadline"
+        );
+        violation("G3/G9 deadline", detail, None);
+    }
+    for outcome in &ledger.outcomes {
+        let call = outcome.call;
+        if outcome.took > CALL_BOUND {
+            let detail = format!("c{call} took {:?} (bound {CALL_BOUND:?})", outcome.took);
+            violation("bounded call", detail, Some(call));
+        }
+        let faulty = SERVERS.iter().any(|s| s.name == outcome.server && s.faulty);
+        let Some(failure) = &outcome.error else {
+            continue;
+        };
+        if !faulty {
+            let detail = format!("c{call} to {} failed: {}", outcome.server, failure.text);
+            violation("breaker ignores tool errors", detail, Some(call));
+            continue;
+        }
+        let last = ledger.answers.get(&call).and_then(|a| a.last()).copied();
+        match (failure.http_status, last) {
+            (Some(status), Some(Answer::Status(answered)))
+                if status == answered && failure.session_lost =>
+            {
+                let detail = format!("c{call}: a {status} naming the request dropped the session");
+                violation("G16 session loss", detail, Some(call));
+            }
+            (Some(status), Some(Answer::Stale(answered)))
+                if status == answered && !failure.session_lost && !failure.refused_again =>
+            {
+                let detail = format!("c{call}: a stale-session {status} kept the session");
+                violation("G16 session loss", detail, Some(call));
+            }
+            _ => {}
+        }
+    }
+    for spec in SERVERS.iter() {
+        let calls = ledger
+            .outcomes
+            .iter()
+            .filter(|o| o.server == spec.name)
+            .count() as u32;
+        let sessions = ledger.sessions_created.get(spec.name).copied().unwrap_or(0);
+        if sessions > ATTEMPTS * calls.max(1) {
+            let detail = format!(
+                "{sessions} sessions opened to {} for {calls} calls (at most {ATTEMPTS} per call)",
+                spec.name
+            );
+            violation("no reconnect storm", detail, None);
+        }
+    }
+    for leak in &ledger.leaks {
+        violation("no leaks", leak.clone(), None);
+    }
+    found
+}
+
+/// The trace lines that explain `violation`: the call's own lines and every
+/// network or life event, or the whole trace when it names no call.
+pub fn explain<'a>(run: &'a Run, violation: &Violation) -> Vec<&'a str> {
+    let trace = run.ledger.trace();
+    match violation.call {
+        None => trace.iter().map(String::as_str).collect(),
+        Some(call) => {
+            let mark = format!(" c{call} ");
+            trace
+                .iter()
+                .filter(|line| {
+                    line.contains(&mark) || line.contains(" net: ") || line.contains(" starts, ")
+                })
+                .map(String::as_str)
+                .collect()
+        }
+    }
+}

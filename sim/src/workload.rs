@@ -1,0 +1,167 @@
+//! The client host: one long-lived `McpClient` per server over the
+//! library's pooled HTTP client, establishment with recovery on and one
+//! deadline, a breaker on the server whose tools fail; `CALLS` tool calls
+//! at seeded moments, each recorded as it ends. Then everything is closed
+//! and dropped, and what is still open on the host counts as leaked.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect::client::{CallPolicies, ClientError};
+use mcp_connect::layers::recovery::RecoveryPolicy;
+use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::request::Limits;
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
+use mcp_connect_layers::{StageEvent, StageObserver, StageOutcome};
+use serde_json::json;
+
+use crate::faults::Draw;
+use crate::ledger::{now, CallFailure, Outcome, Shared};
+use crate::server::Spec;
+
+/// One deadline over every establishment, all attempts and backoffs.
+pub const DEADLINE: Duration = Duration::from_secs(4);
+/// How long one request may wait for its answer.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+/// Establishment attempts (recovery on).
+pub const ATTEMPTS: u32 = 3;
+/// Tool calls per run.
+pub const CALLS: u64 = 40;
+/// Calls start within this window; faults happen within it.
+pub const WINDOW: Duration = Duration::from_secs(50);
+/// A call that has not ended after this long is reported as hung (far
+/// beyond any bound the client promises).
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// The client host's software.
+pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil::Result {
+    mcp_connect_layers::jitter::seed_this_thread(Some(seed));
+    let open = Arc::new(AtomicUsize::new(0));
+    let http = crate::net::http_client(Arc::clone(&open));
+    let stack = EstablishBuilder::new(Connector::with_client(http))
+        .with_recovery(RecoveryPolicy::new().with_max_attempts(ATTEMPTS))
+        .with_deadline(DEADLINE)
+        .build();
+    let mut clients = Vec::new();
+    for spec in servers {
+        let request = ConnectRequest::http(&format!("http://{}/mcp", spec.name))?
+            .with_pin(ProtocolVersion::V2025_11_25)
+            .with_limits(Limits::default().with_request_timeout(REQUEST_TIMEOUT))
+            .with_observer(Arc::new(LateStages {
+                server: spec.name,
+                ledger: Arc::clone(&ledger),
+            }));
+        let client = McpClient::lazy(stack.clone(), request);
+        let client = match spec.faulty {
+            true => client,
+            false => CallPolicies::new().with_breaker().apply(client),
+        };
+        clients.push((spec.name, client));
+    }
+    let mut draw = Draw::new(seed, u64::from(u32::MAX));
+    let mut calls = Vec::new();
+    for call in 0..CALLS {
+        let start = draw.millis(0, WINDOW.as_millis() as u64);
+        let (server, client) = clients[draw.below(clients.len() as u64) as usize].clone();
+        let ledger = Arc::clone(&ledger);
+        calls.push(tokio::spawn(async move {
+            tokio::time::sleep(start).await;
+            let started = now();
+            crate::ledger::note(&ledger, format_args!("client: c{call} to {server}"));
+            let ended =
+                tokio::time::timeout(WATCHDOG, client.call_tool("work", &json!({ "call": call })))
+                    .await;
+            let took = now() - started;
+            let error = match ended {
+                Ok(Ok(_)) => None,
+                Ok(Err(error)) => Some(failure(&error)),
+                Err(_) => Some(CallFailure {
+                    session_lost: false,
+                    http_status: None,
+                    refused_again: false,
+                    text: "hung".into(),
+                }),
+            };
+            let mut ledger = ledger.lock().expect("ledger");
+            let line = match &error {
+                None => format!("client: c{call} ok"),
+                Some(f) => format!(
+                    "client: c{call} failed (lost {}, status {:?}): {}",
+                    f.session_lost, f.http_status, f.text
+                ),
+            };
+            ledger.note(now(), line);
+            ledger.outcomes.push(Outcome {
+                call,
+                server,
+                took,
+                error,
+            });
+        }));
+    }
+    for call in calls {
+        call.await?;
+    }
+    for (_, client) in &clients {
+        let _ = client.close().await;
+    }
+    drop((clients, stack));
+    // Time for the dropped pool's connection tasks to end.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut ledger = ledger.lock().expect("ledger");
+    let sockets = open.load(Ordering::Relaxed);
+    if sockets > 0 {
+        ledger
+            .leaks
+            .push(format!("{sockets} TCP streams still open"));
+    }
+    // This task is the only one left.
+    let tasks = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    if tasks > 1 {
+        ledger
+            .leaks
+            .push(format!("{} tasks still alive", tasks - 1));
+    }
+    ledger.workload_done = true;
+    Ok(())
+}
+
+/// The facts of a failed call the properties read, and its text: the
+/// whole chain, as an application would print it.
+fn failure(error: &ClientError) -> CallFailure {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    CallFailure {
+        session_lost: error.is_session_lost(),
+        http_status: error.call_error().and_then(|e| e.http_status()),
+        refused_again: matches!(error, ClientError::RefusedAgain { .. }),
+        text,
+    }
+}
+
+/// Records every establishment stage that starts after the establishment's
+/// deadline (G3, G9).
+#[derive(Debug)]
+struct LateStages {
+    server: &'static str,
+    ledger: Shared,
+}
+
+impl StageObserver for LateStages {
+    fn on_event(&self, event: &StageEvent) {
+        if event.outcome == StageOutcome::Started && event.elapsed > DEADLINE {
+            let mut ledger = self.ledger.lock().expect("ledger");
+            ledger
+                .late_stages
+                .push((self.server, event.attempt, event.elapsed));
+        }
+    }
+}
