@@ -39,12 +39,21 @@
 //! A refusal that leaves the transport open (a 400 without id, or one the
 //! application counts) is bounded by the client: when the first request on
 //! the session that replaced a refused one is refused the same way, the
-//! refusal is not about the session, and the client stops reconnecting for
-//! that reason until a request has succeeded
-//! ([`ClientError::RefusedAgain`](crate::client::ClientError::RefusedAgain)).
+//! refusal is probably not about the session
+//! ([`ClientError::RefusedAgain`](crate::client::ClientError::RefusedAgain)),
+//! and that refusal replaces no session for a while: 5 s, doubling with
+//! each time it happens again, at most 5 minutes, until a request
+//! succeeds. Then it replaces one session once more. A server refusing
+//! every session so costs a few sessions an hour, never a loop; a server
+//! that restarted twice in a row (the new session forgotten before its
+//! first request, found by the simulation in `sim/`) is reconnected to
+//! within seconds instead of never.
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_connect_layers::{Closure, FailureKind};
 
@@ -186,6 +195,11 @@ impl fmt::Debug for SessionLossRule {
     }
 }
 
+/// How long a refusal that came again replaces no session, the first time;
+/// each time it comes again this doubles, up to [`SUPPRESSED_AT_MOST`].
+const SUPPRESSED_FIRST: Duration = Duration::from_secs(5);
+const SUPPRESSED_AT_MOST: Duration = Duration::from_secs(300);
+
 /// What the client remembers of refusals that replaced a session, so a
 /// server that refuses every new session the same way is not reconnected
 /// to in a loop.
@@ -196,8 +210,11 @@ pub(crate) struct Suspicion {
     /// The generation made to replace a refused session, and the refusal,
     /// until a request succeeds.
     replaced: Option<(u64, LossReason)>,
-    /// A refusal that no longer replaces sessions, until a request succeeds.
-    suppressed: Option<LossReason>,
+    /// A refusal that replaces no session until this instant (or until a
+    /// request succeeds).
+    suppressed: Option<(LossReason, Instant)>,
+    /// How many times in a row a replacing session was refused again.
+    again: u32,
 }
 
 /// What a failed call does to its session.
@@ -225,12 +242,22 @@ impl Suspicion {
             self.pending = None;
             return SessionFate::Lost(reason);
         }
-        if self.suppressed == Some(reason) {
-            return SessionFate::Kept;
+        let now = Instant::now();
+        match self.suppressed {
+            Some((suppressed, until)) if suppressed == reason && now < until => {
+                return SessionFate::Kept
+            }
+            // The wait is over: this refusal replaces one session again.
+            Some((suppressed, _)) if suppressed == reason => self.suppressed = None,
+            _ => {}
         }
         if self.replaced == Some((generation, reason)) {
             self.replaced = None;
-            self.suppressed = Some(reason);
+            let wait = SUPPRESSED_FIRST
+                .saturating_mul(1 << self.again.min(16))
+                .min(SUPPRESSED_AT_MOST);
+            self.again += 1;
+            self.suppressed = Some((reason, now + wait));
             return SessionFate::RefusedAgain(reason);
         }
         self.pending = Some(reason);
@@ -244,5 +271,57 @@ impl Suspicion {
     pub(crate) fn on_success(&mut self) {
         self.replaced = None;
         self.suppressed = None;
+        self.again = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal that came again on the replacing session stops replacing
+    /// sessions for 5 s, then 10 s, ... (issue 47: the simulation found a
+    /// client held forever on a session the server had forgotten, after
+    /// the server restarted twice in a row), and a success resets it.
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_that_came_again_replaces_sessions_again_after_a_growing_wait() {
+        let refused = Some(LossReason::RefusedWithoutId);
+        let mut suspicion = Suspicion::default();
+        let mut generation = 1;
+        let mut replace = |suspicion: &mut Suspicion, generation: &mut u64| {
+            *generation += 1;
+            suspicion.on_session(*generation);
+        };
+        for wait in [5, 10, 20] {
+            assert!(matches!(
+                suspicion.on_failure(generation, refused),
+                SessionFate::Lost(_)
+            ));
+            replace(&mut suspicion, &mut generation);
+            assert!(matches!(
+                suspicion.on_failure(generation, refused),
+                SessionFate::RefusedAgain(_)
+            ));
+            tokio::time::advance(Duration::from_secs(wait) - Duration::from_millis(1)).await;
+            assert_eq!(suspicion.on_failure(generation, refused), SessionFate::Kept);
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        // A success forgets it all: the next refusal replaces at once, and
+        // a refusal again waits the first wait.
+        suspicion.on_success();
+        assert!(matches!(
+            suspicion.on_failure(generation, refused),
+            SessionFate::Lost(_)
+        ));
+        replace(&mut suspicion, &mut generation);
+        assert!(matches!(
+            suspicion.on_failure(generation, refused),
+            SessionFate::RefusedAgain(_)
+        ));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(matches!(
+            suspicion.on_failure(generation, refused),
+            SessionFate::Lost(_)
+        ));
     }
 }

@@ -1,8 +1,9 @@
 //! The properties every run is checked against, read from its ledger.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::ledger::Answer;
+use crate::ledger::{Answer, Outcome};
 use crate::workload::{ATTEMPTS, DEADLINE, REQUEST_TIMEOUT};
 use crate::world::{Run, SERVERS};
 
@@ -57,7 +58,9 @@ pub fn check(run: &Run) -> Vec<Violation> {
         );
         violation("G3/G9 deadline", detail, None);
     }
+    let mut suppressed: BTreeMap<&'static str, Suppressed> = BTreeMap::new();
     for outcome in &ledger.outcomes {
+        suppressed.entry(outcome.server).or_default().after(outcome);
         let call = outcome.call;
         if outcome.took > CALL_BOUND {
             let detail = format!("c{call} took {:?} (bound {CALL_BOUND:?})", outcome.took);
@@ -81,7 +84,12 @@ pub fn check(run: &Run) -> Vec<Violation> {
                 violation("G16 session loss", detail, Some(call));
             }
             (Some(status), Some(Answer::Stale(answered)))
-                if status == answered && !failure.session_lost && !failure.refused_again =>
+                if status == answered
+                    && !failure.session_lost
+                    && !failure.refused_again
+                    && !suppressed
+                        .get(outcome.server)
+                        .is_some_and(|w| w.holds(outcome.ended)) =>
             {
                 let detail = format!("c{call}: a stale-session {status} kept the session");
                 violation("G16 session loss", detail, Some(call));
@@ -126,5 +134,38 @@ pub fn explain<'a>(run: &'a Run, violation: &Violation) -> Vec<&'a str> {
                 .map(String::as_str)
                 .collect()
         }
+    }
+}
+
+/// When a stale-session refusal may keep the session (the session-loss
+/// rule's guard against reconnect loops): after the replacing session was
+/// refused again, for 5 s, doubling each time it happens again (at most
+/// 5 minutes), until a call succeeds.
+#[derive(Default)]
+struct Suppressed {
+    again: u32,
+    until: Option<Duration>,
+}
+
+impl Suppressed {
+    /// Follows one outcome on the server, in the order calls ended.
+    fn after(&mut self, outcome: &Outcome) {
+        match &outcome.error {
+            None => *self = Suppressed::default(),
+            Some(failure) if failure.refused_again => {
+                let wait =
+                    Duration::from_secs(5 << self.again.min(6)).min(Duration::from_secs(300));
+                self.again += 1;
+                self.until = Some(outcome.ended + wait);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Whether a refusal at `at` may keep the session (the client's clock
+    /// and the ledger's differ by the simulator's grain at most).
+    fn holds(&self, at: Duration) -> bool {
+        self.until
+            .is_some_and(|until| at <= until + Duration::from_millis(100))
     }
 }

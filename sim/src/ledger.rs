@@ -33,6 +33,8 @@ pub struct Outcome {
     pub call: u64,
     pub server: &'static str,
     pub took: Duration,
+    /// Simulated time the call ended.
+    pub ended: Duration,
     /// `None`: the call succeeded.
     pub error: Option<CallFailure>,
 }

@@ -1,6 +1,7 @@
 //! The client host: one long-lived `McpClient` per server over the
 //! library's pooled HTTP client, establishment with recovery on and one
-//! deadline, a breaker on the server whose tools fail; `CALLS` tool calls
+//! deadline, the opt-in replay of undelivered calls on the first server, a
+//! breaker on the server whose tools fail; `CALLS` tool calls
 //! at seeded moments, each recorded as it ends. Then everything is closed
 //! and dropped, and what is still open on the host counts as leaked.
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 use mcp_connect::client::{CallPolicies, ClientError};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::request::Limits;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use mcp_connect_layers::{StageEvent, StageObserver, StageOutcome};
@@ -53,9 +55,12 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
                 ledger: Arc::clone(&ledger),
             }));
         let client = McpClient::lazy(stack.clone(), request);
-        let client = match spec.faulty {
-            true => client,
-            false => CallPolicies::new().with_breaker().apply(client),
+        // The opt-in replay on the first server: a call is sent again only
+        // when the server provably never had it.
+        let client = match (spec.faulty, spec.name == servers[0].name) {
+            (true, true) => client.with_replay(ReplayPolicy::Undelivered),
+            (true, false) => client,
+            (false, _) => CallPolicies::new().with_breaker().apply(client),
         };
         clients.push((spec.name, client));
     }
@@ -96,6 +101,7 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
                 call,
                 server,
                 took,
+                ended: started + took,
                 error,
             });
         }));
