@@ -288,7 +288,7 @@ mod tests {
         let refused = Some(LossReason::RefusedWithoutId);
         let mut suspicion = Suspicion::default();
         let mut generation = 1;
-        let mut replace = |suspicion: &mut Suspicion, generation: &mut u64| {
+        let replace = |suspicion: &mut Suspicion, generation: &mut u64| {
             *generation += 1;
             suspicion.on_session(*generation);
         };
