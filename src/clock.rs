@@ -47,7 +47,7 @@ impl Clock {
 
     /// The overall deadline, moved later by the time spent waiting for a
     /// person.
-    fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline.map(|d| self.pause.extend(d))
     }
 

@@ -14,6 +14,9 @@ pub const CALL_BOUND: Duration = DEADLINE
     .saturating_add(REQUEST_TIMEOUT)
     .saturating_add(Duration::from_millis(500));
 
+/// A failed establishment ends at its deadline, plus the simulator's grain.
+pub const ESTABLISH_BOUND: Duration = DEADLINE.saturating_add(Duration::from_millis(100));
+
 /// One broken property.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
@@ -65,6 +68,14 @@ pub fn check(run: &Run) -> Vec<Violation> {
         if outcome.took > CALL_BOUND {
             let detail = format!("c{call} took {:?} (bound {CALL_BOUND:?})", outcome.took);
             violation("bounded call", detail, Some(call));
+        }
+        let failure = outcome.error.as_ref();
+        if failure.is_some_and(|f| f.connect_failed) && outcome.took > ESTABLISH_BOUND {
+            let detail = format!(
+                "c{call}: its establishment failed after {:?} (deadline {DEADLINE:?})",
+                outcome.took
+            );
+            violation("G3/G9 deadline", detail, Some(call));
         }
         let faulty = SERVERS.iter().any(|s| s.name == outcome.server && s.faulty);
         let Some(failure) = &outcome.error else {

@@ -1,6 +1,7 @@
 //! Every fault of one run, drawn from its seed: the network's (partitions,
 //! held links, latency), the servers' lives (killed, restarted with every
-//! session gone) and each answer a server gives a `tools/call`.
+//! session gone) and each answer a server gives an `initialize` or a
+//! `tools/call`.
 
 use std::time::Duration;
 
@@ -118,4 +119,25 @@ pub enum Planned {
     /// Forget every session (as a restart would), then answer this
     /// request as stale.
     ForgetSessions,
+}
+
+/// How a faulty server answers one `initialize`.
+pub fn opening(draw: &mut Draw) -> Opening {
+    match draw.below(100) {
+        0..=79 => Opening::Open,
+        80..=87 => Opening::Drop,
+        88..=94 => Opening::Slow(draw.millis(300, 6_000)),
+        _ => Opening::Stall,
+    }
+}
+
+/// A server's plan for one `initialize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    Open,
+    /// The connection is dropped unanswered.
+    Drop,
+    /// Opened after this delay.
+    Slow(Duration),
+    Stall,
 }

@@ -42,6 +42,8 @@ pub struct Outcome {
 /// The facts of a failed call that the properties read.
 #[derive(Clone, Debug)]
 pub struct CallFailure {
+    /// No session could be established for it (the establishment failed).
+    pub connect_failed: bool,
     pub session_lost: bool,
     pub http_status: Option<u16>,
     /// A new session was refused the way the one it replaced was, so the

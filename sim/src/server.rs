@@ -19,7 +19,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-use crate::faults::{answer, Draw, Planned};
+use crate::faults::{answer, opening, Draw, Opening, Planned};
 use crate::ledger::{note, Answer, Shared};
 
 /// One server of the simulated world.
@@ -114,7 +114,7 @@ async fn handle(life: Rc<Life>, request: http::Request<Incoming>) -> Answered {
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     let method = message["method"].as_str().unwrap_or("");
     if method == "initialize" {
-        return Ok(life.open(id));
+        return life.initialize(id).await;
     }
     if method.starts_with("notifications/") {
         return Ok(reply(202, None, None));
@@ -141,6 +141,36 @@ impl Life {
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, crate::ledger::Ledger> {
         self.lasting.ledger.lock().expect("ledger")
+    }
+
+    /// Opens a session, unless the plan drops, delays or stalls the
+    /// `initialize` (so establishments need their recovery and their
+    /// deadline).
+    async fn initialize(&self, id: Value) -> Answered {
+        let planned = match self.spec.faulty {
+            true => opening(&mut self.lasting.draw.lock().expect("draw")),
+            false => Opening::Open,
+        };
+        let name = self.name();
+        match planned {
+            Opening::Open => {}
+            Opening::Drop => {
+                crate::ledger::note(
+                    &self.lasting.ledger,
+                    format_args!("{name}: initialize dropped"),
+                );
+                return Err(Drop);
+            }
+            Opening::Slow(delay) => tokio::time::sleep(delay).await,
+            Opening::Stall => {
+                crate::ledger::note(
+                    &self.lasting.ledger,
+                    format_args!("{name}: initialize stalled"),
+                );
+                std::future::pending::<()>().await;
+            }
+        }
+        Ok(self.open(id))
     }
 
     fn open(&self, id: Value) -> Response<Full<Bytes>> {

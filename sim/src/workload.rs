@@ -82,6 +82,7 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
                 Ok(Ok(_)) => None,
                 Ok(Err(error)) => Some(failure(&error)),
                 Err(_) => Some(CallFailure {
+                    connect_failed: false,
                     session_lost: false,
                     http_status: None,
                     refused_again: false,
@@ -146,6 +147,7 @@ fn failure(error: &ClientError) -> CallFailure {
         source = cause.source();
     }
     CallFailure {
+        connect_failed: matches!(error, ClientError::Connect(_)),
         session_lost: error.is_session_lost(),
         http_status: error.call_error().and_then(|e| e.http_status()),
         refused_again: matches!(error, ClientError::RefusedAgain { .. }),

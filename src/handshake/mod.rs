@@ -248,14 +248,14 @@ impl<'a> AttemptContext<'a> {
         let negotiated = match ladder.run(plan).await {
             Ok(negotiated) => negotiated,
             Err(error) => {
-                ladder.dispose().await;
+                ladder.dispose_failed().await;
                 return Err(error);
             }
         };
         if let Err(error) = clock.check(crate::stage::INITIALIZED) {
             // Cancellation or expiry raced a late success: the session
             // that will not be returned is closed, not leaked.
-            ladder.dispose().await;
+            ladder.dispose_failed().await;
             clock.fail(&error);
             return Err(error);
         }

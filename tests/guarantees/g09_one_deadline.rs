@@ -239,3 +239,55 @@ async fn caller_cancellation_at_each_stage_is_prompt_and_never_a_timeout() {
         );
     }
 }
+
+/// G9 with G12: closing a half-made session never keeps the caller past
+/// its deadline (issue 47; the simulation found a caller held 2 s past a
+/// 4 s deadline by the `DELETE` of a session whose `initialized` timed
+/// out). Here that `DELETE` takes a second to be answered: the caller has
+/// its error at the deadline, and the `DELETE` is still sent, once, and
+/// finishes in the background.
+#[tokio::test]
+async fn closing_a_half_made_session_never_keeps_the_caller_past_the_deadline() {
+    let legacy = LegacyServer::new();
+    let responder = legacy.clone();
+    let server = ScriptServer::start(move |r| {
+        if r.rpc_method() == "notifications/initialized" {
+            return Script::Stall;
+        }
+        if r.method.as_str() == "DELETE" {
+            return Script::Delayed(Duration::from_secs(1), Box::new(responder.respond(r)));
+        }
+        responder.respond(r)
+    })
+    .await;
+    let request = ConnectRequest::http(&server.url())
+        .unwrap()
+        .with_pin(mcp_connect::protocol::ProtocolVersion::V2025_11_25)
+        .with_limits(
+            Limits::default()
+                .with_probe_timeout(Duration::from_secs(10))
+                .with_handshake_timeout(Duration::from_secs(10)),
+        );
+    let started = Instant::now();
+    let error = watchdog(LIMIT, stack(1).connect(request))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(took < DEADLINE + Duration::from_millis(400), "{took:?}");
+    assert_eq!(error.failure().cancel_source, Some(CancelSource::Deadline));
+    let deletes = || {
+        server
+            .recorded()
+            .iter()
+            .filter(|r| r.method.as_str() == "DELETE")
+            .count()
+    };
+    watchdog(LIMIT, async {
+        while legacy.sessions_deleted() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert_eq!(deletes(), 1, "disposed exactly once");
+}
