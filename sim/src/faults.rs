@@ -124,9 +124,9 @@ pub enum Planned {
 /// How a faulty server answers one `initialize`.
 pub fn opening(draw: &mut Draw) -> Opening {
     match draw.below(100) {
-        0..=79 => Opening::Open,
-        80..=87 => Opening::Drop,
-        88..=94 => Opening::Slow(draw.millis(300, 6_000)),
+        0..=69 => Opening::Open,
+        70..=84 => Opening::Drop(draw.millis(0, 3_500)),
+        85..=94 => Opening::Slow(draw.millis(300, 6_000)),
         _ => Opening::Stall,
     }
 }
@@ -135,8 +135,9 @@ pub fn opening(draw: &mut Draw) -> Opening {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Opening {
     Open,
-    /// The connection is dropped unanswered.
-    Drop,
+    /// The connection is dropped unanswered after this delay (a late
+    /// failure leaves later attempts little of the deadline).
+    Drop(Duration),
     /// Opened after this delay.
     Slow(Duration),
     Stall,

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! `run` also runs every seed in `regressions.txt` first. It exits 1 when a
-//! property is broken (with `--expect-violation`: when none is), printing
+//! property is broken (with `--expect-violation`, which stops at the first
+//! violation: when none is), printing
 //! each failing seed, the broken property, the trace lines that explain
 //! it, and the command that replays it.
 
@@ -94,10 +95,27 @@ fn run_many(from: u64, count: u64, threads: usize, expect_violation: bool) -> Ex
                 .collect()
         })
         .collect();
+    // Looking for a violation (a broken build), the first one ends the run.
+    let found = std::sync::atomic::AtomicBool::new(false);
     let results: Vec<(u64, f64, Vec<String>)> = std::thread::scope(|scope| {
+        let found = &found;
         let handles: Vec<_> = chunks
             .into_iter()
-            .map(|chunk| scope.spawn(move || chunk.into_iter().map(verdict).collect::<Vec<_>>()))
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .into_iter()
+                        .take_while(|_| !found.load(std::sync::atomic::Ordering::Relaxed))
+                        .map(|seed| {
+                            let result = verdict(seed);
+                            if expect_violation && !result.2.is_empty() {
+                                found.store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            result
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -117,7 +135,7 @@ fn run_many(from: u64, count: u64, threads: usize, expect_violation: bool) -> Ex
     println!(
         "{} seeds ({} regressions, then {from}..{}) on {threads} threads: {} with violations, {hours:.1} simulated hours, {:.1} s",
         results.len(),
-        results.len() as u64 - count,
+        regressions().len(),
         from + count,
         failing.len(),
         began.elapsed().as_secs_f64()

@@ -154,7 +154,8 @@ impl Life {
         let name = self.name();
         match planned {
             Opening::Open => {}
-            Opening::Drop => {
+            Opening::Drop(delay) => {
+                tokio::time::sleep(delay).await;
                 crate::ledger::note(
                     &self.lasting.ledger,
                     format_args!("{name}: initialize dropped"),

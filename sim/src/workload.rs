@@ -53,6 +53,7 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
             .with_observer(Arc::new(LateStages {
                 server: spec.name,
                 ledger: Arc::clone(&ledger),
+                began: std::sync::Mutex::default(),
             }));
         let client = McpClient::lazy(stack.clone(), request);
         // The opt-in replay on the first server: a call is sent again only
@@ -156,20 +157,33 @@ fn failure(error: &ClientError) -> CallFailure {
 }
 
 /// Records every establishment stage that starts after the establishment's
-/// deadline (G3, G9).
+/// deadline (G3, G9). The establishment's start is taken from its first
+/// attempt's events and simulated time, not from what later attempts
+/// report, so an attempt that wrongly started a clock of its own is still
+/// measured from the beginning.
 #[derive(Debug)]
 struct LateStages {
     server: &'static str,
     ledger: Shared,
+    /// When the current establishment began, in simulated time.
+    began: std::sync::Mutex<Duration>,
 }
 
 impl StageObserver for LateStages {
     fn on_event(&self, event: &StageEvent) {
-        if event.outcome == StageOutcome::Started && event.elapsed > DEADLINE {
+        if event.outcome != StageOutcome::Started {
+            return;
+        }
+        let mut began = self.began.lock().expect("began");
+        if event.attempt == 1 {
+            *began = now().saturating_sub(event.elapsed);
+        }
+        let elapsed = (now() - *began).max(event.elapsed);
+        if elapsed > DEADLINE {
             let mut ledger = self.ledger.lock().expect("ledger");
             ledger
                 .late_stages
-                .push((self.server, event.attempt, event.elapsed));
+                .push((self.server, event.attempt, elapsed));
         }
     }
 }
