@@ -140,19 +140,12 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
 /// The facts of a failed call the properties read, and its text: the
 /// whole chain, as an application would print it.
 fn failure(error: &ClientError) -> CallFailure {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
     CallFailure {
         connect_failed: matches!(error, ClientError::Connect(_)),
         session_lost: error.is_session_lost(),
         http_status: error.call_error().and_then(|e| e.http_status()),
         refused_again: matches!(error, ClientError::RefusedAgain { .. }),
-        text,
+        text: error.report().to_string(),
     }
 }
 

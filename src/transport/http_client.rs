@@ -313,9 +313,7 @@ impl HttpClientBuilder {
             &self.redirects,
         )
     }
-}
 
-impl HttpClientBuilder {
     /// The client over `connector`, which opens every connection itself:
     /// any `tower::Service<http::Uri>` returning a hyper connection (a
     /// simulated network, an in-process pipe, a socket the application
