@@ -29,8 +29,8 @@ impl McpClient {
         };
         if let Some(dead) = dead {
             *self.inner.loss_cause.lock().expect("cause lock poisoned") = dead.loss_cause();
-            // A dead transport closes at once; the error is the call's, not this.
-            let _ = dead.close().await;
+            // The error is the call's, not the disposal's.
+            super::dispose(dead);
             if self.reconnect == Reconnect::InBackground {
                 let client = self.clone();
                 tokio::spawn(async move {

@@ -341,8 +341,7 @@ impl McpClient {
                 _ => return Ok(None),
             }
         };
-        // Already closed: this releases what is left (reaps a child).
-        let _ = dead.close().await;
+        dispose(dead);
         Ok(None)
     }
 
@@ -402,6 +401,18 @@ impl fmt::Debug for McpClient {
             .field("generation", &self.generation())
             .finish_non_exhaustive()
     }
+}
+
+/// Disposes of a dead session in a task of its own. What is left may
+/// still take a round trip (an HTTP session's `DELETE`, which the server
+/// may answer late, within the close timeout), and no call waits for that:
+/// neither the call that lost the session nor the one that replaces it.
+/// Exactly once: the session was taken out of the client's state first,
+/// so nothing else closes it; a child process is still reaped.
+fn dispose(dead: Arc<Session>) {
+    tokio::spawn(async move {
+        let _ = dead.close().await;
+    });
 }
 
 #[cfg(test)]

@@ -437,3 +437,55 @@ async fn a_cool_down_keeps_the_error_that_started_it() {
         "{report}"
     );
 }
+
+/// A dead session is disposed of without holding up the call that
+/// replaces it (issue 47; the simulation found a group call waiting on the
+/// `DELETE` of its member's dead session before its establishment began,
+/// outside that establishment's deadline). Here the `DELETE` takes 2 s to
+/// be answered: the call that lost the session fails at once, the next one
+/// is served by a new session at once, and the
+/// `DELETE` is still sent, once. Before, the call that lost the session
+/// waited the 2 s out.
+#[tokio::test]
+async fn a_dead_sessions_disposal_never_holds_up_the_next_call() {
+    let legacy = LegacyServer::new();
+    let responder = legacy.clone();
+    let fired = AtomicBool::new(false);
+    let server = ScriptServer::start(move |r| {
+        if r.rpc_method() == "tools/call" && !fired.swap(true, Ordering::SeqCst) {
+            return Script::CloseBeforeHeaders;
+        }
+        if r.method.as_str() == "DELETE" {
+            return Script::Delayed(Duration::from_secs(2), Box::new(responder.respond(r)));
+        }
+        responder.respond(r)
+    })
+    .await;
+    let client = client(&server);
+    let started = std::time::Instant::now();
+    let first = watchdog(LIMIT, call(&client, "tools/call")).await;
+    assert!(first.unwrap_err().is_session_lost());
+    let lost = started.elapsed();
+    watchdog(LIMIT, call(&client, "tools/call")).await.unwrap();
+    let both = started.elapsed();
+    assert!(
+        both < Duration::from_millis(1_000),
+        "lost {lost:?}, both {both:?}"
+    );
+    assert_eq!(client.generation(), 2);
+    let deletes = || {
+        server
+            .recorded()
+            .iter()
+            .filter(|r| r.method.as_str() == "DELETE")
+            .count()
+    };
+    watchdog(LIMIT, async {
+        while legacy.sessions_deleted() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(deletes(), 1, "disposed exactly once");
+}
