@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The deterministic simulation (issue 47): same-seed determinism, the short
-# mode (2,000 seeds plus the regression seeds), then each deliberately broken
-# build in sim/mutants/ must be caught within those 2,000 seeds, and its
-# first failing seed must replay to the same violation.
+# mode (10,000 seeds plus the regression seeds), then each deliberately broken
+# build in sim/mutants/ must be caught within 2,000 seeds, and its first
+# failing seed must replay to the same violation.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/sim"
 cargo test --release
 cargo build --release
-./target/release/mcp-connect-sim run --seeds 2000
+./target/release/mcp-connect-sim run --seeds 10000
 for patch in mutants/*.patch; do
   git -C "$root" apply "sim/$patch"
   restore() { git -C "$root" apply -R "sim/$patch"; }

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::ledger::{Answer, Outcome};
+use crate::server::Path;
+use crate::target::{BULKHEAD_WAIT, GROUP_RETRY, RETRY_AFTER};
 use crate::workload::{ATTEMPTS, DEADLINE, REQUEST_TIMEOUT};
 use crate::world::{Run, SERVERS};
 
@@ -13,6 +15,13 @@ use crate::world::{Run, SERVERS};
 pub const CALL_BOUND: Duration = DEADLINE
     .saturating_add(REQUEST_TIMEOUT)
     .saturating_add(Duration::from_millis(500));
+
+/// A group call may also wait for its member's bulkhead, and a throttled
+/// one is sent once more after the delay its answer stated.
+pub const GROUP_CALL_BOUND: Duration = CALL_BOUND
+    .saturating_add(BULKHEAD_WAIT)
+    .saturating_add(RETRY_AFTER)
+    .saturating_add(REQUEST_TIMEOUT);
 
 /// A failed establishment ends at its deadline, plus the simulator's grain.
 pub const ESTABLISH_BOUND: Duration = DEADLINE.saturating_add(Duration::from_millis(100));
@@ -55,9 +64,13 @@ pub fn check(run: &Run) -> Vec<Violation> {
             violation("G8 no replay", detail, Some(*call));
         }
     }
-    for (server, attempt, elapsed) in &ledger.late_stages {
+    for (server, attempt, elapsed, started) in &ledger.late_stages {
+        let what = match started {
+            true => "started",
+            false => "ended",
+        };
         let detail = format!(
-            "an establishment to {server} started a stage of attempt {attempt} at {elapsed:?}, after its {DEADLINE:?} deadline"
+            "an establishment to {server} {what} a stage of attempt {attempt} at {elapsed:?}, after its {DEADLINE:?} deadline"
         );
         violation("G3/G9 deadline", detail, None);
     }
@@ -65,24 +78,34 @@ pub fn check(run: &Run) -> Vec<Violation> {
     for outcome in &ledger.outcomes {
         suppressed.entry(outcome.server).or_default().after(outcome);
         let call = outcome.call;
-        // The opt-in replay may establish and send once more.
-        let bound = match outcome.server == SERVERS[0].name {
-            true => CALL_BOUND * 2,
-            false => CALL_BOUND,
+        let spec = SERVERS.iter().find(|s| s.name == outcome.server);
+        let bound = match spec.map(|s| s.path) {
+            // The opt-in replay may establish and send once more.
+            Some(Path::Replay) => CALL_BOUND * 2,
+            Some(Path::Group) => GROUP_CALL_BOUND,
+            _ => CALL_BOUND,
         };
         if outcome.took > bound {
             let detail = format!("c{call} took {:?} (bound {bound:?})", outcome.took);
             violation("bounded call", detail, Some(call));
         }
+        // Nothing but the establishment stands before a lone client's
+        // call; a breaker's half-open probe may (one request), and a
+        // group member's bulkhead.
+        let establish_bound = match spec.map(|s| s.path) {
+            Some(Path::Breaker) => ESTABLISH_BOUND + REQUEST_TIMEOUT,
+            Some(Path::Group) => ESTABLISH_BOUND + REQUEST_TIMEOUT + BULKHEAD_WAIT,
+            _ => ESTABLISH_BOUND,
+        };
         let failure = outcome.error.as_ref();
-        if failure.is_some_and(|f| f.connect_failed) && outcome.took > ESTABLISH_BOUND {
+        if failure.is_some_and(|f| f.connect_failed) && outcome.took > establish_bound {
             let detail = format!(
                 "c{call}: its establishment failed after {:?} (deadline {DEADLINE:?})",
                 outcome.took
             );
             violation("G3/G9 deadline", detail, Some(call));
         }
-        let faulty = SERVERS.iter().any(|s| s.name == outcome.server && s.faulty);
+        let faulty = spec.is_some_and(|s| s.faulty);
         let Some(failure) = &outcome.error else {
             continue;
         };
@@ -120,9 +143,18 @@ pub fn check(run: &Run) -> Vec<Violation> {
             .filter(|o| o.server == spec.name)
             .count() as u32;
         let sessions = ledger.sessions_created.get(spec.name).copied().unwrap_or(0);
-        if sessions > ATTEMPTS * calls.max(1) {
+        // A lone client establishes for calls only, at most once per call;
+        // a group member also at start and on its own after an outage, at
+        // the group's pace: at most once per backoff base over the run.
+        let establishments = match spec.path {
+            Path::Group => {
+                1 + calls + (run.simulated.as_millis() / GROUP_RETRY.base().as_millis()) as u32
+            }
+            _ => calls.max(1),
+        };
+        if sessions > ATTEMPTS * establishments {
             let detail = format!(
-                "{sessions} sessions opened to {} for {calls} calls (at most {ATTEMPTS} per call)",
+                "{sessions} sessions opened to {} for {calls} calls (at most {ATTEMPTS} per establishment, {establishments} establishments)",
                 spec.name
             );
             violation("no reconnect storm", detail, None);

@@ -60,8 +60,9 @@ pub struct Ledger {
     pub sessions_created: BTreeMap<&'static str, u32>,
     pub outcomes: Vec<Outcome>,
     /// Establishment stages that started after their establishment's
-    /// deadline: (server, attempt, elapsed).
-    pub late_stages: Vec<(&'static str, u32, Duration)>,
+    /// deadline, or ended after it and the simulator's grain: (server,
+    /// attempt, elapsed, started).
+    pub late_stages: Vec<(&'static str, u32, Duration, bool)>,
     /// Checked at the end of the client's run.
     pub leaks: Vec<String>,
     pub workload_done: bool,

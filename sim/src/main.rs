@@ -24,6 +24,7 @@ mod faults;
 mod ledger;
 mod net;
 mod server;
+mod target;
 mod workload;
 mod world;
 

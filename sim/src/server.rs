@@ -33,6 +33,22 @@ pub struct Spec {
     /// Whether its `tools/call` answers are drawn from the fault plan; if
     /// not, it executes every call and half of them are tool errors.
     pub faulty: bool,
+    /// How the client reaches it.
+    pub path: Path,
+}
+
+/// How the client host reaches a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Its own long-lived `McpClient`.
+    Client,
+    /// Its own `McpClient` with the opt-in replay of undelivered calls.
+    Replay,
+    /// Its own `McpClient` behind a breaker.
+    Breaker,
+    /// A member of the client's `ServerGroup`, with call policies on
+    /// (see `group.rs`), its calls routed by catalogue name.
+    Group,
 }
 
 /// What lives longer than one life of the host.
@@ -237,7 +253,14 @@ impl Life {
             }
             Planned::Status(status) => {
                 self.record(call, Answer::Status(status));
-                Ok(rpc_error(status, id, -32603))
+                let mut answer = rpc_error(status, id, -32603);
+                if status == 429 {
+                    let after = http::HeaderValue::from_static("1");
+                    answer
+                        .headers_mut()
+                        .insert(http::header::RETRY_AFTER, after);
+                }
+                Ok(answer)
             }
             Planned::Stall => {
                 self.record(call, Answer::Stalled);

@@ -1,26 +1,29 @@
-//! The client host: one long-lived `McpClient` per server over the
-//! library's pooled HTTP client, establishment with recovery on and one
-//! deadline, the opt-in replay of undelivered calls on the first server, a
-//! breaker on the server whose tools fail; `CALLS` tool calls
-//! at seeded moments, each recorded as it ends. Then everything is closed
-//! and dropped, and what is still open on the host counts as leaked.
+//! The client host: one establishment stack over the library's pooled HTTP
+//! client (recovery on, one deadline); a long-lived `McpClient` for each
+//! server whose path is its own client (the opt-in replay of undelivered
+//! calls on one, a breaker on another) and one `ServerGroup` of the rest,
+//! with call policies on each member (`target.rs`); `CALLS` tool calls at
+//! seeded moments, each recorded as it ends. Then everything is closed,
+//! the group shut down and all dropped, and what is still open on the host
+//! counts as leaked.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_connect::client::{CallPolicies, ClientError};
+use mcp_connect::client::CallPolicies;
+use mcp_connect::group::{Server, ServerGroup};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::request::Limits;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use mcp_connect_layers::{StageEvent, StageObserver, StageOutcome};
-use serde_json::json;
 
 use crate::faults::Draw;
 use crate::ledger::{now, CallFailure, Outcome, Shared};
-use crate::server::Spec;
+use crate::server::{Path, Spec};
+use crate::target::{group_policies, Target, GROUP_RETRY};
 
 /// One deadline over every establishment, all attempts and backoffs.
 pub const DEADLINE: Duration = Duration::from_secs(4);
@@ -29,7 +32,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 /// Establishment attempts (recovery on).
 pub const ATTEMPTS: u32 = 3;
 /// Tool calls per run.
-pub const CALLS: u64 = 40;
+pub const CALLS: u64 = 50;
 /// Calls start within this window; faults happen within it.
 pub const WINDOW: Duration = Duration::from_secs(50);
 /// A call that has not ended after this long is reported as hung (far
@@ -45,9 +48,11 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
         .with_recovery(RecoveryPolicy::new().with_max_attempts(ATTEMPTS))
         .with_deadline(DEADLINE)
         .build();
-    let mut clients = Vec::new();
+    let group = ServerGroup::builder().with_retry(GROUP_RETRY).build();
+    let mut targets = Vec::new();
     for spec in servers {
         let request = ConnectRequest::http(&format!("http://{}/mcp", spec.name))?
+            .with_name(spec.name)
             .with_pin(ProtocolVersion::V2025_11_25)
             .with_limits(Limits::default().with_request_timeout(REQUEST_TIMEOUT))
             .with_observer(Arc::new(LateStages {
@@ -55,33 +60,45 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
                 ledger: Arc::clone(&ledger),
                 began: std::sync::Mutex::default(),
             }));
-        let client = McpClient::lazy(stack.clone(), request);
-        // The opt-in replay on the first server: a call is sent again only
-        // when the server provably never had it.
-        let client = match (spec.faulty, spec.name == servers[0].name) {
-            (true, true) => client.with_replay(ReplayPolicy::Undelivered),
-            (true, false) => client,
-            (false, _) => CallPolicies::new().with_breaker().apply(client),
+        let target = match spec.path {
+            Path::Group => {
+                let member = Server::new(stack.clone(), request)
+                    .with_policies(group_policies(REQUEST_TIMEOUT));
+                group.add(member)?;
+                let group = group.clone();
+                let server = spec.name;
+                Target::Group { group, server }
+            }
+            path => {
+                let client = McpClient::lazy(stack.clone(), request);
+                Target::Client(match path {
+                    // Sent again only when the server provably never had it.
+                    Path::Replay => client.with_replay(ReplayPolicy::Undelivered),
+                    Path::Breaker => CallPolicies::new().with_breaker().apply(client),
+                    _ => client,
+                })
+            }
         };
-        clients.push((spec.name, client));
+        targets.push((spec.name, target));
     }
+    // Calls are routed by the catalogue: start them once every member has
+    // had its first try.
+    group.settled().await;
     let mut draw = Draw::new(seed, u64::from(u32::MAX));
     let mut calls = Vec::new();
     for call in 0..CALLS {
         let start = draw.millis(0, WINDOW.as_millis() as u64);
-        let (server, client) = clients[draw.below(clients.len() as u64) as usize].clone();
+        let (server, target) = targets[draw.below(targets.len() as u64) as usize].clone();
         let ledger = Arc::clone(&ledger);
         calls.push(tokio::spawn(async move {
             tokio::time::sleep(start).await;
             let started = now();
             crate::ledger::note(&ledger, format_args!("client: c{call} to {server}"));
-            let ended =
-                tokio::time::timeout(WATCHDOG, client.call_tool("work", &json!({ "call": call })))
-                    .await;
+            let ended = tokio::time::timeout(WATCHDOG, target.call(call)).await;
             let took = now() - started;
             let error = match ended {
-                Ok(Ok(_)) => None,
-                Ok(Err(error)) => Some(failure(&error)),
+                Ok(Ok(())) => None,
+                Ok(Err(failure)) => Some(failure),
                 Err(_) => Some(CallFailure {
                     connect_failed: false,
                     session_lost: false,
@@ -111,10 +128,13 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
     for call in calls {
         call.await?;
     }
-    for (_, client) in &clients {
-        let _ = client.close().await;
+    for (_, target) in &targets {
+        if let Target::Client(client) = target {
+            let _ = client.close().await;
+        }
     }
-    drop((clients, stack));
+    group.shutdown().await;
+    drop((targets, group, stack));
     // Time for the dropped pool's connection tasks to end.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let mut ledger = ledger.lock().expect("ledger");
@@ -137,21 +157,10 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
     Ok(())
 }
 
-/// The facts of a failed call the properties read, and its text: the
-/// whole chain, as an application would print it.
-fn failure(error: &ClientError) -> CallFailure {
-    CallFailure {
-        connect_failed: matches!(error, ClientError::Connect(_)),
-        session_lost: error.is_session_lost(),
-        http_status: error.call_error().and_then(|e| e.http_status()),
-        refused_again: matches!(error, ClientError::RefusedAgain { .. }),
-        text: error.report().to_string(),
-    }
-}
-
 /// Records every establishment stage that starts after the establishment's
-/// deadline (G3, G9). The establishment's start is taken from its first
-/// attempt's events and simulated time, not from what later attempts
+/// deadline, and every stage that ends later than the deadline and the
+/// simulator's grain (G3, G9). The establishment's start is taken from its
+/// first attempt's events and simulated time, not from what later attempts
 /// report, so an attempt that wrongly started a clock of its own is still
 /// measured from the beginning.
 #[derive(Debug)]
@@ -164,19 +173,20 @@ struct LateStages {
 
 impl StageObserver for LateStages {
     fn on_event(&self, event: &StageEvent) {
-        if event.outcome != StageOutcome::Started {
-            return;
-        }
+        let started = event.outcome == StageOutcome::Started;
         let mut began = self.began.lock().expect("began");
-        if event.attempt == 1 {
+        if started && event.attempt == 1 {
             *began = now().saturating_sub(event.elapsed);
         }
         let elapsed = (now() - *began).max(event.elapsed);
-        if elapsed > DEADLINE {
+        let late = match started {
+            true => elapsed > DEADLINE,
+            false => elapsed > crate::check::ESTABLISH_BOUND,
+        };
+        if late {
             let mut ledger = self.ledger.lock().expect("ledger");
-            ledger
-                .late_stages
-                .push((self.server, event.attempt, elapsed));
+            let late = (self.server, event.attempt, elapsed, started);
+            ledger.late_stages.push(late);
         }
     }
 }
