@@ -275,19 +275,8 @@ async fn closing_a_half_made_session_never_keeps_the_caller_past_the_deadline() 
     let took = started.elapsed();
     assert!(took < DEADLINE + Duration::from_millis(400), "{took:?}");
     assert_eq!(error.failure().cancel_source, Some(CancelSource::Deadline));
-    let deletes = || {
-        server
-            .recorded()
-            .iter()
-            .filter(|r| r.method.as_str() == "DELETE")
-            .count()
-    };
-    watchdog(LIMIT, async {
-        while legacy.sessions_deleted() == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    assert_eq!(deletes(), 1, "disposed exactly once");
+    let deletes =
+        crate::support::deletes_after_disposal(&server, &legacy, Duration::from_millis(1_200))
+            .await;
+    assert_eq!(deletes, 1, "disposed exactly once");
 }

@@ -473,19 +473,7 @@ async fn a_dead_sessions_disposal_never_holds_up_the_next_call() {
         "lost {lost:?}, both {both:?}"
     );
     assert_eq!(client.generation(), 2);
-    let deletes = || {
-        server
-            .recorded()
-            .iter()
-            .filter(|r| r.method.as_str() == "DELETE")
-            .count()
-    };
-    watchdog(LIMIT, async {
-        while legacy.sessions_deleted() == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(deletes(), 1, "disposed exactly once");
+    let deletes =
+        crate::support::deletes_after_disposal(&server, &legacy, Duration::from_millis(300)).await;
+    assert_eq!(deletes, 1, "disposed exactly once");
 }

@@ -67,6 +67,27 @@ pub async fn cancellation(server: &ScriptServer) -> Option<Recorded> {
     None
 }
 
+/// How many `DELETE`s `server` had, counted once `legacy` has ended a
+/// session and `settle` more has passed (time for a second one to show):
+/// for disposals that finish in the background, after the caller has its
+/// answer.
+pub async fn deletes_after_disposal(
+    server: &ScriptServer,
+    legacy: &LegacyServer,
+    settle: Duration,
+) -> usize {
+    watchdog(Duration::from_secs(20), async {
+        while legacy.sessions_deleted() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    tokio::time::sleep(settle).await;
+    (server.recorded().iter())
+        .filter(|r| r.method == http::Method::DELETE)
+        .count()
+}
+
 use std::sync::{Arc, Mutex};
 
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
