@@ -1,7 +1,7 @@
 //! mcp-connect under a deterministic simulation.
 //!
 //! The real client (its pooled HTTP client, transports, handshake,
-//! recovery, long-lived clients and call policies) runs on turmoil's
+//! recovery, long-lived clients, a server group and call policies) runs on turmoil's
 //! simulated hosts and network; the servers are simulated hosts too. The
 //! network, the clock, every fault and every random choice of the client
 //! come from one seed, so any run replays byte for byte.
