@@ -15,7 +15,7 @@ use crate::session_loss::{LossReason, SessionFate};
 impl McpClient {
     /// Drops session `generation` if it is still the current one, and
     /// disposes of it.
-    pub(super) async fn lost(&self, generation: u64) {
+    pub(super) fn lost(&self, generation: u64) {
         let dead = {
             let mut state = self.state();
             match &*state {
@@ -144,7 +144,7 @@ impl McpClient {
                 );
                 match verdict {
                     SessionFate::Lost(_) => {
-                        self.lost(generation).await;
+                        self.lost(generation);
                         Err(ClientError::Call {
                             operation,
                             generation,
