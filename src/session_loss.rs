@@ -43,7 +43,10 @@
 //! ([`ClientError::RefusedAgain`](crate::client::ClientError::RefusedAgain)),
 //! and that refusal replaces no session for a while: 5 s, doubling with
 //! each time it happens again, at most 5 minutes, until a request
-//! succeeds. Then it replaces one session once more. A server refusing
+//! succeeds. Each refusal in that while fails with `RefusedAgain` too, so
+//! that nobody reads it as the server's answer to the request (a server
+//! group keeps a member's tools listed through it). Then it replaces one
+//! session once more. A server refusing
 //! every session so costs a few sessions an hour, never a loop; a server
 //! that restarted twice in a row (the new session forgotten before its
 //! first request, found by the simulation in `sim/`) is reconnected to
@@ -224,8 +227,8 @@ pub(crate) enum SessionFate {
     Kept,
     /// The session is gone.
     Lost(LossReason),
-    /// The new session was refused as the old one was: kept, and the
-    /// refusal no longer counts until a request succeeds.
+    /// The new session was refused as the old one was, or a refusal came
+    /// while such refusals replace no session: kept.
     RefusedAgain(LossReason),
 }
 
@@ -245,7 +248,7 @@ impl Suspicion {
         let now = Instant::now();
         match self.suppressed {
             Some((suppressed, until)) if suppressed == reason && now < until => {
-                return SessionFate::Kept
+                return SessionFate::RefusedAgain(reason)
             }
             // The wait is over: this refusal replaces one session again.
             Some((suppressed, _)) if suppressed == reason => self.suppressed = None,
@@ -303,7 +306,10 @@ mod tests {
                 SessionFate::RefusedAgain(_)
             ));
             tokio::time::advance(Duration::from_secs(wait) - Duration::from_millis(1)).await;
-            assert_eq!(suspicion.on_failure(generation, refused), SessionFate::Kept);
+            assert!(matches!(
+                suspicion.on_failure(generation, refused),
+                SessionFate::RefusedAgain(_)
+            ));
             tokio::time::advance(Duration::from_millis(1)).await;
         }
         // A success forgets it all: the next refusal replaces at once, and

@@ -74,9 +74,17 @@ pub fn check(run: &Run) -> Vec<Violation> {
         );
         violation("G3/G9 deadline", detail, None);
     }
-    let mut suppressed: BTreeMap<&'static str, Suppressed> = BTreeMap::new();
+    let mut waits: BTreeMap<&'static str, RefusalWait> = BTreeMap::new();
     for outcome in &ledger.outcomes {
-        suppressed.entry(outcome.server).or_default().after(outcome);
+        let made = ledger.sessions_created.get(outcome.server);
+        let wait = waits.entry(outcome.server).or_default();
+        if let Some(past) = wait.after(outcome, made.map_or(&[][..], Vec::as_slice)) {
+            let detail = format!(
+                "c{}: refused again at {:?} with no session made since {past:?}, past the rule's wait",
+                outcome.call, outcome.ended
+            );
+            violation("G16 session loss", detail, Some(outcome.call));
+        }
         let call = outcome.call;
         let spec = SERVERS.iter().find(|s| s.name == outcome.server);
         let bound = match spec.map(|s| s.path) {
@@ -109,6 +117,13 @@ pub fn check(run: &Run) -> Vec<Violation> {
         let Some(failure) = &outcome.error else {
             continue;
         };
+        if failure.unlisted_while_ready {
+            let detail = format!(
+                "c{call}: {} was ready without its tool in the catalogue",
+                outcome.server
+            );
+            violation("a ready member is listed", detail, Some(call));
+        }
         if !faulty {
             let detail = format!("c{call} to {} failed: {}", outcome.server, failure.text);
             violation("breaker ignores tool errors", detail, Some(call));
@@ -122,13 +137,9 @@ pub fn check(run: &Run) -> Vec<Violation> {
                 let detail = format!("c{call}: a {status} naming the request dropped the session");
                 violation("G16 session loss", detail, Some(call));
             }
+            // Kept only as the rule's guard against loops, which says so.
             (Some(status), Some(Answer::Stale(answered)))
-                if status == answered
-                    && !failure.session_lost
-                    && !failure.refused_again
-                    && !suppressed
-                        .get(outcome.server)
-                        .is_some_and(|w| w.holds(outcome.ended)) =>
+                if status == answered && !failure.session_lost && !failure.refused_again =>
             {
                 let detail = format!("c{call}: a stale-session {status} kept the session");
                 violation("G16 session loss", detail, Some(call));
@@ -142,7 +153,7 @@ pub fn check(run: &Run) -> Vec<Violation> {
             .iter()
             .filter(|o| o.server == spec.name)
             .count() as u32;
-        let sessions = ledger.sessions_created.get(spec.name).copied().unwrap_or(0);
+        let sessions = ledger.sessions_created.get(spec.name).map_or(0, Vec::len) as u32;
         // A lone client establishes for calls only, at most once per call;
         // a group member also at start and on its own after an outage, at
         // the group's pace: at most once per backoff base over the run.
@@ -185,35 +196,51 @@ pub fn explain<'a>(run: &'a Run, violation: &Violation) -> Vec<&'a str> {
     }
 }
 
-/// When a stale-session refusal may keep the session (the session-loss
-/// rule's guard against reconnect loops): after the replacing session was
-/// refused again, for 5 s, doubling each time it happens again (at most
-/// 5 minutes), until a call succeeds.
+/// How long a refusal the client keeps (`RefusedAgain`) may go on without
+/// a new session: the session-loss rule's guard against loops waits 5 s,
+/// doubling each time a replacing session is refused again (at most
+/// 5 minutes), until a request succeeds. A wait opens at the first such
+/// refusal on a session; one after its end is a session held for good.
+///
+/// The check cannot see every request (the group's listings are not
+/// calls), so it errs toward allowing: a wait opens at the first refusal
+/// it sees, and doubles once for each session made since the last call
+/// that succeeded.
 #[derive(Default)]
-struct Suppressed {
-    again: u32,
-    until: Option<Duration>,
+struct RefusalWait {
+    /// Sessions made by the last success.
+    at_success: usize,
+    /// The first refusal seen since the last session was made, and the
+    /// number of sessions made by then.
+    opened: Option<(Duration, usize)>,
 }
 
-impl Suppressed {
-    /// Follows one outcome on the server, in the order calls ended.
-    fn after(&mut self, outcome: &Outcome) {
+impl RefusalWait {
+    /// Follows one outcome on the server, in the order calls ended; the
+    /// opening of the wait a refusal outlasted, if one did.
+    fn after(&mut self, outcome: &Outcome, made: &[Duration]) -> Option<Duration> {
+        let sessions = made.iter().filter(|at| **at <= outcome.ended).count();
         match &outcome.error {
-            None => *self = Suppressed::default(),
-            Some(failure) if failure.refused_again => {
-                let wait =
-                    Duration::from_secs(5 << self.again.min(6)).min(Duration::from_secs(300));
-                self.again += 1;
-                self.until = Some(outcome.ended + wait);
+            None => {
+                *self = RefusalWait {
+                    at_success: sessions,
+                    opened: None,
+                };
+                None
             }
-            Some(_) => {}
+            Some(failure) if failure.refused_again => match self.opened {
+                Some((opened, by)) if by == sessions => {
+                    let doublings = (sessions - self.at_success).min(6) as u32;
+                    let wait = Duration::from_secs(5 << doublings).min(Duration::from_secs(300));
+                    let grain = Duration::from_millis(100);
+                    (outcome.ended > opened + wait + grain).then_some(opened)
+                }
+                _ => {
+                    self.opened = Some((outcome.ended, sessions));
+                    None
+                }
+            },
+            Some(_) => None,
         }
-    }
-
-    /// Whether a refusal at `at` may keep the session (the client's clock
-    /// and the ledger's differ by the simulator's grain at most).
-    fn holds(&self, at: Duration) -> bool {
-        self.until
-            .is_some_and(|until| at <= until + Duration::from_millis(100))
     }
 }

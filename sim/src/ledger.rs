@@ -40,15 +40,18 @@ pub struct Outcome {
 }
 
 /// The facts of a failed call that the properties read.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CallFailure {
     /// No session could be established for it (the establishment failed).
     pub connect_failed: bool,
     pub session_lost: bool,
     pub http_status: Option<u16>,
-    /// A new session was refused the way the one it replaced was, so the
-    /// client kept it (the session-loss rule's guard against loops).
+    /// Refused as a session before it was, so the client kept the session
+    /// (the session-loss rule's guard against loops).
     pub refused_again: bool,
+    /// Not routed: the group's catalogue had no tool of its member while
+    /// the member was ready.
+    pub unlisted_while_ready: bool,
     pub text: String,
 }
 
@@ -57,7 +60,7 @@ pub struct Ledger {
     trace: Vec<String>,
     pub executions: BTreeMap<u64, u32>,
     pub answers: BTreeMap<u64, Vec<Answer>>,
-    pub sessions_created: BTreeMap<&'static str, u32>,
+    pub sessions_created: BTreeMap<&'static str, Vec<Duration>>,
     pub outcomes: Vec<Outcome>,
     /// Establishment stages that started after their establishment's
     /// deadline, or ended after it and the simulator's grain: (server,

@@ -196,7 +196,12 @@ impl Life {
         self.sessions.borrow_mut().insert(session.clone());
         {
             let mut ledger = self.ledger();
-            *ledger.sessions_created.entry(self.name()).or_default() += 1;
+            let at = crate::ledger::now();
+            ledger
+                .sessions_created
+                .entry(self.name())
+                .or_default()
+                .push(at);
             ledger.note(
                 crate::ledger::now(),
                 format_args!("{}: session {session}", self.name()),

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use mcp_connect::client::{CallPolicies, ClientError};
-use mcp_connect::group::{GroupError, ServerGroup};
+use mcp_connect::group::{GroupError, HealthState, ServerGroup};
 use mcp_connect::layers::recovery::Backoff;
 use mcp_connect::McpClient;
 use serde_json::json;
@@ -58,18 +58,21 @@ impl Target {
                 Err(error) => Err(failure(&error, error.report().to_string())),
             },
             Target::Group { group, server } => {
-                match group.call_tool(&name(group, server), &arguments).await {
+                let (name, listed) = name(group, server);
+                // Read with the catalogue, before any await.
+                let ready = group
+                    .health(server)
+                    .is_some_and(|health| health.state == HealthState::Ready);
+                match group.call_tool(&name, &arguments).await {
                     Ok(_) => Ok(()),
                     Err(error) => {
                         let text = error.report().to_string();
                         Err(match &error {
                             GroupError::Call { error, .. } => failure(error, text),
                             _ => CallFailure {
-                                connect_failed: false,
-                                session_lost: false,
-                                http_status: None,
-                                refused_again: false,
+                                unlisted_while_ready: !listed && ready,
                                 text,
+                                ..CallFailure::default()
                             },
                         })
                     }
@@ -81,16 +84,17 @@ impl Target {
 
 /// The catalogue's name for `server`'s tool, as a model would be given it
 /// (the default naming prefixes it only while another member offers the
-/// same name); its prefixed form when the catalogue has none.
-fn name(group: &ServerGroup, server: &str) -> String {
+/// same name), and whether it is listed; its prefixed form when the
+/// catalogue has none.
+fn name(group: &ServerGroup, server: &str) -> (String, bool) {
     let catalogue = group.catalogue();
     let listed = catalogue
         .tools()
         .iter()
         .find(|tool| &*tool.server == server);
     match listed {
-        Some(tool) => tool.name.clone(),
-        None => format!("{server}__work"),
+        Some(tool) => (tool.name.clone(), true),
+        None => (format!("{server}__work"), false),
     }
 }
 
@@ -103,5 +107,6 @@ fn failure(error: &ClientError, text: String) -> CallFailure {
         http_status: error.call_error().and_then(|e| e.http_status()),
         refused_again: matches!(error, ClientError::RefusedAgain { .. }),
         text,
+        ..CallFailure::default()
     }
 }

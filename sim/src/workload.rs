@@ -100,11 +100,8 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
                 Ok(Ok(())) => None,
                 Ok(Err(failure)) => Some(failure),
                 Err(_) => Some(CallFailure {
-                    connect_failed: false,
-                    session_lost: false,
-                    http_status: None,
-                    refused_again: false,
                     text: "hung".into(),
+                    ..CallFailure::default()
                 }),
             };
             let mut ledger = ledger.lock().expect("ledger");

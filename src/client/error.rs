@@ -66,10 +66,11 @@ pub enum ClientError {
     #[error("the client is gone")]
     Gone,
     /// The first request on a session that replaced a refused one was
-    /// refused the same way (`reason`): the refusal is not about the
-    /// session. The session is kept, and this refusal no longer replaces
-    /// sessions until a request succeeds (see [`crate::session_loss`]).
-    #[error("{operation} refused again on session {generation}, which replaced a session refused the same way ({reason})")]
+    /// refused the same way (`reason`): the refusal is probably not about
+    /// the session. The session is kept, and this refusal replaces no
+    /// session for a while (see [`crate::session_loss`]); a refusal in that
+    /// while fails this way too. Not the server's answer to the request.
+    #[error("{operation} was refused on session {generation} as a session before it was ({reason}); the session is kept")]
     RefusedAgain {
         /// The operation, e.g. `call_tool`.
         operation: &'static str,

@@ -1,10 +1,11 @@
 //! When a member may list a kind again ([`RELIST_INTERVAL`], coalesced per
-//! kind), and why a listing did not complete (the connection, or a listing
-//! that cannot be had).
+//! kind), and why a listing did not complete (the connection, a refusal of
+//! the session, or a listing that cannot be had).
 
-use mcp_connect_layers::Failure;
+use mcp_connect_layers::{Failure, FailureKind};
 use tokio::time::{Duration, Instant};
 
+use crate::client::ClientError;
 use crate::inbound::ListKind;
 
 /// The least time between two listings of one kind of one member.
@@ -14,6 +15,10 @@ pub const RELIST_INTERVAL: Duration = Duration::from_millis(250);
 pub(super) enum ListingFailed {
     /// On the connection: build a new session.
     Transport(Failure),
+    /// Refused as the session before this one was, and the client kept
+    /// the session ([`ClientError::RefusedAgain`]): what the server offers
+    /// is unknown, not empty.
+    Refused(Failure),
     /// The listing could not be had (timed out, over a limit, no
     /// listing): the member has failed.
     Unserved(Failure),
@@ -44,4 +49,14 @@ impl Relist {
                 .map_or_else(Instant::now, |last| last + RELIST_INTERVAL),
         )
     }
+}
+
+/// Whether a call failed on the connection (refused, broken, closed, the
+/// session gone) rather than on the server's answer.
+pub(super) fn on_transport(error: &ClientError) -> bool {
+    error.is_session_lost()
+        || matches!(
+            error.failure().kind,
+            FailureKind::Connect | FailureKind::Io | FailureKind::Closed
+        )
 }

@@ -15,7 +15,8 @@
 //! `list_changed` costs a few listings a second, not one per notification.
 //! A listing the server could not be asked for (it timed out, outgrew the
 //! size or page limit, or answered something that is no listing) fails the
-//! member; one the server declined with an error leaves that kind empty.
+//! member; one the server declined with an error leaves that kind empty;
+//! one refused as the session before was keeps the last (`refused.rs`).
 //!
 //! It never retries what the conservative classifier forbids (auth,
 //! throttling, DNS, TLS, configuration, an overall deadline): those leave
@@ -37,7 +38,7 @@ use tokio::task::JoinHandle;
 use super::catalogue::Listing;
 use super::filter::ToolFilter;
 use super::health::{is_outage, HealthState, ServerHealth};
-use super::listing::{ListingFailed, Relist};
+use super::listing::{on_transport, ListingFailed, Relist};
 use super::server::{Keepalive, Server};
 use super::Shared;
 use crate::client::{ClientError, Generation, McpClient};
@@ -182,22 +183,13 @@ impl Member {
     }
 }
 
-/// Whether a call failed on the connection (refused, broken, closed, the
-/// session gone) rather than on the server's answer.
 /// What a supervisor does after a listing failed.
-fn step_after(failed: ListingFailed) -> Step {
+pub(super) fn step_after(failed: ListingFailed) -> Step {
     match failed {
         ListingFailed::Transport(failure) => Step::Reconnect(failure),
+        ListingFailed::Refused(failure) => Step::Refused(failure),
         ListingFailed::Unserved(failure) => Step::Failed(failure),
     }
-}
-
-pub(super) fn on_transport(error: &ClientError) -> bool {
-    error.is_session_lost()
-        || matches!(
-            error.failure().kind,
-            FailureKind::Connect | FailureKind::Io | FailureKind::Closed
-        )
 }
 
 async fn sleep_until(due: Option<Instant>) {
@@ -213,6 +205,8 @@ pub(super) enum Step {
     Serve,
     /// Degraded by this failure: build a new session.
     Reconnect(Failure),
+    /// Its listing was refused as its last session was: ask again.
+    Refused(Failure),
     /// Not usable after this failure: wait for a restart.
     Failed(Failure),
     /// Establish again (a restart).
@@ -274,6 +268,7 @@ impl Supervisor {
                 step = match step {
                     Step::Serve => self.serve(&mut generations).await,
                     Step::Reconnect(failure) => self.reconnect(failure, &mut generations).await,
+                    Step::Refused(failure) => self.refused(failure, &mut generations).await,
                     Step::Failed(failure) => self.failed(failure, &mut generations).await,
                     Step::Again => break,
                     Step::Dormant => {

@@ -85,6 +85,7 @@ mod naming;
 mod publish;
 mod reconcile;
 mod reconnecting;
+mod refused;
 mod relisting;
 mod remembered;
 mod routing;

@@ -49,6 +49,7 @@ impl Supervisor {
                         Err(ListingFailed::Transport(failure)) => {
                             self.set(HealthState::Degraded(failure));
                         }
+                        Err(ListingFailed::Refused(failure)) => return Step::Refused(failure),
                         Err(ListingFailed::Unserved(failure)) => return Step::Failed(failure),
                     }
                 }

@@ -7,8 +7,8 @@ use mcp_connect_layers::FailureKind;
 
 use super::catalogue::Listing;
 use super::health::HealthState;
-use super::listing::ListingFailed;
-use super::member::{on_transport, Supervisor};
+use super::listing::{on_transport, ListingFailed};
+use super::member::Supervisor;
 use crate::client::ClientError;
 use crate::inbound::ListKind;
 
@@ -69,10 +69,11 @@ impl Supervisor {
     /// without tools answers with an error, which leaves the list empty);
     /// prompts and resources only when the server's capabilities offer
     /// them, which saves two requests per server that has neither. A
-    /// failure on transport is the caller's to handle; a server that
-    /// declines the listing (a JSON-RPC error, an HTTP error status) leaves
-    /// that kind empty; any other failure (a timeout, a size or page limit,
-    /// an answer that is no listing) is the member's, its error kept.
+    /// failure on transport, or a refusal of the session the client kept,
+    /// is the caller's to handle; a server that declines the listing (a
+    /// JSON-RPC error, an HTTP error status) leaves that kind empty; any
+    /// other failure (a timeout, a size or page limit, an answer that is no
+    /// listing) is the member's, its error kept.
     pub(super) async fn list(
         &self,
         kind: ListKind,
@@ -97,6 +98,9 @@ impl Supervisor {
         }
         let kept = |result: Result<(), ClientError>| match result {
             Err(error) if on_transport(&error) => Err(ListingFailed::Transport(error.failure())),
+            Err(error @ ClientError::RefusedAgain { .. }) => {
+                Err(ListingFailed::Refused(error.failure()))
+            }
             Err(error)
                 if matches!(
                     error.failure().kind,

@@ -1436,3 +1436,75 @@ async fn a_required_server_that_fails_fails_the_start() {
     })
     .await;
 }
+
+/// Issue 47 (seed 31138 of the simulation): a server that forgets the
+/// session the group just built for it (restarted twice in a row) refuses
+/// the member's listing with a 400 without id, and the client keeps the
+/// session through it (`RefusedAgain`). The member keeps its tools in the
+/// catalogue, degraded, and is ready with them on that session again once
+/// a listing is answered. It used to read the refusal as a server without
+/// tools: ready, its tools gone, and no call able to reach it.
+#[tokio::test]
+async fn a_listing_refused_as_the_last_session_was_keeps_the_tools() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("twice", &["echo"], Duration::ZERO);
+        let refuse_calls = Arc::new(AtomicUsize::new(0));
+        let refuse_lists = Arc::new(AtomicUsize::new(0));
+        let (calls, lists) = (Arc::clone(&refuse_calls), Arc::clone(&refuse_lists));
+        let take = |left: &AtomicUsize| left.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1));
+        let server = ScriptServer::start(move |request| {
+            let refused = match request.rpc_method() {
+                "tools/call" => take(&calls).is_ok(),
+                "tools/list" => take(&lists).is_ok(),
+                _ => false,
+            };
+            match refused {
+                true => Script::Json(
+                    400,
+                    json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32000, "message": "no session" } }),
+                ),
+                false => scripted.respond(request),
+            }
+        })
+        .await;
+        let group = ServerGroup::builder()
+            .with_retry(Backoff::new(
+                Duration::from_millis(100),
+                Duration::from_millis(400),
+            ))
+            .build();
+        let stack = stack(Duration::from_secs(5));
+        group
+            .add(Server::new(stack, named(&server.url(), "twice")))
+            .unwrap();
+        group.settled().await;
+        group.call_tool("echo", &json!({})).await.unwrap();
+        refuse_calls.store(1, SeqCst);
+        refuse_lists.store(1, SeqCst);
+        let lost = group.call_tool("echo", &json!({})).await.unwrap_err();
+        assert!(lost.to_string().contains("twice"), "{lost}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut degraded = false;
+        loop {
+            let health = group.health("twice").unwrap();
+            assert!(
+                group.catalogue().tool("echo").is_some(),
+                "the tools stay listed: {health:?}"
+            );
+            degraded |= matches!(health.state, HealthState::Degraded(_));
+            let refused = refuse_lists.load(SeqCst) == 0;
+            if refused && health.state == HealthState::Ready && health.generation == 2 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "never ready again: {health:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(degraded, "degraded while its listing was refused");
+        group.call_tool("echo", &json!({})).await.unwrap();
+        assert_eq!(server.count("tools/list"), 3, "listed, refused, listed");
+        assert_eq!(server.count("initialize"), 2, "the refusal built no session");
+        group.shutdown().await;
+    })
+    .await;
+}
