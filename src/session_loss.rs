@@ -46,11 +46,11 @@
 //! succeeds. Each refusal in that while fails with `RefusedAgain` too, so
 //! that nobody reads it as the server's answer to the request (a server
 //! group keeps a member's tools listed through it). Then it replaces one
-//! session once more. A server refusing
-//! every session so costs a few sessions an hour, never a loop; a server
-//! that restarted twice in a row (the new session forgotten before its
-//! first request, found by the simulation in `sim/`) is reconnected to
-//! within seconds instead of never.
+//! session once more. A server refusing every session so costs a few
+//! sessions an hour, never a loop; a server that restarted twice in a row
+//! (the new session forgotten before its first request, found by the
+//! simulation in `sim/`) is reconnected to within seconds instead of
+//! never.
 
 use std::fmt;
 use std::sync::Arc;

@@ -202,10 +202,7 @@ impl Life {
                 .entry(self.name())
                 .or_default()
                 .push(at);
-            ledger.note(
-                crate::ledger::now(),
-                format_args!("{}: session {session}", self.name()),
-            );
+            ledger.note(at, format_args!("{}: session {session}", self.name()));
         }
         let body = json!({
             "jsonrpc": "2.0", "id": id,
