@@ -28,6 +28,10 @@ pub enum ConfigError {
     /// The URL names a port outside 1 to 65535.
     #[error("the server URL's port must be a number from 1 to 65535")]
     Port,
+    /// A Unix socket with an `https://` URL: nothing speaks TLS over the
+    /// socket ([`ConnectRequest::with_unix_socket`](crate::ConnectRequest::with_unix_socket)).
+    #[error("a Unix socket is reached with an http:// URL (no TLS is spoken over it)")]
+    SocketNeedsHttp,
     /// A header name or value is invalid.
     #[error("invalid header")]
     Header,
@@ -220,6 +224,11 @@ impl Error {
     /// What happened.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+
+    /// What happened, owned.
+    pub(crate) fn into_kind(self) -> ErrorKind {
+        self.kind
     }
 
     /// The JSON-RPC error code involved, if any.

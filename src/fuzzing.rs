@@ -245,7 +245,10 @@ fn check_config(config: &crate::config::ServersConfig) {
 /// no error's chain and no stdio request's `Debug` (its arguments and
 /// environment are counted, never shown), nor a remote's unless its URL
 /// itself carries it (a variable in the URL's template). Its inputs are
-/// listed without a panic.
+/// listed without a panic. And what a document may not do, it never does
+/// ([`launch_is_safe`]): the program is a known runtime, nothing of the
+/// document is where the runtime reads options, no variable that changes
+/// what runs is set, and this process's environment fills no template.
 pub fn registry_server_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -257,13 +260,21 @@ pub fn registry_server_json(data: &[u8]) {
     // A document that itself holds the answer (in its name, say) shows it
     // by right; only the answer's own way in is checked.
     let decoded = serde_json::from_str::<serde_json::Value>(text).map(|v| v.to_string());
-    if decoded.is_ok_and(|document| document.contains(CONFIG_SECRET)) {
+    let document = decoded.unwrap_or_default();
+    let unanswered = |_: &str| None;
+    for every_runtime in [true, false] {
+        if let Ok(request) = server.request_with(&|_| every_runtime, &unanswered) {
+            launch_is_safe(&request, &document);
+        }
+    }
+    if document.contains(CONFIG_SECRET) {
         return;
     }
     let answer = |_: &str| Some(CONFIG_SECRET.to_owned());
     for every_runtime in [true, false] {
         match server.request_with(&|_| every_runtime, &answer) {
             Ok(request) => {
+                launch_is_safe(&request, &document);
                 let in_url = request
                     .target()
                     .http_url()
@@ -279,6 +290,78 @@ pub fn registry_server_json(data: &[u8]) {
             }
         }
     }
+}
+
+/// What a `server.json` may not make the launcher do (issue 63, item 1),
+/// checked on a request it gave: a known runtime; the package reference
+/// where no option is read; only the options this crate adds; no reserved
+/// variable; no value of this process's environment in a remote's URL or
+/// headers that the document did not write itself.
+fn launch_is_safe(request: &crate::ConnectRequest, document: &str) {
+    use crate::request::Target;
+    match request.target() {
+        Target::Stdio(command) => {
+            let program = command.program().to_string_lossy().into_owned();
+            let args: Vec<String> = (command.arguments().iter())
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect();
+            let reference = match program.as_str() {
+                "npx" => {
+                    assert_eq!(args.get(..2), Some(&["-y".to_owned(), "--".to_owned()][..]));
+                    args.get(2)
+                }
+                "uvx" | "dnx" => args.first(),
+                "docker" => {
+                    assert_eq!(
+                        args.get(..3).map(|a| a.join(" ")).as_deref(),
+                        Some("run -i --rm")
+                    );
+                    let mut at = 3;
+                    while let Some(option) = args.get(at) {
+                        match option.as_str() {
+                            "--init" | "--read-only" => at += 1,
+                            "-e" | "--env" => at += 2,
+                            _ => break,
+                        }
+                    }
+                    args.get(at)
+                }
+                other => panic!("a program the document chose: {other:?}"),
+            };
+            let reference = reference.expect("a package reference");
+            assert!(
+                !reference.starts_with('-'),
+                "an option where the package goes"
+            );
+            for (name, _) in command.environment() {
+                let name = name.to_string_lossy();
+                assert!(
+                    crate::registry::fuzz_variable_allowed(&name),
+                    "a reserved variable set: {name}"
+                );
+            }
+        }
+        Target::Http { url, headers, .. } => {
+            let Some(path) = std::env::var("PATH").ok().filter(|p| p.len() > 4) else {
+                return;
+            };
+            if !document.contains(&path) {
+                assert!(!url.to_string().contains(&path), "the environment in a URL");
+                for value in headers.values() {
+                    let value = String::from_utf8_lossy(value.as_bytes());
+                    assert!(!value.contains(&path), "the environment in a header");
+                }
+            }
+        }
+    }
+}
+
+/// An `mcpb` bundle (a zip): its names are checked (no entry twice, none
+/// two that fold to one, none leaving the folder) or it is a typed error;
+/// one that is accepted unpacks into its private folder exactly (every
+/// file, nothing more, no link, nothing outside), whatever the bytes.
+pub fn mcpb_bundle(data: &[u8]) {
+    crate::registry::fuzz_bundle(data);
 }
 
 #[cfg(test)]

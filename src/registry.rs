@@ -4,42 +4,68 @@
 //!
 //! | `registryType` | launch |
 //! |---|---|
-//! | `npm` | `npx -y ID@VERSION` |
+//! | `npm` | `npx -y -- ID@VERSION` |
 //! | `pypi` | `uvx ID==VERSION` |
 //! | `oci` | `docker run -i --rm -e NAME ... IMAGE:VERSION` |
 //! | `nuget` | `dnx ID@VERSION --yes --` |
 //! | `mcpb` | the bundle's manifest command, once [`ServerJson::prepare`] unpacked it |
 //!
-//! A package's `runtimeHint` replaces the program; its `runtimeArguments`
-//! come before the package and its `packageArguments` after it (a named
-//! argument is its name, then its value). An environment variable's fixed
-//! `value` is set for the child; otherwise the answer the caller gives
-//! for its name (the environment, or an input a person typed), else its
-//! `default`; a required one with none refuses the package (a container
-//! gets `-e NAME`, so it sees it too). A value holding a `{placeholder}`
-//! is the user's to fill. `mcpb` bundles are downloaded, checked against
-//! `fileSha256` and unpacked by [`ServerJson::prepare`] ([`BundleError`] says what refuses one).
-//! Remotes: `streamable-http` or `sse`, their URL's and headers' `{name}`
-//! template variables answered the same way, else the variable's
-//! `default`; a URL, or a required header, that cannot be filled makes
-//! the remote unusable (`MissingVariable` when nothing else is), an
-//! optional header is left out. [`ServerJson::inputs`] lists what a person
-//! may be asked for, secrets marked.
+//! A `server.json` is data: what it cannot make the launcher do is
+//! listed below. Its
+//! `packageArguments` come after the package (a named argument is its
+//! name, then its value), for the server itself. An environment
+//! variable's fixed `value` is set for the child; otherwise the caller's
+//! answer for its name (a config entry's `env`, an input a person typed),
+//! else its `default`; a required one with none refuses the package,
+//! unless the child inherits it from this process's environment (a
+//! container never does: it gets `-e NAME` for each answered variable,
+//! and nothing else). A value holding a `{placeholder}` is the user's to
+//! fill. `mcpb` bundles are downloaded, checked against `fileSha256` and
+//! unpacked into a private folder by [`ServerJson::prepare`]
+//! ([`BundleError`] says what refuses one). Remotes: `streamable-http` or
+//! `sse`, their URL's and headers' declared `{name}` template variables
+//! answered the same way, else the variable's `default`; a URL, or a
+//! required header, that cannot be filled makes the remote unusable
+//! ([`RegistryError::MissingVariables`], naming every one, when nothing
+//! else is), an optional header is left out. [`ServerJson::inputs`] lists
+//! what a person may be asked for, secrets marked.
 //!
+//! # What a `server.json` cannot do
+//!
+//! - choose the program: it is the runtime of the package's
+//!   `registryType`, and a `runtimeHint` naming another refuses the package;
+//! - pass an option to the runtime: identifiers and versions are checked
+//!   per registry type (none starts with `-`; npm's goes after `--`), and
+//!   `runtimeArguments` are refused but for a container's `-e`/`--env`,
+//!   `--init` and `--read-only`;
+//! - set a variable that changes what runs (`NODE_OPTIONS`, `LD_PRELOAD`,
+//!   `npm_config_*`, `PYTHONPATH`, `DOCKER_HOST`, `PATH`, ...), for a
+//!   package or in a bundle's manifest;
+//! - read this process's environment: a template variable is filled only
+//!   when declared, and only from the caller's answers or its default;
+//! - start a bundle's program other than its server type's runtime (node,
+//!   python, uv) on a file of the bundle, or a program of the bundle itself;
+//! - write outside the private bundle folder, or start a bundle whose
+//!   unpacked files differ from the verified archive;
+//! - be another server's document: [`ServerJson::fetch`] refuses an answer
+//!   whose name, or pinned version, is not the one asked for.
+//!
+//! A refused package is passed over (another package or a remote may
+//! serve); when none is left, [`RegistryError::Refused`] says why.
 //! The arguments are handed to the program as they are, never through a
-//! shell, so a value in `server.json` cannot inject a command.
-//! [`ServerJson::fetch`] gets one from a registry's API.
+//! shell. [`ServerJson::fetch`] gets one from a registry's API.
 
 use serde_json::Value;
 
-use crate::request::{ConnectRequest, TransportMode};
+use crate::request::ConnectRequest;
 use crate::transport::{HttpClient, StdioCommand};
 
 /// Why a `server.json` gave no request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// The text is not a `server.json` (not JSON, or no `name`).
+    /// The text is not a `server.json` (not JSON, or no `name` of the
+    /// registry's form `namespace/name`).
     #[error("not a server.json")]
     NotServerJson,
     /// No package's runtime is on the PATH and there is no usable remote.
@@ -50,8 +76,18 @@ pub enum RegistryError {
         /// The runtimes its packages need, comma-separated.
         runtimes: String,
     },
-    /// The registry URL cannot take a path.
-    #[error("the registry URL cannot have a path")]
+    /// Every package and remote that could have served was refused: the
+    /// document asked what the launcher does not do (the first refusal).
+    #[error("{name} cannot be started as its server.json asks")]
+    Refused {
+        /// The server's registry name.
+        name: String,
+        /// What was refused.
+        #[source]
+        refusal: Refusal,
+    },
+    /// The registry URL is not `http` or `https`, or cannot take a path.
+    #[error("the registry URL is not an http or https URL that can take a path")]
     BadRegistryUrl,
     /// The registry did not answer within the limit.
     #[error("the registry did not answer in time")]
@@ -66,14 +102,23 @@ pub enum RegistryError {
         /// The status.
         status: u16,
     },
-    /// A required environment variable of the only startable package is
-    /// not set.
-    #[error("{name} needs the environment variable {variable}")]
-    MissingVariable {
+    /// The registry answered with the document of another server, or of
+    /// another version than the one pinned.
+    #[error("the registry answered another {field} than the one asked for {name}")]
+    Mismatch {
+        /// The server asked for.
+        name: String,
+        /// `name` or `version`.
+        field: &'static str,
+    },
+    /// Required variables of the only usable package or remote that
+    /// nothing answers (each once, in the document's order).
+    #[error("{name} needs values for {}", variables.join(", "))]
+    MissingVariables {
         /// The server's registry name.
         name: String,
-        /// The variable.
-        variable: String,
+        /// The variables.
+        variables: Vec<String>,
     },
     /// The entry names a server without a pinned version (none, or
     /// `latest`) and unpinned versions are not allowed.
@@ -93,10 +138,14 @@ pub enum RegistryError {
 
 mod fetch;
 mod inputs;
+mod launch;
 mod mcpb;
+mod remote;
 
 pub use fetch::{RegistryOptions, PUBLIC_REGISTRY};
 pub use inputs::Variable;
+pub use launch::Refusal;
+use launch::{Missing, Plan};
 pub use mcpb::BundleError;
 
 /// A request resolved from a `server.json`, with the remote's URL as
@@ -116,6 +165,9 @@ pub struct ServerJson {
 
 impl ServerJson {
     /// Reads a `server.json`, or a registry API answer (`{"server": ...}`).
+    /// Its `name` must have the registry's form (`namespace/name`, of
+    /// letters, digits, `.`, `_` and `-`), so a name printed carries no
+    /// terminal control.
     pub fn parse(text: &str) -> Result<Self, RegistryError> {
         let value: Value = serde_json::from_str(text).map_err(|_| RegistryError::NotServerJson)?;
         let server = match value.get("server") {
@@ -123,11 +175,11 @@ impl ServerJson {
             _ => value,
         };
         match server.get("name").and_then(Value::as_str) {
-            Some(_) => Ok(ServerJson {
+            Some(name) if is_server_name(name) => Ok(ServerJson {
                 server,
                 bundles: Vec::new(),
             }),
-            None => Err(RegistryError::NotServerJson),
+            _ => Err(RegistryError::NotServerJson),
         }
     }
 
@@ -136,10 +188,16 @@ impl ServerJson {
         self.server["name"].as_str().unwrap_or_default()
     }
 
+    /// The server's version, as the document gives it.
+    pub fn version(&self) -> Option<&str> {
+        self.server.get("version").and_then(Value::as_str)
+    }
+
     /// Downloads, checks and unpacks the `mcpb` bundles a request may
     /// start: each one listed before the first other package whose runtime
     /// is on the PATH, until one whose program is. A bundle whose SHA-256
-    /// is not its `fileSha256` refuses the server.
+    /// is not its `fileSha256`, or whose manifest asks what the launcher
+    /// does not do, refuses the server.
     pub async fn prepare(
         mut self,
         client: &HttpClient,
@@ -156,7 +214,7 @@ impl ServerJson {
                 if startable {
                     break;
                 }
-            } else if Plan::of(package, None).is_some_and(|plan| on_path(&plan.program)) {
+            } else if matches!(Plan::of(package), Ok(Some(plan)) if on_path(&plan.program)) {
                 break;
             }
         }
@@ -166,7 +224,9 @@ impl ServerJson {
     /// A request for the server: the first package whose runtime
     /// `runtime_exists` says is there, else the first remote; named after
     /// the server. `answer` answers the variables the server needs (a
-    /// value it answers is set for the child explicitly).
+    /// value it answers is set for the child explicitly); nothing is read
+    /// from this process's environment but whether a local package's child
+    /// inherits a required variable.
     pub fn request_with(
         &self,
         runtime_exists: &dyn Fn(&str) -> bool,
@@ -183,52 +243,78 @@ impl ServerJson {
         answer: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Resolved, RegistryError> {
         let name = self.name().to_owned();
+        let inherited = |variable: &str| std::env::var_os(variable).is_some();
         let mut runtimes = Vec::new();
-        let mut missing = None;
+        let mut missing: Option<Vec<String>> = None;
+        let mut refused = None;
         for (index, package) in list(&self.server, "packages").enumerate() {
-            let bundle = self.bundles.iter().find(|bundle| bundle.package == index);
-            let Some(plan) = Plan::of(package, bundle) else {
-                continue;
+            let plan = match self.plan(index, package) {
+                Ok(Some(plan)) => plan,
+                Ok(None) => continue,
+                Err(refusal) => {
+                    refused = refused.or(Some(refusal));
+                    continue;
+                }
             };
             runtimes.push(plan.program.clone());
             if !runtime_exists(&plan.program) {
                 continue;
             }
-            match plan.command(package, answer) {
+            match plan.command(package, answer, &inherited) {
                 Ok(command) => {
                     return Ok(Resolved {
                         request: ConnectRequest::stdio(command).with_name(name.as_str()),
                         url_template: None,
                     })
                 }
-                Err(variable) => missing = missing.or(Some(variable)),
+                Err(Missing(variables)) => missing = missing.or(Some(variables)),
             }
         }
         for remote in list(&self.server, "remotes") {
-            match remote_request(remote, answer) {
-                Ok(Some(request)) => {
+            match remote::request(remote, answer) {
+                remote::Remote::Usable(request) => {
                     return Ok(Resolved {
                         request: request.with_name(name.as_str()),
                         url_template: text(remote, "url").map(str::to_owned),
                     })
                 }
-                Ok(None) => {}
-                Err(variable) => missing = missing.or(Some(variable)),
+                remote::Remote::Unusable => {}
+                remote::Remote::Missing(variables) => missing = missing.or(Some(variables)),
+                remote::Remote::Refused(refusal) => refused = refused.or(Some(refusal)),
             }
         }
-        match missing {
-            Some(variable) => Err(RegistryError::MissingVariable { name, variable }),
-            None => Err(RegistryError::NothingUsable {
+        match (missing, refused) {
+            (Some(variables), _) => Err(RegistryError::MissingVariables { name, variables }),
+            (None, Some(refusal)) => Err(RegistryError::Refused { name, refusal }),
+            (None, None) => Err(RegistryError::NothingUsable {
                 name,
                 runtimes: runtimes.join(", "),
             }),
         }
     }
 
+    /// How package `index` starts (`None` when this client cannot start
+    /// it), or why the document may not have it started.
+    fn plan(&self, index: usize, package: &Value) -> Result<Option<Plan>, Refusal> {
+        launch::check_variables(package)?;
+        if text(package, "registryType") == Some("mcpb") {
+            let bundle = self.bundles.iter().find(|bundle| bundle.package == index);
+            return Ok(bundle.map(|bundle| {
+                Plan::bundle(
+                    bundle.program.clone(),
+                    bundle.args.clone(),
+                    bundle.env.clone(),
+                )
+            }));
+        }
+        Plan::of(package)
+    }
+
     /// [`request_with`](Self::request_with) with the runtimes on this
-    /// process's PATH and its environment.
+    /// process's PATH, no variable answered (defaults only; a local
+    /// package's child still inherits this process's environment).
     pub fn request(&self) -> Result<ConnectRequest, RegistryError> {
-        self.request_answered(&|name| std::env::var(name).ok())
+        self.request_answered(&|_| None)
     }
 
     /// [`request_with`](Self::request_with) with the runtimes on this
@@ -239,6 +325,21 @@ impl ServerJson {
     ) -> Result<ConnectRequest, RegistryError> {
         self.request_with(&on_path, answer)
     }
+}
+
+/// A registry server name: `namespace/name`, letters, digits, `.`, `_`,
+/// `-` (the registry's own pattern), 3 to 200 characters.
+pub(crate) fn is_server_name(name: &str) -> bool {
+    let part = |part: &str, extra: &[char]| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || extra.contains(&c))
+    };
+    (3..=200).contains(&name.len())
+        && name
+            .split_once('/')
+            .is_some_and(|(namespace, rest)| part(namespace, &[]) && part(rest, &['_']))
 }
 
 /// Whether `program` is found on this process's PATH: the runtime test a
@@ -259,199 +360,25 @@ fn text<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
 }
 
-/// How one package is started.
-struct Plan {
-    program: String,
-    /// Arguments before the runtime arguments, and the package reference.
-    before: Vec<String>,
-    reference: Option<String>,
-    /// Arguments after the package arguments.
-    after: Vec<String>,
-    /// Variables its bundle's manifest sets.
-    preset: Vec<(String, String)>,
-    container: bool,
-}
-
-impl Plan {
-    /// The plan of a stdio `package`; an `mcpb` one only once its
-    /// `bundle` is unpacked.
-    fn of(package: &Value, bundle: Option<&mcpb::Bundle>) -> Option<Plan> {
-        if text(package.get("transport")?, "type") != Some("stdio") {
-            return None;
-        }
-        let id = text(package, "identifier")?;
-        let version = text(package, "version");
-        let with = |separator: &str| match version {
-            Some(version) => format!("{id}{separator}{version}"),
-            None => id.to_owned(),
-        };
-        let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
-        let (program, before, reference, after, container) = match text(package, "registryType")? {
-            "npm" => ("npx", strings(&["-y"]), with("@"), Vec::new(), false),
-            "pypi" => ("uvx", Vec::new(), with("=="), Vec::new(), false),
-            "oci" => {
-                let image = match version {
-                    Some(_) if !id.contains(':') && !id.contains('@') => with(":"),
-                    _ => id.to_owned(),
-                };
-                (
-                    "docker",
-                    strings(&["run", "-i", "--rm"]),
-                    image,
-                    Vec::new(),
-                    true,
-                )
-            }
-            "nuget" => (
-                "dnx",
-                Vec::new(),
-                with("@"),
-                strings(&["--yes", "--"]),
-                false,
-            ),
-            "mcpb" => {
-                let bundle = bundle?;
-                return Some(Plan {
-                    program: bundle.program.clone(),
-                    before: bundle.args.clone(),
-                    reference: None,
-                    after: Vec::new(),
-                    preset: bundle.env.clone(),
-                    container: false,
-                });
-            }
-            _ => return None,
-        };
-        Some(Plan {
-            program: text(package, "runtimeHint").unwrap_or(program).to_owned(),
-            before,
-            reference: Some(reference),
-            after,
-            preset: Vec::new(),
-            container,
-        })
-    }
-
-    /// The command, or the required variable that is missing. A fixed
-    /// `value` is set as it is; otherwise the answer, else the `default`.
-    fn command(
-        self,
-        package: &Value,
-        answer: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<StdioCommand, String> {
-        let mut args = self.before;
-        let mut set = self.preset;
-        for variable in list(package, "environmentVariables") {
-            let Some(name) = text(variable, "name") else {
-                continue;
-            };
-            let fixed = text(variable, "value").filter(|value| !value.contains('{'));
-            let default = text(variable, "default").filter(|value| !value.contains('{'));
-            let value = (fixed.map(str::to_owned))
-                .or_else(|| answer(name))
-                .or_else(|| default.map(str::to_owned));
-            match value {
-                Some(value) => set.push((name.to_owned(), value)),
-                None if variable.get("isRequired") == Some(&Value::Bool(true)) => {
-                    return Err(name.to_owned())
-                }
-                None => continue,
-            }
-            if self.container {
-                args.extend(["-e".to_owned(), name.to_owned()]);
-            }
-        }
-        args.extend(arguments(package, "runtimeArguments"));
-        args.extend(self.reference);
-        args.extend(self.after);
-        args.extend(arguments(package, "packageArguments"));
-        let command = StdioCommand::new(self.program).args(args);
-        Ok((set.into_iter()).fold(command, |command, (name, value)| command.env(name, value)))
-    }
-}
-
-/// A package's arguments of one kind, each with a fixed value.
-fn arguments(package: &Value, field: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for argument in list(package, field) {
-        let value = text(argument, "value").or_else(|| text(argument, "default"));
-        match (text(argument, "type"), text(argument, "name"), value) {
-            (Some("named"), Some(name), Some(value)) => {
-                out.extend([name.to_owned(), value.to_owned()]);
-            }
-            (Some("named"), Some(name), None) => out.push(name.to_owned()),
-            (_, _, Some(value)) => out.push(value.to_owned()),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// A remote's request: its URL and headers with their `{name}` template
-/// variables filled, or the variable no value was found for (`Err`), or
-/// nothing for a remote this client cannot use (`Ok(None)`).
-fn remote_request(
-    remote: &Value,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<ConnectRequest>, String> {
-    let mode = match text(remote, "type") {
-        Some("streamable-http") => TransportMode::StreamableHttp,
-        Some("sse") => TransportMode::Sse,
-        _ => return Ok(None),
-    };
-    let Some(url) = text(remote, "url") else {
-        return Ok(None);
-    };
-    let url = fill(url, remote.get("variables"), env)?;
-    let Ok(mut request) = ConnectRequest::http(&url) else {
-        return Ok(None);
-    };
-    for header in list(remote, "headers") {
-        let (Some(name), Some(value)) = (text(header, "name"), text(header, "value")) else {
-            continue;
-        };
-        match fill(value, header.get("variables"), env) {
-            Ok(value) => match request.with_header(name, &value) {
-                Ok(with) => request = with,
-                Err(_) => return Ok(None),
-            },
-            // A header the server needs, that cannot be filled: not usable.
-            Err(variable) if header.get("isRequired") == Some(&Value::Bool(true)) => {
-                return Err(variable)
-            }
-            Err(_) => {}
-        }
-    }
-    Ok(Some(request.with_mode(mode)))
-}
-
-/// `template` with each `{name}` replaced by the environment's `name`,
-/// else by `variables.name.default`; the first name with neither is the
-/// `Err`. The value is the user's (a tenant, a token): never printed.
-fn fill(
-    template: &str,
-    variables: Option<&Value>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}') else {
-            break;
-        };
-        let name = &rest[open + 1..open + close];
-        let default = || {
-            let declared = variables.and_then(|v| v.get(name));
-            declared.and_then(|v| text(v, "default")).map(str::to_owned)
-        };
-        let value = env(name).or_else(default).ok_or_else(|| name.to_owned())?;
-        out.push_str(&rest[..open]);
-        out.push_str(&value);
-        rest = &rest[open + close + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
+#[cfg(test)]
+mod hostile;
 #[cfg(test)]
 mod tests;
+
+/// Whether a document may set `name` for its server (the fuzz targets).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn fuzz_variable_allowed(name: &str) -> bool {
+    launch::check_variable(name).is_ok()
+}
+
+/// The bundle reader on arbitrary bytes (the fuzz targets).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn fuzz_bundle(data: &[u8]) {
+    mcpb::fuzz(data);
+}
+
+/// The bundle's name checks alone (the fuzz targets' tests).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn fuzz_open_bundle(data: &[u8]) -> Result<(), BundleError> {
+    mcpb::fuzz_open(data)
+}

@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::request::VersionPolicy;
+
+mod parse;
+use parse::parse_duration;
+use parse::{parse_ceiling, parse_limit, parse_pin};
 
 /// Establish an MCP session and print its timeline.
 ///
@@ -36,7 +39,8 @@ pub(crate) struct Args {
 
     /// With --config: read, validate and expand the file, start nothing; a
     /// line for each server with its launch (secrets masked) or where its
-    /// entry is and what is wrong. Exit 0, or 2 when any is not usable.
+    /// entry is and what is wrong. Exit 0, 1 when any is not usable, 2 for
+    /// a file that cannot be read.
     #[arg(long, requires = "config", conflicts_with_all = [
         "server", "call_tool", "list_tools", "watch_config", "catalogue_cache",
     ])]
@@ -63,6 +67,13 @@ pub(crate) struct Args {
     /// With --registry-server NAME, or a --config entry with no version: the latest.
     #[arg(long)]
     pub(crate) allow_unpinned: bool,
+
+    /// A value for a variable the --server-json or --registry-server
+    /// document declares: NAME=VALUE, or NAME alone for the environment
+    /// variable of that name. The document never reads the environment by
+    /// itself; what nothing answers is asked on a terminal.
+    #[arg(long = "var", value_name = "NAME[=VALUE]")]
+    pub(crate) vars: Vec<String>,
 
     /// The MCP Registry --registry-server and "registry" entries ask (its
     /// /v0.1 API), through the same proxy and CA as the server.
@@ -405,96 +416,4 @@ pub(crate) enum Mode {
     Sse,
     /// A stdio child process.
     Stdio,
-}
-
-/// A `--pin`: exactly a version this client speaks.
-fn parse_pin(text: &str) -> Result<ProtocolVersion, String> {
-    let version = ProtocolVersion::new(text);
-    VersionPolicy::Pin(version.clone())
-        .validate()
-        .map(|()| version)
-        .map_err(|_| {
-            format!(
-                "{text:?} is not a protocol version this client speaks ({})",
-                known()
-            )
-        })
-}
-
-/// A `--ceiling`: a well-formed revision date, checked by the same rule as
-/// the library's.
-fn parse_ceiling(text: &str) -> Result<ProtocolVersion, String> {
-    let version = ProtocolVersion::new(text);
-    VersionPolicy::Ceiling(version.clone())
-        .validate()
-        .map(|()| version)
-        .map_err(|_| {
-            format!(
-                "{text:?} is not a YYYY-MM-DD revision no older than {}",
-                ProtocolVersion::SUPPORTED[0]
-            )
-        })
-}
-
-fn known() -> String {
-    ProtocolVersion::SUPPORTED
-        .iter()
-        .map(ProtocolVersion::as_str)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A limit: a duration greater than zero.
-fn parse_limit(text: &str) -> Result<Duration, String> {
-    match parse_duration(text)? {
-        limit if limit.is_zero() => Err(format!("{text:?}: a limit must be greater than zero")),
-        limit => Ok(limit),
-    }
-}
-
-/// Parses `1500ms`, `2s`, `1m` (a bare number is seconds).
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 2s or 1500ms"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("{text:?}: unit must be ms, s or m")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?} is out of range"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse_in_ms_s_and_m() {
-        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5h").is_err());
-        assert!(parse_limit("0").is_err());
-        assert!(parse_limit("0ms").is_err());
-        assert_eq!(parse_limit("1ms"), Ok(Duration::from_millis(1)));
-    }
-
-    #[test]
-    fn pins_and_ceilings_parse_by_the_library_rules() {
-        assert!(parse_pin("2025-11-25").is_ok());
-        assert!(parse_pin("2099-01-01").is_err());
-        assert!(parse_ceiling("2025-12-01").is_ok());
-        for bad in ["garbage", "2026", "2024-01-01", ""] {
-            assert!(parse_ceiling(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -3,7 +3,8 @@
 //! launch as the reader normalized it (the program and the arguments as
 //! written, the URL with userinfo and query values masked, only the names
 //! of environment variables and headers), or where its entry is and what
-//! is wrong with it. Exit 0 when every entry is usable, 2 when any is not.
+//! is wrong with it. Exit 0 when every entry is usable, 1 when any is not
+//! (2 is a usage error, or a file that cannot be read at all).
 
 use std::process::ExitCode;
 
@@ -61,6 +62,6 @@ pub(super) fn run(config: &ServersConfig, printer: &Printer) -> ExitCode {
     );
     match invalid {
         0 => ExitCode::SUCCESS,
-        _ => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
     }
 }

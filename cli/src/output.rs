@@ -410,7 +410,9 @@ pub(super) fn tls_hint(
 
 /// An error and its causes on one line, each cause after a colon.
 pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    mcp_connect::report::Report::new(error).to_string()
+    // Escaped like every other text a server or a document chose: an
+    // error may name a registry document's variable or a bundle's file.
+    shown(&mcp_connect::report::Report::new(error).to_string()).into_owned()
 }
 
 #[cfg(test)]

@@ -128,40 +128,55 @@ pub(super) async fn described_server(args: &Args) -> Result<Option<ServerJson>, 
     (prepared.map(Some)).map_err(|error| format!("--registry-server: {}{hint}", chain(&error)))
 }
 
-/// The request a `server.json` gives, a variable it needs that the
-/// environment does not have asked on the terminal (a secret without
-/// echo), each once.
-fn described_request(server: &ServerJson) -> Result<ConnectRequest, String> {
+/// The request a `server.json` gives, its variables answered by `--var`
+/// (never the environment by itself: a document would read whatever it
+/// names), and every one still missing asked on the terminal at once (a
+/// secret without echo).
+fn described_request(server: &ServerJson, vars: &[String]) -> Result<ConnectRequest, String> {
     use mcp_connect::registry::RegistryError;
-    let mut given: Vec<(String, String)> = Vec::new();
+    let mut given = given_vars(vars)?;
+    let mut asked = false;
     loop {
         let answer = |name: &str| {
             let typed = given.iter().find(|(id, _)| id == name);
-            typed
-                .map(|(_, value)| value.clone())
-                .or_else(|| std::env::var(name).ok())
+            typed.map(|(_, value)| value.clone())
         };
         match server.request_answered(&answer) {
-            Err(RegistryError::MissingVariable { variable, .. })
-                if !given.iter().any(|(id, _)| *id == variable) =>
-            {
-                let declared: Vec<Input> = server.inputs().iter().map(Input::from).collect();
-                let asked = super::prompt::ask_for(&declared, &[variable.as_str()]);
-                let error = RegistryError::MissingVariable {
-                    name: server.name().to_owned(),
-                    variable,
+            Err(error @ RegistryError::MissingVariables { .. }) if !asked => {
+                let RegistryError::MissingVariables { variables, .. } = &error else {
+                    unreachable!("matched above")
                 };
-                given.extend(asked.ok_or_else(|| chain(&error))?);
+                let declared: Vec<Input> = server.inputs().iter().map(Input::from).collect();
+                let wanted: Vec<&str> = variables.iter().map(String::as_str).collect();
+                let typed = super::prompt::ask_for(&declared, &wanted);
+                given.extend(typed.ok_or_else(|| chain(&error))?);
+                asked = true;
             }
             other => return other.map_err(|error| chain(&error)),
         }
     }
 }
 
+/// `--var NAME=VALUE` (the value) and `--var NAME` (the environment
+/// variable of that name: the user names it for the document).
+fn given_vars(vars: &[String]) -> Result<Vec<(String, String)>, String> {
+    vars.iter()
+        .map(|var| match var.split_once('=') {
+            Some((name, value)) => Ok((name.to_owned(), value.to_owned())),
+            None => std::env::var(var)
+                .map(|value| (var.clone(), value))
+                .map_err(|_| format!("--var {var}: the environment has no {var}")),
+        })
+        .collect()
+}
+
 /// How the registry is asked: `--registry`, `--allow-unpinned`, within the
 /// handshake timeout.
 pub(super) fn registry_options(args: &Args) -> Result<RegistryOptions, String> {
     let base = url::Url::parse(&args.registry).map_err(|_| "--registry: not a URL".to_owned())?;
+    if !matches!(base.scheme(), "http" | "https") {
+        return Err("--registry: not an http:// or https:// URL".to_owned());
+    }
     let options = RegistryOptions::new(base).with_time_limit(args.handshake_timeout);
     Ok(match args.allow_unpinned {
         true => options.allow_unpinned(),
@@ -189,7 +204,7 @@ pub(super) fn request_from(
         }
     }
     let described = match described {
-        Some(server) => Some(described_request(server)?),
+        Some(server) => Some(described_request(server, &args.vars)?),
         None => None,
     };
     let from_registry = described.is_some();

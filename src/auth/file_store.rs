@@ -36,18 +36,8 @@ impl FileTokenStore {
     }
 
     fn write(&self, map: &HashMap<String, Tokens>) -> std::io::Result<()> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
         let bytes = serde_json::to_vec(map).map_err(std::io::Error::other)?;
-        let temporary = self.path.with_extension("tmp");
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)
-            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()))?;
-        std::fs::rename(&temporary, &self.path)
+        crate::store::write_private(&self.path, &bytes)
     }
 }
 

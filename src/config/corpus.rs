@@ -157,7 +157,7 @@ fn ten_typical_mistakes_are_reported_where_they_are() {
         ("{ \"mcpServers\": {\n  \"s\": { \"command\": \"srv\" } } }", Format::Standard, "MissingType", (2, 3)),
         // An input the file never declared, or the application never gave
         // (a reference's problem is placed at its entry).
-        ("{ \"servers\": {\n  \"s\": { \"url\": \"https://a/mcp\",\n    \"headers\": { \"Authorization\": \"${input:nope}\" } } } }", Format::Json, "MissingInput", (2, 3)),
+        ("{ \"servers\": {\n  \"s\": { \"url\": \"https://a/mcp\",\n    \"headers\": { \"Authorization\": \"${input:nope}\" } } } }", Format::Json, "MissingInputs", (2, 3)),
         // `${` never closed.
         ("{ \"mcpServers\": {\n  \"s\": {\n    \"command\": \"srv\", \"args\": [\"${HOME\"] } } }", Format::Json, "UnterminatedVariable", (2, 3)),
         // A TOML table header without its bracket.

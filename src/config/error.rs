@@ -87,7 +87,10 @@ impl EntryProblem {
             EntryProblem::UnknownFilterMode => Some("toolFilter"),
             EntryProblem::UnknownType | EntryProblem::TypeMismatch => Some("type"),
             EntryProblem::CommandAndUrl => Some("url"),
-            EntryProblem::SocketWithoutUrl => Some("socket"),
+            EntryProblem::SocketWithoutUrl | EntryProblem::SocketNeedsHttp => Some("socket"),
+            EntryProblem::Invalid { field, .. }
+            | EntryProblem::BaseOverMax { field }
+            | EntryProblem::BelowFloor { field, .. } => Some(field),
             EntryProblem::NotOverSocket { field } | EntryProblem::NeedsUrl { field } => Some(field),
             EntryProblem::BadProxy(_) => Some("proxy"),
             EntryProblem::CaFile(_) | EntryProblem::NoTls => Some("cacert"),
@@ -218,12 +221,14 @@ pub enum EntryProblem {
         /// The variable's name.
         variable: String,
     },
-    /// `${input:id}` names an input the application did not supply
-    /// ([`Variables::with_input`](super::Variables::with_input)).
-    #[error("no value was given for the input {id}")]
-    MissingInput {
-        /// The input's id.
-        id: String,
+    /// `${input:id}` references (or a registry server's declared
+    /// variables) the application did not supply
+    /// ([`Variables::with_input`](super::Variables::with_input)): every one
+    /// the entry needs, each once, in the order met.
+    #[error("no value was given for {}", ids.join(", "))]
+    MissingInputs {
+        /// The inputs' ids.
+        ids: Vec<String>,
     },
     /// `${kind:...}` of a kind other than `env`, `input` or `value`.
     #[error("only `env:`, `input:` and `value:` references are supported")]
@@ -244,9 +249,33 @@ pub enum EntryProblem {
     /// The registry server cannot be started or reached here.
     #[error("the registry server cannot be used")]
     Registry(#[source] std::sync::Arc<crate::registry::RegistryError>),
-    /// The URL, a header, or the command is refused by
+    /// What `field` gives is refused by
     /// [`ConnectRequest`](crate::ConnectRequest) (a bad URL or port, a
     /// header the transport owns, an empty command).
-    #[error("the entry does not make a valid connection request")]
-    Invalid(#[source] Box<crate::Error>),
+    #[error("`{field}` is not usable")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// What the request said of it.
+        #[source]
+        source: crate::error::ConfigError,
+    },
+    /// `socket` with an `https://` URL: nothing speaks TLS over the socket.
+    #[error("`socket` needs an http:// URL (no TLS is spoken over the socket)")]
+    SocketNeedsHttp,
+    /// A pace's `baseMs` is larger than its `maxMs`.
+    #[error("`{field}`'s baseMs is larger than its maxMs")]
+    BaseOverMax {
+        /// The field.
+        field: &'static str,
+    },
+    /// A pace below the floor a config may set, so no file makes a
+    /// reconnect loop.
+    #[error("`{field}`'s baseMs is below {floor_ms} ms")]
+    BelowFloor {
+        /// The field.
+        field: &'static str,
+        /// The floor, in milliseconds.
+        floor_ms: u64,
+    },
 }

@@ -56,10 +56,11 @@ impl<'a> Variables<'a> {
         self
     }
 
-    /// The input `name`, else the environment's variable `name`: how a
-    /// registry server's variable is answered.
-    pub(super) fn lookup(&self, name: &str) -> Option<String> {
-        (self.inputs.get(name).cloned()).or_else(|| (self.env)(name))
+    /// The input `name`: how a registry server's variable is answered
+    /// when the entry's own `env` does not (never the environment: a
+    /// document would read any variable it names).
+    pub(super) fn input(&self, name: &str) -> Option<String> {
+        self.inputs.get(name).cloned()
     }
 
     /// One alternative of a reference, or `None` when it has no value.
@@ -99,7 +100,9 @@ impl<'a> Variables<'a> {
     /// its first one's.
     fn missing(alternative: &str) -> EntryProblem {
         match alternative.split_once(':') {
-            Some(("input", id)) => EntryProblem::MissingInput { id: id.to_owned() },
+            Some(("input", id)) => EntryProblem::MissingInputs {
+                ids: vec![id.to_owned()],
+            },
             Some(("env", name)) => EntryProblem::MissingVariable {
                 variable: name.to_owned(),
             },
@@ -145,6 +148,24 @@ pub(super) fn expand(value: &str, variables: &Variables<'_>) -> Result<String, E
     Ok(out)
 }
 
+/// The ids of the `${input:...}` references in `value` that nothing
+/// answers (each reference's first alternative, as its error names it).
+pub(super) fn unanswered_inputs(value: &str, variables: &Variables<'_>, ids: &mut Vec<String>) {
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { return };
+        let alternatives: Vec<&str> = after[..end].split('|').map(str::trim).collect();
+        let answered = (alternatives.iter()).any(|a| matches!(variables.answer(a), Ok(Some(_))));
+        if let (false, Some(("input", id))) = (answered, alternatives[0].split_once(':')) {
+            if !ids.iter().any(|known| known == id) {
+                ids.push(id.to_owned());
+            }
+        }
+        rest = &after[end + 1..];
+    }
+}
+
 /// An environment variable's name: a letter or `_`, then letters, digits
 /// and `_`.
 fn is_name(name: &str) -> bool {
@@ -188,7 +209,7 @@ mod tests {
         ));
         assert!(matches!(
             expand_env("${input:key}"),
-            Err(EntryProblem::MissingInput { id }) if id == "key"
+            Err(EntryProblem::MissingInputs { ids }) if ids == ["key"]
         ));
         assert!(matches!(
             expand_env("${cmd:x}"),

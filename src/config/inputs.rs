@@ -64,6 +64,23 @@ pub(super) fn read(file: &Map<String, Value>) -> Vec<Input> {
         .collect()
 }
 
+/// Every `${input:...}` of `entry` (in any of its strings) that nothing
+/// answers, each once, in the order met: all an entry needs asked at once,
+/// not only the first its reading stopped at.
+pub(super) fn unanswered(entry: &Value, variables: &super::Variables<'_>) -> Vec<String> {
+    fn walk(value: &Value, variables: &super::Variables<'_>, ids: &mut Vec<String>) {
+        match value {
+            Value::String(text) => super::expand::unanswered_inputs(text, variables, ids),
+            Value::Array(items) => items.iter().for_each(|item| walk(item, variables, ids)),
+            Value::Object(fields) => fields.values().for_each(|item| walk(item, variables, ids)),
+            _ => {}
+        }
+    }
+    let mut ids = Vec::new();
+    walk(entry, variables, &mut ids);
+    ids
+}
+
 impl ServersConfig {
     /// The inputs the file declares (VS Code's `inputs`).
     pub fn inputs(&self) -> &[Input] {
@@ -76,9 +93,11 @@ impl ServersConfig {
     pub fn missing_inputs(&self) -> Vec<&str> {
         let mut ids: Vec<&str> = Vec::new();
         for error in self.errors() {
-            if let EntryProblem::MissingInput { id } = error.problem() {
-                if !ids.contains(&id.as_str()) {
-                    ids.push(id);
+            if let EntryProblem::MissingInputs { ids: missing } = error.problem() {
+                for id in missing {
+                    if !ids.contains(&id.as_str()) {
+                        ids.push(id);
+                    }
                 }
             }
         }
@@ -88,7 +107,7 @@ impl ServersConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ServersConfig, Variables};
+    use super::super::{EntryProblem, ServersConfig, Variables};
 
     #[test]
     fn declared_and_missing_inputs_are_known_before_anything_is_asked() {
@@ -109,9 +128,15 @@ mod tests {
             .collect();
         assert_eq!(declared, [("key", true), ("region", false)]);
         assert_eq!(config.inputs()[0].description(), Some("API key"));
-        let mut missing = config.missing_inputs();
-        missing.sort_unstable();
-        assert_eq!(missing, ["key", "region"]);
+        // Every input an entry needs, not only the first it stopped at
+        // (issue 63, item 9: `b` was refused for `region` alone).
+        assert_eq!(config.missing_inputs(), ["key", "region"]);
+        let b = config.errors().find(|e| e.name() == "b").unwrap();
+        assert!(
+            matches!(b.problem(), EntryProblem::MissingInputs { ids } if ids == &["region", "key"]),
+            "{:?}",
+            b.problem()
+        );
         let variables = Variables::new(&none)
             .with_input("key", "k")
             .with_input("region", "eu");

@@ -90,6 +90,7 @@ pub use inputs::Input;
 pub use oauth::OAuthSettings;
 pub use registry::{RegistryDocuments, RegistrySource};
 use settings::Settings;
+pub use settings::PACE_FLOOR;
 use target::{invalid, remote, stdio};
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
@@ -269,6 +270,17 @@ impl ServersConfig {
                     false => Ok(()),
                 };
                 let read = checked.and_then(|()| ServerConfig::read(name, entry, variables));
+                let read = read.map_err(|problem| match problem {
+                    EntryProblem::MissingInputs { mut ids } => {
+                        for id in inputs::unanswered(entry, variables) {
+                            if !ids.contains(&id) {
+                                ids.push(id);
+                            }
+                        }
+                        EntryProblem::MissingInputs { ids }
+                    }
+                    problem => problem,
+                });
                 read.map_err(|problem| EntryError {
                     name: name.clone(),
                     problem,
@@ -385,7 +397,11 @@ impl ServerConfig {
         let mut settings = Settings::read(entry)?;
         let limits = settings.limits(request.limits());
         let request = request.with_name(name).with_limits(limits);
-        request.validate().map_err(invalid)?;
+        let field = match request.target().http_url() {
+            Some(_) => "url",
+            None => "command",
+        };
+        request.validate().map_err(invalid(field))?;
         settings.policies = policies::replicas(entry, &request, settings.policies, variables)?;
         settings.oauth = oauth::read(entry, &request, variables)?;
         let lazy = flag(entry, "lazy", false)?;

@@ -99,7 +99,9 @@ pub(super) fn replicas(
     }
     let replicas = urls.iter().map(|url| {
         let url = super::expand(url, variables)?;
-        request.for_replica(&url).map_err(super::invalid)
+        request
+            .for_replica(&url)
+            .map_err(super::invalid("replicas"))
     });
     Ok(policies.with_replicas(replicas.collect::<Result<Vec<_>, _>>()?))
 }
@@ -155,7 +157,11 @@ mod tests {
             format!("{:?}", error.problem())
         };
         assert_eq!(problem("local"), "ReplicasWithoutUrl");
-        assert!(problem("bad").starts_with("Invalid"), "{}", problem("bad"));
+        assert!(
+            problem("bad").starts_with("Invalid { field: \"replicas\""),
+            "{}",
+            problem("bad")
+        );
     }
 
     #[test]

@@ -14,12 +14,17 @@
 //! the way [`ServerJson`] does, with the entry's own settings (timeouts,
 //! tools, policies, `enabled`, ...) around it. The two steps are apart so
 //! an application can ask a person for the inputs the server needs and
-//! resolve again without fetching again. A variable the server needs
-//! (`isRequired` or `isSecret`, with no value) is answered by the input of
-//! its name, else the environment; one with neither refuses the entry as
-//! [`EntryProblem::MissingInput`], and the server's declared variables
-//! join [`ServersConfig::inputs`], so the command prompts for them as for
-//! VS Code's inputs (a secret without echo).
+//! resolve again without fetching again. A variable the server declares
+//! is answered by the entry's own `env` (its values expanded as any
+//! entry's: `"env": { "API_KEY": "${env:MY_KEY}" }` is the user naming
+//! the variable for it), else by the input of its name, else by its
+//! default; never straight from the environment, which would let a
+//! document read any variable it names. The entry's `env` is also set for
+//! a stdio package's child. A variable the server needs that nothing
+//! answers refuses the entry as [`EntryProblem::MissingInputs`] (naming
+//! every one), and the server's declared variables join
+//! [`ServersConfig::inputs`], so the command prompts for them as for VS
+//! Code's inputs (a secret without echo).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -149,6 +154,19 @@ impl ServersConfig {
     /// the environment; an entry that cannot be is refused, naming why.
     /// The servers' declared variables join [`inputs`](Self::inputs).
     pub fn resolve_registry(&mut self, documents: &RegistryDocuments, variables: &Variables<'_>) {
+        self.resolve_registry_with(documents, variables, &crate::registry::on_path);
+    }
+
+    /// [`resolve_registry`](Self::resolve_registry), a package's runtime
+    /// found when `runtime_exists` says so (not this process's PATH): for
+    /// an application that starts servers elsewhere, or knows which
+    /// runtimes it allows.
+    pub fn resolve_registry_with(
+        &mut self,
+        documents: &RegistryDocuments,
+        variables: &Variables<'_>,
+        runtime_exists: &dyn Fn(&str) -> bool,
+    ) {
         for (name, from, document) in &documents.0 {
             let Some(at) = self.pending.iter().position(|(pending, entry)| {
                 pending == name && source(entry).as_ref() == Some(from)
@@ -166,15 +184,7 @@ impl ServersConfig {
                             self.inputs.push((&variable).into());
                         }
                     }
-                    let answer = |variable: &str| variables.lookup(variable);
-                    resolve(
-                        name,
-                        &self.pending[at].1,
-                        server,
-                        &crate::registry::on_path,
-                        &answer,
-                        variables,
-                    )
+                    resolve(name, &self.pending[at].1, server, runtime_exists, variables)
                 }
                 Err(error) => Err(EntryProblem::Registry(error.clone())),
             };
@@ -196,25 +206,39 @@ impl ServersConfig {
     }
 }
 
-/// The entry `name` from `server`, with the entry's own settings.
+/// The entry `name` from `server`, with the entry's own settings, the
+/// server's variables answered by the entry's `env`, else its inputs.
 fn resolve(
     name: &str,
     entry: &Map<String, Value>,
     server: &ServerJson,
     runtime_exists: &dyn Fn(&str) -> bool,
-    answer: &dyn Fn(&str) -> Option<String>,
     variables: &Variables<'_>,
 ) -> Result<ServerConfig, EntryProblem> {
+    let own = super::target::environment(entry, variables)?;
+    let answer = |variable: &str| {
+        let given = own.iter().find(|(name, _)| name == variable);
+        (given.map(|(_, value)| value.clone())).or_else(|| variables.input(variable))
+    };
     let resolved = server
-        .resolve(runtime_exists, answer)
+        .resolve(runtime_exists, &answer)
         .map_err(|error| match error {
-            RegistryError::MissingVariable { variable, .. } => {
-                EntryProblem::MissingInput { id: variable }
+            RegistryError::MissingVariables { variables, .. } => {
+                EntryProblem::MissingInputs { ids: variables }
             }
             other => EntryProblem::Registry(Arc::new(other)),
         })?;
-    let launch = Launch::of_resolved(resolved.request.target(), resolved.url_template.as_deref());
-    ServerConfig::finish(name, entry, resolved.request, launch, variables)
+    let request = match resolved.request.target() {
+        crate::request::Target::Stdio(command) if !own.is_empty() => {
+            let command = (own.iter()).fold(command.clone(), |command, (name, value)| {
+                command.env(name, value)
+            });
+            crate::ConnectRequest::stdio(command).with_name(resolved.request.name())
+        }
+        _ => resolved.request,
+    };
+    let launch = Launch::of_resolved(request.target(), resolved.url_template.as_deref());
+    ServerConfig::finish(name, entry, request, launch, variables)
 }
 
 fn read_file(path: &std::path::Path) -> Result<ServerJson, RegistryError> {
@@ -228,3 +252,5 @@ fn read_file(path: &std::path::Path) -> Result<ServerJson, RegistryError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod untrusted;

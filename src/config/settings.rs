@@ -205,7 +205,12 @@ impl super::ServerConfig {
     }
 }
 
-/// `{ "baseMs": B, "maxMs": M }` with 0 < B <= M; absent is `None`.
+/// The smallest `baseMs` a pace (`keepTrying`, `coolDown`) may have: a
+/// file cannot make a server be tried again in a tight loop.
+pub const PACE_FLOOR: Duration = Duration::from_millis(100);
+
+/// `{ "baseMs": B, "maxMs": M }` with [`PACE_FLOOR`] <= B <= M; absent is
+/// `None`.
 fn backoff(
     entry: &Map<String, Value>,
     field: &'static str,
@@ -223,7 +228,12 @@ fn backoff(
     let base = milliseconds(block, "baseMs").map_err(|_| bad())?;
     let max = milliseconds(block, "maxMs").map_err(|_| bad())?;
     match (base, max) {
-        (Some(base), Some(max)) if base <= max => Ok(Some(Backoff::new(base, max))),
+        (Some(base), Some(_)) if base < PACE_FLOOR => Err(EntryProblem::BelowFloor {
+            field,
+            floor_ms: PACE_FLOOR.as_millis() as u64,
+        }),
+        (Some(base), Some(max)) if base > max => Err(EntryProblem::BaseOverMax { field }),
+        (Some(base), Some(max)) => Ok(Some(Backoff::new(base, max))),
         _ => Err(bad()),
     }
 }
@@ -292,7 +302,6 @@ mod tests {
         assert!(problem(json!({ "tags": [true] })).contains("tags"));
         for bad in [
             json!({ "baseMs": 10 }),
-            json!({ "baseMs": 10, "maxMs": 5 }),
             json!({ "baseMs": 0, "maxMs": 5 }),
             json!({ "baseMs": 1, "maxMs": 5, "jitter": false }),
         ] {
@@ -308,6 +317,26 @@ mod tests {
             );
         }
         assert!(problem(json!({ "coolDown": 5 })).contains("coolDown"));
+        // Issue 63, items 13 and 17: a pace that would make a reconnect
+        // loop is refused, and base over max says so.
+        assert!(matches!(
+            read(json!({ "keepTrying": { "baseMs": 1, "maxMs": 1 } })),
+            Err(EntryProblem::BelowFloor {
+                field: "keepTrying",
+                floor_ms: 100
+            })
+        ));
+        assert!(matches!(
+            read(json!({ "coolDown": { "baseMs": 1, "maxMs": 60000 } })),
+            Err(EntryProblem::BelowFloor {
+                field: "coolDown",
+                ..
+            })
+        ));
+        assert_eq!(
+            problem(json!({ "keepTrying": { "baseMs": 500, "maxMs": 200 } })),
+            "`keepTrying`'s baseMs is larger than its maxMs"
+        );
         assert!(matches!(
             read(json!({ "toolFilter": { "mode": "deny", "list": [] } })),
             Err(EntryProblem::UnknownFilterMode)

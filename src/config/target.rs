@@ -28,13 +28,23 @@ pub(super) fn stdio(
     for arg in list(entry, "args")? {
         stdio = stdio.args([expand(arg, env)?]);
     }
-    for (key, value) in strings(entry, "env")? {
-        stdio = stdio.env(key, expand(value, env)?);
+    for (key, value) in environment(entry, env)? {
+        stdio = stdio.env(key, value);
     }
     if let Some(cwd) = text(entry, "cwd")? {
         stdio = stdio.current_dir(expand(cwd, env)?);
     }
     Ok(ConnectRequest::stdio(stdio))
+}
+
+/// The entry's `env`, each value expanded.
+pub(super) fn environment(
+    entry: &Map<String, Value>,
+    env: &Variables<'_>,
+) -> Result<Vec<(String, String)>, EntryProblem> {
+    (strings(entry, "env")?.into_iter())
+        .map(|(key, value)| Ok((key.to_owned(), expand(value, env)?)))
+        .collect()
 }
 
 pub(super) fn remote(
@@ -43,20 +53,26 @@ pub(super) fn remote(
     entry: &Map<String, Value>,
     env: &Variables<'_>,
 ) -> Result<ConnectRequest, EntryProblem> {
-    let mut request = ConnectRequest::http(&expand(url, env)?).map_err(invalid)?;
+    let url = expand(url, env)?;
+    let mut request = ConnectRequest::http(&url).map_err(invalid("url"))?;
     for (name, value) in strings(entry, "headers")? {
         request = request
             .with_header(name, &expand(value, env)?)
-            .map_err(invalid)?;
+            .map_err(invalid("headers"))?;
     }
     for (name, value) in codex::headers(entry)? {
         request = request
             .with_header(&name, &expand(&value, env)?)
-            .map_err(invalid)?;
+            .map_err(invalid("http_headers"))?;
     }
     if let Some(socket) = text(entry, "socket")? {
         if let Some(field) = OWN_CLIENT.iter().find(|field| entry.contains_key(**field)) {
             return Err(EntryProblem::NotOverSocket { field });
+        }
+        // Nothing speaks TLS over the socket: an https URL there would
+        // pass every check and fail at the first byte.
+        if request.target().http_url().map(http::Uri::scheme_str) != Some(Some("http")) {
+            return Err(EntryProblem::SocketNeedsHttp);
         }
         request = request.with_unix_socket(expand(socket, env)?);
     }
@@ -112,6 +128,15 @@ fn trusting(
     Err(EntryProblem::NoTls)
 }
 
-pub(super) fn invalid(error: crate::Error) -> EntryProblem {
-    EntryProblem::Invalid(Box::new(error))
+/// A problem [`ConnectRequest`] found with what `field` gave.
+pub(super) fn invalid(field: &'static str) -> impl Fn(crate::Error) -> EntryProblem {
+    move |error| match error.into_kind() {
+        crate::ErrorKind::Config(source) => EntryProblem::Invalid { field, source },
+        // Never reached: a request's builders and `validate` fail with
+        // configuration errors only, found before any I/O.
+        _ => EntryProblem::Invalid {
+            field,
+            source: crate::error::ConfigError::Url,
+        },
+    }
 }

@@ -84,6 +84,7 @@ fn one_bad_entry_names_itself_and_the_others_are_read() {
             "reserved": { "url": "http://127.0.0.1:1/", "headers": { "Mcp-Session-Id": "s3cret-token" } },
             "url": { "url": "ftp://127.0.0.1/" },
             "empty": { "command": "" },
+            "tls_socket": { "url": "https://127.0.0.1/mcp", "socket": "/run/mcp.sock" },
             "scalar": 7
         } }"#,
     );
@@ -103,11 +104,26 @@ fn one_bad_entry_names_itself_and_the_others_are_read() {
     assert!(matches!(problem("kind"), P::UnknownType));
     assert!(matches!(problem("mismatch"), P::TypeMismatch));
     assert!(matches!(problem("missing"), P::MissingVariable { variable } if variable == "NOPE"));
-    assert!(matches!(problem("input"), P::MissingInput { .. }));
-    assert!(matches!(problem("reserved"), P::Invalid(_)));
-    assert!(matches!(problem("url"), P::Invalid(_)));
-    assert!(matches!(problem("empty"), P::Invalid(_)));
+    assert!(matches!(problem("input"), P::MissingInputs { .. }));
+    assert!(matches!(
+        problem("reserved"),
+        P::Invalid {
+            field: "headers",
+            ..
+        }
+    ));
+    assert!(matches!(problem("url"), P::Invalid { field: "url", .. }));
+    assert!(matches!(
+        problem("empty"),
+        P::Invalid {
+            field: "command",
+            ..
+        }
+    ));
     assert!(matches!(problem("scalar"), P::NotAnObject));
+    // Issue 63, item 18: refused when read (and so by --check), at its field.
+    assert!(matches!(problem("tls_socket"), P::SocketNeedsHttp));
+    assert_eq!(problem("tls_socket").field(), Some("socket"));
     // Errors name the entry and never show a value.
     for error in config.errors() {
         let mut text = error.to_string();
@@ -250,7 +266,7 @@ fn vscode_inputs_are_answered_by_the_application() {
     let none = |_: &str| None;
     let config = ServersConfig::parse_with(text, &none).unwrap();
     let error = config.errors().next().unwrap();
-    assert!(matches!(error.problem(), EntryProblem::MissingInput { id } if id == "key"));
+    assert!(matches!(error.problem(), EntryProblem::MissingInputs { ids } if ids == &["key"]));
     let variables = Variables::new(&none).with_input("key", "input-canary");
     let config = ServersConfig::parse_with_variables(text, &variables).unwrap();
     let api = config.get("api").unwrap();

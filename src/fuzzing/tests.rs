@@ -75,6 +75,15 @@ fn server_json_text() -> impl Strategy<Value = String> {
         Just("\"--key={token}\"".to_owned()),
         Just("\"https://{tenant}.h.test/{token}\"".to_owned()),
         Just("\"https://h.test/mcp\"".to_owned()),
+        Just("\"https://h.test/mcp?k={PATH}\"".to_owned()),
+        Just("\"Bearer {HOME}\"".to_owned()),
+        Just("\"--call=sh\"".to_owned()),
+        Just("\"--from=git+https://x\"".to_owned()),
+        Just("\"--privileged\"".to_owned()),
+        Just("\"sh\"".to_owned()),
+        Just("\"NODE_OPTIONS\"".to_owned()),
+        Just("\"npm_config_registry\"".to_owned()),
+        Just("\"-e\"".to_owned()),
         Just("\"{\"".to_owned()),
         "\"[ -~&&[^\"\\\\]]{0,10}\"",
         Just("7".to_owned()),
@@ -107,15 +116,32 @@ fn server_json_text() -> impl Strategy<Value = String> {
         "headers"
     ];
     let kind = prop_oneof!["npm", "pypi", "oci", "nuget", "mcpb", "other"];
+    // Identifiers, versions and hints as hostile documents write them:
+    // options where the package goes, programs of their own choosing.
+    let identifier = prop_oneof![
+        Just("@a/b"),
+        Just("acme-files"),
+        Just("ghcr.io/a/b"),
+        Just("--call=touch x"),
+        Just("-y"),
+        Just("--privileged"),
+    ];
+    let version = prop_oneof![Just("1"), Just("-1"), Just("--yes"), Just("1.0.0")];
+    let hint = prop_oneof![
+        Just(""),
+        Just("\"runtimeHint\": \"sh\", "),
+        Just("\"runtimeHint\": \"npx\", ")
+    ];
     let package = (
         kind,
+        (identifier, version, hint),
         proptest::collection::vec((nested, list.clone()), 0..3),
         list.clone(),
     )
-        .prop_map(|(kind, mut lists, unknown)| {
+        .prop_map(|(kind, (id, version, hint), mut lists, unknown)| {
             lists.push(("x".to_owned(), unknown));
             format!(
-                "{{\"registryType\": \"{kind}\", \"identifier\": \"@a/b\", \"version\": \"1\", \"transport\": {{\"type\": \"stdio\"}}, \"variables\": {{\"token\": {{\"isSecret\": true}}}}, {}}}",
+                "{{\"registryType\": \"{kind}\", \"identifier\": \"{id}\", \"version\": \"{version}\", {hint}\"transport\": {{\"type\": \"stdio\"}}, \"variables\": {{\"token\": {{\"isSecret\": true}}}}, {}}}",
                 members(lists)
             )
         });
@@ -253,6 +279,20 @@ proptest! {
         super::registry_server_json(text.as_bytes());
     }
 
+    /// Zips whose names repeat (written twice, or alike but for case),
+    /// leave the folder, or nest: checked, never unpacked otherwise than
+    /// they read (issue 63, item 5).
+    #[test]
+    fn mcpb_bundles_unpack_as_they_read_or_not_at_all(
+        names in proptest::collection::vec(
+            prop_oneof!["a.js", "A.js", "b/c.js", "B/c.js", "../x", "/abs", "b/", "d/./e", "[a-c]{1,2}"],
+            1..5,
+        ),
+        twice in any::<bool>(),
+    ) {
+        super::mcpb_bundle(&zip_with_names(&names, twice));
+    }
+
     #[test]
     fn codex_configs_keep_secrets_out(text in codex_config_text()) {
         let env = |_: &str| None;
@@ -264,4 +304,65 @@ proptest! {
         prop_assert!(read.is_ok(), "generated TOML is TOML: {text}");
         super::servers_config(text.as_bytes());
     }
+}
+
+/// A zip holding one file per name (the first written twice when asked,
+/// by renaming the second entry in place: the zip crate's writer refuses
+/// a repeated name), each holding its name.
+fn zip_with_names(names: &[String], twice: bool) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut zip = zip::ZipWriter::new(&mut out);
+    let mut written = Vec::new();
+    let mut list: Vec<String> = names.to_vec();
+    if twice {
+        // The same length as the first, so it can be renamed in place.
+        list.insert(1, "~".repeat(list[0].len()));
+    }
+    for name in &list {
+        let options = zip::write::SimpleFileOptions::default();
+        let started = if name.ends_with('/') {
+            zip.add_directory(name.as_str(), options)
+        } else {
+            zip.start_file(name.as_str(), options)
+        };
+        if started.is_ok() {
+            let _ = zip.write_all(name.as_bytes());
+            written.push(name.clone());
+        }
+    }
+    let _ = zip.finish();
+    let mut bytes = out.into_inner();
+    if twice && written.len() > 1 && written[1].starts_with('~') {
+        let (from, to) = (
+            written[1].as_bytes().to_vec(),
+            written[0].as_bytes().to_vec(),
+        );
+        let mut at = 0;
+        while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from) {
+            let start = at + found;
+            bytes[start..start + from.len()].copy_from_slice(&to);
+            at = start + from.len();
+        }
+    }
+    bytes
+}
+
+/// Issue 63, item 5: a name written twice (the zip crate keeps the last)
+/// and names equal but for case are refused; the checks see every entry
+/// the central directory holds.
+#[test]
+fn repeated_names_are_refused() {
+    let twice = zip_with_names(&["server.js".to_owned(), "x".to_owned()], true);
+    assert!(matches!(
+        crate::registry::fuzz_open_bundle(&twice),
+        Err(crate::registry::BundleError::DuplicateEntry)
+    ));
+    let folded = zip_with_names(&["Server.js".to_owned(), "server.js".to_owned()], false);
+    assert!(matches!(
+        crate::registry::fuzz_open_bundle(&folded),
+        Err(crate::registry::BundleError::DuplicateEntry)
+    ));
+    let fine = zip_with_names(&["server.js".to_owned(), "lib/x.js".to_owned()], false);
+    assert!(crate::registry::fuzz_open_bundle(&fine).is_ok());
 }

@@ -221,8 +221,9 @@ impl RememberedListings {
         });
     }
 
-    /// Writes what is remembered now: the file whole, through a temporary
-    /// file and a rename, so a crash mid-write leaves the old one; or each
+    /// Writes what is remembered now: the file whole, through a fresh
+    /// temporary file (never a link someone planted) and a rename, so a
+    /// crash mid-write leaves the old one; or each
     /// listing to the store, so a process about to exit loses none of the
     /// writes made behind its back. Nothing when kept in memory.
     pub async fn save(&self) -> Result<(), RememberError> {
@@ -255,16 +256,11 @@ impl RememberedListings {
             })
             .expect("listings serialize")
         };
-        tokio::task::spawn_blocking(move || {
-            let mut temporary = path.as_os_str().to_owned();
-            temporary.push(".tmp");
-            std::fs::write(&temporary, text)?;
-            std::fs::rename(&temporary, &path)
-        })
-        .await
-        .map_err(std::io::Error::other)
-        .and_then(|written| written)
-        .map_err(RememberError::Io)
+        tokio::task::spawn_blocking(move || crate::store::write_private(&path, &text))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|written| written)
+            .map_err(RememberError::Io)
     }
 
     fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Listing>> {

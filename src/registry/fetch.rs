@@ -23,6 +23,9 @@ const BODY_LIMIT: usize = 1 << 20;
 
 /// The URL of `name` at `version` in the registry at `base`.
 pub(super) fn version_url(base: &Url, name: &str, version: &str) -> Result<Url, RegistryError> {
+    if !matches!(base.scheme(), "http" | "https") {
+        return Err(RegistryError::BadRegistryUrl);
+    }
     let mut url = base.clone();
     url.path_segments_mut()
         .map_err(|()| RegistryError::BadRegistryUrl)?
@@ -39,22 +42,30 @@ pub struct RegistryOptions {
     pub(super) base: Url,
     pub(super) limit: Duration,
     pub(super) allow_unpinned: bool,
-    pub(super) bundle_dir: PathBuf,
+    pub(super) bundle_dir: Option<PathBuf>,
 }
 
 impl RegistryOptions {
     /// The registry at `base`; 30 s for each fetch; a version required;
     /// bundles under the user's cache directory
-    /// (`$XDG_CACHE_HOME/mcp-connect/mcpb`, else `~/.cache/...`).
+    /// (`$XDG_CACHE_HOME/mcp-connect/mcpb`, else `~/.cache/...`; an
+    /// absolute path only). With neither there is no bundle folder (a
+    /// shared temporary folder is never used): an `mcpb` package is then
+    /// [`BundleError::NoPrivateFolder`](super::BundleError::NoPrivateFolder)
+    /// unless [`with_bundle_dir`](Self::with_bundle_dir) gives one.
     pub fn new(base: Url) -> Self {
+        let absolute = |path: PathBuf| path.is_absolute().then_some(path);
         let cache = (std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from))
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
+            .and_then(absolute)
+            .or_else(|| {
+                let home = std::env::var_os("HOME").map(PathBuf::from);
+                home.and_then(absolute).map(|home| home.join(".cache"))
+            });
         RegistryOptions {
             base,
             limit: Duration::from_secs(30),
             allow_unpinned: false,
-            bundle_dir: cache.join("mcp-connect").join("mcpb"),
+            bundle_dir: cache.map(|cache| cache.join("mcp-connect").join("mcpb")),
         }
     }
 
@@ -78,11 +89,12 @@ impl RegistryOptions {
         self
     }
 
-    /// `mcpb` bundles are downloaded and unpacked under `dir`, one
-    /// directory per digest.
+    /// `mcpb` bundles are kept and unpacked under `dir`, one folder per
+    /// digest. It must be this user's alone (made 0700 when missing; one
+    /// others can change is refused when a bundle is prepared).
     #[must_use]
     pub fn with_bundle_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.bundle_dir = dir.into();
+        self.bundle_dir = Some(dir.into());
         self
     }
 }
@@ -109,7 +121,10 @@ impl ServerJson {
     }
 
     /// Fetches `name` at `version` (`"latest"` for the newest) from the
-    /// registry at `base` through `client`, within `limit`.
+    /// registry at `base` through `client`, within `limit`. An answer that
+    /// is the document of another server, or of another version than the
+    /// one pinned, is [`RegistryError::Mismatch`]: a registry (or whoever
+    /// answers for it) cannot substitute one server for another.
     pub async fn fetch(
         client: &HttpClient,
         base: &Url,
@@ -133,7 +148,18 @@ impl ServerJson {
             });
         }
         let text = std::str::from_utf8(&body).map_err(|_| RegistryError::NotServerJson)?;
-        ServerJson::parse(text)
+        let server = ServerJson::parse(text)?;
+        let mismatch = |field| RegistryError::Mismatch {
+            name: name.to_owned(),
+            field,
+        };
+        if server.name() != name {
+            return Err(mismatch("name"));
+        }
+        if version != "latest" && server.version() != Some(version) {
+            return Err(mismatch("version"));
+        }
+        Ok(server)
     }
 }
 
@@ -155,5 +181,22 @@ mod tests {
             url.as_str(),
             "https://mirror.test/mcp/v0.1/servers/a%2Fb/versions/latest"
         );
+    }
+
+    /// Issue 63, item 19: a registry that is not http or https is refused
+    /// as such, before anything is sent (it failed as "TLS failed").
+    #[test]
+    fn only_http_and_https_registries_are_asked() {
+        for base in [
+            "ftp://registry.test/",
+            "file:///srv/registry",
+            "unix:/run/r",
+        ] {
+            let base = Url::parse(base).unwrap();
+            assert!(matches!(
+                version_url(&base, "a/b", "1.0.0"),
+                Err(RegistryError::BadRegistryUrl)
+            ));
+        }
     }
 }

@@ -1,18 +1,21 @@
 //! `mcpb` packages: an MCP Bundle (a zip file with a `manifest.json`)
 //! downloaded from the URL the package gives, refused unless its SHA-256
-//! is the package's `fileSha256`, unpacked once into a directory named by
-//! that digest, and started as its manifest's `server.mcp_config` says
-//! (`command`, `args`, `env`, with `${__dirname}` the bundle's directory).
+//! is the package's `fileSha256`, kept (the verified archive) and unpacked
+//! in this user's private bundle folder, and started as its manifest says
+//! within what a bundle may ask ([`manifest`]).
 //!
-//! The digest is checked before a byte is unpacked; unpacking refuses a
-//! path that leaves the directory, and stops at a size and an entry count,
-//! so a hostile bundle can neither write elsewhere nor fill the disk. It
-//! goes to a temporary directory renamed into place when complete: a
-//! half-unpacked bundle is never started. A manifest value naming a
-//! `${user_config...}` the bundle wants a person to fill refuses it.
+//! Nothing in the folder is trusted because it is there: before every
+//! start the kept archive is hashed again and the unpacked files compared
+//! with it ([`archive`]); a difference unpacks it again, a wrong digest
+//! downloads it again. The folder must be this user's alone ([`folder`]);
+//! without `XDG_CACHE_HOME` or `HOME` there is none, and nothing falls
+//! back to a shared temporary folder.
 
-use std::io::Read as _;
-use std::path::Path;
+mod archive;
+mod folder;
+mod manifest;
+
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -21,11 +24,6 @@ use sha2::{Digest as _, Sha256};
 
 use super::{text, RegistryOptions};
 use crate::transport::HttpClient;
-
-/// A bundle larger than this is refused (downloaded or unpacked).
-const BUNDLE_LIMIT: usize = 256 << 20;
-/// A bundle with more files than this is refused.
-const ENTRY_LIMIT: usize = 20_000;
 
 /// Why an `mcpb` bundle cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +53,17 @@ pub enum BundleError {
     /// Not a zip file, a path leaving the bundle, or over the limits.
     #[error("the bundle is not a well-formed mcpb file")]
     Malformed,
+    /// The zip names one file twice, or two that one folder holds as one.
+    #[error("the bundle names a file twice")]
+    DuplicateEntry,
+    /// Neither `XDG_CACHE_HOME` nor `HOME` says where this user's bundle
+    /// folder is (and a shared temporary folder is never used).
+    #[error("there is no private folder to keep bundles in (set XDG_CACHE_HOME or HOME)")]
+    NoPrivateFolder,
+    /// The bundle folder, or a folder above it, can be changed by another
+    /// user, or is a link.
+    #[error("the bundle folder is not private to this user")]
+    NotPrivate,
     /// Writing the unpacked bundle failed.
     #[error("the bundle could not be unpacked")]
     Unpack(#[source] std::io::Error),
@@ -62,11 +71,12 @@ pub enum BundleError {
     #[error("the bundle's manifest does not say how to start it")]
     NoCommand,
     /// A manifest value names a variable this client cannot answer.
-    #[error("the bundle's manifest needs {variable}, which only a person can give")]
-    ManifestVariable {
-        /// The variable, as the manifest writes it.
-        variable: String,
-    },
+    #[error("the bundle's manifest needs a value only a person can give")]
+    ManifestVariable,
+    /// The manifest asks what a bundle may not (another program, a
+    /// variable that changes what runs).
+    #[error("the bundle's manifest is refused")]
+    Manifest(#[source] super::Refusal),
 }
 
 /// A bundle unpacked and ready: how its manifest starts it.
@@ -79,8 +89,8 @@ pub(super) struct Bundle {
     pub(super) env: Vec<(String, String)>,
 }
 
-/// Downloads (unless already unpacked), checks and unpacks the bundle of
-/// `package`, the `index`th of its `server.json`.
+/// Downloads (unless the verified archive is kept), checks and unpacks the
+/// bundle of `package`, the `index`th of its `server.json`.
 pub(super) async fn prepare(
     client: &HttpClient,
     options: &RegistryOptions,
@@ -91,16 +101,77 @@ pub(super) async fn prepare(
         .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()))
         .ok_or(BundleError::NoDigest)?
         .to_ascii_lowercase();
-    let dir = options.bundle_dir.join(&digest);
-    if !dir.is_dir() {
-        let url = text(package, "identifier").ok_or(BundleError::BadUrl)?;
-        let bytes = download(client, url, options).await?;
-        if crate::redact::hex(&Sha256::digest(&bytes)) != digest {
-            return Err(BundleError::DigestMismatch);
+    let root = options
+        .bundle_dir
+        .clone()
+        .ok_or(BundleError::NoPrivateFolder)?;
+    let kept = root.join(format!("{digest}.mcpb"));
+    let (check_root, check_kept, check_digest) = (root.clone(), kept.clone(), digest.clone());
+    let found = blocking(move || {
+        folder::ensure_private(&check_root)?;
+        Ok(read_verified(&check_kept, &check_digest))
+    })
+    .await?;
+    let bytes = match found {
+        Some(bytes) => bytes,
+        None => {
+            let url = text(package, "identifier").ok_or(BundleError::BadUrl)?;
+            let bytes = download(client, url, options).await?;
+            if crate::redact::hex(&Sha256::digest(&bytes)) != digest {
+                return Err(BundleError::DigestMismatch);
+            }
+            bytes.to_vec()
         }
-        unpack(&bytes, &dir)?;
+    };
+    blocking(move || {
+        let mut archive = archive::open(&bytes)?;
+        crate::store::write_private(&kept, &bytes).map_err(BundleError::Unpack)?;
+        let dir = root.join(&digest);
+        if !(dir.is_dir() && archive::unpacked_as(&mut archive, &dir)?) {
+            remove_unpacked(&dir)?;
+            archive::unpack(&mut archive, &dir)?;
+            if !archive::unpacked_as(&mut archive, &dir)? {
+                return Err(BundleError::Malformed);
+            }
+        }
+        manifest::command(&dir, index)
+    })
+    .await
+}
+
+/// Runs file-system work off the runtime's threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, BundleError> + Send + 'static,
+) -> Result<T, BundleError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| BundleError::Unpack(std::io::Error::other(error)))?
+}
+
+/// The kept archive when its SHA-256 is still `digest` (never through a link).
+fn read_verified(path: &Path, digest: &str) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(archive::BUNDLE_LIMIT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (crate::redact::hex(&Sha256::digest(&bytes)) == digest).then_some(bytes)
+}
+
+/// Removes an unpacked folder that differs from its archive (a link there
+/// is removed, never followed).
+fn remove_unpacked(dir: &PathBuf) -> Result<(), BundleError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(dir).map_err(BundleError::Unpack),
+        Ok(_) => std::fs::remove_file(dir).map_err(BundleError::Unpack),
+        Err(_) => Ok(()),
     }
-    manifest_command(&dir, index)
 }
 
 async fn download(
@@ -116,7 +187,7 @@ async fn download(
     let request = http::Request::get(parsed.as_str())
         .body(Full::new(Bytes::new()))
         .map_err(|_| BundleError::BadUrl)?;
-    let exchange = crate::transport::exchange(client, request, BUNDLE_LIMIT);
+    let exchange = crate::transport::exchange(client, request, archive::BUNDLE_LIMIT);
     let (parts, body) = tokio::time::timeout(options.limit, exchange)
         .await
         .map_err(|_| BundleError::TimedOut)?
@@ -129,119 +200,38 @@ async fn download(
     Ok(body)
 }
 
-/// Unpacks `bytes` (a zip) into `dir`, whole or not at all.
-fn unpack(bytes: &[u8], dir: &Path) -> Result<(), BundleError> {
-    let mut archive =
-        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|_| BundleError::Malformed)?;
-    if archive.len() > ENTRY_LIMIT {
-        return Err(BundleError::Malformed);
+/// The archive's checks and unpacking on arbitrary bytes: a typed error,
+/// or a folder that holds exactly the archive and nothing outside it.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn fuzz(data: &[u8]) {
+    let Ok(mut archive) = archive::open(data) else {
+        return;
+    };
+    let base = std::env::temp_dir().join(format!("mcpb-fuzz-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    folder::ensure_private(&base).expect("a private scratch folder");
+    let dir = base.join("bundle");
+    if archive::unpack(&mut archive, &dir).is_ok() {
+        assert!(
+            archive::unpacked_as(&mut archive, &dir).unwrap_or(false),
+            "unpacked otherwise than the archive"
+        );
     }
-    let parent = dir.parent().ok_or(BundleError::Malformed)?;
-    std::fs::create_dir_all(parent).map_err(BundleError::Unpack)?;
-    let mut nonce = [0u8; 8];
-    getrandom::fill(&mut nonce).map_err(|_| BundleError::Malformed)?;
-    let partial = parent.join(format!(".partial-{}", crate::redact::hex(&nonce)));
-    let written = write_entries(&mut archive, &partial);
-    let placed = written.and_then(|()| match std::fs::rename(&partial, dir) {
-        Ok(()) => Ok(()),
-        // Another process unpacked the same digest first.
-        Err(_) if dir.is_dir() => Ok(()),
-        Err(error) => Err(BundleError::Unpack(error)),
-    });
-    let _ = std::fs::remove_dir_all(&partial);
-    placed
+    let outside: Vec<_> = std::fs::read_dir(&base)
+        .expect("the scratch folder")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .filter(|name| name != "bundle")
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "written outside the bundle: {outside:?}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
 }
 
-fn write_entries(
-    archive: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
-    into: &Path,
-) -> Result<(), BundleError> {
-    let mut total = 0usize;
-    for index in 0..archive.len() {
-        let mut entry = archive
-            .by_index(index)
-            .map_err(|_| BundleError::Malformed)?;
-        let relative = entry.enclosed_name().ok_or(BundleError::Malformed)?;
-        let path = into.join(relative);
-        if entry.is_dir() {
-            std::fs::create_dir_all(&path).map_err(BundleError::Unpack)?;
-            continue;
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(BundleError::Unpack)?;
-        }
-        let mut contents = Vec::new();
-        let room = BUNDLE_LIMIT.saturating_sub(total);
-        (&mut entry)
-            .take(room as u64 + 1)
-            .read_to_end(&mut contents)
-            .map_err(|_| BundleError::Malformed)?;
-        total += contents.len();
-        if total > BUNDLE_LIMIT {
-            return Err(BundleError::Malformed);
-        }
-        std::fs::write(&path, &contents).map_err(BundleError::Unpack)?;
-        #[cfg(unix)]
-        if let Some(mode) = entry.unix_mode() {
-            use std::os::unix::fs::PermissionsExt as _;
-            let permissions = std::fs::Permissions::from_mode(mode & 0o755);
-            std::fs::set_permissions(&path, permissions).map_err(BundleError::Unpack)?;
-        }
-    }
-    Ok(())
-}
-
-/// The bundle of package `index`, started as the manifest in `dir` says.
-fn manifest_command(dir: &Path, index: usize) -> Result<Bundle, BundleError> {
-    let text =
-        std::fs::read_to_string(dir.join("manifest.json")).map_err(|_| BundleError::NoCommand)?;
-    let manifest: Value = serde_json::from_str(&text).map_err(|_| BundleError::NoCommand)?;
-    let config = &manifest["server"]["mcp_config"];
-    let fill = |value: &str| substitute(value, dir);
-    let program = fill(config["command"].as_str().ok_or(BundleError::NoCommand)?)?;
-    let args = (config["args"].as_array().into_iter().flatten())
-        .filter_map(Value::as_str)
-        .map(fill)
-        .collect::<Result<_, _>>()?;
-    let env = (config["env"].as_object().into_iter().flatten())
-        .filter_map(|(name, value)| Some((name, value.as_str()?)))
-        .map(|(name, value)| Ok((name.clone(), fill(value)?)))
-        .collect::<Result<_, _>>()?;
-    Ok(Bundle {
-        package: index,
-        program,
-        args,
-        env,
-    })
-}
-
-/// `value` with `${__dirname}`, `${HOME}` and `${pathSeparator}` (`${/}`)
-/// filled; any other `${...}` refuses the bundle.
-fn substitute(value: &str, dir: &Path) -> Result<String, BundleError> {
-    let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    while let Some(open) = rest.find("${") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| BundleError::ManifestVariable {
-                variable: "${".to_owned(),
-            })?;
-        let name = &after[..close];
-        let home = || std::env::var("HOME").ok();
-        let value: Option<String> = match name {
-            "__dirname" => Some(dir.to_string_lossy().into_owned()),
-            "HOME" => home(),
-            "pathSeparator" | "/" => Some(std::path::MAIN_SEPARATOR.to_string()),
-            _ => None,
-        };
-        let value = value.ok_or_else(|| BundleError::ManifestVariable {
-            variable: format!("${{{name}}}"),
-        })?;
-        out.push_str(&value);
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+/// The archive's name checks on `data` (the fuzz targets' tests).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn fuzz_open(data: &[u8]) -> Result<(), BundleError> {
+    archive::open(data).map(drop)
 }

@@ -26,7 +26,6 @@ const SERVER: &str = r#"{
   "packages": [
     { "registryType": "npm", "identifier": "@acme/files", "version": "1.2.0",
       "transport": { "type": "stdio" },
-      "runtimeArguments": [ { "type": "named", "name": "--node-options", "value": "--max-old-space-size=512" } ],
       "packageArguments": [ { "type": "positional", "value": "serve" } ],
       "environmentVariables": [ { "name": "FILES_ROOT", "default": "/srv" },
                                 { "name": "FILES_TOKEN", "isRequired": true, "isSecret": true } ] },
@@ -34,6 +33,8 @@ const SERVER: &str = r#"{
       "transport": { "type": "stdio" } },
     { "registryType": "oci", "identifier": "ghcr.io/acme/files", "version": "1.2.0",
       "transport": { "type": "stdio" },
+      "runtimeArguments": [ { "type": "named", "name": "--init" },
+                            { "type": "named", "name": "-e", "value": "LOG_LEVEL=info" } ],
       "environmentVariables": [ { "name": "FILES_TOKEN", "isRequired": true } ] },
     { "registryType": "nuget", "identifier": "Acme.Files", "version": "1.2.0",
       "transport": { "type": "stdio" } },
@@ -59,14 +60,7 @@ fn each_registry_type_starts_as_its_host_would() {
     let npm = server.request_with(&only("npx"), &token).unwrap();
     assert_eq!(
         argv(&npm),
-        [
-            "npx",
-            "-y",
-            "--node-options",
-            "--max-old-space-size=512",
-            "@acme/files@1.2.0",
-            "serve"
-        ]
+        ["npx", "-y", "--", "@acme/files@1.2.0", "serve"]
     );
     assert_eq!(npm.name(), "io.github.acme/files");
     let Target::Stdio(command) = npm.target() else {
@@ -91,6 +85,9 @@ fn each_registry_type_starts_as_its_host_would() {
             "run",
             "-i",
             "--rm",
+            "--init",
+            "--env",
+            "LOG_LEVEL=info",
             "-e",
             "FILES_TOKEN",
             "ghcr.io/acme/files:1.2.0"
@@ -120,7 +117,7 @@ fn no_runtime_falls_back_to_the_remote_and_no_remote_is_named() {
     let server = published(&local_only);
     let error = server.request_with(&only("npx"), &none).unwrap_err();
     assert!(
-        matches!(&error, RegistryError::MissingVariable { variable, .. } if variable == "FILES_TOKEN"),
+        matches!(&error, RegistryError::MissingVariables { variables, .. } if variables == &["FILES_TOKEN"]),
         "{error:?}"
     );
     let error = server.request_with(&|_| false, &none).unwrap_err();
@@ -144,15 +141,16 @@ fn an_api_answer_and_mistakes() {
     ));
 }
 
-/// A remote's `{name}` template variables: from the environment, else the
-/// declared default; a URL that cannot be filled names the variable.
+/// A remote's `{name}` template variables: from the caller's answers, else
+/// the declared default; a URL that cannot be filled names every variable.
 #[test]
 fn a_remotes_template_variables_are_filled() {
     let server = r#"{ "name": "io.github.acme/tenants", "description": "Tenants",
       "version": "2.0.0", "remotes": [
         { "type": "streamable-http", "url": "https://{tenant}.acme.test/{region}/mcp",
           "variables": { "tenant": { "default": "eu" }, "region": { "isRequired": true } },
-          "headers": [ { "name": "Authorization", "value": "Bearer {token}", "isSecret": true },
+          "headers": [ { "name": "Authorization", "value": "Bearer {token}", "isSecret": true,
+                         "variables": { "token": { "isSecret": true } } },
                        { "name": "X-Plan", "value": "{plan}", "isRequired": true,
                          "variables": { "plan": { "default": "free" } } } ] } ] }"#;
     let server = published(server);
@@ -171,7 +169,7 @@ fn a_remotes_template_variables_are_filled() {
     let no_region = |name: &str| (name == "tenant").then(|| "us".to_owned());
     let error = server.request_with(&|_| false, &no_region).unwrap_err();
     assert!(
-        matches!(&error, RegistryError::MissingVariable { variable, .. } if variable == "region"),
+        matches!(&error, RegistryError::MissingVariables { variables, .. } if variables == &["region"]),
         "{error:?}"
     );
 }
@@ -212,11 +210,11 @@ fn bundle_json(url: &str, digest: &str) -> String {
 async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
     let manifest = r#"{ "manifest_version": "0.2", "name": "bundled", "version": "1.0.0",
         "server": { "type": "binary", "entry_point": "server.sh",
-                    "mcp_config": { "command": "sh", "args": ["${__dirname}/server.sh"],
+                    "mcp_config": { "command": "${__dirname}/server.sh", "args": [],
                                     "env": { "DATA": "${__dirname}/data" } } } }"#;
     let good = zip_of(&[
         ("manifest.json", manifest, 0o644),
-        ("server.sh", "exit 0", 0o755),
+        ("server.sh", "#!/bin/sh\nexit 0\n", 0o755),
     ]);
     let evil = zip_of(&[
         ("manifest.json", manifest, 0o644),
@@ -253,11 +251,11 @@ async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
 
     let right = published(&bundle_json(&good_url, &sha256(&good)));
     let prepared = right.clone().prepare(&client, &options).await.unwrap();
-    let dir = bundles.join(sha256(&good));
+    let dir = bundles.join(sha256(&good)).canonicalize().unwrap();
     let none = |_: &str| None;
-    let request = prepared.request_with(&only("sh"), &none).unwrap();
+    let request = prepared.request_with(&|_| true, &none).unwrap();
     let script = format!("{}/server.sh", dir.display());
-    assert_eq!(argv(&request), ["sh", script.as_str(), "--serve"]);
+    assert_eq!(argv(&request), [script.as_str(), "--serve"]);
     let Target::Stdio(command) = request.target() else {
         unreachable!()
     };
@@ -285,6 +283,7 @@ async fn an_mcpb_bundle_is_checked_unpacked_and_started_as_its_manifest_says() {
             .permissions()
             .mode();
         assert_eq!(mode & 0o111, 0o111, "executable kept");
+        assert_eq!(mode & 0o222, 0, "the verified copy is read-only");
     }
     // Unpacked once: a second prepare downloads nothing.
     let downloads = server.recorded().len();

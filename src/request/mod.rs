@@ -415,10 +415,18 @@ impl ConnectRequest {
                 transport: self.label(),
             }));
         }
-        if let Target::Stdio(command) = &*self.target {
-            if command.program().is_empty() {
+        match &*self.target {
+            Target::Stdio(command) if command.program().is_empty() => {
                 return Err(Error::config(ConfigError::EmptyCommand));
             }
+            Target::Http {
+                url,
+                socket: Some(_),
+                ..
+            } if url.scheme_str() != Some("http") => {
+                return Err(Error::config(ConfigError::SocketNeedsHttp));
+            }
+            _ => {}
         }
         let limits = &self.settings.limits;
         for (name, value) in [

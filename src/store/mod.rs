@@ -4,8 +4,10 @@
 //! store, the era cache, the response cache and the Redis stores all use
 //! it, and it depends on none of them.
 
+mod file;
 mod health;
 
+pub(crate) use file::write_private;
 pub(crate) use health::StoreHealth;
 
 /// A store failed. The source says why (for [`FileTokenStore`](crate::auth::FileTokenStore), the I/O

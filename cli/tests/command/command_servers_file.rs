@@ -360,7 +360,8 @@ async fn a_required_server_that_cannot_start_stops_the_run() {
 
 /// Issue 45, item 2: `--check` reads, validates and expands the file,
 /// starts and connects nothing, shows each launch with no secret in it and
-/// each refused entry with its line and column; exit 2 when any is refused.
+/// each refused entry with its line and column; exit 1 when any is refused
+/// (issue 63, item 24: distinct from a usage error's 2).
 #[tokio::test]
 async fn check_shows_each_launch_masked_and_each_mistake_located() {
     let dir = tempfile_path::Path::new("", "d");
@@ -377,7 +378,7 @@ async fn check_shows_each_launch_masked_and_each_mistake_located() {
     let config = write_config(&text);
     let output = run_async(&["--config", config.as_str(), "--check", "--json"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(!stdout.contains(SECRET), "{stdout}");
     assert!(
         !std::path::Path::new(&touched).exists(),

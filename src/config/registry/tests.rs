@@ -7,8 +7,7 @@ use crate::testkit::{Recorded, Script, ScriptServer};
 use crate::transport::HttpClient;
 
 /// A registry stub: `io.github.acme/files` at 1.2.0 (and `latest`) with an
-/// npm package (started with `sh` as its runtime hint, which is on every
-/// PATH here) and a remote whose token is a secret variable.
+/// npm package and a remote whose token is a secret variable.
 async fn registry() -> ScriptServer {
     ScriptServer::start(|request: &Recorded| {
         let files = "/v0.1/servers/io.github.acme%2Ffiles/versions/";
@@ -32,7 +31,7 @@ fn files_json() -> Value {
         "version": "1.2.0",
         "packages": [ {
             "registryType": "npm", "identifier": "@acme/files", "version": "1.2.0",
-            "runtimeHint": "sh", "transport": { "type": "stdio" },
+            "transport": { "type": "stdio" },
             "environmentVariables": [
                 { "name": "FILES_TOKEN", "description": "Token", "isRequired": true, "isSecret": true }
             ]
@@ -58,6 +57,11 @@ const FILE: &str = r#"{ "mcpServers": {
 
 const CANARY: &str = "CANARY-7f3a-secret";
 
+/// The runtimes these tests have: npx alone, whatever this machine's PATH.
+fn npx(program: &str) -> bool {
+    program == "npx"
+}
+
 #[tokio::test]
 async fn a_registry_entry_is_fetched_pinned_and_resolved_with_its_settings() {
     let server = registry().await;
@@ -76,7 +80,7 @@ async fn a_registry_entry_is_fetched_pinned_and_resolved_with_its_settings() {
     let client = HttpClient::default_client();
     let documents = config.fetch_registry(&client, &options(&server)).await;
     let variables = Variables::new(&none).with_input("FILES_TOKEN", CANARY);
-    config.resolve_registry(&documents, &variables);
+    config.resolve_registry_with(&documents, &variables, &npx);
 
     let files = config.get("files").expect("resolved");
     let Target::Stdio(command) = files.request().target().clone() else {
@@ -86,7 +90,7 @@ async fn a_registry_entry_is_fetched_pinned_and_resolved_with_its_settings() {
         .chain(command.arguments())
         .map(|part| part.to_string_lossy().into_owned())
         .collect();
-    assert_eq!(argv, ["sh", "-y", "@acme/files@1.2.0"]);
+    assert_eq!(argv, ["npx", "-y", "--", "@acme/files@1.2.0"]);
     // The secret typed as an input is set for the child, under its name.
     let env: Vec<_> = command.environment().iter().collect();
     assert_eq!(env.len(), 1);
@@ -100,7 +104,7 @@ async fn a_registry_entry_is_fetched_pinned_and_resolved_with_its_settings() {
     );
     assert_eq!(
         files.launch().to_string(),
-        "stdio: sh -y @acme/files@1.2.0; env FILES_TOKEN"
+        "stdio: npx -y -- @acme/files@1.2.0; env FILES_TOKEN"
     );
 
     // Unpinned: refused, and never asked for.
@@ -120,7 +124,7 @@ async fn a_registry_entry_is_fetched_pinned_and_resolved_with_its_settings() {
     let documents = config
         .fetch_registry(&client, &options(&server).allow_unpinned())
         .await;
-    config.resolve_registry(&documents, &variables);
+    config.resolve_registry_with(&documents, &variables, &npx);
     assert!(config.get("latest").is_some());
     assert!(server
         .recorded()
@@ -142,9 +146,9 @@ async fn a_servers_secret_variables_are_inputs_asked_for_and_never_shown() {
     let mut config = ServersConfig::parse_with(file, &none).unwrap();
     let client = HttpClient::default_client();
     let documents = config.fetch_registry(&client, &options(&server)).await;
-    // No runtime answer here: `sh` is found, but its token is missing, and
+    // No runtime answer here: `npx` is found, but its token is missing, and
     // so are the remote's tenant and key.
-    config.resolve_registry(&documents, &Variables::new(&none));
+    config.resolve_registry_with(&documents, &Variables::new(&none), &npx);
     assert_eq!(config.missing_inputs(), ["FILES_TOKEN"]);
     let declared: Vec<_> = (config.inputs().iter())
         .map(|i| (i.id(), i.is_password(), i.description()))
@@ -160,7 +164,7 @@ async fn a_servers_secret_variables_are_inputs_asked_for_and_never_shown() {
     // Answered: resolved again from the same documents, nothing fetched again.
     let fetched = server.recorded().len();
     let variables = Variables::new(&none).with_input("FILES_TOKEN", CANARY);
-    config.resolve_registry(&documents, &variables);
+    config.resolve_registry_with(&documents, &variables, &npx);
     assert!(config.get("files").is_some());
     assert_eq!(server.recorded().len(), fetched);
     assert!(!format!("{config:?}").contains(CANARY));
@@ -175,16 +179,19 @@ async fn a_remote_registry_server_and_a_local_server_json() {
     crate::testkit::assert_published_server_json(&remote_only);
     let path = dir.join("server.json");
     std::fs::write(&path, remote_only.to_string()).unwrap();
-    let file =
-        json!({ "mcpServers": { "local": { "registry": path.to_str().unwrap() } } }).to_string();
-    let env = |name: &str| (name == "tenant").then(|| "eu".to_owned());
+    // The entry's own `env` answers the server's variable: the user names
+    // the environment variable for it (issue 63, item 23).
+    let file = json!({ "mcpServers": { "local": { "registry": path.to_str().unwrap(),
+                                                  "env": { "tenant": "${env:TENANT}" } } } })
+    .to_string();
+    let env = |name: &str| (name == "TENANT").then(|| "eu".to_owned());
     let mut config = ServersConfig::parse_with(&file, &env).unwrap();
     let client = HttpClient::default_client();
     let documents = config
         .fetch_registry(&client, &RegistryOptions::public())
         .await;
     let variables = Variables::new(&env).with_input("api_key", CANARY);
-    config.resolve_registry(&documents, &variables);
+    config.resolve_registry_with(&documents, &variables, &npx);
     let local = config.get("local").expect("resolved from the file");
     let Target::Http { url, headers, .. } = local.request().target().clone() else {
         panic!("remote");
@@ -202,7 +209,7 @@ async fn a_remote_registry_server_and_a_local_server_json() {
     let documents = config
         .fetch_registry(&client, &RegistryOptions::public())
         .await;
-    config.resolve_registry(&documents, &variables);
+    config.resolve_registry_with(&documents, &variables, &npx);
     let error = config.errors().next().unwrap();
     assert!(
         matches!(error.problem(), EntryProblem::Registry(e) if matches!(**e, RegistryError::Read(_)))
@@ -252,13 +259,13 @@ async fn a_refresh_fetches_only_new_or_changed_entries() {
 
     let mut first = ServersConfig::parse_with(&file("1.0.0"), &none).unwrap();
     let mut documents = first.fetch_registry(&client, &options(&server)).await;
-    first.resolve_registry(&documents, &Variables::new(&none));
+    first.resolve_registry_with(&documents, &Variables::new(&none), &npx);
     assert_eq!(argv(&first, "moving"), "@acme/files@1.0.0");
     assert_eq!(server.recorded().len(), 2);
 
     let mut reloaded = ServersConfig::parse_with(&file("2.0.0"), &none).unwrap();
     (reloaded.refresh_registry(&mut documents, &client, &options(&server))).await;
-    reloaded.resolve_registry(&documents, &Variables::new(&none));
+    reloaded.resolve_registry_with(&documents, &Variables::new(&none), &npx);
     assert_eq!(argv(&reloaded, "pinned"), "@acme/files@1.0.0");
     assert_eq!(
         argv(&reloaded, "moving"),
