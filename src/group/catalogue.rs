@@ -106,6 +106,8 @@ pub struct Catalogue {
     settled: bool,
     /// The lists, built from the parts on the first read.
     view: OnceLock<View>,
+    /// The tools' vendor names, made on the first ask.
+    vendor: OnceLock<super::vendor::VendorNames>,
 }
 
 /// What one server shows in the catalogue, and what of it is left out.
@@ -134,7 +136,14 @@ impl Catalogue {
             parts,
             settled,
             view: OnceLock::new(),
+            vendor: OnceLock::new(),
         }
+    }
+
+    /// Every tool's vendor name (see [`vendor_tools`](Self::vendor_tools)).
+    pub(super) fn vendor_names(&self) -> &super::vendor::VendorNames {
+        self.vendor
+            .get_or_init(|| super::vendor::VendorNames::of(self.tools()))
     }
 
     fn view(&self) -> &View {

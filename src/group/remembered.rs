@@ -304,3 +304,33 @@ impl std::fmt::Debug for RememberedListings {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 63, item 6: the catalogue cache was written through a fixed
+    /// `FILE.tmp` that followed a link planted there, overwriting the
+    /// file it pointed to. The planted link's target stays as it was.
+    #[tokio::test]
+    async fn a_link_planted_at_the_temporary_name_is_not_written_through() {
+        let dir = std::env::temp_dir().join(format!("remembered-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "someone else's file").unwrap();
+        let file = dir.join("catalogue.json");
+        std::os::unix::fs::symlink(&victim, dir.join("catalogue.json.tmp")).unwrap();
+        let remembered = RememberedListings::file(&file).unwrap();
+        remembered.save().await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "someone else's file"
+        );
+        assert!(
+            RememberedListings::file(&file).is_ok(),
+            "the file reads back"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

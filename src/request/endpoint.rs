@@ -38,27 +38,50 @@ impl ConnectRequest {
 
     /// This request for another HTTP endpoint of the same server, a replica
     /// (see [`ReplicasLayer`](crate::client::ReplicasLayer)): the
-    /// configuration is shared, not copied, and the headers go along (the
-    /// replica is the same server, with the same credentials); userinfo in
-    /// `url` replaces the `Authorization` header. Fails as
-    /// [`http`](Self::http) does.
+    /// configuration is shared, not copied. Fails as [`http`](Self::http)
+    /// does.
+    ///
+    /// What can authenticate or select the server goes only to its own
+    /// origin (scheme, host and port): a replica at the primary's origin
+    /// gets its headers, its Unix socket and its authorization; a replica
+    /// at another origin gets none of them (a bearer sent there would be
+    /// sent to whoever runs it), and no socket (its traffic goes to its own
+    /// URL, never to the primary's socket): only what its own URL gives
+    /// (userinfo becomes its `Authorization`), reached through the
+    /// connector's HTTP client. Give such a replica its own credentials
+    /// with [`with_header`](Self::with_header) or
+    /// [`with_authorization`](Self::with_authorization) on what this returns.
     pub fn for_replica(&self, url: &str) -> Result<Self, Error> {
         let (url, own) = http_parts(url)?;
-        let (mut headers, socket) = match &*self.target {
+        let primary = match &*self.target {
             Target::Http {
-                headers, socket, ..
-            } => (headers.clone(), socket.clone()),
-            Target::Stdio(_) => (http::HeaderMap::new(), None),
-        };
-        headers.extend(own);
-        Ok(ConnectRequest {
-            target: Arc::new(Target::Http {
-                url,
+                url: primary,
                 headers,
                 socket,
-            }),
-            ..self.clone()
-        })
+            } => Some((primary, headers, socket)),
+            Target::Stdio(_) => None,
+        };
+        let mut request = self.clone();
+        let (mut headers, socket) = match primary {
+            Some((primary, headers, socket)) if super::uri::same_origin(primary, &url) => {
+                (headers.clone(), socket.clone())
+            }
+            // Another origin: none of the primary's credentials, no socket.
+            primary => {
+                if primary.is_some_and(|(_, _, socket)| socket.is_some()) {
+                    request.settings_mut().http = None;
+                }
+                request.settings_mut().auth = None;
+                (HeaderMap::new(), None)
+            }
+        };
+        headers.extend(own);
+        request.target = Arc::new(Target::Http {
+            url,
+            headers,
+            socket,
+        });
+        Ok(request)
     }
 }
 
@@ -148,19 +171,74 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_replica_keeps_the_headers_and_takes_its_own_url_and_userinfo() {
+    fn a_replica_at_the_same_origin_keeps_the_headers_and_takes_its_userinfo() {
         let primary = ConnectRequest::http("http://a.example/mcp")
             .unwrap()
             .with_header("x-api-key", "k")
             .unwrap();
-        let replica = primary.for_replica("http://u:p@b.example/mcp").unwrap();
+        let replica = primary.for_replica("http://u:p@a.example/other").unwrap();
         let Target::Http { url, headers, .. } = replica.target() else {
             panic!("an HTTP target");
         };
-        assert_eq!(url.to_string(), "http://b.example/mcp");
+        assert_eq!(url.to_string(), "http://a.example/other");
         assert_eq!(headers["x-api-key"], "k");
         assert!(headers.contains_key(http::header::AUTHORIZATION));
-        assert!(std::sync::Arc::ptr_eq(&primary.settings, &replica.settings));
         assert!(primary.for_replica("ftp://b.example/").is_err());
+    }
+
+    /// Issue 63, item 8: a replica at another origin gets none of the
+    /// primary's credentials, nor its socket; one at the same origin gets
+    /// them all and shares the configuration.
+    #[test]
+    fn credentials_and_the_socket_stay_with_their_origin() {
+        let primary = ConnectRequest::http("https://a.example/mcp")
+            .unwrap()
+            .with_header("authorization", "Bearer primary-token")
+            .unwrap()
+            .with_authorization(crate::auth::Authorization::client_credentials(
+                "id", "secret",
+            ));
+        let same = primary.for_replica("https://A.example:443/other").unwrap();
+        let Target::Http { headers, .. } = same.target() else {
+            panic!("an HTTP target");
+        };
+        assert_eq!(headers["authorization"], "Bearer primary-token");
+        assert!(std::sync::Arc::ptr_eq(&primary.settings, &same.settings));
+        for elsewhere in [
+            "https://b.example/mcp",
+            "http://a.example/mcp",
+            "https://a.example:8443/mcp",
+        ] {
+            let replica = primary.for_replica(elsewhere).unwrap();
+            let Target::Http {
+                headers, socket, ..
+            } = replica.target()
+            else {
+                panic!("an HTTP target");
+            };
+            assert!(headers.is_empty(), "{elsewhere}");
+            assert!(socket.is_none());
+            assert!(replica.settings.auth.is_none(), "{elsewhere}");
+        }
+        let local = ConnectRequest::http("http://localhost/mcp")
+            .unwrap()
+            .with_unix_socket("/run/mcp.sock");
+        let Target::Http { socket, .. } = local
+            .for_replica("http://localhost/b")
+            .unwrap()
+            .target()
+            .clone()
+        else {
+            panic!("an HTTP target");
+        };
+        assert!(socket.is_some(), "the same origin goes over the socket");
+        let away = local.for_replica("http://b.example/mcp").unwrap();
+        let Target::Http { socket, .. } = away.target() else {
+            panic!("an HTTP target");
+        };
+        assert!(
+            socket.is_none() && away.http_client().is_none(),
+            "not the primary's socket"
+        );
     }
 }

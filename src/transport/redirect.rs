@@ -23,9 +23,8 @@
 //! refused hop is a typed [`RedirectRefused`] and a response comes back as
 //! it came.
 
-use std::fmt;
+use crate::request::uri::Origin;
 
-use http::uri::{Authority, Scheme};
 use http::{header, Request, StatusCode, Uri};
 
 use super::error::{RedirectReason, RedirectRefused};
@@ -92,46 +91,6 @@ impl RedirectPolicy {
             hops: 0,
             first: None,
         }
-    }
-}
-
-/// An origin: scheme, host and port (the default port filled in).
-#[derive(Clone, PartialEq, Eq)]
-struct Origin {
-    scheme: Scheme,
-    authority: Authority,
-    port: u16,
-}
-
-impl Origin {
-    fn of(uri: &Uri) -> Option<Origin> {
-        let scheme = uri.scheme()?.clone();
-        let authority = uri.authority()?.clone();
-        let port = authority
-            .port_u16()
-            .unwrap_or(if scheme == Scheme::HTTPS { 443 } else { 80 });
-        Some(Origin {
-            scheme,
-            authority,
-            port,
-        })
-    }
-
-    fn same(&self, other: &Origin) -> bool {
-        self.scheme == other.scheme
-            && self.port == other.port
-            && self
-                .authority
-                .host()
-                .eq_ignore_ascii_case(other.authority.host())
-    }
-}
-
-/// Origins are printed by scheme and port only: the host may be a secret
-/// of the configuration as much as the path.
-impl fmt::Debug for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://…:{}", self.scheme, self.port)
     }
 }
 

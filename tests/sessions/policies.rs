@@ -907,3 +907,46 @@ async fn a_config_entrys_replicas_take_the_calls_of_a_failing_primary() {
     })
     .await;
 }
+
+/// Issue 63, item 8: a replica at another origin (another port here) never
+/// receives the primary's `Authorization`: the calls it takes carry only
+/// what its own URL gives. (It received the primary's bearer.)
+#[tokio::test]
+async fn a_replica_elsewhere_never_gets_the_primarys_credentials() {
+    use mcp_connect::config::ServersConfig;
+    use mcp_connect::group::ServerGroup;
+    const CANARY: &str = "Bearer primary-canary-6e1f";
+    watchdog(LIMIT, async {
+        let failing = Arc::new(AtomicBool::new(false));
+        let primary = ScriptServer::start(flaky(failing.clone(), Arc::default())).await;
+        let replica_calls = Arc::new(AtomicUsize::new(0));
+        let healthy = Arc::new(AtomicBool::new(false));
+        let replica = ScriptServer::start(flaky(healthy, replica_calls.clone())).await;
+        let text = format!(
+            r#"{{ "mcpServers": {{ "s": {{ "url": "{}", "headers": {{ "Authorization": "{CANARY}" }},
+                 "policies": {{ "replicas": ["{}"] }} }} }} }}"#,
+            primary.url(),
+            replica.url()
+        );
+        let config = ServersConfig::parse(&text).unwrap();
+        let group = ServerGroup::new();
+        let stack = EstablishBuilder::new(Connector::new()).build();
+        assert!(group.add_config(&config, &stack).is_empty());
+        group.settled().await;
+        failing.store(true, Ordering::SeqCst);
+        for _ in 0..8 {
+            let _ = group.call_tool("x", &json!({})).await;
+        }
+        assert!(replica_calls.load(Ordering::SeqCst) >= 1, "the replica took calls");
+        assert!(!replica.recorded().is_empty());
+        for request in replica.recorded() {
+            assert!(request.headers.get("authorization").is_none(), "{request:?}");
+        }
+        assert!(primary
+            .recorded()
+            .iter()
+            .all(|r| r.headers.get("authorization").is_some_and(|v| v == CANARY)));
+        group.shutdown().await;
+    })
+    .await;
+}

@@ -171,3 +171,39 @@ async fn unix_socket_reaches_the_server_like_curl_and_no_proxy_applies() {
     assert_eq!(code, Some(2), "{text}");
     let _ = std::fs::remove_file(&socket);
 }
+
+/// Issue 63, item 8: with `--unix-socket`, a `--replica` at another origin
+/// is reached at its own URL (its traffic went to the primary's socket).
+#[tokio::test]
+async fn a_replica_elsewhere_is_reached_at_its_own_url_not_the_socket() {
+    let socket = std::env::temp_dir().join(format!("mcp-cli-replica-{}.sock", std::process::id()));
+    let origin = DemoServer::start_on_unix_socket(&socket).await.unwrap();
+    let replica = DemoServer::start().await.unwrap();
+    let socket_arg = socket.to_string_lossy().into_owned();
+    let replica_url = replica.url();
+    let (code, _, text) = run(with_env(
+        &[
+            "--json",
+            "--unix-socket",
+            &socket_arg,
+            "--replica",
+            &replica_url,
+            "--call-tool",
+            "add",
+            "--args",
+            r#"{"a":2,"b":3}"#,
+            "--repeat",
+            "24",
+            "--interval",
+            "10ms",
+            "http://localhost/mcp",
+        ],
+        &[],
+    ))
+    .await;
+    assert_eq!(code, Some(0), "{text}");
+    // Balanced by two random choices over idle replicas: both take calls.
+    assert!(replica.requests() >= 2, "the replica was reached: {text}");
+    assert!(origin.requests() >= 2, "{text}");
+    let _ = std::fs::remove_file(&socket);
+}
