@@ -378,7 +378,7 @@ pub(crate) fn fuzz_bundle(data: &[u8]) {
 }
 
 /// The bundle's name checks alone (the fuzz targets' tests).
-#[cfg(any(test, feature = "fuzzing"))]
+#[cfg(test)]
 pub(crate) fn fuzz_open_bundle(data: &[u8]) -> Result<(), BundleError> {
     mcpb::fuzz_open(data)
 }

@@ -50,9 +50,18 @@ pub(super) async fn run(
         Ok(options) => options,
         Err(message) => return usage(&message),
     };
-    let mut answers = Answers::new(args.standard);
+    let bound = super::prompt::Bounded {
+        cancel: cancel.clone(),
+        limit: args.deadline,
+    };
+    let mut answers = Answers::new(args.standard, bound);
     let config = match answers.read_asking(path, &client, &options).await {
         Ok(config) => config,
+        // The first signal ended the read: exit as a signal does.
+        Err(_) if signals.received().is_some() => {
+            let signal = signals.received().expect("received");
+            return ExitCode::from(signal.exit_code());
+        }
         Err(error) => return usage(&format!("--config: {}", chain(&error))),
     };
     if args.check {

@@ -35,5 +35,9 @@ fn usage(message: &str) -> std::process::ExitCode {
 const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn main() -> std::process::ExitCode {
+    // Run again as a stdio server's guardian, this process is only that.
+    mcp_connect::transport::guardian::serve_if_asked();
+    // Every stdio server's tree ends with the command, however it ends.
+    let _ = mcp_connect::transport::guardian::enable_with_current_exe();
     run::main()
 }

@@ -1,5 +1,6 @@
-//! The `${input:ID}` values a config file asks for, asked on the terminal
-//! (VS Code's `inputs`): each missing one once, with the file's
+//! Reading the config file, and the `${input:ID}` values it asks for,
+//! asked on the terminal (VS Code's `inputs`): each missing one once, with
+//! the file's
 //! description as the prompt; a `password` input is read without echo
 //! (echo off before its prompt shows; rpassword reads it) and never shown. Nothing is asked when stdin is not a
 //! terminal: the entries that need an answer are then refused, naming the
@@ -7,6 +8,12 @@
 //! registry entry's secret variables are inputs too (its `server.json`
 //! fetched before anything is asked, and again on a reload only when the
 //! entry is new or changed).
+//!
+//! Nothing here holds the command past its first signal or its deadline:
+//! the file is read on a blocking thread (a FIFO with no writer, a stalled
+//! file system hold that thread only), the registry's documents are
+//! fetched a few at a time, and each wait ends at the signal or at
+//! `--deadline` ([`Bounded`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -17,32 +24,68 @@ use mcp_connect::config::{
 use mcp_connect::registry::RegistryOptions;
 use mcp_connect::transport::HttpClient;
 use nix::sys::termios;
+use tokio_util::sync::CancellationToken;
 
 use super::output::shown;
 
 /// The inputs answered on the terminal, by id, whether the file is read as
-/// the draft standard `mcp.json` (`--standard`), and the `server.json` of
-/// its registry entries, fetched once.
-#[derive(Default)]
+/// the draft standard `mcp.json` (`--standard`), the `server.json` of its
+/// registry entries, fetched once, and what bounds every wait.
 pub(super) struct Answers {
     given: Vec<(String, String)>,
     standard: bool,
     registry: RegistryDocuments,
+    bound: Bounded,
+}
+
+/// What ends a wait: the first signal, and a deadline.
+#[derive(Clone)]
+pub(super) struct Bounded {
+    pub(super) cancel: CancellationToken,
+    pub(super) limit: std::time::Duration,
+}
+
+impl Bounded {
+    /// `work`'s output, or `None` when the signal or the limit came first.
+    async fn wait<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            done = tokio::time::timeout(self.limit, work) => done.ok(),
+        }
+    }
+}
+
+/// A wait the signal or the deadline ended, as a file error.
+fn ended() -> ConfigFileError {
+    ConfigFileError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "not read before the deadline or a signal",
+    ))
 }
 
 impl Answers {
     /// No answer yet; the file read strictly as the standard when asked.
-    pub(super) fn new(standard: bool) -> Self {
+    pub(super) fn new(standard: bool, bound: Bounded) -> Self {
         Answers {
+            given: Vec::new(),
             standard,
-            ..Answers::default()
+            registry: RegistryDocuments::default(),
+            bound,
         }
     }
 
     /// Reads `path` with these answers and the process's environment, its
     /// registry entries resolved from the documents fetched before
     /// ([`reread`](Self::reread) fetches what is new first).
-    pub(super) fn read(&self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
+    pub(super) async fn read(&self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
+        let owned = path.to_owned();
+        let read = tokio::task::spawn_blocking(move || mcp_connect::config::read_text(&owned));
+        let text = match self.bound.wait(read).await {
+            Some(Ok(text)) => text?,
+            Some(Err(error)) => return Err(ConfigFileError::Io(std::io::Error::other(error))),
+            None => return Err(ended()),
+        };
         let env = |name: &str| std::env::var(name).ok();
         let variables = (self.given.iter()).fold(Variables::new(&env), |variables, (id, value)| {
             variables.with_input(id.as_str(), value.as_str())
@@ -51,7 +94,7 @@ impl Answers {
             true => Format::Standard,
             false => Format::of_path(path),
         };
-        let mut config = ServersConfig::read_as(path, format, &variables)?;
+        let mut config = ServersConfig::parse_as(&text, format, &variables)?;
         config.resolve_registry(&self.registry, &variables);
         Ok(config)
     }
@@ -66,29 +109,32 @@ impl Answers {
         options: &RegistryOptions,
     ) -> Result<ServersConfig, ConfigFileError> {
         let config = self.reread(path, client, options).await?;
-        self.ask_missing(path, config)
+        self.ask_missing(path, config).await
     }
 
     /// Reads `path`, fetching the `server.json` of every registry entry not
     /// fetched before from the same source (on a reload: an entry that is
-    /// new or changed); nothing is asked (a reload runs unattended).
+    /// new or changed); nothing is asked (a reload runs unattended). The
+    /// documents fetched before the signal or the deadline are kept.
     pub(super) async fn reread(
         &mut self,
         path: &Path,
         client: &HttpClient,
         options: &RegistryOptions,
     ) -> Result<ServersConfig, ConfigFileError> {
-        let config = self.read(path)?;
+        let config = self.read(path).await?;
         if config.registry_entries().next().is_none() {
             return Ok(config);
         }
-        config
-            .refresh_registry(&mut self.registry, client, options)
-            .await;
-        self.read(path)
+        let bound = self.bound.clone();
+        let fetched = config.refresh_registry(&mut self.registry, client, options);
+        if bound.wait(fetched).await.is_none() && bound.cancel.is_cancelled() {
+            return Err(ended());
+        }
+        self.read(path).await
     }
 
-    fn ask_missing(
+    async fn ask_missing(
         &mut self,
         path: &Path,
         config: ServersConfig,
@@ -97,7 +143,7 @@ impl Answers {
         match ask_for(config.inputs(), &missing) {
             Some(given) => {
                 self.given.extend(given);
-                self.read(path)
+                self.read(path).await
             }
             None => Ok(config),
         }

@@ -35,7 +35,11 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(args))
+    let code = runtime.block_on(run(args));
+    // A file read that never returns (a FIFO with no writer) holds a
+    // blocking thread: exit without waiting for it.
+    runtime.shutdown_background();
+    code
 }
 
 /// `RUST_LOG` turns on the library's `tracing` output on stderr; without it

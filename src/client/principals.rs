@@ -13,7 +13,7 @@
 //! carries no principal's state: the connector's connection pool, the era
 //! cache (keyed by target), the stack.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -62,8 +62,29 @@ type Make<K, T> = Arc<dyn Fn(&K) -> T + Send + Sync>;
 /// ```
 pub struct PerPrincipal<K, T> {
     make: Make<K, T>,
-    kept: Mutex<HashMap<K, (T, Instant)>>,
+    kept: Mutex<Kept<K, T>>,
     idle: Option<Duration>,
+}
+
+/// The handles, and the principals by last use: finding the idle ones
+/// looks at those alone, however many principals there are.
+struct Kept<K, T> {
+    handles: HashMap<K, (T, Use)>,
+    by_use: BTreeMap<Use, K>,
+    next: u64,
+}
+
+/// When a handle was last used, made unique by a counter.
+type Use = (Instant, u64);
+
+impl<K, T> Default for Kept<K, T> {
+    fn default() -> Self {
+        Kept {
+            handles: HashMap::new(),
+            by_use: BTreeMap::new(),
+            next: 0,
+        }
+    }
 }
 
 impl<K, T> PerPrincipal<K, T>
@@ -75,7 +96,7 @@ where
     pub fn new(make: impl Fn(&K) -> T + Send + Sync + 'static) -> Self {
         PerPrincipal {
             make: Arc::new(make),
-            kept: Mutex::new(HashMap::new()),
+            kept: Mutex::new(Kept::default()),
             idle: None,
         }
     }
@@ -89,15 +110,27 @@ where
     }
 
     /// The principal's own handle: made on first use, the same afterwards.
+    /// Its cost does not grow with the number of principals kept.
     pub fn get(&self, principal: &K) -> T {
         let now = Instant::now();
         let (handle, idle) = {
             let mut kept = self.kept();
             let idle = self.take_idle(&mut kept, now);
-            let entry = kept
-                .entry(principal.clone())
-                .or_insert_with(|| ((self.make)(principal), now));
-            entry.1 = now;
+            let used = (now, kept.next);
+            kept.next += 1;
+            let kept = &mut *kept;
+            let entry = match kept.handles.get_mut(principal) {
+                Some(entry) => {
+                    kept.by_use.remove(&entry.1);
+                    entry.1 = used;
+                    entry
+                }
+                None => kept
+                    .handles
+                    .entry(principal.clone())
+                    .or_insert_with(|| ((self.make)(principal), used)),
+            };
+            kept.by_use.insert(used, principal.clone());
             (entry.0.clone(), idle)
         };
         close_in_background(idle);
@@ -117,7 +150,7 @@ where
 
     /// How many principals have a handle now.
     pub fn len(&self) -> usize {
-        self.kept().len()
+        self.kept().handles.len()
     }
 
     /// Whether no principal has a handle.
@@ -127,26 +160,37 @@ where
 
     /// Closes every handle.
     pub async fn close_all(&self) {
-        let all: Vec<T> = self.kept().drain().map(|(_, (handle, _))| handle).collect();
+        let all: Vec<T> = {
+            let mut kept = self.kept();
+            kept.by_use.clear();
+            kept.handles
+                .drain()
+                .map(|(_, (handle, _))| handle)
+                .collect()
+        };
         futures_util::future::join_all(all.into_iter().map(Closes::close)).await;
     }
 
-    fn take_idle(&self, kept: &mut HashMap<K, (T, Instant)>, now: Instant) -> Vec<T> {
+    /// The handles unused for the idle bound, oldest first, taken out:
+    /// only those are looked at.
+    fn take_idle(&self, kept: &mut Kept<K, T>, now: Instant) -> Vec<T> {
         let Some(idle) = self.idle else {
             return Vec::new();
         };
-        let stale: Vec<K> = kept
-            .iter()
-            .filter(|(_, (_, used))| now.saturating_duration_since(*used) >= idle)
-            .map(|(principal, _)| principal.clone())
-            .collect();
+        let mut stale = Vec::new();
+        while let Some((used, _)) = kept.by_use.first_key_value() {
+            if now.saturating_duration_since(used.0) < idle {
+                break;
+            }
+            let (_, principal) = kept.by_use.pop_first().expect("looked at above");
+            if let Some((handle, _)) = kept.handles.remove(&principal) {
+                stale.push(handle);
+            }
+        }
         stale
-            .iter()
-            .filter_map(|principal| kept.remove(principal).map(|(handle, _)| handle))
-            .collect()
     }
 
-    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<K, (T, Instant)>> {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept<K, T>> {
         // Held for one look or one change, which cannot panic.
         self.kept.lock().expect("principals lock poisoned")
     }
@@ -164,5 +208,54 @@ impl<K, T> std::fmt::Debug for PerPrincipal<K, T> {
         f.debug_struct("PerPrincipal")
             .field("idle", &self.idle)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone)]
+    struct Handle;
+
+    impl Closes for Handle {
+        fn close(self) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// Issue 63, item 14: with idle closing on, every `get` scanned every
+    /// principal under the lock; 20,000 principals made each call O(n)
+    /// (seconds here). Now only the idle ones are looked at.
+    #[tokio::test]
+    async fn many_principals_cost_no_more_per_get() {
+        let clients = PerPrincipal::new(|_: &u32| Handle).with_idle_close(Duration::from_secs(600));
+        let started = std::time::Instant::now();
+        for round in 0..2 {
+            for principal in 0..20_000u32 {
+                let _ = clients.get(&principal);
+            }
+            assert_eq!(clients.len(), 20_000, "round {round}");
+        }
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(2), "40,000 gets took {took:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_idle_are_closed_oldest_first_and_the_used_kept() {
+        let clients = PerPrincipal::new(|_: &u32| Handle).with_idle_close(Duration::from_secs(10));
+        for principal in 0..3 {
+            let _ = clients.get(&principal);
+            tokio::time::advance(Duration::from_secs(4)).await;
+        }
+        // 0 was used 12 s ago, 1 8 s ago, 2 4 s ago.
+        assert_eq!(clients.sweep(), 1);
+        let _ = clients.get(&1);
+        tokio::time::advance(Duration::from_secs(7)).await;
+        // 1 was used 7 s ago, 2 11 s ago.
+        assert_eq!(clients.sweep(), 1);
+        assert_eq!(clients.len(), 1);
+        let _ = clients.get(&3);
+        assert_eq!(clients.len(), 2);
     }
 }

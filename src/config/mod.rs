@@ -88,7 +88,7 @@ use fields::{flag, list, strings, text};
 pub use format::Format;
 pub use inputs::Input;
 pub use oauth::OAuthSettings;
-pub use registry::{RegistryDocuments, RegistrySource};
+pub use registry::{RegistryDocuments, RegistrySource, FETCHES_AT_ONCE};
 use settings::Settings;
 pub use settings::PACE_FLOOR;
 use target::{invalid, remote, stdio};
@@ -117,6 +117,27 @@ const KNOWN: &[&str] = &[
     "proxy",
     "cacert",
 ];
+
+/// The text of the config file at `path`, read as [`ServersConfig::read`]
+/// reads it (at most [`MAX_FILE_BYTES`], UTF-8). It blocks on the file
+/// system, as a FIFO with no writer blocks: an application that must stay
+/// responsive reads it on a thread of its own (the command does, and stops
+/// waiting at the first signal), then parses the text with
+/// [`ServersConfig::parse_as`].
+pub fn read_text(path: &Path) -> Result<String, ConfigFileError> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(ConfigFileError::Io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ConfigFileError::Io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ConfigFileError::TooLarge {
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| ConfigFileError::NotUtf8)
+}
 
 /// Every server of one config file, each read on its own, in name order.
 #[derive(Debug)]
@@ -167,19 +188,7 @@ impl ServersConfig {
         format: Format,
         variables: &Variables<'_>,
     ) -> Result<Self, ConfigFileError> {
-        use std::io::Read as _;
-        let file = std::fs::File::open(path).map_err(ConfigFileError::Io)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(ConfigFileError::Io)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(ConfigFileError::TooLarge {
-                limit: MAX_FILE_BYTES,
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| ConfigFileError::NotUtf8)?;
-        Self::parse_as(&text, format, variables)
+        Self::parse_as(&read_text(path)?, format, variables)
     }
 
     /// Reads a config from its text, with variables from this process's

@@ -36,6 +36,9 @@ use super::{Variables, MAX_FILE_BYTES};
 use crate::registry::{RegistryError, RegistryOptions, ServerJson};
 use crate::transport::HttpClient;
 
+/// How many `server.json` fetches run at once.
+pub const FETCHES_AT_ONCE: usize = 8;
+
 /// Where a registry entry's `server.json` comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -99,7 +102,10 @@ impl ServersConfig {
     /// (its proxy, CA and TLS settings), as `options` say: from the
     /// registry at their base URL within their time limit, a version
     /// required unless they allow unpinned ones; a local file is read as
-    /// it is. One failure is that entry's alone.
+    /// it is. At most [`FETCHES_AT_ONCE`] at a time; one failure is that
+    /// entry's alone. Each fetch has the options' limit; the caller bounds
+    /// the whole (a deadline, a signal): what finished before the future
+    /// is dropped is kept in the documents.
     pub async fn fetch_registry(
         &self,
         client: &HttpClient,
@@ -122,6 +128,7 @@ impl ServersConfig {
         client: &HttpClient,
         options: &RegistryOptions,
     ) {
+        use futures_util::StreamExt as _;
         let entries: Vec<_> = self.registry_entries().collect();
         documents.0.retain(|(name, source, document)| {
             let named = entries
@@ -129,12 +136,20 @@ impl ServersConfig {
                 .any(|(entry, now)| entry == name && now == source);
             named && document.is_ok()
         });
-        for (name, source) in entries {
-            if documents.0.iter().any(|(known, _, _)| known == name) {
-                continue;
-            }
+        let wanted: Vec<_> = entries
+            .into_iter()
+            .filter(|(name, _)| !documents.0.iter().any(|(known, _, _)| known == name))
+            .collect();
+        let fetches = wanted.into_iter().map(|(name, source)| async move {
             let document = match &source {
-                RegistrySource::File(path) => read_file(path),
+                // Off the runtime: a FIFO or a stalled file system holds a
+                // blocking thread, never the caller's.
+                RegistrySource::File(path) => {
+                    let path = path.clone();
+                    (tokio::task::spawn_blocking(move || read_file(&path)).await).unwrap_or_else(
+                        |error| Err(RegistryError::Read(std::io::Error::other(error))),
+                    )
+                }
                 RegistrySource::Registry { name, version } => {
                     ServerJson::fetch_pinned(client, options, name, version.as_deref()).await
                 }
@@ -143,9 +158,11 @@ impl ServersConfig {
                 Ok(server) => server.prepare(client, options).await,
                 Err(error) => Err(error),
             };
-            documents
-                .0
-                .push((name.to_owned(), source, document.map_err(Arc::new)));
+            (name.to_owned(), source, document.map_err(Arc::new))
+        });
+        let mut fetched = futures_util::stream::iter(fetches).buffer_unordered(FETCHES_AT_ONCE);
+        while let Some(document) = fetched.next().await {
+            documents.0.push(document);
         }
     }
 

@@ -231,7 +231,7 @@ pub(super) fn fuzz(data: &[u8]) {
 }
 
 /// The archive's name checks on `data` (the fuzz targets' tests).
-#[cfg(any(test, feature = "fuzzing"))]
+#[cfg(test)]
 pub(super) fn fuzz_open(data: &[u8]) -> Result<(), BundleError> {
     archive::open(data).map(drop)
 }

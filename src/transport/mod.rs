@@ -72,7 +72,7 @@ pub use proxy::{Proxy, ProxyConfigError, ProxyError, ProxyUrlProblem};
 pub use redirect::RedirectPolicy;
 pub use server_stream::ServerStream;
 pub use sse::SseTooLarge;
-pub use stdio::{kill_server_groups, StdioCommand, StdioTransport};
+pub use stdio::{guardian, kill_server_groups, StdioCommand, StdioTransport};
 pub use streamable_http::StreamableHttp;
 #[cfg(feature = "rustls")]
 pub use tls_alerts::ClientCertificateRefused;

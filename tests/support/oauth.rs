@@ -331,8 +331,21 @@ fn token(r: &Recorded, behaviour: &As, challenge: &str) -> Script {
 }
 
 pub async fn start(behaviour: As) -> ScriptServer {
+    start_seen(behaviour, |_| {}).await
+}
+
+/// [`start`], with `seen` told of every request before it is answered.
+pub async fn start_seen(
+    behaviour: As,
+    seen: impl Fn(&Recorded) + Send + Sync + 'static,
+) -> ScriptServer {
     let base = Arc::new(Mutex::new(String::new()));
-    let server = ScriptServer::start(server(behaviour, Arc::clone(&base))).await;
+    let respond = server(behaviour, Arc::clone(&base));
+    let server = ScriptServer::start(move |request: &Recorded| {
+        seen(request);
+        respond(request)
+    })
+    .await;
     *base.lock().unwrap() = server.url_for("");
     server
 }

@@ -501,9 +501,8 @@ async fn a_server_json_with_no_runtime_here_is_reached_by_its_remote() {
     let server = ScriptServer::start(two_tools("log")).await;
     let described = serde_json::json!({ "name": "io.github.acme/files", "version": "1.0.0",
         "description": "Files",
-        "packages": [ { "registryType": "npm", "identifier": "@acme/files",
-            "version": "1.0.0", "runtimeHint": "mcp-connect-no-such-runtime",
-            "transport": { "type": "stdio" } } ],
+        "packages": [ { "registryType": "nuget", "identifier": "Acme.Files",
+            "version": "1.0.0", "transport": { "type": "stdio" } } ],
         "remotes": [ { "type": "streamable-http", "url": server.url(),
             "headers": [ { "name": "X-Tenant", "value": "acme" } ] } ] });
     assert_published_server_json(&described);
@@ -520,15 +519,14 @@ async fn a_server_json_with_no_runtime_here_is_reached_by_its_remote() {
 
     // Nothing usable: a usage error naming the runtimes looked for.
     let nothing = serde_json::json!({ "name": "io.github.acme/files", "version": "1.0.0",
-        "description": "Files", "packages": [ { "registryType": "npm", "identifier": "x",
-            "version": "1.0.0", "runtimeHint": "mcp-connect-no-such-runtime",
-            "transport": { "type": "stdio" } } ] });
+        "description": "Files", "packages": [ { "registryType": "nuget", "identifier": "X",
+            "version": "1.0.0", "transport": { "type": "stdio" } } ] });
     assert_published_server_json(&nothing);
     let nothing = tempfile_path::Path::new(&nothing.to_string(), "json");
     let output = run_async(&["--server-json", nothing.as_str()]).await;
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("mcp-connect-no-such-runtime"), "{stderr}");
+    assert!(stderr.contains("runtimes looked for: dnx"), "{stderr}");
 }
 
 /// Issue 45, item 3: `--registry-server NAME@VERSION` fetches the
@@ -620,7 +618,7 @@ async fn check_shows_a_registry_entrys_launch_with_its_secret_masked() {
         let server = serde_json::json!({ "name": "io.github.acme/files", "version": "1.2.0",
             "description": "Files",
             "packages": [ { "registryType": "npm", "identifier": "@acme/files", "version": "1.2.0",
-                "runtimeHint": "sh", "transport": { "type": "stdio" },
+                "transport": { "type": "stdio" },
                 "environmentVariables": [ { "name": "FILES_TOKEN", "isRequired": true,
                                             "isSecret": true } ] } ] });
         let answer = serde_json::json!({ "server": server, "_meta": {} });
@@ -631,7 +629,8 @@ async fn check_shows_a_registry_entrys_launch_with_its_secret_masked() {
     let base = registry.url().trim_end_matches("/mcp").to_owned();
     let config = write_config(
         r#"{ "mcpServers": {
-  "files": { "registry": "io.github.acme/files", "version": "1.2.0" },
+  "files": { "registry": "io.github.acme/files", "version": "1.2.0",
+             "env": { "FILES_TOKEN": "${env:FILES_TOKEN}" } },
   "loose": { "registry": "io.github.acme/files" } } }"#,
     );
     let path = config.as_str().to_owned();
@@ -657,7 +656,7 @@ async fn check_shows_a_registry_entrys_launch_with_its_secret_masked() {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(
         output.status.code(),
-        Some(2),
+        Some(1),
         "the unpinned entry: {stdout}"
     );
     assert!(!stdout.contains(SECRET), "{stdout}");
@@ -665,7 +664,7 @@ async fn check_shows_a_registry_entrys_launch_with_its_secret_masked() {
     let of = |name: &str| lines.iter().find(|l| l["name"] == name).unwrap().clone();
     assert_eq!(
         of("files")["launch"],
-        "stdio: sh -y @acme/files@1.2.0; env FILES_TOKEN"
+        "stdio: npx -y -- @acme/files@1.2.0; env FILES_TOKEN"
     );
     assert!(
         of("loose")["error"]
@@ -1130,7 +1129,7 @@ async fn check_standard_refuses_an_entry_without_type() {
     ])
     .await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
     let lines = json_lines(&output);
     let untyped = lines.iter().find(|l| l["name"] == "untyped").unwrap();
     assert_eq!(untyped["outcome"], "invalid");

@@ -83,6 +83,73 @@ fn a_stdio_child_dies_with_its_parent_killed_outright() {
     );
 }
 
+/// Issue 63, item 15: a stdio server's whole tree ends with a command
+/// killed outright: a helper in the server's group (npx's node), one that
+/// left it (`setsid`) and the guardian itself. Only the direct child died.
+#[test]
+fn a_killed_command_leaves_no_process_of_the_servers_tree() {
+    let pid_path = spawn_log("tree");
+    let script = format!(
+        "sleep 978 & group=$!; setsid sleep 979 & left=$!; \
+         echo \"$$ $PPID $group $left\" > {}; exec sleep 980",
+        pid_path.display()
+    );
+    let mut child = command(&["--", "sh", "-c", &script]).spawn().unwrap();
+    let started = Instant::now();
+    let pids: Vec<i32> = loop {
+        let text = std::fs::read_to_string(&pid_path).unwrap_or_default();
+        let pids: Vec<i32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.len() == 4 {
+            break pids;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(pids.iter().all(|pid| alive(*pid)), "{pids:?}");
+    send(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+    let left: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|pid| !gone_within(*pid, Duration::from_secs(5)))
+        .collect();
+    for pid in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(left.is_empty(), "left running: {left:?} of {pids:?}");
+}
+
+/// Issue 63, item 15, the same on a normal close: a helper that left the
+/// server's group, which the group's SIGKILL never reached, ends too.
+#[test]
+fn a_closed_server_leaves_no_helper_that_left_its_group() {
+    let pid_path = spawn_log("tree-close");
+    let script = format!(
+        "setsid sleep 981 & echo $! > {}; exec sleep 982",
+        pid_path.display()
+    );
+    let child = command(&[
+        "--probe-timeout",
+        "300ms",
+        "--handshake-timeout",
+        "300ms",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .spawn()
+    .unwrap();
+    let helper = child_pid(&pid_path);
+    let output = finish(child, Duration::from_secs(30));
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let gone = gone_within(helper, Duration::from_secs(5));
+    assert!(gone, "the helper {helper} outlived the session");
+}
+
 #[test]
 fn a_second_signal_exits_at_once() {
     let pid_path = spawn_log("second");

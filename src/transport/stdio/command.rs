@@ -47,7 +47,12 @@ impl StdioCommand {
     /// Sets an environment variable for the child. Values are never printed.
     #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
+        let (key, value) = (key.into(), value.into());
+        // One value per variable, the last set, as `std::process::Command`.
+        match self.env.iter_mut().find(|(known, _)| *known == key) {
+            Some(set) => set.1 = value,
+            None => self.env.push((key, value)),
+        }
         self
     }
 

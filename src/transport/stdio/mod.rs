@@ -2,23 +2,27 @@
 //!
 //! The child runs in its own process group so that closing reaches its
 //! helpers too. Closing follows the MCP lifecycle: close stdin, wait; SIGTERM
-//! the group, wait; SIGKILL the group; always reap. stderr is the server's
+//! the group, wait; end the tree; always reap. stderr is the server's
 //! log: it is drained (so the child never blocks on a full pipe) into a small
 //! ring the application can read, and never printed by this crate.
 //!
 //! The program is found before anything starts ([`MissingProgram`] names
-//! it and the `PATH` searched). On Linux the child is started with
-//! `PR_SET_PDEATHSIG` (SIGKILL), so a parent that is killed outright (no
-//! close ladder runs) does not leave it running under init. The kernel
-//! sends that signal when the *thread* that started the child ends:
-//! children are started from the runtime's threads, which end with it, and
-//! a runtime that ends drops its sessions, which kills their children
-//! anyway.
+//! it and the `PATH` searched). When this process is killed outright (no
+//! close ladder runs), what survives depends on the [`guardian`]: with one
+//! enabled (the command does), the server's whole tree ends, helpers that
+//! left the group included; without one, on Linux the server itself is
+//! started with `PR_SET_PDEATHSIG` (SIGKILL) and dies, but its own children
+//! may not. The kernel sends that signal when the *thread* that started the
+//! child ends: children are started from the runtime's threads, which end
+//! with it, and a runtime that ends drops its sessions, which kills their
+//! children anyway.
 
 mod command;
+pub mod guardian;
 mod stderr;
 
 use std::fmt;
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,58 +44,124 @@ pub use command::StdioCommand;
 use stderr::StderrTail;
 
 /// The process groups of the stdio servers this process started and has
-/// not yet closed, for [`kill_server_groups`]. Held for one set operation.
-static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// not yet closed, for [`kill_server_groups`], each with whether a guardian
+/// leads it. Held for one set operation.
+static LIVE_GROUPS: Mutex<Vec<(i32, bool)>> = Mutex::new(Vec::new());
 
-fn live_groups() -> std::sync::MutexGuard<'static, Vec<i32>> {
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<(i32, bool)>> {
     // A set operation cannot panic, so the lock is never poisoned.
     LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Sends SIGKILL to the process group of every stdio server this process
-/// started and has not yet closed, and returns how many there were.
+/// Ends the process group of every stdio server this process started and
+/// has not yet closed, and returns how many there were.
 ///
 /// For a process that must exit at once (the command's second signal):
 /// exiting without it leaves a server that ignores stdin and SIGTERM
-/// running with parent 1. Sessions that are closed normally never need
-/// it; their close ladder already ends the group.
+/// running with parent 1. A group led by a [`guardian`] gets SIGTERM, not
+/// SIGKILL (which would kill the guardian before it ends the tree): the
+/// guardian ends the rest when this process's exit closes its pipe.
+/// Sessions that are closed normally never need it; their close ladder
+/// already ends the group.
 pub fn kill_server_groups() -> usize {
     let groups = std::mem::take(&mut *live_groups());
-    for group in &groups {
+    for (group, guarded) in &groups {
+        let signal = if *guarded {
+            Signal::SIGTERM
+        } else {
+            Signal::SIGKILL
+        };
         // ESRCH (already gone) is fine.
-        let _ = killpg(Pid::from_raw(*group), Signal::SIGKILL);
+        let _ = killpg(Pid::from_raw(*group), signal);
     }
     groups.len()
+}
+
+/// A hook for between fork and exec that asks the kernel to SIGKILL the
+/// child when the thread that started it ends (Linux), and fails the start
+/// when that already happened.
+#[cfg(target_os = "linux")]
+fn pdeathsig_hook() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    let parent = nix::unistd::getpid();
+    move || {
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+        // The parent may have died before the line above: then nothing
+        // would ever send the signal.
+        if nix::unistd::getppid() != parent {
+            return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
+        }
+        Ok(())
+    }
 }
 
 /// Asks the kernel to SIGKILL the child when this process ends (Linux).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn die_with_parent(spawn: &mut Command) {
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure runs between fork and exec and makes only
+    // SAFETY: the hook runs between fork and exec and makes only
     // async-signal-safe system calls (prctl, getppid); it allocates nothing.
     unsafe {
-        spawn.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            // The parent may have died before the line above: then nothing
-            // would ever send the signal.
-            if nix::unistd::getppid() != parent {
-                return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
-            }
-            Ok(())
-        });
+        spawn.pre_exec(pdeathsig_hook());
+    }
+}
+
+/// The same for the guardian's own `std` spawn of the server.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent_std(spawn: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: as in `die_with_parent`.
+    unsafe {
+        spawn.pre_exec(pdeathsig_hook());
     }
 }
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_: &mut Command) {}
 
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent_std(_: &mut std::process::Command) {}
+
+/// Keeps `fd` (close-on-exec in this process) open in the child.
+#[allow(unsafe_code)]
+fn inherit(spawn: &mut Command, fd: std::os::fd::RawFd) {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    // SAFETY: the hook runs between fork and exec and makes one
+    // async-signal-safe system call (fcntl); it allocates nothing.
+    unsafe {
+        spawn.pre_exec(move || {
+            fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
+            Ok(())
+        });
+    }
+}
+
+/// Starts `spawn` with the command's environment and directory, its
+/// stdio piped, in a process group of its own. Without a guardian the
+/// child is killed when its handle is dropped; with one, the guardian is
+/// never killed that way (it must live to end the tree; the transport's
+/// drop closes its pipe instead).
+fn start(spawn: &mut Command, command: &StdioCommand) -> std::io::Result<Child> {
+    if let Some(dir) = &command.current_dir {
+        spawn.current_dir(dir);
+    }
+    spawn
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+}
+
 /// A running stdio server.
 pub struct StdioTransport {
     lines: LineTransport,
     child: tokio::sync::Mutex<Option<Child>>,
     pid: Option<u32>,
+    /// The write end of the guardian's pipe: closed, the guardian ends the
+    /// server's tree. `None` without a guardian.
+    guardian: Mutex<Option<OwnedFd>>,
     stderr: StderrTail,
     stderr_task: JoinHandle<()>,
     grace: Duration,
@@ -109,10 +179,6 @@ impl StdioTransport {
         inbound: Arc<Inbound>,
     ) -> Result<Self, TransportError> {
         let program = command.locate().map_err(TransportError::MissingProgram)?;
-        let mut spawn = Command::new(program);
-        // The program's own name as written, not the path it was found at.
-        spawn.arg0(&command.program);
-        die_with_parent(&mut spawn);
         if let Some(dir) = &command.current_dir {
             // Checked first: a missing directory makes `spawn` fail with
             // the same NotFound as a missing program.
@@ -126,29 +192,45 @@ impl StdioTransport {
                 }
                 Err(e) => return Err(TransportError::WorkingDirectory(e)),
             }
-            spawn.current_dir(dir);
         }
-        let mut child = spawn
-            .args(&command.args)
-            .envs(command.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(TransportError::Spawn)?;
+        let guarded = guardian::program().and_then(|guardian| {
+            // A guardian that cannot be started (its program replaced,
+            // say) leaves the server started as it would be without one.
+            let (watch, hold) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+            let arguments =
+                guardian::arguments(watch.as_raw_fd(), &program, &command.program, &command.args);
+            let mut spawn = Command::new(guardian);
+            spawn.arg0("mcp-connect-guardian").args(arguments);
+            inherit(&mut spawn, watch.as_raw_fd());
+            let child = start(&mut spawn, command).ok()?;
+            Some((child, hold))
+        });
+        let (mut child, hold) = match guarded {
+            Some((child, hold)) => (child, Some(hold)),
+            None => {
+                let mut spawn = Command::new(&program);
+                // The program's own name as written, not the path it was found at.
+                spawn.arg0(&command.program).args(&command.args);
+                spawn.kill_on_drop(true);
+                die_with_parent(&mut spawn);
+                (
+                    start(&mut spawn, command).map_err(TransportError::Spawn)?,
+                    None,
+                )
+            }
+        };
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let stderr = StderrTail::default();
         let stderr_task = tokio::spawn(stderr.clone().drain(stderr_pipe));
         if let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-            live_groups().push(group);
+            live_groups().push((group, hold.is_some()));
         }
         Ok(StdioTransport {
             lines: LineTransport::new(stdout, stdin, max_line, Closure::ProcessExit, inbound),
             pid: child.id(),
+            guardian: Mutex::new(hold),
             child: tokio::sync::Mutex::new(Some(child)),
             stderr,
             stderr_task,
@@ -182,11 +264,18 @@ impl StdioTransport {
                 .await
                 .is_err()
             {
-                self.signal_group(Signal::SIGKILL);
-                result = child.wait().await.map(drop).map_err(TransportError::Io);
+                // The guardian ends the tree when its pipe closes, then
+                // exits; without one (or should it not), SIGKILL.
+                let guarded = self.release_guardian();
+                let ended = guarded && tokio::time::timeout(self.grace, child.wait()).await.is_ok();
+                if !ended {
+                    self.signal_group(Signal::SIGKILL);
+                    result = child.wait().await.map(drop).map_err(TransportError::Io);
+                }
             }
         }
         // The leader is reaped; make sure no helper it left keeps the pipes.
+        self.release_guardian();
         self.signal_group(Signal::SIGKILL);
         self.forget_group();
         self.lines.finish_local();
@@ -194,10 +283,21 @@ impl StdioTransport {
         result
     }
 
+    /// Closes the guardian's pipe (it then ends the server's tree);
+    /// whether there was one.
+    fn release_guardian(&self) -> bool {
+        let pipe = self
+            .guardian
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        pipe.is_some()
+    }
+
     /// This child's group is no longer one [`kill_server_groups`] ends.
     fn forget_group(&self) {
         if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
-            live_groups().retain(|group| *group != pid);
+            live_groups().retain(|(group, _)| *group != pid);
         }
     }
 
@@ -219,10 +319,14 @@ impl fmt::Debug for StdioTransport {
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
-        // Dropped without close(): the child is killed (kill_on_drop) and
-        // tokio reaps it; helpers in its group get the same signal here.
+        // Dropped without close(). Guarded: the pipe closes, and the
+        // guardian ends the tree and exits (tokio reaps it). Unguarded: the
+        // child is killed (kill_on_drop) and tokio reaps it; helpers in its
+        // group get the same signal here.
         if self.child.get_mut().is_some() {
-            self.signal_group(Signal::SIGKILL);
+            if !self.release_guardian() {
+                self.signal_group(Signal::SIGKILL);
+            }
             self.forget_group();
         }
         self.stderr_task.abort();
