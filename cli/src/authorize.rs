@@ -1,12 +1,19 @@
 //! The command's part of an interactive authorization: it prints the
 //! authorization URL on stderr (the person opens it) and receives the
-//! redirect back on a loopback port it bound beforehand, so the redirect
-//! URI is known when the flow starts. Any local process can reach that
+//! redirect back on a loopback port. Any local process can reach that
 //! port: a request that does not carry this authorization's `state` is
 //! answered 400 and the wait goes on (until the person's limit), so it
 //! cannot cancel the login.
+//!
+//! Where it listens follows the redirect URI: `127.0.0.1` on IPv4, `[::1]`
+//! on IPv6, `localhost` on both (it may resolve to either). A URI without
+//! a port gets an ephemeral one, bound when the server's request is made
+//! (the URI sent names it); a URI with a port is bound only while a person
+//! is asked, so a reload that makes the member again, while the old one
+//! still lives, takes nobody's port.
 
 use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -22,75 +29,108 @@ const REQUEST_LIMIT: usize = 16 * 1024;
 /// How long one connection may take to send its request.
 const READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Waits for the browser's redirect on `127.0.0.1:PORT/callback` (or the
-/// port and path of a configured redirect URI).
+/// Waits for the browser's redirect on `127.0.0.1:PORT/callback` (or on
+/// the hosts, port and path of a configured redirect URI).
 pub(crate) struct LoopbackRedirect {
-    listener: Arc<Mutex<TcpListener>>,
+    /// Bound now (an ephemeral port, which the URI sent names), else bound
+    /// at each authorization.
+    bound: Option<Arc<Mutex<Vec<TcpListener>>>>,
+    hosts: Vec<IpAddr>,
     port: u16,
-    /// The redirect URI a config file gave, sent as written.
-    configured: Option<String>,
+    /// The redirect URI as sent: the browser comes back to it.
+    uri: String,
+    /// Its scheme, host and port, which the callback's target follows.
+    origin: String,
     /// The path the browser comes back to.
     path: Arc<str>,
 }
 
 impl LoopbackRedirect {
-    /// Binds an ephemeral loopback port.
+    /// Binds an ephemeral port on 127.0.0.1.
     pub(crate) fn bind() -> io::Result<Self> {
-        Self::bind_port(0, None, "/callback".to_owned())
+        Self::bind_for("http://127.0.0.1/callback")
     }
 
-    /// Binds the port of `uri`, a config file's `redirectUri`: it must be
+    /// The redirect for `uri`, a config file's `redirectUri`: it must be
     /// `http` on a loopback host (`localhost`, `127.0.0.1`, `[::1]`), as
-    /// RFC 8252 has native clients do; without a port, an ephemeral one,
-    /// which the URI sent then names.
+    /// RFC 8252 has native clients do; without a port, an ephemeral one is
+    /// bound now, which the URI sent then names.
     pub(crate) fn bind_for(uri: &str) -> io::Result<Self> {
         let refused = || io::Error::other("the redirect URI is not http on a loopback host");
         let parsed = url::Url::parse(uri).map_err(|_| refused())?;
-        let loopback = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
-        if parsed.scheme() != "http" || !loopback {
+        let hosts: Vec<IpAddr> = match parsed.host_str() {
+            Some("127.0.0.1") => vec![Ipv4Addr::LOCALHOST.into()],
+            Some("[::1]") => vec![Ipv6Addr::LOCALHOST.into()],
+            Some("localhost") => vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()],
+            _ => return Err(refused()),
+        };
+        if parsed.scheme() != "http" {
             return Err(refused());
         }
-        let path = parsed.path().to_owned();
-        let given = parsed.port();
-        let mut redirect = Self::bind_port(given.unwrap_or(0), None, path)?;
-        redirect.configured = Some(match given {
-            Some(_) => uri.to_owned(),
-            // Without a port the browser must still come back to the one bound.
-            None => {
-                let mut sent = parsed;
-                let _ = sent.set_port(Some(redirect.port));
-                sent.to_string()
-            }
-        });
-        Ok(redirect)
-    }
-
-    fn bind_port(port: u16, configured: Option<String>, path: String) -> io::Result<Self> {
-        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
-        listener.set_nonblocking(true)?;
-        let port = listener.local_addr()?.port();
+        let path: Arc<str> = parsed.path().into();
+        let host = parsed.host_str().unwrap_or_default().to_owned();
+        let origin = |port: u16| format!("http://{host}:{port}");
+        if let Some(port) = parsed.port() {
+            return Ok(LoopbackRedirect {
+                bound: None,
+                hosts,
+                port,
+                uri: uri.to_owned(),
+                origin: origin(port),
+                path,
+            });
+        }
+        let listeners = listen(&hosts, 0)?;
+        let port = listeners[0].local_addr()?.port();
+        let mut sent = parsed;
+        let _ = sent.set_port(Some(port));
         Ok(LoopbackRedirect {
-            listener: Arc::new(Mutex::new(TcpListener::from_std(listener)?)),
+            bound: Some(Arc::new(Mutex::new(listeners))),
+            hosts,
             port,
-            configured,
-            path: path.into(),
+            uri: sent.to_string(),
+            origin: origin(port),
+            path,
         })
     }
 
     /// The redirect URI to register and send.
     pub(crate) fn redirect_uri(&self) -> String {
-        match &self.configured {
-            Some(uri) => uri.clone(),
-            None => format!("http://127.0.0.1:{}/callback", self.port),
+        self.uri.clone()
+    }
+}
+
+/// Listeners on `port` of each host (an ephemeral port: the first one's,
+/// then the same on the others where it is free). A host that has no
+/// address here (IPv6 off) is passed over when another is bound.
+fn listen(hosts: &[IpAddr], port: u16) -> io::Result<Vec<TcpListener>> {
+    let mut listeners = Vec::new();
+    let mut port = port;
+    let mut first_error = None;
+    for host in hosts {
+        match std::net::TcpListener::bind(SocketAddr::new(*host, port)) {
+            Ok(listener) => {
+                listener.set_nonblocking(true)?;
+                port = listener.local_addr()?.port();
+                listeners.push(TcpListener::from_std(listener)?);
+            }
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
         }
+    }
+    match (listeners.is_empty(), first_error) {
+        (true, Some(error)) => Err(error),
+        _ => Ok(listeners),
     }
 }
 
 impl Authorize for LoopbackRedirect {
     fn authorize(&self, url: String) -> BoxFuture<'static, Result<String, BoxError>> {
-        let listener = Arc::clone(&self.listener);
-        let port = self.port;
+        let bound = self.bound.clone();
+        let (hosts, port) = (self.hosts.clone(), self.port);
         let path = Arc::clone(&self.path);
+        let base = self.origin.clone();
         // The redirect that answers this authorization carries its `state`;
         // anything else reaching the port is not the browser's answer.
         let expected = url::Url::parse(&url).ok().and_then(|url| {
@@ -99,12 +139,20 @@ impl Authorize for LoopbackRedirect {
                 .map(|(_, value)| value.into_owned())
         });
         Box::pin(async move {
+            // A fixed port is bound for this wait only, and let go after.
+            let (held, listeners) = match &bound {
+                Some(bound) => (Some(bound.lock().await), None),
+                None => (None, Some(listen(&hosts, port)?)),
+            };
+            let listeners = held.as_deref().or(listeners.as_ref()).expect("one of them");
             eprintln!("mcp-connect: open this URL to authorize:\n  {url}");
-            let listener = listener.lock().await;
             let (found, mut answers) = mpsc::channel::<String>(1);
             loop {
+                let next = futures_util::future::select_all(
+                    listeners.iter().map(|listener| Box::pin(listener.accept())),
+                );
                 tokio::select! {
-                    accepted = listener.accept() => {
+                    (accepted, _, _) = next => {
                         let (stream, _) = accepted?;
                         // Each connection on its own task: a browser's idle
                         // preconnection, or a local process that connects
@@ -119,7 +167,7 @@ impl Authorize for LoopbackRedirect {
                         });
                     }
                     Some(target) = answers.recv() => {
-                        return Ok(format!("http://127.0.0.1:{port}{target}"));
+                        return Ok(format!("{base}{target}"));
                     }
                 }
             }
@@ -240,5 +288,53 @@ mod tests {
         assert_ne!(ephemeral.port, 0);
         let sent = format!("http://127.0.0.1:{}/cb", ephemeral.port);
         assert_eq!(ephemeral.redirect_uri(), sent, "the bound port is sent");
+    }
+
+    /// The browser's redirect to `uri` (a GET of `target` on `address`),
+    /// and what the waiting authorization returned.
+    async fn redirected(redirect: &LoopbackRedirect, address: SocketAddr, target: &str) -> String {
+        let waiting = redirect.authorize("https://as.test/authorize?state=s1".to_owned());
+        let browser = async {
+            let mut stream = loop {
+                match TcpStream::connect(address).await {
+                    Ok(stream) => break stream,
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                }
+            };
+            let request = format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n");
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut page = String::new();
+            let _ = stream.read_to_string(&mut page).await;
+        };
+        let (answer, ()) = tokio::join!(waiting, browser);
+        answer.unwrap()
+    }
+
+    /// Issue 63, item 10: a `[::1]` redirect is listened for on ::1 (it was
+    /// always 127.0.0.1), `localhost` on both; a fixed port is bound only
+    /// while a person is asked, so two members of one URI (a reload's old
+    /// and new) both exist and each authorizes in turn.
+    #[tokio::test]
+    async fn the_redirect_is_listened_for_where_its_host_resolves() {
+        let free = std::net::TcpListener::bind(("::1", 0)).unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let six = LoopbackRedirect::bind_for(&format!("http://[::1]:{port}/cb")).unwrap();
+        let at = SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port);
+        let answer = redirected(&six, at, "/cb?code=c&state=s1").await;
+        assert_eq!(answer, format!("http://[::1]:{port}/cb?code=c&state=s1"));
+
+        let uri = format!("http://localhost:{port}/cb");
+        let (old, new) = (
+            LoopbackRedirect::bind_for(&uri).unwrap(),
+            LoopbackRedirect::bind_for(&uri).unwrap(),
+        );
+        let four = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port);
+        let answer = redirected(&old, four, "/cb?code=a&state=s1").await;
+        assert!(answer.ends_with("code=a&state=s1"), "{answer}");
+        let answer = redirected(&new, at, "/cb?code=b&state=s1").await;
+        assert!(answer.ends_with("code=b&state=s1"), "{answer}");
+        // Let go after each: the port is free again.
+        assert!(std::net::TcpListener::bind(four).is_ok());
     }
 }

@@ -19,3 +19,4 @@ mod command_server_traffic;
 mod command_servers_file;
 mod command_signals;
 mod command_tls;
+mod command_untrusted;
