@@ -206,7 +206,7 @@ pub(super) async fn run(
                         reload(printer, &group, reloaded, &chosen, &member).await;
                     }
                 }
-                ok &= call_tool(printer, &group, args.server.as_deref(), name, tool_args).await;
+                ok &= call_tool(printer, &group, args.server.as_deref(), n, name, tool_args).await;
             }
             ok
         };
@@ -429,7 +429,7 @@ fn not_established(
         ),
         json!({
             "event": "server", "name": name, "outcome": "failed", "elapsed_ms": elapsed_ms,
-            "failure": failure_json(failure),
+            "failure": failure_json(failure), "error": why,
         }),
     );
 }
@@ -440,6 +440,7 @@ async fn call_tool(
     printer: &Printer,
     group: &ServerGroup,
     server: Option<&str>,
+    n: u32,
     name: &str,
     arguments: &serde_json::Value,
 ) -> bool {
@@ -448,13 +449,13 @@ async fn call_tool(
             let result = client.call_tool(name, arguments).await;
             let generation = client.generation();
             let ok = matches!(&result, Ok(r) if !r.is_error);
-            printer.call(1, name, &result, generation, false);
+            printer.call(n, name, &result, generation, false);
             ok
         }
         None => {
             let result = group.call_tool(name, arguments).await;
             let ok = matches!(&result, Ok(r) if !r.is_error);
-            printer.routed_call(name, &result);
+            printer.routed_call(n, name, &result);
             ok
         }
     }

@@ -188,26 +188,28 @@ impl Printer {
     /// or the whole error chain.
     pub(crate) fn routed_call(
         &self,
+        n: u32,
         name: &str,
         result: &Result<mcp_connect::protocol::CallToolResult, mcp_connect::group::GroupError>,
     ) {
         match result {
             Ok(result) => self.line(
                 &format!(
-                    "call {}: {}{}",
+                    "call {n} {}: {}{}",
                     shown(name),
                     shown(&result.text()),
                     if result.is_error { " (tool error)" } else { "" }
                 ),
-                json!({ "event": "call", "n": 1, "tool": name, "ok": !result.is_error,
+                json!({ "event": "call", "n": n, "tool": name, "ok": !result.is_error,
                         "text": result.text() }),
             ),
             Err(error) => {
                 let failure = error.failure();
+                let report = chain(error);
                 self.line(
-                    &format!("call {} failed: {}", shown(name), shown(&chain(error))),
-                    json!({ "event": "call", "n": 1, "tool": name, "ok": false,
-                            "failure": failure_json(&failure) }),
+                    &format!("call {n} {} failed: {report}", shown(name)),
+                    json!({ "event": "call", "n": n, "tool": name, "ok": false,
+                            "failure": failure_json(&failure), "error": report }),
                 )
             }
         }
@@ -237,17 +239,17 @@ impl Printer {
             ),
             Err(error) => {
                 let failure = error.failure();
+                let report = chain(error);
                 self.line(
                     &format!(
-                        "call {n} {} failed: {} (session {generation}{note})",
+                        "call {n} {} failed: {report} (session {generation}{note})",
                         shown(name),
-                        shown(&chain(error))
                     ),
                     json!({
                         "event": "call", "n": n, "tool": name, "ok": false,
                         "generation": generation, "http_status": failure.http_status,
                         "reconnected": reconnected, "session_lost": error.is_session_lost(),
-                        "failure": failure_json(&failure),
+                        "failure": failure_json(&failure), "error": report,
                     }),
                 )
             }
@@ -301,6 +303,9 @@ impl Printer {
             Err((error, failure)) => {
                 summary.insert("outcome".into(), "failed".into());
                 summary.insert("failure".into(), failure_json(&failure));
+                // The report: every cause, payload-free like every error
+                // of the library (no server text, no secret).
+                summary.insert("error".into(), chain(error).into());
                 let mut text = format!("failed: {}", shown(&error.to_string()));
                 let mut source = error.source();
                 while let Some(cause) = source {

@@ -478,17 +478,16 @@ async fn watch(
 
 fn report_error(printer: &Printer, operation: &str, error: &Error) {
     let failure = error.failure();
+    let report = super::output::chain(error);
     printer.line(
-        &format!(
-            "{operation} failed: {}",
-            super::output::shown(&super::output::chain(error))
-        ),
+        &format!("{operation} failed: {report}"),
         serde_json::json!({
             "event": "error",
             "operation": operation,
             "kind": failure.kind.as_str(),
             "http_status": failure.http_status,
             "jsonrpc_code": failure.jsonrpc_code,
+            "error": report,
         }),
     );
 }

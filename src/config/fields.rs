@@ -63,3 +63,16 @@ pub(super) fn strings<'a>(
         Some(_) => Err(EntryProblem::WrongType { field }),
     }
 }
+
+/// Every field of both transports, checked for its type whatever the
+/// entry's transport: a mistyped `args` on a remote entry (where it is not
+/// used) is as much a mistake as on a stdio one.
+pub(super) fn check_types(entry: &Map<String, Value>) -> Result<(), EntryProblem> {
+    list(entry, "args")?;
+    strings(entry, "env")?;
+    strings(entry, "headers")?;
+    for field in ["cwd", "socket", "cacert"] {
+        text(entry, field)?;
+    }
+    Ok(())
+}

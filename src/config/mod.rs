@@ -356,6 +356,7 @@ impl ServerConfig {
         if entry.contains_key("registry") {
             return Err(registry::unresolved(entry));
         }
+        fields::check_types(entry)?;
         // FastMCP writes the transport as `transport`.
         let kind = match text(entry, "type")? {
             None => text(entry, "transport")?,

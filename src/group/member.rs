@@ -79,6 +79,9 @@ pub(super) struct Member {
     pub(super) health: Mutex<ServerHealth>,
     /// What the catalogue shows of it; `None` while it is not usable.
     pub(super) listing: Mutex<Option<Arc<Listing>>>,
+    /// The client generation whose full listing last ended (listed or
+    /// failed): behind the client's while a listing is under way.
+    pub(super) listed: watch::Sender<u64>,
     /// Why its last establishment failed; cleared when it is ready.
     pub(super) last_error: Mutex<Option<Arc<ClientError>>>,
     /// Set when its first establishment ended (counted once toward the
@@ -121,6 +124,7 @@ impl Member {
             filter: server.filter,
             health: Mutex::new(ServerHealth::new(HealthState::Connecting, 0)),
             listing: Mutex::new(None),
+            listed: watch::channel(0).0,
             last_error: Mutex::new(None),
             first_settled: std::sync::atomic::AtomicBool::new(false),
             retry: server.retry.unwrap_or(retry),

@@ -406,9 +406,26 @@ impl ServerGroup {
     /// Closes every server gracefully (each bounded by `bound`) and empties
     /// the group.
     pub async fn shutdown_within(&self, bound: Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
         let names = self.names();
         let removals = names.iter().map(|name| async move {
-            let _ = tokio::time::timeout(bound, self.remove(name)).await;
+            // A session a call just built (a lazy member woken by a
+            // one-shot call) is listing what its server offers now: let it
+            // finish, so the remembered listing is the new one.
+            let listing = self.member(name).ok().filter(|member| {
+                let state = member.health().state;
+                matches!(
+                    state,
+                    HealthState::Idle | HealthState::Connecting | HealthState::Ready
+                )
+            });
+            if let Some(member) = listing {
+                let wanted = member.client.generation();
+                let mut listed = member.listed.subscribe();
+                let done = listed.wait_for(|listed| *listed >= wanted);
+                let _ = tokio::time::timeout_at(deadline, done).await;
+            }
+            let _ = tokio::time::timeout_at(deadline, self.remove(name)).await;
         });
         futures_util::future::join_all(removals).await;
     }

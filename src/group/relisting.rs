@@ -32,14 +32,19 @@ impl Supervisor {
     /// Lists everything the server's capabilities offer, on the current
     /// session, and publishes it; a usable member is then ready.
     pub(super) async fn refresh(&mut self) -> Result<(), ListingFailed> {
+        let generation = self.member.client.generation();
         // Made right after an establishment: in its trace, not traces of
         // their own.
         let session = self.member.client.session().await.ok();
         let work = Box::pin(self.list_everything());
-        match session {
+        let listed = match session {
             Some((session, _)) => session.within_establishment(work).await,
             None => work.await,
-        }
+        };
+        // Done with this session's listing, however it went (a shutdown
+        // waits for it: `ServerGroup::shutdown_within`).
+        self.member.listed.send_replace(generation);
+        listed
     }
 
     async fn list_everything(&mut self) -> Result<(), ListingFailed> {

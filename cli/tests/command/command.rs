@@ -93,6 +93,9 @@ fn failure_exits_1_with_a_structured_failure() {
         .unwrap()
         .get("cancel_source")
         .is_some());
+    // Issue 63, item 25: the report (every cause) as the human line has it.
+    let error = summary["error"].as_str().unwrap_or_default();
+    assert!(error.contains("refused"), "{summary}");
 }
 
 #[test]

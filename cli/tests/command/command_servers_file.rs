@@ -1031,6 +1031,13 @@ async fn reload_touches_only_what_changed(watch_config: bool) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!stdout.contains(SECRET), "{stdout}");
     let lines = json_lines(&output);
+    // Issue 63, item 22: each call line numbers its call (all said 1).
+    let numbers: Vec<u64> = (lines.iter())
+        .filter(|l| l["event"] == "call")
+        .map(|l| l["n"].as_u64().unwrap())
+        .collect();
+    assert!(numbers.len() >= 3, "{stdout}");
+    assert_eq!(numbers, (1..=numbers.len() as u64).collect::<Vec<_>>());
     let reload = lines
         .iter()
         .find(|l| l["event"] == "reload")
@@ -1105,6 +1112,57 @@ async fn a_lazy_server_starts_from_the_catalogue_cache() {
     assert!(output.status.success(), "{output:?}");
     assert_eq!(a.count("initialize"), 2, "connected by the call");
     assert_eq!(a.count("tools/call"), 1);
+    let _ = std::fs::remove_file(&cache);
+}
+
+/// Issue 63, item 21: a one-shot call that connects a lazy server leaves
+/// the listing that server gives now in the catalogue cache (the command
+/// exited before it reached the file).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_one_shot_call_to_a_lazy_server_saves_its_new_listing() {
+    let tools = std::sync::Arc::new(std::sync::Mutex::new(vec!["ta"]));
+    let listed = std::sync::Arc::clone(&tools);
+    let a = ScriptServer::start(move |request: &Recorded| match request.rpc_method() {
+        "tools/list" => {
+            let tools: Vec<_> = (listed.lock().unwrap().iter())
+                .map(
+                    |name| serde_json::json!({ "name": name, "inputSchema": { "type": "object" } }),
+                )
+                .collect();
+            Script::Json(200, result(request, serde_json::json!({ "tools": tools })))
+        }
+        _ => legacy(request),
+    })
+    .await;
+    let cache =
+        std::env::temp_dir().join(format!("mcp-catalogue-shot-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&cache);
+    let cache_arg = cache.to_str().unwrap().to_owned();
+    let config = |lazy: bool| {
+        write_config(&format!(
+            r#"{{ "mcpServers": {{ "a": {{ "url": "{}", "lazy": {lazy} }} }} }}"#,
+            a.url()
+        ))
+    };
+    let eager = config(false);
+    let output = run_async(&["--config", eager.as_str(), "--catalogue-cache", &cache_arg]).await;
+    assert!(output.status.success(), "{output:?}");
+    assert!(!std::fs::read_to_string(&cache).unwrap().contains("tb"));
+    tools.lock().unwrap().push("tb");
+    let lazy = config(true);
+    let args = [
+        "--config",
+        lazy.as_str(),
+        "--catalogue-cache",
+        &cache_arg,
+        "--call-tool",
+        "ta",
+    ];
+    let output = run_async(&args).await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(a.count("tools/call"), 1);
+    let saved = std::fs::read_to_string(&cache).unwrap();
+    assert!(saved.contains("tb"), "the new listing: {saved}");
     let _ = std::fs::remove_file(&cache);
 }
 
