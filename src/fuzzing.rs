@@ -246,7 +246,7 @@ fn check_config(config: &crate::config::ServersConfig) {
 /// environment are counted, never shown), nor a remote's unless its URL
 /// itself carries it (a variable in the URL's template). Its inputs are
 /// listed without a panic. And what a document may not do, it never does
-/// ([`launch_is_safe`]): the program is a known runtime, nothing of the
+/// (`launch_is_safe`): the program is a known runtime, nothing of the
 /// document is where the runtime reads options, no variable that changes
 /// what runs is set, and this process's environment fills no template.
 pub fn registry_server_json(data: &[u8]) {

@@ -137,6 +137,7 @@ pub enum RegistryError {
 }
 
 mod fetch;
+mod identifiers;
 mod inputs;
 mod launch;
 mod mcpb;

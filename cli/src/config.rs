@@ -11,10 +11,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_connect::config::{ServerConfig, ServersConfig};
-use mcp_connect::fleet::RedisListingStore;
 use mcp_connect::group::{
-    Catalogue, GroupError, HealthState, ItemKind, LeftOutReason, RememberedListings, Server,
-    ServerGroup,
+    Catalogue, GroupError, HealthState, ItemKind, LeftOutReason, Server, ServerGroup,
 };
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::{Connector, EstablishBuilder};
@@ -28,7 +26,6 @@ use super::prompt::Answers;
 use super::reload::ReloadTriggers;
 use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
 use super::signals::{Received, Signals};
-use super::stores::{redis_store, redis_url};
 use super::{usage, CLOSE_BOUND};
 
 /// Runs `--config`; the exit code as the option's help says.
@@ -100,7 +97,7 @@ pub(super) async fn run(
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
         .build();
-    let remembered = match remembered_listings(args).await {
+    let remembered = match super::stores::remembered_listings(args).await {
         Ok(listings) => listings,
         Err(message) => return usage(&message),
     };
@@ -245,39 +242,6 @@ pub(super) async fn run(
         Some(signal) => ExitCode::from(signal.exit_code()),
         None if failed == 0 && called => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
-    }
-}
-
-/// What `--catalogue-cache` names: a file, or a Redis store
-/// (`redis://...`, sealed like the others). A Redis that cannot be read
-/// now is a warning, and the servers start without remembered listings;
-/// one that cannot work as configured is a usage error.
-async fn remembered_listings(args: &Args) -> Result<Option<RememberedListings>, String> {
-    let Some(place) = &args.catalogue_cache else {
-        return Ok(None);
-    };
-    let redis = (place.to_str())
-        .map(|place| redis_url(place, "--catalogue-cache"))
-        .transpose()?
-        .flatten();
-    let Some(url) = redis else {
-        return RememberedListings::file(place)
-            .map(Some)
-            .map_err(|error| format!("--catalogue-cache: {}", chain(&error)));
-    };
-    let store: RedisListingStore = redis_store(args, &url, "--catalogue-cache")?;
-    match RememberedListings::from_store(store).await {
-        Ok(listings) => Ok(Some(listings)),
-        Err(error) if error.is_configuration() => {
-            Err(format!("--catalogue-cache: {}", chain(&error)))
-        }
-        Err(error) => {
-            eprintln!(
-                "mcp-connect: --catalogue-cache: {}; the servers start without remembered listings",
-                chain(&error)
-            );
-            Ok(None)
-        }
     }
 }
 

@@ -227,3 +227,39 @@ fn reported<T>(result: Result<T, StoreError>, what: &str) -> Result<T, StoreErro
     }
     result
 }
+
+/// What `--catalogue-cache` names: a file, or a Redis store
+/// (`redis://...`, sealed like the others). A Redis that cannot be read
+/// now is a warning, and the servers start without remembered listings;
+/// one that cannot work as configured is a usage error.
+pub(super) async fn remembered_listings(
+    args: &Args,
+) -> Result<Option<mcp_connect::group::RememberedListings>, String> {
+    let Some(place) = &args.catalogue_cache else {
+        return Ok(None);
+    };
+    let redis = (place.to_str())
+        .map(|place| redis_url(place, "--catalogue-cache"))
+        .transpose()?
+        .flatten();
+    let Some(url) = redis else {
+        return mcp_connect::group::RememberedListings::file(place)
+            .map(Some)
+            .map_err(|error| format!("--catalogue-cache: {}", chain(&error)));
+    };
+    let store: mcp_connect::fleet::RedisListingStore =
+        redis_store(args, &url, "--catalogue-cache")?;
+    match mcp_connect::group::RememberedListings::from_store(store).await {
+        Ok(listings) => Ok(Some(listings)),
+        Err(error) if error.is_configuration() => {
+            Err(format!("--catalogue-cache: {}", chain(&error)))
+        }
+        Err(error) => {
+            eprintln!(
+                "mcp-connect: --catalogue-cache: {}; the servers start without remembered listings",
+                chain(&error)
+            );
+            Ok(None)
+        }
+    }
+}

@@ -15,10 +15,13 @@ mod index;
 mod parts;
 #[cfg(test)]
 mod reference;
+mod vendor_names;
 
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use index::CatalogueIndex;
+pub(super) use vendor_names::VendorNames;
+pub use vendor_names::{vendor_name, VENDOR_NAME_MAX};
 
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
 
@@ -107,7 +110,7 @@ pub struct Catalogue {
     /// The lists, built from the parts on the first read.
     view: OnceLock<View>,
     /// The tools' vendor names, made on the first ask.
-    vendor: OnceLock<super::vendor::VendorNames>,
+    vendor: OnceLock<VendorNames>,
 }
 
 /// What one server shows in the catalogue, and what of it is left out.
@@ -141,9 +144,8 @@ impl Catalogue {
     }
 
     /// Every tool's vendor name (see [`vendor_tools`](Self::vendor_tools)).
-    pub(super) fn vendor_names(&self) -> &super::vendor::VendorNames {
-        self.vendor
-            .get_or_init(|| super::vendor::VendorNames::of(self.tools()))
+    pub(super) fn vendor_names(&self) -> &VendorNames {
+        self.vendor.get_or_init(|| VendorNames::of(self.tools()))
     }
 
     fn view(&self) -> &View {

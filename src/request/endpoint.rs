@@ -63,7 +63,9 @@ impl ConnectRequest {
         };
         let mut request = self.clone();
         let (mut headers, socket) = match primary {
-            Some((primary, headers, socket)) if super::uri::same_origin(primary, &url) => {
+            Some((primary, headers, socket))
+                if crate::transport::origin::same_origin(primary, &url) =>
+            {
                 (headers.clone(), socket.clone())
             }
             // Another origin: none of the primary's credentials, no socket.

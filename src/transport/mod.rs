@@ -39,6 +39,7 @@ mod lines;
 mod mcp_headers;
 #[cfg(any(test, feature = "testkit"))]
 mod memory;
+pub(crate) mod origin;
 mod proxy;
 mod redirect;
 pub mod resume;

@@ -23,7 +23,7 @@
 //! refused hop is a typed [`RedirectRefused`] and a response comes back as
 //! it came.
 
-use crate::request::uri::Origin;
+use super::origin::Origin;
 
 use http::{header, Request, StatusCode, Uri};
 

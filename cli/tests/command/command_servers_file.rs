@@ -427,7 +427,9 @@ async fn check_shows_each_launch_masked_and_each_mistake_located() {
 /// Issue 45, item 1: on a terminal the command asks for each
 /// `${input:ID}` the file declares (its description as the prompt), a
 /// `password` input without echo, and reads the file with the answers.
-/// Runs the command under a pseudo-terminal made by Python's `pty`.
+/// Issue 63, item 9: every input an entry needs is asked at once (the
+/// entry was refused for its first missing one, and the second was never
+/// asked). Runs the command under a pseudo-terminal made by Python's `pty`.
 #[test]
 fn inputs_are_asked_on_a_terminal_and_passwords_not_echoed() {
     let config = write_config(
@@ -435,8 +437,7 @@ fn inputs_are_asked_on_a_terminal_and_passwords_not_echoed() {
   "inputs": [ { "type": "promptString", "id": "key", "description": "API key", "password": true },
               { "type": "promptString", "id": "region", "description": "Region" } ],
   "servers": {
-    "a": { "url": "http://127.0.0.1:1/mcp", "headers": { "X-Key": "${input:key}" } },
-    "b": { "url": "http://127.0.0.1:1/${input:region}/mcp" }
+    "b": { "url": "http://127.0.0.1:1/${input:region}/mcp", "headers": { "X-Key": "${input:key}" } }
   }
 }"#,
     );
@@ -454,10 +455,10 @@ def read_until(marker):
         if not chunk:
             raise SystemExit("ended before " + marker.decode() + ": " + out.decode())
         out += chunk
-read_until(b"API key: ")
-os.write(fd, b"pw-canary\n")
 read_until(b"Region: ")
 os.write(fd, b"eu\n")
+read_until(b"API key: ")
+os.write(fd, b"pw-canary\n")
 while True:
     try:
         chunk = os.read(fd, 1024)
@@ -487,10 +488,10 @@ sys.exit(os.waitstatus_to_exitcode(status))
         "a password echoed or shown: {text}"
     );
     assert!(
-        text.contains("b: http: http://127.0.0.1:1/${input:region}/mcp"),
+        text.contains("b: http: http://127.0.0.1:1/${input:region}/mcp; headers x-key"),
         "{text}"
     );
-    assert!(text.contains("2 servers checked, 0 not usable"), "{text}");
+    assert!(text.contains("1 servers checked, 0 not usable"), "{text}");
 }
 
 /// Issue 45, item 3: `--server-json FILE` connects to what a registry
