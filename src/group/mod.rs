@@ -404,26 +404,30 @@ impl ServerGroup {
     }
 
     /// Closes every server gracefully (each bounded by `bound`) and empties
-    /// the group.
+    /// the group. A usable server whose new session is still listing (a
+    /// call just woke it) finishes its listing first, within a quarter of
+    /// the bound, so what it lists is remembered.
     pub async fn shutdown_within(&self, bound: Duration) {
-        let deadline = tokio::time::Instant::now() + bound;
+        let now = tokio::time::Instant::now();
+        let (deadline, listings_by) = (now + bound, now + bound / 4);
         let names = self.names();
         let removals = names.iter().map(|name| async move {
-            // A session a call just built (a lazy member woken by a
-            // one-shot call) is listing what its server offers now: let it
-            // finish, so the remembered listing is the new one.
+            // A session a call just built on a usable member (a lazy one
+            // woken by a one-shot call) is listing what its server offers
+            // now: let it finish, within a quarter of the bound, so the
+            // remembered listing is the new one. A first listing
+            // (connecting) is not waited for.
             let listing = self.member(name).ok().filter(|member| {
-                let state = member.health().state;
                 matches!(
-                    state,
-                    HealthState::Idle | HealthState::Connecting | HealthState::Ready
+                    member.health().state,
+                    HealthState::Idle | HealthState::Ready
                 )
             });
             if let Some(member) = listing {
                 let wanted = member.client.generation();
                 let mut listed = member.listed.subscribe();
                 let done = listed.wait_for(|listed| *listed >= wanted);
-                let _ = tokio::time::timeout_at(deadline, done).await;
+                let _ = tokio::time::timeout_at(listings_by, done).await;
             }
             let _ = tokio::time::timeout_at(deadline, self.remove(name)).await;
         });

@@ -163,3 +163,22 @@ async fn registry_fetches_run_together_and_within_the_deadline() {
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Item 16: text from a server.json reaches no message unescaped: a name
+/// with a terminal escape is no registry name (it was printed as it was,
+/// in "no package of ... can be started"), and every error chain is
+/// escaped before it is printed.
+#[test]
+fn a_documents_text_never_drives_the_terminal() {
+    let dir = scratch("escape");
+    let document = serde_json::json!({ "name": "io.github.acme/files\u{1b}[2J\u{1b}[31mOWNED",
+        "version": "1.0.0", "packages": [] });
+    let path = dir.join("server.json");
+    std::fs::write(&path, document.to_string()).unwrap();
+    let output = run_command(command(&["--server-json", path.to_str().unwrap()]));
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains("not a server.json"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
