@@ -36,6 +36,23 @@ pub(crate) struct Listing {
     pub(crate) templates: Vec<Arc<ResourceTemplate>>,
 }
 
+/// The catalogue names a server's tools and prompts were given, by the
+/// name the server gives each: remembered with the server's listing, so a
+/// name once handed out is handed out again on the next run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct GivenNames {
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) tools: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) prompts: std::collections::BTreeMap<String, String>,
+}
+
+impl GivenNames {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.prompts.is_empty()
+    }
+}
+
 /// A tool or prompt under its catalogue name.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

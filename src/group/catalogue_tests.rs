@@ -46,7 +46,7 @@ impl Step {
                 .insert(Arc::clone(server), Arc::clone(listing)),
             None => self.listings.remove(server),
         };
-        self.index.set(server, listing, naming);
+        self.index.set(server, listing, naming, None);
     }
 
     /// Publishes what was set, as a group does after a burst of changes.

@@ -57,10 +57,21 @@ impl Shared {
     pub(super) fn set_listing(&self, member: &Member, listing: Option<Listing>) {
         let listing = listing.map(Arc::new);
         *member.listing.lock().expect("listing lock poisoned") = listing.clone();
-        {
+        // Where the member's names are remembered, and what was: a name
+        // once given is given again, whatever the order servers come in.
+        let remembered = self.remembered.as_ref().zip(member.remember_as.as_deref());
+        let names = remembered.and_then(|(listings, key)| listings.names(key));
+        let given = {
             let mut index = self.index.lock().expect("index lock poisoned");
-            index.set(&member.name, listing, &self.naming);
+            let memory = remembered.map(|(_, key)| (key, names.as_ref()));
+            let given = index.set(&member.name, listing, &self.naming, memory);
             self.listings_changed.fetch_add(1, Ordering::AcqRel);
+            given
+        };
+        if let Some(listings) = &self.remembered {
+            for (key, names) in given {
+                listings.put_names(&key, names);
+            }
         }
         if self.publish_scheduled.swap(true, Ordering::AcqRel) {
             return;

@@ -10,6 +10,10 @@
 //! A remembered listing is replaced, with one catalogue change, when the
 //! server is reached.
 //!
+//! With each listing, the catalogue names its tools and prompts were given
+//! are remembered: a name once handed out is handed out again on the next
+//! run, whichever server is ready (or remembered) first.
+//!
 //! Kept in memory, in a file, or in a [`ListingStore`] that replicas share
 //! (the fleet's Redis one): a store is read whole once, when the listings
 //! are made, so a lazy server is still listed at once, and each change is
@@ -23,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::catalogue::Listing;
+use super::catalogue::{GivenNames, Listing};
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
 use crate::store::StoreError;
 
@@ -39,16 +43,25 @@ struct Inner {
     /// Held for one look or one change, never for the file's write. The
     /// listings share their items with the catalogue; they are copied only
     /// into and out of the file.
-    listings: Mutex<BTreeMap<String, Listing>>,
+    listings: Mutex<BTreeMap<String, Entry>>,
     file: Option<PathBuf>,
     store: Option<Arc<dyn ListingStore>>,
     /// A write of the file is scheduled (changes in a burst share one).
     scheduled: std::sync::atomic::AtomicBool,
 }
 
+/// One server's listing, and the names the catalogue gave its items.
+#[derive(Clone, Default, PartialEq)]
+struct Entry {
+    listing: Listing,
+    names: GivenNames,
+}
+
 /// One server's listing as it is read from the file.
 #[derive(Deserialize)]
 struct Stored {
+    #[serde(default)]
+    names: GivenNames,
     #[serde(default)]
     tools: Vec<Tool>,
     #[serde(default)]
@@ -59,13 +72,17 @@ struct Stored {
     templates: Vec<ResourceTemplate>,
 }
 
-impl From<Stored> for Listing {
-    fn from(stored: Stored) -> Listing {
-        Listing {
+impl From<Stored> for Entry {
+    fn from(stored: Stored) -> Entry {
+        let listing = Listing {
             tools: stored.tools.into_iter().map(Arc::new).collect(),
             prompts: stored.prompts.into_iter().map(Arc::new).collect(),
             resources: stored.resources.into_iter().map(Arc::new).collect(),
             templates: stored.templates.into_iter().map(Arc::new).collect(),
+        };
+        Entry {
+            listing,
+            names: stored.names,
         }
     }
 }
@@ -77,15 +94,19 @@ struct Written<'a> {
     prompts: Vec<&'a Prompt>,
     resources: Vec<&'a Resource>,
     templates: Vec<&'a ResourceTemplate>,
+    #[serde(skip_serializing_if = "GivenNames::is_empty")]
+    names: &'a GivenNames,
 }
 
 impl<'a> Written<'a> {
-    fn of(listing: &'a Listing) -> Self {
+    fn of(entry: &'a Entry) -> Self {
+        let listing = &entry.listing;
         Written {
             tools: listing.tools.iter().map(|t| &**t).collect(),
             prompts: listing.prompts.iter().map(|p| &**p).collect(),
             resources: listing.resources.iter().map(|r| &**r).collect(),
             templates: listing.templates.iter().map(|t| &**t).collect(),
+            names: &entry.names,
         }
     }
 }
@@ -130,7 +151,7 @@ impl RememberedListings {
                 let file: File =
                     serde_json::from_str(&text).map_err(|_| RememberError::NotListings)?;
                 (file.listings.into_iter())
-                    .map(|(key, stored)| (key, Listing::from(stored)))
+                    .map(|(key, stored)| (key, Entry::from(stored)))
                     .collect()
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
@@ -152,7 +173,7 @@ impl RememberedListings {
         let listings = (store.load().await?.into_iter())
             .filter_map(|(key, json)| {
                 let stored: Stored = serde_json::from_slice(&json).ok()?;
-                Some((key, Listing::from(stored)))
+                Some((key, Entry::from(stored)))
             })
             .collect();
         Ok(RememberedListings {
@@ -176,23 +197,54 @@ impl RememberedListings {
     }
 
     pub(super) fn get(&self, key: &str) -> Option<Listing> {
-        self.listings().get(key).cloned()
+        self.listings().get(key).map(|entry| entry.listing.clone())
+    }
+
+    /// The catalogue names `key`'s items were last given.
+    pub(super) fn names(&self, key: &str) -> Option<GivenNames> {
+        (self.listings().get(key))
+            .map(|entry| entry.names.clone())
+            .filter(|names| !names.is_empty())
     }
 
     /// Remembers `listing` for `key`. The file, when there is one, is
     /// written shortly after, once for a burst of changes (a hundred
     /// servers becoming ready write it once, not a hundred times).
     pub(super) fn put(&self, key: &str, listing: &Listing) {
+        self.change(key, |entry| {
+            let changed = entry.listing != *listing;
+            entry.listing = listing.clone();
+            changed
+        });
+    }
+
+    /// Remembers the catalogue names `key`'s items were given (for a key
+    /// whose listing is remembered).
+    pub(super) fn put_names(&self, key: &str, names: GivenNames) {
+        if !self.listings().contains_key(key) {
+            return;
+        }
+        self.change(key, |entry| {
+            let changed = entry.names != names;
+            entry.names = names;
+            changed
+        });
+    }
+
+    /// Changes `key`'s entry with `change` (true when it changed), then
+    /// writes it to the store and schedules the file's write.
+    fn change(&self, key: &str, change: impl FnOnce(&mut Entry) -> bool) {
         use std::sync::atomic::Ordering;
-        {
+        let json = {
             let mut listings = self.listings();
-            if listings.get(key) == Some(listing) {
+            let entry = listings.entry(key.to_owned()).or_default();
+            if !change(entry) {
                 return;
             }
-            listings.insert(key.to_owned(), listing.clone());
-        }
-        if let Some(store) = self.inner.store.clone() {
-            let json = serde_json::to_vec(&Written::of(listing)).expect("listings serialize");
+            (self.inner.store.is_some())
+                .then(|| serde_json::to_vec(&Written::of(entry)).expect("listings serialize"))
+        };
+        if let (Some(store), Some(json)) = (self.inner.store.clone(), json) {
             let key = key.to_owned();
             tokio::spawn(async move {
                 if let Err(error) = store.put(&key, json).await {
@@ -263,7 +315,7 @@ impl RememberedListings {
             .map_err(RememberError::Io)
     }
 
-    fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Listing>> {
+    fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
         // Held for one look or one change, which cannot panic.
         self.inner.listings.lock().expect("listings lock poisoned")
     }

@@ -24,7 +24,8 @@ struct Scripted {
     tools: Arc<Mutex<Vec<String>>>,
     /// The sender of the current GET stream, once the client opened one.
     stream: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
-    delay: Duration,
+    /// How long `initialize` takes (a test may change it between runs).
+    delay: Arc<Mutex<Duration>>,
 }
 
 impl Scripted {
@@ -33,7 +34,7 @@ impl Scripted {
             name,
             tools: Arc::new(Mutex::new(tools.iter().map(|t| t.to_string()).collect())),
             stream: Arc::new(Mutex::new(None)),
-            delay,
+            delay: Arc::new(Mutex::new(delay)),
         }
     }
 
@@ -41,7 +42,7 @@ impl Scripted {
         match request.rpc_method() {
             "server/discover" => Script::Json(400, error(request, -32000, None)),
             "initialize" => Script::Delayed(
-                self.delay,
+                *self.delay.lock().unwrap(),
                 Box::new(Script::JsonWith(
                     200,
                     result(
@@ -1188,6 +1189,97 @@ async fn a_tool_named_as_another_tools_vendor_name_never_runs_in_its_place() {
             2,
             "once a run, under its own name"
         );
+    })
+    .await;
+}
+
+/// Issue 64, item 1: catalogue names are not a matter of which server is
+/// ready first. A first run where `ev` is down at the start gives `add` to
+/// `fm` and `ev__add` to `ev` when it comes; every later run with the same
+/// remembered catalogue gives the same names, whichever server is ready
+/// first, whether the servers are eager or lazy. (`fm__add` was given in
+/// one run of six, `add` to `fm` in the others.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_the_same_whichever_server_is_ready_first() {
+    use mcp_connect::group::RememberedListings;
+    watchdog(Duration::from_secs(60), async {
+        let file = std::env::temp_dir().join(format!("mcp-names-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ev_addr = free.local_addr().unwrap();
+        drop(free);
+        let names = |group: &ServerGroup| -> Vec<(String, String)> {
+            (group.catalogue().tools().iter())
+                .map(|tool| (tool.name.clone(), tool.server.to_string()))
+                .collect()
+        };
+        let build = |remembered: RememberedListings| {
+            ServerGroup::builder()
+                .with_remembered_listings(remembered)
+                .build()
+        };
+        let fm = Scripted::new("fm", &["add", "fm_only"], Duration::ZERO);
+        let fm_server = fm.start().await;
+        let ev_url = format!("http://{ev_addr}/mcp");
+        let member = |name: &str, url: &str, lazy: bool| {
+            let server = Server::new(stack(Duration::from_secs(5)), named(url, name)).with_retry(
+                Backoff::new(Duration::from_millis(20), Duration::from_millis(50)),
+            );
+            if lazy {
+                server.lazy()
+            } else {
+                server
+            }
+        };
+
+        // The first run: ev is down at the start, and comes after the settle.
+        let remembered = RememberedListings::file(&file).unwrap();
+        let first = build(remembered.clone());
+        first.add(member("fm", &fm_server.url(), false)).unwrap();
+        first.add(member("ev", &ev_url, false)).unwrap();
+        first.settled().await;
+        let ev = Scripted::new("ev", &["add", "ev_only"], Duration::ZERO);
+
+        let ev_server = ev.start_on(ev_addr).await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while first.catalogue().tools().len() < 4 {
+            assert!(
+                Instant::now() < deadline,
+                "ev never joined: {:?}",
+                names(&first)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let given = names(&first);
+        assert!(
+            given.contains(&("add".to_owned(), "fm".to_owned())),
+            "{given:?}"
+        );
+        assert!(
+            given.contains(&("ev__add".to_owned(), "ev".to_owned())),
+            "{given:?}"
+        );
+        first.shutdown().await;
+        remembered.save().await.unwrap();
+
+        // Later runs: both up, ready in either order, eager or lazy.
+        let slow = Duration::from_millis(150);
+        for (delays, lazy) in [
+            ([Duration::ZERO, slow], false),
+            ([slow, Duration::ZERO], false),
+            ([Duration::ZERO, Duration::ZERO], false),
+            ([Duration::ZERO, Duration::ZERO], true),
+        ] {
+            *fm.delay.lock().unwrap() = delays[0];
+            *ev.delay.lock().unwrap() = delays[1];
+            let group = build(RememberedListings::file(&file).unwrap());
+            group.add(member("fm", &fm_server.url(), lazy)).unwrap();
+            group.add(member("ev", &ev_server.url(), lazy)).unwrap();
+            group.settled().await;
+            assert_eq!(names(&group), given, "delays {delays:?}, lazy {lazy}");
+            group.shutdown().await;
+        }
+        let _ = std::fs::remove_file(&file);
     })
     .await;
 }

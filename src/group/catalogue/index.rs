@@ -9,13 +9,19 @@
 //! The names are those [`Naming`] gives, checked as before: a name that
 //! breaks the rules is left out, and a name several items share is left
 //! out on all of them, unless one of them already had it in a settled
-//! catalogue (then it keeps it and the newcomers are left out).
+//! catalogue, or was given it on an earlier run (a remembered name): then
+//! it keeps it and the newcomers are left out. A remembered name is one
+//! the default rule could give that item now (bare, or under its server's
+//! prefix); it is kept whatever the order the servers come in, so the
+//! names of a group with remembered listings are those of the run before.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::{Catalogue, ItemKind, LeftOut, LeftOutReason, Listed, Listing, Named, Part};
+use super::{
+    Catalogue, GivenNames, ItemKind, LeftOut, LeftOutReason, Listed, Listing, Named, Part,
+};
 use crate::group::naming::{fit, is_valid_tool_name, NameRequest, Naming};
 use crate::protocol::{Prompt, Tool};
 
@@ -58,6 +64,8 @@ struct Slot<T> {
     item: Arc<T>,
     name: String,
     state: State,
+    /// Its name was given on an earlier run: kept before the group settles.
+    remembered: bool,
 }
 
 /// One kind of named item (tools, or prompts) across the servers.
@@ -88,6 +96,24 @@ struct Rule<'a> {
     keeps: bool,
 }
 
+impl Rule<'_> {
+    /// Whether the default rule could give `original`, of `server`, the
+    /// name `name` now (bare, or under the server's prefix): a remembered
+    /// name that still can is kept; one from another rule or another
+    /// server name is not.
+    fn could_give(&self, server: &str, original: &str, name: &str) -> bool {
+        matches!(self.naming, Naming::OnCollision)
+            && [false, true].into_iter().any(|collides| {
+                let request = NameRequest {
+                    server,
+                    name: original,
+                    collides,
+                };
+                self.naming.name(&request) == name
+            })
+    }
+}
+
 impl<T: Nameable> Names<T> {
     /// Replaces `server`'s items with `items`; adds every server whose
     /// entries may have moved to `touched`.
@@ -96,6 +122,7 @@ impl<T: Nameable> Names<T> {
         server: &Arc<str>,
         items: &[Arc<T>],
         rule: &Rule<'_>,
+        remembered: Option<&BTreeMap<String, String>>,
         touched: &mut BTreeSet<Arc<str>>,
     ) {
         let old = self.slots.remove(server).unwrap_or_default();
@@ -136,9 +163,13 @@ impl<T: Nameable> Names<T> {
         }
         let slots = (items.iter().enumerate())
             .map(|(index, item)| {
-                let (name, kept) = match kept.get(item.original().as_str()) {
-                    Some(name) => ((*name).to_owned(), true),
-                    None => (self.name_for(server, item, rule.naming), false),
+                let original = item.original();
+                let from_memory = (remembered.and_then(|names| names.get(original)))
+                    .filter(|name| rule.could_give(server, original, name));
+                let (name, kept, remembered) = match (kept.get(original.as_str()), from_memory) {
+                    (Some(name), _) => ((*name).to_owned(), true, false),
+                    (None, Some(name)) => (name.clone(), true, true),
+                    (None, None) => (self.name_for(server, item, rule.naming), false, false),
                 };
                 let state = if is_valid_tool_name(&name) {
                     self.claim(&name, server, index);
@@ -151,6 +182,7 @@ impl<T: Nameable> Names<T> {
                     item: Arc::clone(item),
                     name,
                     state,
+                    remembered,
                 }
             })
             .collect::<Vec<_>>();
@@ -199,12 +231,13 @@ impl<T: Nameable> Names<T> {
         };
         // A name shown keeps its item, and every item the server lists
         // under the same original name (as the kept names always did).
+        let keeps = |slot: &Slot<T>| (rule.keeps || slot.remembered) && slot.state == State::Named;
         let kept: HashMap<String, String> = (slots.iter())
-            .filter(|slot| rule.keeps && slot.state == State::Named)
+            .filter(|slot| keeps(slot))
             .map(|slot| (slot.item.original().clone(), slot.name.clone()))
             .collect();
         for (index, slot) in slots.iter_mut().enumerate() {
-            let keeps_its_name = rule.keeps && slot.state == State::Named;
+            let keeps_its_name = keeps(slot);
             if keeps_its_name || fit(slot.item.original()) != Cow::Borrowed(fitted) {
                 continue;
             }
@@ -227,6 +260,7 @@ impl<T: Nameable> Names<T> {
                 State::Invalid
             };
             slot.name = name;
+            slot.remembered = false;
             touched.insert(Arc::clone(server));
         }
         self.slots.insert(Arc::clone(server), slots);
@@ -266,7 +300,11 @@ impl<T: Nameable> Names<T> {
                             && other.name == slot.name
                             && other.item.original() == slot.item.original()
                     });
-                (rule.keeps && kept, Arc::clone(server), *index)
+                (
+                    (rule.keeps || slot.remembered) && kept,
+                    Arc::clone(server),
+                    *index,
+                )
             })
             .collect();
         claims.sort_by(|(a_kept, a_server, a), (b_kept, b_server, b)| {
@@ -288,6 +326,14 @@ impl<T: Nameable> Names<T> {
                 touched.insert(server);
             }
         }
+    }
+
+    /// The catalogue names `server`'s items have now, by original name.
+    fn given(&self, server: &Arc<str>) -> BTreeMap<String, String> {
+        (self.slots.get(server).into_iter().flatten())
+            .filter(|slot| slot.state == State::Named)
+            .map(|slot| (slot.item.original().clone(), slot.name.clone()))
+            .collect()
     }
 
     /// What `server` shows of this kind, and what it leaves out.
@@ -347,24 +393,37 @@ pub(crate) struct CatalogueIndex {
     settled: bool,
     /// A part changed since the last catalogue published.
     changed: bool,
+    /// Where each server's names are remembered (its listing's key).
+    keys: HashMap<Arc<str>, String>,
 }
 
 impl CatalogueIndex {
-    /// Sets what `server` lists (`None`: it lists nothing, or is gone).
+    /// Sets what `server` lists (`None`: it lists nothing, or is gone),
+    /// with where its names are remembered and what was remembered of
+    /// them. Returns the names of every remembered server the change
+    /// touched, by key, for the caller to remember.
     pub(crate) fn set(
         &mut self,
         server: &Arc<str>,
         listing: Option<Arc<Listing>>,
         naming: &Naming,
-    ) {
+        memory: Option<(&str, Option<&GivenNames>)>,
+    ) -> Vec<(String, GivenNames)> {
         let same = match (self.listings.get(server), &listing) {
             (Some(old), Some(new)) => Arc::ptr_eq(old, new) || old == new,
             (None, None) => true,
             _ => false,
         };
         if same {
-            return;
+            return Vec::new();
         }
+        let remembered = memory.and_then(|(_, names)| names);
+        match memory {
+            Some((key, _)) if listing.is_some() => {
+                self.keys.insert(Arc::clone(server), key.to_owned())
+            }
+            _ => self.keys.remove(server),
+        };
         let rule = Rule {
             naming,
             keeps: self.settled && matches!(naming, Naming::OnCollision),
@@ -372,17 +431,27 @@ impl CatalogueIndex {
         let empty = Listing::default();
         let items = listing.as_deref().unwrap_or(&empty);
         let mut touched = BTreeSet::new();
+        let (tools, prompts) = (remembered.map(|n| &n.tools), remembered.map(|n| &n.prompts));
         self.tools
-            .replace(server, &items.tools, &rule, &mut touched);
+            .replace(server, &items.tools, &rule, tools, &mut touched);
         self.prompts
-            .replace(server, &items.prompts, &rule, &mut touched);
+            .replace(server, &items.prompts, &rule, prompts, &mut touched);
         match listing {
             Some(listing) => self.listings.insert(Arc::clone(server), listing),
             None => self.listings.remove(server),
         };
+        let mut given = Vec::new();
         for server in touched {
             self.refresh_part(&server);
+            if let Some(key) = self.keys.get(&server) {
+                let names = GivenNames {
+                    tools: self.tools.given(&server),
+                    prompts: self.prompts.given(&server),
+                };
+                given.push((key.clone(), names));
+            }
         }
+        given
     }
 
     /// Builds `server`'s part again from its slots and listing.
