@@ -109,14 +109,15 @@ macro_rules! reportable {
                 $crate::report::Report::new(self).server_message()
             }
 
-            /// What to tell the model that asked for the call: this error,
-            /// then the server's own message when it sent one (from which
-            /// the model may correct its arguments), else every cause. It
-            /// holds the server's text: for the model, never for a log.
+            /// What to tell the model that asked for the call: `Error: `
+            /// (as a tool error's result says it), this error, then the
+            /// server's own message when it sent one (from which the model
+            /// may correct its arguments), else every cause. It holds the
+            /// server's text: for the model, never for a log.
             pub fn model_text(&self) -> String {
                 match self.server_message() {
-                    Some(message) => format!("{self}: {message}"),
-                    None => self.report().to_string(),
+                    Some(message) => format!("Error: {self}: {message}"),
+                    None => format!("Error: {}", self.report()),
                 }
             }
         }

@@ -419,7 +419,13 @@ async fn call_tool(
         None => {
             let result = group.call_tool(name, arguments).await;
             let ok = matches!(&result, Ok(r) if !r.is_error);
-            printer.routed_call(n, name, &result);
+            // Where the catalogue routed it, and on which of its sessions.
+            let server = (group.catalogue().tool(name)).map(|tool| Arc::clone(&tool.server));
+            let generation = (server.as_deref())
+                .and_then(|server| group.client(server))
+                .map(|client| client.generation());
+            let route = server.as_deref().zip(generation);
+            printer.routed_call(n, name, route, &result);
             ok
         }
     }

@@ -19,6 +19,20 @@ pub(crate) struct Printer {
     json: bool,
     out: Mutex<std::io::Stdout>,
     last_attempt: AtomicU32,
+    /// The server is reached over a Unix socket (a 421 then gets a hint).
+    over_socket: std::sync::atomic::AtomicBool,
+}
+
+/// Where the command connects, as its first line says it.
+pub(crate) struct TargetLine<'a> {
+    /// The URL (without secrets) or the program.
+    pub(crate) shown: &'a str,
+    /// The registry name of a server a `server.json` describes.
+    pub(crate) registry: Option<&'a str>,
+    /// The Unix socket the HTTP goes over.
+    pub(crate) socket: Option<&'a std::path::Path>,
+    pub(crate) demo: bool,
+    pub(crate) proxy: Option<&'a str>,
 }
 
 /// Server-chosen text as it may reach a terminal: every control character
@@ -47,6 +61,16 @@ pub(crate) fn shown(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// A tool's text as it may reach a terminal: each line [`shown`], the
+/// lines kept (indented under the call's line), never a literal `\n`.
+pub(crate) fn shown_lines(text: &str) -> String {
+    let lines: Vec<_> = text
+        .split('\n')
+        .map(|line| shown(line.trim_end_matches('\r')))
+        .collect();
+    lines.join("\n  ")
 }
 
 /// Whether `c` is of Unicode category Cf (format: bidi marks and
@@ -110,6 +134,7 @@ impl Printer {
             json,
             out: Mutex::new(std::io::stdout()),
             last_attempt: AtomicU32::new(1),
+            over_socket: Default::default(),
         }
     }
 
@@ -128,12 +153,32 @@ impl Printer {
     }
 
     /// The target, and the proxy's address when one is used.
-    pub(crate) fn target(&self, shown: &str, demo: bool, proxy: Option<&str>) {
-        let note = if demo { " (built-in demo server)" } else { "" };
-        let via = proxy.map(|p| format!(" via proxy {p}")).unwrap_or_default();
+    /// The first line: what is reached, and how (a registry server by its
+    /// name, then what starts it; a Unix socket; a proxy).
+    pub(crate) fn target(&self, target: &TargetLine<'_>) {
+        let note = if target.demo {
+            " (built-in demo server)"
+        } else {
+            ""
+        };
+        let via = (target.proxy)
+            .map(|p| format!(" via proxy {p}"))
+            .unwrap_or_default();
+        let socket = target
+            .socket
+            .map(|path| path.to_string_lossy().into_owned());
+        let over = (socket.as_deref())
+            .map(|path| format!(" over the Unix socket {}", self::shown(path)))
+            .unwrap_or_default();
+        self.over_socket.store(socket.is_some(), Ordering::Relaxed);
+        let what = match target.registry {
+            Some(name) => format!("{} ({})", self::shown(name), self::shown(target.shown)),
+            None => self::shown(target.shown).into_owned(),
+        };
         self.line(
-            &format!("connecting to {}{note}{via}", self::shown(shown)),
-            json!({ "event": "target", "target": shown, "demo": demo, "proxy": proxy }),
+            &format!("connecting to {what}{note}{over}{via}"),
+            json!({ "event": "target", "target": target.shown, "registry": target.registry,
+                    "socket": socket, "demo": target.demo, "proxy": target.proxy }),
         );
     }
 
@@ -190,25 +235,33 @@ impl Printer {
         &self,
         n: u32,
         name: &str,
+        route: Option<(&str, u64)>,
         result: &Result<mcp_connect::protocol::CallToolResult, mcp_connect::group::GroupError>,
     ) {
+        let (server, generation) = route.map_or((None, None), |(s, g)| (Some(s), Some(g)));
+        let on = route
+            .map(|(server, generation)| format!(" ({}, session {generation})", shown(server)))
+            .unwrap_or_default();
         match result {
-            Ok(result) => self.line(
-                &format!(
-                    "call {n} {}: {}{}",
-                    shown(name),
-                    shown(&result.text()),
-                    if result.is_error { " (tool error)" } else { "" }
-                ),
-                json!({ "event": "call", "n": n, "tool": name, "ok": !result.is_error,
-                        "text": result.text() }),
-            ),
+            Ok(result) => {
+                let outcome = if result.is_error { "tool error: " } else { "" };
+                self.line(
+                    &format!(
+                        "call {n} {}: {outcome}{}{on}",
+                        shown(name),
+                        shown_lines(&result.text())
+                    ),
+                    json!({ "event": "call", "n": n, "tool": name, "ok": !result.is_error,
+                            "text": result.text(), "server": server, "generation": generation }),
+                )
+            }
             Err(error) => {
                 let failure = error.failure();
                 let report = chain(error);
                 self.line(
-                    &format!("call {n} {} failed: {report}", shown(name)),
+                    &format!("call {n} {}: failed: {report}{on}", shown(name)),
                     json!({ "event": "call", "n": n, "tool": name, "ok": false,
+                            "server": server, "generation": generation,
                             "failure": failure_json(&failure), "error": report }),
                 )
             }
@@ -229,8 +282,8 @@ impl Printer {
                 &format!(
                     "call {n} {}: {}{} (session {generation}{note})",
                     shown(name),
-                    shown(&result.text()),
-                    if result.is_error { " (tool error)" } else { "" }
+                    if result.is_error { "tool error: " } else { "" },
+                    shown_lines(&result.text()),
                 ),
                 json!({
                     "event": "call", "n": n, "tool": name, "ok": !result.is_error, "text": result.text(),
@@ -242,7 +295,7 @@ impl Printer {
                 let report = chain(error);
                 self.line(
                     &format!(
-                        "call {n} {} failed: {report} (session {generation}{note})",
+                        "call {n} {}: failed: {report} (session {generation}{note})",
                         shown(name),
                     ),
                     json!({
@@ -314,6 +367,12 @@ impl Printer {
                 }
                 if let Some((problem, hint)) = tls_hint(error) {
                     summary.insert("tls_problem".into(), problem.into());
+                    summary.insert("hint".into(), hint.into());
+                    text.push_str(&format!("\nhint: {hint}"));
+                } else if failure.http_status == Some(421)
+                    && self.over_socket.load(Ordering::Relaxed)
+                {
+                    let hint = "the server refused the URL's host (421 Misdirected Request): over a Unix socket the URL still gives the Host header the server checks; give the host it expects";
                     summary.insert("hint".into(), hint.into());
                     text.push_str(&format!("\nhint: {hint}"));
                 }

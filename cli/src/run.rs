@@ -17,10 +17,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{Args, Replay};
-use super::output::{chain, Printer};
+use super::output::{chain, Printer, TargetLine};
 use super::request::{described_server, handler_from, http_client, recovery_from, request_from};
 use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
+use mcp_connect::registry::ServerJson;
 
 pub(crate) fn main() -> ExitCode {
     let args = Args::parse();
@@ -204,11 +205,13 @@ async fn run(args: Args) -> ExitCode {
     if let Err(error) = connector.validate(&request) {
         return usage(&chain(&error));
     }
-    printer.target(
-        &request.target().to_string(),
-        demo.is_some(),
-        proxy.as_deref(),
-    );
+    printer.target(&TargetLine {
+        shown: &request.target().to_string(),
+        registry: described.as_ref().map(ServerJson::name),
+        socket: args.unix_socket.as_deref(),
+        demo: demo.is_some(),
+        proxy: proxy.as_deref(),
+    });
     let stack = EstablishBuilder::new(connector)
         .with_recovery(recovery_from(&args))
         .with_deadline(args.deadline)

@@ -374,6 +374,10 @@ fn proxy_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[cfg(feature = "schema")]
 fn beyond_a_schema(problem: &super::EntryProblem) -> bool {
     use super::EntryProblem as P;
+    #[cfg(feature = "rustls")]
+    if matches!(problem, P::BadCa(_)) {
+        return true;
+    }
     matches!(
         problem,
         P::Invalid { .. }
@@ -385,7 +389,7 @@ fn beyond_a_schema(problem: &super::EntryProblem) -> bool {
             | P::MissingVariable { .. }
             | P::MissingInputs { .. }
             | P::RegistryNotFetched
-    ) || matches!(problem, P::BadCa(_) if cfg!(feature = "rustls"))
+    )
 }
 
 /// Entries made of the fields the reader knows, each with a value that is

@@ -851,11 +851,14 @@ async fn a_failed_call_reports_its_chain_and_the_servers_message() {
             failed.server_message(),
             Some("canary: argument a must be a number")
         );
-        // Issue 44, item 2: what the model is told has the server's words.
+        // Issue 44, item 2: what the model is told has the server's words;
+        // issue 64, item 14: after `Error: `, as a tool error's text.
         assert_eq!(
             failed.model_text(),
-            "server \"py\": call_tool failed on session 1: canary: argument a must be a number"
+            "Error: server \"py\": call_tool failed on session 1: canary: argument a must be a number"
         );
+        let unknown = group.call_tool("no-such-tool", &json!({})).await.unwrap_err();
+        assert!(unknown.model_text().starts_with("Error: "), "{}", unknown.model_text());
     })
     .await;
 }

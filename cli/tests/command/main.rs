@@ -10,6 +10,7 @@ mod command;
 mod command_auth;
 mod command_config;
 mod command_hostile_text;
+mod command_lines;
 mod command_logging;
 mod command_openssl;
 mod command_otlp;
