@@ -127,7 +127,9 @@ impl TlsFixture {
         &self.client_key_pem
     }
 
-    /// The server side's TLS settings for `options`.
+    /// The server side's TLS settings for `options` (ring, as the client's:
+    /// see `transport::tls_config`'s provider).
+    #[allow(deprecated)]
     fn server_config(&self, options: &TlsServe) -> rustls::ServerConfig {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions: &[&rustls::SupportedProtocolVersion] = if options.tls12_only {

@@ -159,6 +159,15 @@ impl ResolvesClientCert for Presents {
 
 /// ring, named explicitly so that another crate enabling a second rustls
 /// provider cannot make the choice ambiguous.
+///
+/// rustls 0.23.48 marks ring's provider deprecated because ring has no
+/// post-quantum key exchange; aws-lc-rs has, at the price of a C and
+/// assembly build (cmake on some targets) in every user's build. This
+/// crate stays on ring, chosen here on purpose; an application that wants
+/// post-quantum key exchange gives its own client
+/// ([`HttpClient::new`](crate::transport::HttpClient::new)) built on
+/// the provider it chooses.
+#[allow(deprecated)]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     static RING: OnceLock<Arc<rustls::crypto::CryptoProvider>> = OnceLock::new();
     Arc::clone(RING.get_or_init(|| Arc::new(rustls::crypto::ring::default_provider())))
