@@ -51,8 +51,8 @@ pub(super) async fn run(
         cancel: cancel.clone(),
         limit: args.deadline,
     };
-    let mut answers = Answers::new(args.standard, bound);
-    let config = match answers.read_asking(path, &client, &options).await {
+    let mut answers = Answers::new(path, args.standard, bound);
+    let config = match answers.read_asking(&client, &options).await {
         Ok(config) => config,
         // The first signal ended the read: exit as a signal does.
         Err(_) if signals.received().is_some() => {
@@ -199,7 +199,7 @@ pub(super) async fn run(
                 if n > 1 {
                     let until = Instant::now() + args.interval;
                     while let Some(()) = triggers.before(until).await {
-                        let reloaded = answers.reread(path, &client, &options).await;
+                        let reloaded = answers.reread(&client, &options).await;
                         reload(printer, &group, reloaded, &chosen, &member).await;
                     }
                 }

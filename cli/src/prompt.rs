@@ -18,9 +18,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use mcp_connect::config::{
-    ConfigFileError, Format, Input, RegistryDocuments, ServersConfig, Variables,
-};
+use mcp_connect::config::{ConfigFileError, ConfigSource, Format, Input, ServersConfig};
 use mcp_connect::registry::RegistryOptions;
 use mcp_connect::transport::HttpClient;
 use nix::sys::termios;
@@ -28,13 +26,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::shown;
 
-/// The inputs answered on the terminal, by id, whether the file is read as
-/// the draft standard `mcp.json` (`--standard`), the `server.json` of its
-/// registry entries, fetched once, and what bounds every wait.
+/// The config file with its answers and registry documents (the library's
+/// [`ConfigSource`]), and what bounds every wait.
 pub(super) struct Answers {
-    given: Vec<(String, String)>,
-    standard: bool,
-    registry: RegistryDocuments,
+    source: ConfigSource,
     bound: Bounded,
 }
 
@@ -65,87 +60,60 @@ fn ended() -> ConfigFileError {
 }
 
 impl Answers {
-    /// No answer yet; the file read strictly as the standard when asked.
-    pub(super) fn new(standard: bool, bound: Bounded) -> Self {
-        Answers {
-            given: Vec::new(),
-            standard,
-            registry: RegistryDocuments::default(),
-            bound,
-        }
+    /// No answer yet; the file at `path` read strictly as the standard
+    /// when asked.
+    pub(super) fn new(path: &Path, standard: bool, bound: Bounded) -> Self {
+        let source = ConfigSource::new(path);
+        let source = match standard {
+            true => source.with_format(Format::Standard),
+            false => source,
+        };
+        Answers { source, bound }
     }
 
-    /// Reads `path` with these answers and the process's environment, its
-    /// registry entries resolved from the documents fetched before
-    /// ([`reread`](Self::reread) fetches what is new first).
-    pub(super) async fn read(&self, path: &Path) -> Result<ServersConfig, ConfigFileError> {
-        let owned = path.to_owned();
-        let read = tokio::task::spawn_blocking(move || mcp_connect::config::read_text(&owned));
-        let text = match self.bound.wait(read).await {
-            Some(Ok(text)) => text?,
-            Some(Err(error)) => return Err(ConfigFileError::Io(std::io::Error::other(error))),
-            None => return Err(ended()),
-        };
-        let env = |name: &str| std::env::var(name).ok();
-        let variables = (self.given.iter()).fold(Variables::new(&env), |variables, (id, value)| {
-            variables.with_input(id.as_str(), value.as_str())
-        });
-        let format = match self.standard {
-            true => Format::Standard,
-            false => Format::of_path(path),
-        };
-        let mut config = ServersConfig::parse_as(&text, format, &variables)?;
-        config.resolve_registry(&self.registry, &variables);
-        Ok(config)
-    }
-
-    /// Reads `path`, fetching its registry entries' `server.json` through
-    /// `client` as `options` say, then asking on the terminal for every
-    /// input an entry was refused for want of.
+    /// Reads the file, fetching its registry entries' `server.json`
+    /// through `client` as `options` say, then asking on the terminal for
+    /// every input an entry was refused for want of.
     pub(super) async fn read_asking(
         &mut self,
-        path: &Path,
         client: &HttpClient,
         options: &RegistryOptions,
     ) -> Result<ServersConfig, ConfigFileError> {
-        let config = self.reread(path, client, options).await?;
-        self.ask_missing(path, config).await
-    }
-
-    /// Reads `path`, fetching the `server.json` of every registry entry not
-    /// fetched before from the same source (on a reload: an entry that is
-    /// new or changed); nothing is asked (a reload runs unattended). The
-    /// documents fetched before the signal or the deadline are kept.
-    pub(super) async fn reread(
-        &mut self,
-        path: &Path,
-        client: &HttpClient,
-        options: &RegistryOptions,
-    ) -> Result<ServersConfig, ConfigFileError> {
-        let config = self.read(path).await?;
-        if config.registry_entries().next().is_none() {
-            return Ok(config);
-        }
-        let bound = self.bound.clone();
-        let fetched = config.refresh_registry(&mut self.registry, client, options);
-        if bound.wait(fetched).await.is_none() && bound.cancel.is_cancelled() {
-            return Err(ended());
-        }
-        self.read(path).await
-    }
-
-    async fn ask_missing(
-        &mut self,
-        path: &Path,
-        config: ServersConfig,
-    ) -> Result<ServersConfig, ConfigFileError> {
+        let config = self.reread(client, options).await?;
         let missing = config.missing_inputs();
         match ask_for(config.inputs(), &missing) {
             Some(given) => {
-                self.given.extend(given);
-                self.read(path).await
+                for (id, value) in given {
+                    self.source.answer(id, value);
+                }
+                self.bound
+                    .wait(self.source.read_known())
+                    .await
+                    .unwrap_or_else(|| Err(ended()))
             }
             None => Ok(config),
+        }
+    }
+
+    /// Reads the file again, fetching the `server.json` of every registry
+    /// entry not fetched before from the same source (on a reload: an
+    /// entry that is new or changed); nothing is asked (a reload runs
+    /// unattended). Ends at the first signal or the deadline.
+    pub(super) async fn reread(
+        &mut self,
+        client: &HttpClient,
+        options: &RegistryOptions,
+    ) -> Result<ServersConfig, ConfigFileError> {
+        let bound = self.bound.clone();
+        match bound.wait(self.source.read(client, options)).await {
+            Some(read) => read,
+            // The deadline cut the registry's fetches: what the file says
+            // with the documents fetched so far.
+            None if !bound.cancel.is_cancelled() => bound
+                .wait(self.source.read_known())
+                .await
+                .unwrap_or_else(|| Err(ended())),
+            None => Err(ended()),
         }
     }
 }

@@ -75,6 +75,14 @@ impl EntryError {
     pub fn problem(&self) -> &EntryProblem {
         &self.problem
     }
+
+    /// This error and every cause, for printing whole (`{}` on one line,
+    /// `{:#}` a cause a line): `server "files" in the config file cannot be
+    /// used: the registry server cannot be used: io.github.acme/files is
+    /// not pinned to a version`. `Display` alone says only the first fact.
+    pub fn report(&self) -> crate::report::Report<'_> {
+        crate::report::Report::new(self)
+    }
 }
 
 impl EntryProblem {
@@ -221,14 +229,22 @@ pub enum EntryProblem {
         /// The variable's name.
         variable: String,
     },
-    /// `${input:id}` references (or a registry server's declared
-    /// variables) the application did not supply
+    /// `${input:id}` references the application did not supply
     /// ([`Variables::with_input`](super::Variables::with_input)): every one
     /// the entry needs, each once, in the order met.
-    #[error("no value was given for {}", ids.join(", "))]
+    #[error("no value was given for the inputs {}", ids.join(", "))]
     MissingInputs {
         /// The inputs' ids.
         ids: Vec<String>,
+    },
+    /// Variables a registry server declares (a package's environment
+    /// variables, a remote's template variables) that nothing answers:
+    /// give them in the entry's `env` (or as inputs of those names, which
+    /// the command asks for on a terminal).
+    #[error("the registry server needs values for its variables {} (set them in the entry's `env`)", names.join(", "))]
+    MissingServerVariables {
+        /// The variables.
+        names: Vec<String>,
     },
     /// `${kind:...}` of a kind other than `env`, `input` or `value`.
     #[error("only `env:`, `input:` and `value:` references are supported")]

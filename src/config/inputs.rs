@@ -87,17 +87,23 @@ impl ServersConfig {
         &self.inputs
     }
 
-    /// The ids of the inputs some entry was refused for want of, each once,
-    /// in the order first met: what an application asks for before reading
-    /// the file again.
+    /// The ids of the inputs some entry was refused for want of (and the
+    /// names of registry servers' variables nothing answered, asked as
+    /// inputs of those names), each once, in the order first met: what an
+    /// application asks for before reading the file again.
     pub fn missing_inputs(&self) -> Vec<&str> {
         let mut ids: Vec<&str> = Vec::new();
         for error in self.errors() {
-            if let EntryProblem::MissingInputs { ids: missing } = error.problem() {
-                for id in missing {
-                    if !ids.contains(&id.as_str()) {
-                        ids.push(id);
-                    }
+            let missing = match error.problem() {
+                EntryProblem::MissingInputs { ids } => ids,
+                // A registry server's variable is asked as the input of
+                // its name.
+                EntryProblem::MissingServerVariables { names } => names,
+                _ => continue,
+            };
+            for id in missing {
+                if !ids.contains(&id.as_str()) {
+                    ids.push(id);
                 }
             }
         }

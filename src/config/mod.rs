@@ -70,6 +70,7 @@ mod registry;
 mod schema;
 mod server;
 mod settings;
+mod source;
 mod standard;
 mod target;
 
@@ -91,6 +92,7 @@ pub use oauth::OAuthSettings;
 pub use registry::{RegistryDocuments, RegistrySource, FETCHES_AT_ONCE};
 use settings::Settings;
 pub use settings::PACE_FLOOR;
+pub use source::ConfigSource;
 use target::{invalid, remote, stdio};
 
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far

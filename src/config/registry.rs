@@ -21,8 +21,8 @@
 //! default; never straight from the environment, which would let a
 //! document read any variable it names. The entry's `env` is also set for
 //! a stdio package's child. A variable the server needs that nothing
-//! answers refuses the entry as [`EntryProblem::MissingInputs`] (naming
-//! every one), and the server's declared variables join
+//! answers refuses the entry as [`EntryProblem::MissingServerVariables`]
+//! (naming every one), and the server's declared variables join
 //! [`ServersConfig::inputs`], so the command prompts for them as for VS
 //! Code's inputs (a secret without echo).
 
@@ -241,7 +241,7 @@ fn resolve(
         .resolve(runtime_exists, &answer)
         .map_err(|error| match error {
             RegistryError::MissingVariables { variables, .. } => {
-                EntryProblem::MissingInputs { ids: variables }
+                EntryProblem::MissingServerVariables { names: variables }
             }
             other => EntryProblem::Registry(Arc::new(other)),
         })?;

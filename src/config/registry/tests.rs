@@ -107,8 +107,14 @@ async fn a_registry_entry_is_fetched_pinned_and_resolved_with_its_settings() {
         "stdio: npx -y -- @acme/files@1.2.0; env FILES_TOKEN"
     );
 
-    // Unpinned: refused, and never asked for.
+    // Unpinned: refused, and never asked for; its report says why (issue
+    // 64, item 10: the entry's message hid the reason).
     let latest = config.errors().find(|e| e.name() == "latest").unwrap();
+    let said = latest.report().to_string();
+    assert!(
+        said.ends_with("io.github.acme/files is not pinned to a version"),
+        "{said}"
+    );
     assert!(
         matches!(latest.problem(), EntryProblem::Registry(e) if matches!(**e, RegistryError::Unpinned { .. })),
         "{:?}",

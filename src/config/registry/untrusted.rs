@@ -111,10 +111,17 @@ async fn the_environment_fills_no_variable_the_user_did_not_name() {
     config.resolve_registry_with(&documents, &Variables::new(&env), &|_| false);
     let error = config.errors().next().expect("refused");
     assert!(
-        matches!(error.problem(), EntryProblem::MissingInputs { ids } if ids == &["AWS_SECRET"]),
+        matches!(error.problem(), EntryProblem::MissingServerVariables { names } if names == &["AWS_SECRET"]),
         "{:?}",
         error.problem()
     );
+    // Issue 64, item 9: a server's variable is called what it is.
+    let said = error.report().to_string();
+    assert!(
+        said.contains("needs values for its variables AWS_SECRET"),
+        "{said}"
+    );
+    assert!(!said.contains("input"), "{said}");
     // Whatever was resolved, connect it: nothing may carry the canary.
     for server in config.servers() {
         let _ = Connector::new().connect(server.request()).await;
