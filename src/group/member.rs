@@ -240,7 +240,12 @@ pub(super) struct Supervisor {
 impl Supervisor {
     pub(super) async fn run(mut self) {
         let mut generations = self.member.client.generations();
-        if self.member.lazy && !self.idle(&mut generations).await {
+        // A lazy member with nothing remembered is listed once at the
+        // start (connect, list, remember, close), so its tools are in the
+        // catalogue before its first call; one with a remembered listing
+        // waits idle for a call.
+        let mut list_once = self.member.lazy && self.remembered_listing().is_none();
+        if self.member.lazy && !list_once && !self.idle(&mut generations).await {
             return;
         }
         loop {
@@ -262,6 +267,12 @@ impl Supervisor {
                     self.failures_in_a_row = 0;
                     generations.borrow_and_update();
                     match self.refresh().await {
+                        Ok(()) if std::mem::take(&mut list_once) => {
+                            // Listed and remembered: idle until a call.
+                            let _ = self.member.client.close().await;
+                            self.set(HealthState::Idle);
+                            Step::Dormant
+                        }
                         Ok(()) => Step::Serve,
                         Err(failed) => step_after(failed),
                     }
@@ -403,7 +414,15 @@ impl Supervisor {
         failure: Failure,
         generations: &mut watch::Receiver<Generation>,
     ) -> Step {
-        self.publish(None);
+        // A lazy member keeps its remembered tools listed while its server
+        // cannot be reached, degraded: a call routed to one of them tries
+        // to connect under its own bound, and the server's own listing
+        // replaces them when it is back. Others leave the catalogue.
+        let remembered = (self.member.lazy)
+            .then(|| self.remembered_listing())
+            .flatten();
+        let keeps_tools = remembered.is_some() && failure.kind != FailureKind::Auth;
+        self.publish(remembered.filter(|_| keeps_tools));
         // An outage is outlasted: the group tries again on its own, paced
         // by a fully jittered backoff that grows with each failure in a row.
         let retry_at = is_outage(&failure).then(|| {
@@ -415,7 +434,10 @@ impl Supervisor {
             Instant::now() + delay
         });
         *self.member.retry_at.lock().expect("retry lock poisoned") = retry_at;
-        self.set(HealthState::after_failed_establishment(failure));
+        self.set(match keeps_tools {
+            true => HealthState::Degraded(failure),
+            false => HealthState::after_failed_establishment(failure),
+        });
         loop {
             tokio::select! {
                 () = sleep_until(retry_at) => {

@@ -223,13 +223,15 @@ impl ServerGroup {
         };
         if member.lazy {
             // Complete at once: the remembered listing, no connection.
+            // With nothing remembered, its supervisor lists it once first
+            // (connecting until then).
             let remembered = (self.shared.remembered.as_ref())
                 .zip(member.remember_as.as_deref())
                 .and_then(|(listings, key)| listings.get(key));
             if remembered.is_some() {
                 self.shared.set_listing(&member, remembered);
+                self.shared.set_health(&member, HealthState::Idle);
             }
-            self.shared.set_health(&member, HealthState::Idle);
         }
         *member.task.lock().expect("task lock poisoned") = Some(tokio::spawn(supervisor.run()));
         members.insert(Arc::clone(&member.name), member);

@@ -20,6 +20,12 @@ impl Supervisor {
         Some((listings, self.member.remember_as.clone()?))
     }
 
+    /// What is remembered of this member's listing.
+    pub(super) fn remembered_listing(&self) -> Option<super::catalogue::Listing> {
+        let (listings, key) = self.remembered()?;
+        listings.get(&key)
+    }
+
     /// [`publish`](Self::publish)es what the server just listed, and
     /// remembers it.
     pub(super) fn publish_listed(&self, listing: Listing) {

@@ -1287,6 +1287,106 @@ async fn names_are_the_same_whichever_server_is_ready_first() {
     .await;
 }
 
+/// Issue 64, item 2: a lazy server with nothing remembered is listed once
+/// at the start (connected, listed, remembered, closed) and waits idle for
+/// its first call with its tools in the catalogue. (It was never listed.)
+#[tokio::test]
+async fn a_lazy_server_with_nothing_remembered_is_listed_once() {
+    use mcp_connect::group::RememberedListings;
+    watchdog(Duration::from_secs(30), async {
+        let scripted = Scripted::new("lz", &["lz_tool"], Duration::ZERO);
+        let server = scripted.start().await;
+        let remembered = RememberedListings::in_memory();
+        let group = ServerGroup::builder()
+            .with_remembered_listings(remembered.clone())
+            .build();
+        group
+            .add(Server::new(stack(Duration::from_secs(5)), named(&server.url(), "lz")).lazy())
+            .unwrap();
+        group.settled().await;
+        assert!(
+            group.catalogue().tool("lz_tool").is_some(),
+            "listed at the start"
+        );
+        assert_eq!(remembered.len(), 1, "remembered");
+        assert_eq!(server.count("initialize"), 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server
+            .recorded()
+            .iter()
+            .all(|r| r.method != http::Method::DELETE)
+            || group.health("lz").unwrap().state != HealthState::Idle
+        {
+            assert!(Instant::now() < deadline, "never closed and idle");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let result = group.call_tool("lz_tool", &json!({})).await.unwrap();
+        assert_eq!(result.text(), "lz ran lz_tool");
+        group.shutdown().await;
+    })
+    .await;
+}
+
+/// Issue 64, item 3: a lazy server whose first connection fails keeps its
+/// remembered tools listed (degraded), and once its server is back the
+/// next call by name connects it at once. (Its tools left the catalogue,
+/// and calls by name failed until a background retry 7 to 13 s later.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazy_server_that_cannot_be_reached_keeps_its_remembered_tools() {
+    use mcp_connect::group::RememberedListings;
+    watchdog(Duration::from_secs(30), async {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = free.local_addr().unwrap();
+        drop(free);
+        let scripted = Scripted::new("lz", &["lz_tool"], Duration::ZERO);
+        let url = format!("http://{addr}/mcp");
+        let remembered = RememberedListings::in_memory();
+        let member = || {
+            Server::new(stack(Duration::from_secs(2)), named(&url, "lz"))
+                .lazy()
+                .with_retry(Backoff::new(
+                    Duration::from_secs(60),
+                    Duration::from_secs(60),
+                ))
+        };
+        // A first run with the server up remembers its listing.
+        let server = scripted.start_on(addr).await;
+        let first = ServerGroup::builder()
+            .with_remembered_listings(remembered.clone())
+            .build();
+        first.add(member()).unwrap();
+        first.settled().await;
+        first.shutdown().await;
+        server.stop().await;
+
+        let group = ServerGroup::builder()
+            .with_remembered_listings(remembered)
+            .build();
+        group.add(member()).unwrap();
+        group.settled().await;
+        let failed = group.call_tool("lz_tool", &json!({})).await.unwrap_err();
+        assert!(matches!(failed, GroupError::Call { .. }), "{failed:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(group.catalogue().tool("lz_tool").is_some(), "still listed");
+        assert!(
+            matches!(group.health("lz").unwrap().state, HealthState::Degraded(_)),
+            "{:?}",
+            group.health("lz")
+        );
+        let _back = scripted.start_on(addr).await;
+        let result = tokio::time::timeout(
+            Duration::from_secs(3),
+            group.call_tool("lz_tool", &json!({})),
+        )
+        .await
+        .expect("the call connects it under its own bound")
+        .unwrap();
+        assert_eq!(result.text(), "lz ran lz_tool");
+        group.shutdown().await;
+    })
+    .await;
+}
+
 /// Issue 44, item 1: 100 lazy servers with remembered listings make the
 /// whole catalogue at once, with no connection; 20 first calls to one of
 /// them together make one establishment, and its fresh listing replaces

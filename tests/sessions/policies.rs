@@ -251,6 +251,52 @@ async fn a_half_open_breaker_pings_before_it_lets_a_call_through() {
     .await;
 }
 
+/// Issue 64, item 4: a server whose liveness check passes while every call
+/// gets a 503. The ping admits the call, but the call is the trial: its
+/// failure opens the breaker again for twice as long. (A passing ping
+/// closed the breaker and forgot the backoff: `threshold` calls every
+/// few hundred milliseconds, forever.)
+#[tokio::test]
+async fn a_breaker_backs_off_when_the_ping_passes_and_calls_still_fail() {
+    watchdog(LIMIT, async {
+        let server = ScriptServer::start(|request: &Recorded| match request.rpc_method() {
+            "tools/call" => Script::Status(503),
+            _ => legacy(request),
+        })
+        .await;
+        let breaker = mcp_connect::client::circuit_breaker(
+            BreakerConfig::default()
+                .with_threshold(2)
+                .with_open_for(Duration::from_millis(100), Duration::from_secs(10)),
+        );
+        let client = client(&server).with_call_layer(breaker.clone());
+        let started = Instant::now();
+        // Each opening's wait, as the breaker sets it.
+        let mut waits = Vec::new();
+        let mut last = None;
+        while started.elapsed() < Duration::from_millis(2500) {
+            let _ = client.call_tool("x", &json!({})).await;
+            if let CircuitState::Open { until } = breaker.state() {
+                if last != Some(until) {
+                    waits.push(until.saturating_duration_since(tokio::time::Instant::now()));
+                    last = Some(until);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let calls = server.count("tools/call");
+        // 2 to open, then one trial per opening: 100, 200, 400, 800 ms...
+        assert!(
+            calls <= 7,
+            "{calls} calls reached the failing server, waits {waits:?}"
+        );
+        assert!(waits.len() >= 3, "{waits:?}");
+        assert!(waits[2] > waits[0], "the wait grows: {waits:?}");
+        assert!(server.count("ping") >= 2, "probed before each trial");
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_hundred_tool_errors_never_open_the_breaker() {
     watchdog(LIMIT, async {

@@ -14,7 +14,12 @@
 //! call first sends the probe's cheap request (a protocol's ping) on the
 //! same service: when that fails, the call itself is refused unsent, so a
 //! server still down never sees a real call, and one that is up sees the
-//! call right after.
+//! call right after. A passing probe proves only that the server answers:
+//! the call it admits is still the trial, and only the trial's success
+//! closes the breaker and forgets the backoff. A trial that fails opens it
+//! again for twice as long, whatever the probe said (a server whose health
+//! check passes while every call gets a 503 would otherwise be tried in
+//! full every few seconds, forever).
 //!
 //! The state is shared by every clone and every service the layer makes:
 //! it is the server's. [`CircuitBreakerLayer::state`] reads it (a group
@@ -347,7 +352,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            let mut probe = match layer.admit() {
+            let probe = match layer.admit() {
                 Admission::Go { probe } => probe,
                 Admission::Refuse(retry_in) => return Err(Refused::CircuitOpen { retry_in }.into()),
             };
@@ -355,21 +360,20 @@ where
                 layer: probe.then(|| layer.clone()),
             };
             if let Some(cheap) = probe.then(|| layer.probe.probe(&request)).flatten() {
-                let answered = match send(&mut inner, cheap).await {
-                    Ok(_) => Some(false),
-                    Err(error) if (layer.counts)(&error) => Some(true),
-                    Err(_) => None,
+                let failed = match send(&mut inner, cheap).await {
+                    Err(error) => (layer.counts)(&error),
+                    Ok(_) => false,
                 };
-                guard.layer = None;
-                layer.record(true, answered);
-                if answered == Some(true) {
+                if failed {
+                    guard.layer = None;
+                    layer.record(true, Some(true));
                     return Err(Refused::CircuitOpen {
                         retry_in: layer.retry_in(),
                     }
                     .into());
                 }
-                // Closed now: the call goes as any other.
-                probe = false;
+                // The server answers: the call is the trial (still
+                // half-open), and its own outcome decides.
             }
             let outcome = send(&mut inner, request).await;
             guard.layer = None;
