@@ -76,6 +76,7 @@ mod builder;
 mod catalogue;
 mod counts;
 mod error;
+mod failed;
 mod filter;
 mod health;
 mod in_flight;
