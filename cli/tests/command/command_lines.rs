@@ -133,3 +133,132 @@ async fn a_421_over_a_unix_socket_says_the_url_gives_the_host() {
     );
     let _ = std::fs::remove_file(&socket);
 }
+
+/// A legacy server whose `tools/call` reports progress twice (of 2), then
+/// answers; the GET stream is refused.
+fn progressing(request: &Recorded) -> Script {
+    if request.method == http::Method::GET {
+        return Script::Status(405);
+    }
+    match request.rpc_method() {
+        "tools/call" => {
+            let token = request.body["params"]["_meta"]["progressToken"].clone();
+            let event = |message: serde_json::Value| format!("event: message\ndata: {message}\n\n");
+            let step = Duration::from_millis(20);
+            let mut events: Vec<(Duration, String)> = (1..=2)
+                .map(|i| {
+                    let report = serde_json::json!({ "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": { "progressToken": token, "progress": i, "total": 2 } });
+                    (step, event(report))
+                })
+                .collect();
+            let answer = serde_json::json!({ "content": [{ "type": "text", "text": "done" }] });
+            events.push((step, event(result(request, answer))));
+            Script::SsePaced(events)
+        }
+        _ => lines_server(request),
+    }
+}
+
+/// Items 5 and 6: a `--config` call goes as soon as its own server is
+/// ready, saying what it waits for, while another server is stuck (it
+/// waited, silently, for every server to settle: here the 20 s deadline),
+/// and its progress prints as in single-server mode (it printed none).
+#[tokio::test]
+async fn a_config_call_goes_when_its_server_is_ready_with_its_progress() {
+    let ready = ScriptServer::start(progressing).await;
+    let stuck = ScriptServer::start(|_: &Recorded| Script::Stall).await;
+    let path = config(&format!(
+        r#"{{ "mcpServers": {{ "fs": {{ "url": "{}" }}, "stuck": {{ "url": "{}" }} }} }}"#,
+        ready.url(),
+        stuck.url()
+    ));
+    let path = path.to_str().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    let output = run_async(&[
+        "--config",
+        &path,
+        "--call-tool",
+        "two",
+        "--deadline",
+        "20s",
+        "--json",
+    ])
+    .await;
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(took < Duration::from_secs(8), "took {took:?}: {text}");
+    let lines = json_lines(&output);
+    let events: Vec<&str> = lines.iter().filter_map(|l| l["event"].as_str()).collect();
+    let at = |event: &str| events.iter().position(|e| *e == event);
+    let (waiting, call) = (at("waiting"), at("call"));
+    assert!(waiting.is_some() && waiting < call, "{events:?}");
+    let progress: Vec<_> = lines.iter().filter(|l| l["event"] == "progress").collect();
+    assert_eq!(progress.len(), 2, "{text}");
+    assert_eq!(progress[1]["total"], 2.0, "{text}");
+    let call = lines.iter().find(|l| l["event"] == "call").unwrap();
+    assert_eq!(call["ok"], true, "{text}");
+    let stuck_line = lines
+        .iter()
+        .find(|l| l["name"] == "stuck")
+        .expect("a line for stuck");
+    assert_eq!(stuck_line["outcome"], "starting", "{text}");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Item 8: a server a reload adds is in the summary (it counted only the
+/// servers the file had at the start).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_summary_counts_a_server_a_reload_added() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let a = ScriptServer::start(lines_server).await;
+    let b = ScriptServer::start(lines_server).await;
+    let entry = |server: &ScriptServer| format!(r#"{{ "url": "{}" }}"#, server.url());
+    let path = config(&format!(r#"{{ "mcpServers": {{ "a": {} }} }}"#, entry(&a)));
+    let path_arg = path.to_str().unwrap().to_owned();
+    let child = crate::support::cli::command(&[
+        "--json",
+        "--config",
+        &path_arg,
+        "--call-tool",
+        "two",
+        "--repeat",
+        "200",
+        "--interval",
+        "50ms",
+    ])
+    .spawn()
+    .unwrap();
+    let until = |done: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "never happened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    tokio::task::block_in_place(|| until(&|| a.count("tools/call") >= 1));
+    let both = format!(
+        r#"{{ "mcpServers": {{ "a": {}, "b": {} }} }}"#,
+        entry(&a),
+        entry(&b)
+    );
+    std::fs::write(&path, both).unwrap();
+    let pid = Pid::from_raw(child.id() as i32);
+    kill(pid, Signal::SIGHUP).unwrap();
+    tokio::task::block_in_place(|| until(&|| b.count("tools/list") >= 1));
+    kill(pid, Signal::SIGINT).unwrap();
+    let output = tokio::task::block_in_place(|| {
+        crate::support::cli::finish(child, crate::support::cli::COMMAND_LIMIT)
+    });
+    let lines = json_lines(&output);
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["event"], "summary", "{lines:?}");
+    assert_eq!(summary["servers"], 2, "{summary}");
+    assert_eq!(summary["established"], 2, "{summary}");
+    let _ = std::fs::remove_file(&path);
+}
