@@ -120,7 +120,14 @@ pub use request::ConnectRequest;
 pub use session::Session;
 pub use stack::{Establish, EstablishBuilder, EstablishError};
 
-/// The README's examples, compiled as doctests so they stay true.
+/// The README's examples, compiled as doctests so they stay true (and run
+/// by `examples/docs.rs`).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// docs/LIBRARY.md's examples, compiled as doctests so they stay true (and
+/// run by `examples/docs.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/LIBRARY.md")]
+pub struct LibraryDoctests;

@@ -93,6 +93,7 @@ mod routing;
 mod server;
 mod storm;
 mod vendor;
+mod vendor_formats;
 
 use builder::Caches;
 pub use builder::ServerGroupBuilder;

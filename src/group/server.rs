@@ -77,9 +77,10 @@ impl Server {
     }
 
     /// What a config entry says of its server: its request, revision,
-    /// `lazy`, `required`, `keepTrying`, `coolDown`, and tool and tag lists
-    /// as the filter, established
-    /// through `stack`.
+    /// `lazy`, `required`, `keepTrying`, `coolDown`, its tool and tag lists
+    /// as the filter, and its `policies` block (bulkhead, breaker,
+    /// rate-limit retry, idle timeout, hedging, replicas) on its call path,
+    /// established through `stack`.
     /// An application that changes the request first (a handler, its own
     /// limits) uses [`Server::new`] and [`Server::configured_by`].
     pub fn from_config(stack: Establish, server: &ServerConfig) -> Self {

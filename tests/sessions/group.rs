@@ -1143,6 +1143,70 @@ async fn a_vendor_name_maps_back_to_its_tool() {
     .await;
 }
 
+/// Issue 64, item 17: the catalogue as OpenAI's and Anthropic's APIs take
+/// tools, and their tool calls answered with what each expects back.
+#[tokio::test]
+async fn tools_for_the_two_main_vendors_and_their_calls_answered() {
+    watchdog(Duration::from_secs(30), async {
+        let files = Scripted::new("files", &["files.read", "plain"], Duration::ZERO);
+        let server = files.start().await;
+        let group = ServerGroup::new();
+        let member = Server::new(stack(Duration::from_secs(5)), named(&server.url(), "files"));
+        group.add(member).unwrap();
+        group.settled().await;
+        let catalogue = group.catalogue();
+        let valid = |name: &str| {
+            (1..=64).contains(&name.len())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        let openai = catalogue.openai_tools();
+        assert_eq!(openai.len(), 2);
+        for tool in &openai {
+            assert_eq!(tool["type"], "function");
+            assert!(valid(tool["function"]["name"].as_str().unwrap()), "{tool}");
+            assert_eq!(tool["function"]["parameters"]["type"], "object");
+            assert!(tool["function"]["parameters"]["properties"].is_object());
+        }
+        let anthropic = catalogue.anthropic_tools();
+        for tool in &anthropic {
+            assert!(valid(tool["name"].as_str().unwrap()), "{tool}");
+            assert_eq!(tool["input_schema"]["type"], "object");
+        }
+        let dotted = (openai.iter())
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .find(|name| name.starts_with("files_read_"))
+            .unwrap();
+        let call = json!({ "id": "call_1", "type": "function",
+                           "function": { "name": dotted, "arguments": "{}" } });
+        let answer = group.answer_openai_tool_call(&call).await;
+        assert_eq!(
+            answer,
+            json!({ "role": "tool", "tool_call_id": "call_1", "content": "files ran files.read" })
+        );
+        let block = json!({ "type": "tool_use", "id": "toolu_1", "name": "plain", "input": {} });
+        let answer = group.answer_anthropic_tool_use(&block).await;
+        assert_eq!(answer["content"], "files ran plain");
+        assert_eq!(answer["is_error"], false);
+        let unknown = json!({ "type": "tool_use", "id": "toolu_2", "name": "nope", "input": {} });
+        let answer = group.answer_anthropic_tool_use(&unknown).await;
+        assert_eq!(answer["is_error"], true);
+        assert!(
+            answer["content"].as_str().unwrap().starts_with("Error: "),
+            "{answer}"
+        );
+        let bad = json!({ "id": "call_2", "function": { "name": "plain", "arguments": "{" } });
+        let answer = group.answer_openai_tool_call(&bad).await;
+        assert!(
+            answer["content"].as_str().unwrap().starts_with("Error: "),
+            "{answer}"
+        );
+        group.shutdown().await;
+    })
+    .await;
+}
+
 /// Issue 63, item 7: a hostile server names a tool literally as another
 /// server's tool's vendor name. A model calling that vendor name never
 /// runs the hostile server's tool, whichever server is added first.
