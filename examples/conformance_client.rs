@@ -13,6 +13,7 @@
 use std::process::ExitCode;
 
 use mcp_connect::auth::{AssertionSource, Authorization, DpopKey, IdentityProvider, SigningKey};
+use mcp_connect::extensions::skills::ListSkills;
 use mcp_connect::extensions::skills::SkillError;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::protocol::server_requests::ElicitResult;
@@ -151,7 +152,12 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
         }
         // Skills (SEP-2640): listing reads no skill file.
         "sep-2640-client-no-prefetch" => {
-            if session.list_skills().await?.is_empty() {
+            if session
+                .send(ListSkills::all())
+                .await
+                .map(|page| page.items)?
+                .is_empty()
+            {
                 return Err("the server lists no skills".into());
             }
         }
@@ -161,9 +167,12 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
         "sep-2640-client-verify-digest"
         | "sep-2640-client-verify-size"
         | "sep-2640-client-verify-frontmatter" => {
-            let skills = session.list_skills().await?;
+            let skills = session
+                .send(ListSkills::all())
+                .await
+                .map(|page| page.items)?;
             let skill = skills.first().ok_or("the server lists no skills")?;
-            match session.load_skill(skill).await {
+            match skill.load(&session).await {
                 Err(error) => match (scenario, error.kind()) {
                     (
                         "sep-2640-client-verify-digest",

@@ -24,7 +24,7 @@ mod long_lived {
             .with_recovery(RecoveryPolicy::new().with_max_attempts(3))
             .build();
         let request = ConnectRequest::http(url)?;
-        let client = McpClient::connect(stack, request).await?;
+        let client = McpClient::builder(stack, request).connect().await?;
         // Each call runs on the current session; a session that died is replaced
         // for the next call, and a failed call is never sent again.
         let result = client.call_tool("add", &json!({ "a": 2, "b": 3 })).await?;
@@ -47,11 +47,12 @@ mod policies {
     use mcp_connect::layers::policy::{BreakerConfig, CircuitBreakerLayer};
     use tower::limit::GlobalConcurrencyLimitLayer;
 
-    pub fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
-        client
+    pub fn run(builder: mcp_connect::client::McpClientBuilder) -> mcp_connect::McpClient {
+        builder
             // Opens on transport failures, timeouts and 5xx, never on tool errors.
             .with_call_layer(CircuitBreakerLayer::<ClientError>::new(BreakerConfig::default()))
             .with_call_layer(GlobalConcurrencyLimitLayer::new(4))
+            .build()
     }
 }
 
@@ -149,13 +150,14 @@ mod authorization {
 
 #[rustfmt::skip]
 mod tasks {
-    use mcp_connect::extensions::tasks::Called;
+    use mcp_connect::extensions::tasks::{Called, TaskCall};
+    use mcp_connect::protocol::CallTool;
     use mcp_connect::session::RequestOptions;
     use std::time::Duration;
 
     pub async fn run(session: mcp_connect::Session) -> Result<(), mcp_connect::Error> {
         let args = serde_json::json!({});
-        match session.call_tool_as_task("render", &args).await? {
+        match session.send(TaskCall::new(CallTool::new("render", &args))).await? {
             Called::Result(result) => println!("{}", result.text()),
             Called::Task(task) => {
                 let options = RequestOptions::new().with_timeout(Duration::from_secs(3600));
@@ -272,7 +274,8 @@ mod http_layers {
 #[rustfmt::skip]
 mod response_cache {
     use mcp_connect::response_cache::{CacheMode, ResponseCache};
-    use mcp_connect::session::RequestOptions;
+    use mcp_connect::protocol::ListTools;
+    use mcp_connect::session::{Call, RequestOptions};
     use mcp_connect::{ConnectRequest, Connector};
 
     pub async fn run(url: &str, connector: Connector) -> Result<(), mcp_connect::Error> {
@@ -282,7 +285,7 @@ mod response_cache {
         session.list_tools().await?; // to the server: ttlMs 60000, cacheScope public
         session.list_tools().await?; // from the cache: nothing sent
         let fresh = RequestOptions::new().with_cache(CacheMode::Refresh);
-        session.list_tools_with(&fresh).await?; // to the server, stored again
+        session.send(Call::new(ListTools::all()).with_options(fresh)).await?; // to the server, stored again
         Ok(())
     }
 }
@@ -310,11 +313,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     step("a long-lived client");
     long_lived::run(&files.url()).await?;
     step("per-server policies");
-    let lazy = mcp_connect::McpClient::lazy(
+    let builder = mcp_connect::McpClient::builder(
         mcp_connect::EstablishBuilder::new(mcp_connect::Connector::new()).build(),
         mcp_connect::ConnectRequest::http(&files.url())?,
     );
-    policies::run(lazy)
+    policies::run(builder)
         .call_tool("add", &serde_json::json!({ "a": 1, "b": 1 }))
         .await?;
     step("many servers as one");

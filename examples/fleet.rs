@@ -123,12 +123,13 @@ async fn fleet(options: &Options, jitter: bool, replay: bool) -> serde_json::Val
         let request = ConnectRequest::http(&url)
             .expect("a loopback URL")
             .with_pin(mcp_connect::protocol::ProtocolVersion::V2025_11_25);
-        let client = McpClient::lazy(stack, request)
+        let client = McpClient::builder(stack, request)
             .with_cool_down(cool_down)
             .with_replay(match replay {
                 true => ReplayPolicy::Undelivered,
                 false => ReplayPolicy::Never,
-            });
+            })
+            .build();
         let (stop, failed, failed_after, calls, tokens, back, restarted_at) = (
             stop.clone(),
             Arc::clone(&failed),

@@ -32,7 +32,7 @@
 //! names the request's id, and every JSON-RPC error answered with 200.
 //!
 //! An application that knows a server better may widen or narrow the rule
-//! with [`McpClient::with_session_loss`](crate::McpClient::with_session_loss):
+//! with [`McpClientBuilder::with_session_loss`](crate::client::McpClientBuilder::with_session_loss):
 //! a server that answers an unknown session with 401, say (an rmcp server
 //! was reported doing so), can have that counted as a loss.
 //!
@@ -269,6 +269,12 @@ impl Suspicion {
 
     pub(crate) fn on_session(&mut self, generation: u64) {
         self.replaced = self.pending.take().map(|reason| (generation, reason));
+    }
+
+    /// Whether a success would change nothing (what a client asks before
+    /// taking its lock for [`on_success`](Self::on_success)).
+    pub(crate) fn is_clear(&self) -> bool {
+        self.replaced.is_none() && self.suppressed.is_none() && self.again == 0
     }
 
     pub(crate) fn on_success(&mut self) {

@@ -227,10 +227,9 @@ pub async fn memory(which: &str, urls_file: &str) {
         } else {
             let (listener, notifications) = notification_channel(64);
             std::mem::forget(notifications);
-            clients.push(McpClient::lazy(
-                stack.clone(),
-                request.with_notifications(listener),
-            ));
+            clients.push(
+                McpClient::builder(stack.clone(), request.with_notifications(listener)).build(),
+            );
         }
     };
     let one_by_one = which == "clients-one-by-one";

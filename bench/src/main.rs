@@ -249,7 +249,8 @@ async fn probe_latency(url: &str) {
             .unwrap();
         connect.push(ms(t.elapsed()));
         let t = Instant::now();
-        session.request("server/discover", None).await.unwrap();
+        let discover = mcp_connect::protocol::RawRequest::new("server/discover", None);
+        session.send(discover).await.unwrap();
         again.push(ms(t.elapsed()));
         let t = Instant::now();
         floor.establish(url, Era::Modern).await;

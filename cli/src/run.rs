@@ -9,9 +9,11 @@ use clap::Parser;
 use mcp_connect::client::ClientError;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::era_cache::EraCache;
+use mcp_connect::extensions::skills::ListSkills;
 use mcp_connect::inbound::notification_channel;
+use mcp_connect::protocol::{CallTool, ListPrompts, ListResources};
 use mcp_connect::replay::ReplayPolicy;
-use mcp_connect::session::RequestOptions;
+use mcp_connect::session::{Call, RequestOptions};
 use mcp_connect::{Connector, Error, EstablishBuilder, McpClient, Session};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -220,17 +222,18 @@ async fn run(args: Args) -> ExitCode {
 
     // The signal ends the first establishment and every reconnect of
     // watch mode.
-    let client = McpClient::lazy(stack.clone(), request.clone())
+    let replicas = match replicas(&args, &request) {
+        Ok(replicas) => replicas,
+        Err(message) => return usage(&message),
+    };
+    let client = McpClient::builder(stack.clone(), request.clone())
         .with_shutdown(cancel.clone())
         .with_replay(match args.replay {
             Replay::Never => ReplayPolicy::Never,
             Replay::Undelivered => ReplayPolicy::Undelivered,
-        });
-    let replicas = match replicas(&args, &stack, &request, &cancel) {
-        Ok(replicas) => replicas,
-        Err(message) => return usage(&message),
-    };
-    let client = with_call_policies(client, &args, replicas);
+        })
+        .with_policies(call_policies(&args).with_replicas(replicas))
+        .build();
     let outcome = match client.session().await {
         Ok((session, _)) => Ok(session),
         Err(ClientError::Connect(error)) => Err(error),
@@ -245,27 +248,27 @@ async fn run(args: Args) -> ExitCode {
                 ok &= list_tools(&printer, session).await;
             }
             if args.list_resources {
-                let listed = session.list_resources().await;
+                let listed = session.send(ListResources::all()).await;
                 ok &= listing(
                     &printer,
                     "resources",
-                    listed.map(|r| r.into_iter().map(|r| r.uri).collect()),
+                    listed.map(|r| r.items.into_iter().map(|r| r.uri).collect()),
                 );
             }
             if args.list_prompts {
-                let listed = session.list_prompts().await;
+                let listed = session.send(ListPrompts::all()).await;
                 ok &= listing(
                     &printer,
                     "prompts",
-                    listed.map(|p| p.into_iter().map(|p| p.name).collect()),
+                    listed.map(|p| p.items.into_iter().map(|p| p.name).collect()),
                 );
             }
             if args.list_skills {
-                let listed = session.list_skills().await;
+                let listed = session.send(ListSkills::all()).await;
                 ok &= listing(
                     &printer,
                     "skills",
-                    listed.map(|s| s.into_iter().map(|s| s.uri).collect()),
+                    listed.map(|s| s.items.into_iter().map(|s| s.uri).collect()),
                 );
             }
             if let Some(name) = &args.call_tool {
@@ -396,19 +399,8 @@ fn warn_about_own_options_after_dash_dash(args: &Args) {
     }
 }
 
-/// Calls the tool `repeat` times through the long-lived client, one line per
-/// call; true when every call succeeded.
 /// The per-server call policies the flags ask for, the bulkhead outermost
-/// (it bounds retries too), the rate-limit retry innermost.
-fn with_call_policies(mut client: McpClient, args: &Args, replicas: Vec<McpClient>) -> McpClient {
-    use mcp_connect::client::{ReplicaConfig, ReplicasLayer};
-    if !replicas.is_empty() {
-        client = client.with_call_layer(ReplicasLayer::new(replicas, ReplicaConfig::default()));
-    }
-    call_policies(args).apply(client)
-}
-
-/// The policies the flags ask for.
+/// (it bounds retries too), the replicas innermost.
 fn call_policies(args: &Args) -> mcp_connect::client::CallPolicies {
     let mut policies = mcp_connect::client::CallPolicies::new();
     if let Some(idle) = args.idle_timeout {
@@ -430,25 +422,24 @@ fn call_policies(args: &Args) -> mcp_connect::client::CallPolicies {
     policies
 }
 
-/// A client for each `--replica`: the target's request for its URL, on
-/// the same establishment stack, ended by the same signal.
+/// The target's request for each `--replica` URL; each becomes a client
+/// on the same establishment stack, ended by the same signal.
 fn replicas(
     args: &Args,
-    stack: &mcp_connect::Establish,
     request: &mcp_connect::ConnectRequest,
-    cancel: &CancellationToken,
-) -> Result<Vec<McpClient>, String> {
+) -> Result<Vec<mcp_connect::ConnectRequest>, String> {
     args.replicas
         .iter()
         .map(|url| {
-            let replica = request
+            request
                 .for_replica(url)
-                .map_err(|e| format!("--replica: {}", chain(&e)))?;
-            Ok(McpClient::lazy(stack.clone(), replica).with_shutdown(cancel.clone()))
+                .map_err(|e| format!("--replica: {}", chain(&e)))
         })
         .collect()
 }
 
+/// Calls the tool `repeat` times through the long-lived client, one line per
+/// call; true when every call succeeded.
 async fn watch(
     printer: &Arc<Printer>,
     client: &McpClient,
@@ -466,7 +457,8 @@ async fn watch(
         let shown = Arc::clone(printer);
         let options =
             RequestOptions::new().with_progress(move |p| shown.progress(p.progress, p.total));
-        let result = client.call_tool_with(name, arguments, &options).await;
+        let call = Call::new(CallTool::new(name, arguments)).with_options(options);
+        let result = client.send(call).await;
         let generation = match &result {
             Ok(_) => client.generation(),
             Err(e) => e.generation().unwrap_or_else(|| client.generation()),

@@ -207,7 +207,9 @@ async fn run(index: u64, options: &Options, connector: Connector, totals: Arc<To
         true => ReplayPolicy::Undelivered,
         false => ReplayPolicy::Never,
     };
-    let client = McpClient::lazy(stack, request).with_replay(replay);
+    let client = McpClient::builder(stack, request)
+        .with_replay(replay)
+        .build();
     let report = |what: String| {
         // The first few failures, by plan and run: enough to reproduce.
         if totals.reported.fetch_add(1, Ordering::Relaxed) < 20 {

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_connect::inbound::Notifications;
-use mcp_connect::protocol::RpcError;
-use mcp_connect::session::{RequestOptions, SessionState};
+use mcp_connect::protocol::{RawRequest, RpcError};
+use mcp_connect::session::{Call, RequestOptions, SessionState};
 use mcp_connect::{ErrorKind, Session};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{json, Value};
@@ -270,7 +270,8 @@ async fn request(
     ended: CancellationToken,
 ) {
     let options = RequestOptions::new().with_cancellation(token);
-    let outcome = session.request_with(&method, params, &options).await;
+    let request = RawRequest::new(method, params);
+    let outcome = session.send(Call::new(request).with_options(options)).await;
     in_flight.lock().expect("lock").remove(&id.to_string());
     let reply = match outcome {
         Ok(result) => {

@@ -70,13 +70,16 @@ pub async fn run(seed: u64, servers: &'static [Spec], ledger: Shared) -> turmoil
                 Target::Group { group, server }
             }
             path => {
-                let client = McpClient::lazy(stack.clone(), request);
-                Target::Client(match path {
-                    // Sent again only when the server provably never had it.
-                    Path::Replay => client.with_replay(ReplayPolicy::Undelivered),
-                    Path::Breaker => CallPolicies::new().with_breaker().apply(client),
-                    _ => client,
-                })
+                let client = McpClient::builder(stack.clone(), request);
+                Target::Client(
+                    match path {
+                        // Sent again only when the server provably never had it.
+                        Path::Replay => client.with_replay(ReplayPolicy::Undelivered),
+                        Path::Breaker => client.with_policies(CallPolicies::new().with_breaker()),
+                        _ => client,
+                    }
+                    .build(),
+                )
             }
         };
         targets.push((spec.name, target));

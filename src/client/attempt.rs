@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use std::sync::atomic::Ordering;
+
 use super::{ClientError, McpClient, Reconnect, State};
 use crate::error::Error;
 use crate::replay::{undelivered, ReplayPolicy, Undelivered};
@@ -17,21 +19,21 @@ impl McpClient {
     /// disposes of it.
     pub(super) fn lost(&self, generation: u64) {
         let dead = {
-            let mut state = self.state();
-            match &*state {
+            let mut shared = self.shared();
+            match &shared.state {
                 State::Ready(session, current) if *current == generation => {
                     let dead = Arc::clone(session);
-                    *state = State::Empty;
+                    shared.state = State::Empty;
+                    shared.loss_cause = dead.loss_cause();
                     Some(dead)
                 }
                 _ => None,
             }
         };
         if let Some(dead) = dead {
-            *self.inner.loss_cause.lock().expect("cause lock poisoned") = dead.loss_cause();
             // The error is the call's, not the disposal's.
             super::dispose(dead);
-            if self.reconnect == Reconnect::InBackground {
+            if self.inner.reconnect == Reconnect::InBackground {
                 let client = self.clone();
                 tokio::spawn(async move {
                     let _ = client.session().await;
@@ -79,7 +81,8 @@ impl McpClient {
                 session_lost: true,
                 ..
             } => undelivered(error).filter(|evidence| {
-                self.replay == ReplayPolicy::Undelivered || *evidence == Undelivered::VersionRefused
+                self.inner.replay == ReplayPolicy::Undelivered
+                    || *evidence == Undelivered::VersionRefused
             }),
             _ => None,
         };
@@ -101,6 +104,12 @@ impl McpClient {
         self.attempt(operation, &call, session, generation).await
     }
 
+    /// Keeps the flag a success reads in step with the suspicion (called
+    /// under the lock, after each change).
+    pub(super) fn note_suspicion(&self, suspicion: &crate::session_loss::Suspicion) {
+        (self.inner.suspicious).store(!suspicion.is_clear(), Ordering::Relaxed);
+    }
+
     /// One call on one session; a session found dead is dropped.
     pub(super) async fn attempt<T, F, Fut>(
         &self,
@@ -116,18 +125,22 @@ impl McpClient {
         let has_session_id = session.has_session_id();
         match call(session).await {
             Ok(value) => {
-                self.suspicion().on_success();
+                // The lock only when a success changes something.
+                if self.inner.suspicious.load(Ordering::Relaxed) {
+                    let mut shared = self.shared();
+                    shared.suspicion.on_success();
+                    self.note_suspicion(&shared.suspicion);
+                }
                 Ok(value)
             }
             Err(error) => {
-                let rule = self
-                    .inner
-                    .loss
-                    .lock()
-                    .expect("loss rule lock poisoned")
-                    .clone();
-                let reason = rule.judge(&error, has_session_id);
-                let verdict = self.suspicion().on_failure(generation, reason);
+                let reason = self.inner.loss.judge(&error, has_session_id);
+                let verdict = {
+                    let mut shared = self.shared();
+                    let verdict = shared.suspicion.on_failure(generation, reason);
+                    self.note_suspicion(&shared.suspicion);
+                    verdict
+                };
                 let failure = error.failure();
                 tracing::warn!(
                     target: "mcp_connect::client",

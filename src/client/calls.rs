@@ -1,81 +1,98 @@
-//! The calls an application makes through the client. Each request goes
-//! through the client's call path ([`Call`], with any layers the
-//! application put on it) to the current session, which applies the
-//! session-loss rule and the opt-in replay; a listing sends each page that
-//! way. Subscriptions and tasks run on the session directly: a
-//! subscription is state on the session, and a task's creation is never
-//! sent twice.
+//! The calls an application makes through the client: [`McpClient::send`]
+//! for any request, and the conveniences applications expect. Each request
+//! goes through the client's call path (with any layers the application
+//! put on it) to the current session, which applies the session-loss rule
+//! and the opt-in replay; a listing sends each page that way.
+//! Subscriptions and the wait for a task run on the session directly: a
+//! subscription is state on the session, a wait is many polls.
 
-use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{Call, ClientError, McpClient};
 use crate::error::Error;
-use crate::extensions::tasks::{Called, Task};
-use crate::protocol::{
-    methods, CallToolParams, CallToolResult, GetPromptParams, ListToolsResult, Prompt,
-    ReadResourceParams, Resource, ResourceTemplate, Tool,
-};
-use crate::session::{collect_pages, page_params, shape, RequestOptions};
+use crate::extensions::tasks::Task;
+use crate::protocol::{CallTool, CallToolResult, ListTools, ListToolsResult, McpRequest};
+use crate::session::{more_pages, shape, RequestOptions};
 
 impl McpClient {
-    /// `resources/subscribe`, kept: every later session of this client
-    /// subscribes again before it serves a call.
-    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
-        self.run(methods::RESOURCES_SUBSCRIBE, |session| async move {
-            session.subscribe(uri).await
-        })
-        .await?;
-        self.subscriptions().insert(uri.to_owned());
-        Ok(())
+    /// Sends a request through the client's call path and reads its
+    /// result; a listing asked for every page is followed to its last
+    /// page, each page through the call path. A
+    /// [`Call`](crate::session::Call) gives the request options of its
+    /// own. A `tools/call` that offers a task
+    /// ([`TaskCall`](crate::extensions::tasks::TaskCall)) is never sent
+    /// twice, whatever the replay policy.
+    ///
+    /// ```no_run
+    /// # async fn run(client: mcp_connect::McpClient) -> Result<(), mcp_connect::client::ClientError> {
+    /// use mcp_connect::protocol::{GetPrompt, ListResources};
+    ///
+    /// let resources = client.send(ListResources::all()).await?;
+    /// let prompt = client.send(GetPrompt::new("greet")).await?;
+    /// # drop((resources, prompt)); Ok(()) }
+    /// ```
+    pub async fn send<R: McpRequest>(
+        &self,
+        call: impl Into<crate::session::Call<R>>,
+    ) -> Result<R::Output, ClientError> {
+        let call = call.into();
+        let (request, options) = (call.request(), call.options());
+        let local = |error| self.local(request.kind().operation(), error);
+        let raw = (self.call(Call::new(request.encode()).with_options(options.clone()))).await?;
+        let mut output = R::read(raw).map_err(|e| local(shape(e)))?;
+        if let Some(next) = request.next_page(&mut output) {
+            let send = |request| self.call(Call::new(request).with_options(options.clone()));
+            Box::pin(more_pages(next, &mut output, send, local)).await?;
+        }
+        Ok(output)
     }
 
-    /// `resources/unsubscribe`, and no renewal on later sessions.
-    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
-        self.subscriptions().remove(uri);
-        self.run(methods::RESOURCES_UNSUBSCRIBE, |session| async move {
-            session.unsubscribe(uri).await
-        })
-        .await
-    }
-
-    /// `tools/call`.
+    /// `tools/call` ([`send`](Self::send) with a [`CallTool`]).
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: &Value,
     ) -> Result<CallToolResult, ClientError> {
-        self.call_tool_with(name, arguments, &RequestOptions::default())
-            .await
+        self.send(CallTool::new(name, arguments)).await
     }
 
-    /// `tools/call` with its own [`RequestOptions`] (cancellation, timeout,
-    /// progress).
-    pub async fn call_tool_with(
-        &self,
-        name: &str,
-        arguments: &Value,
-        options: &RequestOptions,
-    ) -> Result<CallToolResult, ClientError> {
-        // A `&str` and a `Value` always serialize to a `Value`.
-        let params =
-            serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        self.call_as("call_tool", methods::TOOLS_CALL, Some(params), options)
-            .await
+    /// `tools/list`, every page, each through the call path.
+    ///
+    /// The client's session keeps the tools' header declarations (the
+    /// modern era's `Mcp-Param-*`) and leaves out invalid ones, as
+    /// [`Session::list_tools`](crate::Session::list_tools) does. A client
+    /// whose calls went to replicas may have no session of its own: then
+    /// the listing is as the server sent it, and each replica's session
+    /// learns the declarations when a call needs them.
+    pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
+        let tools = self.send(ListTools::all()).await?.items;
+        match self.current().await {
+            Ok(Some((session, _))) => Ok(session.tools_listed(tools, None, true)),
+            _ => Ok(ListToolsResult {
+                tools,
+                next_cursor: None,
+                extra: Default::default(),
+                excluded: Vec::new(),
+            }),
+        }
     }
 
-    /// `tools/call` offering a task (SEP-2663): the result, or a task to
-    /// [`wait_task`](Self::wait_task) for. Never sent twice, whatever the
-    /// [`ReplayPolicy`](crate::replay::ReplayPolicy): a second sending
-    /// could start a second task.
-    pub async fn call_tool_as_task(
-        &self,
-        name: &str,
-        arguments: &Value,
-    ) -> Result<Called, ClientError> {
-        self.run_once("call_tool_as_task", |s| async move {
-            s.call_tool_as_task(name, arguments).await
+    /// Subscribes to a resource, kept: every later session of this client
+    /// subscribes again before it serves a call.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.run("subscribe", |session| async move {
+            session.subscribe(uri).await
+        })
+        .await?;
+        self.shared().subscriptions.insert(uri.to_owned());
+        Ok(())
+    }
+
+    /// Unsubscribes from a resource, and no renewal on later sessions.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.shared().subscriptions.remove(uri);
+        self.run("unsubscribe", |session| async move {
+            session.unsubscribe(uri).await
         })
         .await
     }
@@ -92,153 +109,6 @@ impl McpClient {
         self.run(
             "wait_task",
             |s| async move { s.wait_task(task, options).await },
-        )
-        .await
-    }
-
-    /// `tasks/cancel`.
-    pub async fn cancel_task(&self, task_id: &str) -> Result<(), ClientError> {
-        self.run(
-            "cancel_task",
-            |s| async move { s.cancel_task(task_id).await },
-        )
-        .await
-    }
-
-    /// `tools/list`, every page, each through the call path.
-    pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
-        let tools: Vec<Tool> = self
-            .listing("list_tools", methods::TOOLS_LIST, "tools")
-            .await?;
-        // The client's session keeps the tools' header declarations (the
-        // modern era's `Mcp-Param-*`) and leaves out invalid ones. A client
-        // whose calls went to replicas may have none of its own: then the
-        // listing is as the server sent it, and each replica's session
-        // learns the declarations when a call needs them.
-        match self.current().await {
-            Ok(Some((session, _))) => Ok(session.tools_listed(tools, None, true)),
-            _ => Ok(ListToolsResult {
-                tools,
-                next_cursor: None,
-                extra: Default::default(),
-                excluded: Vec::new(),
-            }),
-        }
-    }
-
-    /// `prompts/list`, every page.
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.listing("list_prompts", methods::PROMPTS_LIST, "prompts")
-            .await
-    }
-
-    /// `resources/list`, every page.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.listing("list_resources", methods::RESOURCES_LIST, "resources")
-            .await
-    }
-
-    /// `resources/templates/list`, every page.
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.listing(
-            "list_resource_templates",
-            methods::RESOURCES_TEMPLATES_LIST,
-            "resourceTemplates",
-        )
-        .await
-    }
-
-    /// `prompts/get`.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<&Value>,
-    ) -> Result<Value, ClientError> {
-        // A `&str` and a `Value` always serialize to a `Value`.
-        let params =
-            serde_json::to_value(GetPromptParams { name, arguments }).expect("params serialize");
-        self.call_as(
-            "get_prompt",
-            methods::PROMPTS_GET,
-            Some(params),
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// `resources/read`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
-        // A `&str` always serializes to a `Value`.
-        let params = serde_json::to_value(ReadResourceParams { uri }).expect("params serialize");
-        self.call_as(
-            "read_resource",
-            methods::RESOURCES_READ,
-            Some(params),
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// `completion/complete` (see [`Session::complete`](crate::Session::complete)).
-    pub async fn complete(
-        &self,
-        reference: Value,
-        argument: &str,
-        value: &str,
-    ) -> Result<Value, ClientError> {
-        let params = json!({ "ref": reference, "argument": { "name": argument, "value": value } });
-        self.call_as(
-            "complete",
-            methods::COMPLETION_COMPLETE,
-            Some(params),
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// Any request, raw result, through the call path.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Box<RawValue>, ClientError> {
-        self.call(Call::new(method.to_owned(), params).made_by(self))
-            .await
-    }
-
-    /// One request through the call path, its result read as `T`.
-    async fn call_as<T: DeserializeOwned>(
-        &self,
-        operation: &'static str,
-        method: &'static str,
-        params: Option<Value>,
-        options: &RequestOptions,
-    ) -> Result<T, ClientError> {
-        let call = Call::of(self, operation, method, params, options.clone());
-        let raw = self.call(call).await?;
-        serde_json::from_str(raw.get()).map_err(|e| self.local(operation, shape(e)))
-    }
-
-    /// Every page of a listing, each through the call path.
-    async fn listing<T: DeserializeOwned>(
-        &self,
-        operation: &'static str,
-        method: &'static str,
-        key: &str,
-    ) -> Result<Vec<T>, ClientError> {
-        collect_pages(
-            key,
-            |cursor| {
-                let options = RequestOptions::default();
-                self.call(Call::of(
-                    self,
-                    operation,
-                    method,
-                    page_params(cursor.as_deref()),
-                    options,
-                ))
-            },
-            |error| self.local(operation, error),
         )
         .await
     }

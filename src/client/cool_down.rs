@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_connect_layers::jitter::Jitter;
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::time::Instant;
@@ -37,14 +36,6 @@ pub(super) struct Flaps {
 }
 
 impl McpClient {
-    pub(super) fn cool_down(&self) -> std::sync::MutexGuard<'_, (Backoff, Jitter)> {
-        // Held for one assignment or one draw, which cannot panic.
-        self.inner
-            .cool_down
-            .lock()
-            .expect("cool-down lock poisoned")
-    }
-
     /// Calls fail fast with `failure` (and its `cause`) for the
     /// cool-down's delay after `failures` in a row; the delay.
     pub(super) fn start_cool_down(
@@ -53,13 +44,10 @@ impl McpClient {
         failure: Failure,
         cause: Option<Arc<EstablishError>>,
     ) -> Duration {
-        let pause = {
-            // Poisoning needs a panic under this lock; `delay` cannot panic.
-            let (backoff, rng) = &mut *self.cool_down();
-            backoff.delay(failures, rng)
-        };
+        let mut shared = self.shared();
+        let pause = self.inner.cool_down.delay(failures, &mut shared.jitter);
         // A caller's cool-down may be `Duration::MAX`: saturate.
-        *self.state() = State::CoolingDown {
+        shared.state = State::CoolingDown {
             until: mcp_connect_layers::instant::after(Instant::now(), pause),
             failures,
             failure,
@@ -68,17 +56,13 @@ impl McpClient {
         pause
     }
 
-    pub(super) fn flaps(&self) -> std::sync::MutexGuard<'_, Flaps> {
-        // Held for one look or one change, which cannot panic.
-        self.inner.flaps.lock().expect("flaps lock poisoned")
-    }
-
     /// Counts the session that just died if it died young; from the second
     /// in a row, starts the cool-down instead of building at once (the
     /// first is free: one early loss is what reconnecting is for).
     pub(super) fn after_a_short_life(&self) -> Option<ClientError> {
         let short_lived = {
-            let mut flaps = self.flaps();
+            let mut shared = self.shared();
+            let flaps = &mut shared.flaps;
             let established = flaps.established.take()?;
             if established.elapsed() < STABLE_AFTER {
                 flaps.short_lived = flaps.short_lived.saturating_add(1);

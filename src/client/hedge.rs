@@ -30,15 +30,15 @@ use tower::{Layer, Service};
 
 use super::service::into_client_error;
 use super::{Call, CallService, ClientError};
-use crate::protocol::methods;
+use crate::protocol::RequestKind;
 
 /// Puts a [`Hedged`] around a client's call path.
 ///
 /// ```no_run
 /// use mcp_connect::client::HedgeLayer;
-/// # fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
+/// # fn run(builder: mcp_connect::client::McpClientBuilder) -> mcp_connect::client::McpClientBuilder {
 /// // A second listing or read after the 90th percentile of recent latencies.
-/// client.with_call_layer(HedgeLayer::new(0.9).with_safe_tools(["search"]))
+/// builder.with_call_layer(HedgeLayer::new(0.9).with_safe_tools(["search"]))
 /// # }
 /// ```
 #[derive(Debug, Clone)]
@@ -80,8 +80,8 @@ impl HedgeLayer {
     /// ```no_run
     /// use std::time::Duration;
     /// use mcp_connect::client::HedgeLayer;
-    /// # fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
-    /// client.with_call_layer(HedgeLayer::after(Duration::from_millis(50)))
+    /// # fn run(builder: mcp_connect::client::McpClientBuilder) -> mcp_connect::client::McpClientBuilder {
+    /// builder.with_call_layer(HedgeLayer::after(Duration::from_millis(50)))
     /// # }
     /// ```
     pub fn after(delay: Duration) -> Self {
@@ -122,15 +122,12 @@ struct Safe(Arc<HashSet<String>>);
 
 impl Policy<Call> for Safe {
     fn clone_request(&self, call: &Call) -> Option<Call> {
+        let request = call.request();
         let safe_tool = || {
-            call.method() == methods::TOOLS_CALL
-                && call
-                    .params()
-                    .and_then(|p| p.get("name"))
-                    .and_then(serde_json::Value::as_str)
-                    .is_some_and(|name| self.0.contains(name))
+            request.kind() == RequestKind::CallTool
+                && request.target().is_some_and(|name| self.0.contains(name))
         };
-        (call.is_idempotent_read() || safe_tool()).then(|| call.clone())
+        (request.is_idempotent_read() || safe_tool()).then(|| call.clone())
     }
 
     fn can_retry(&self, _: &Call) -> bool {

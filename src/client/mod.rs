@@ -20,7 +20,7 @@
 //! reconnecting on 429 hits a throttled server harder. On the modern era
 //! there is no session, so a 404 whose body is a JSON-RPC error (method not
 //! found) is an application error too. The application may widen or narrow
-//! the rule ([`McpClient::with_session_loss`]).
+//! the rule ([`McpClientBuilder::with_session_loss`]).
 //!
 //! Reconnects are bounded twice: concurrent callers that hit the same dead
 //! session share one reconnect, and after a failed reconnect further calls
@@ -37,12 +37,13 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mcp_connect_layers::jitter::{jitter, Jitter};
+use mcp_connect_layers::jitter::Jitter;
 use mcp_connect_layers::recovery::Backoff;
 use mcp_connect_layers::Failure;
-use tokio::sync::{watch, Mutex};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -54,6 +55,7 @@ use crate::session_loss::{SessionLossRule, Suspicion};
 use crate::stack::Establish;
 
 mod attempt;
+mod builder;
 mod calls;
 mod cool_down;
 mod error;
@@ -64,20 +66,22 @@ mod probe;
 mod replicas;
 mod service;
 mod session_service;
-mod setup;
 
+pub use builder::McpClientBuilder;
+use cool_down::Flaps;
 pub use cool_down::STABLE_AFTER;
-use cool_down::{Flaps, COOL_DOWN};
 pub use error::ClientError;
 pub use hedge::{HedgeLayer, Hedged};
 pub use policies::CallPolicies;
 pub use principals::{Closes, PerPrincipal};
 pub use probe::{circuit_breaker, LivenessProbe};
 pub use replicas::{ReplicaConfig, Replicas, ReplicasLayer};
-pub use service::{
-    idle_timeout, result_cap, Call, CallService, ResultCap, ResultCapLayer, SessionCalls,
-};
+pub use service::{idle_timeout, result_cap, CallService, ResultCap, ResultCapLayer};
 pub use session_service::SessionService;
+
+/// The one request type of a client's call path: a [`Call`](crate::session::Call)
+/// whose request is encoded.
+pub type Call = crate::session::Call;
 
 /// When the client builds a new session after the old one died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -104,42 +108,54 @@ enum State {
     },
 }
 
-/// The std mutexes here are held for one operation, never across an
-/// `.await`; poisoning, and so its `expect`, cannot happen.
+/// Everything of a client that changes, under its one lock: held for one
+/// look or one change, never across an `.await`, so closing or dropping a
+/// dead session never waits for a reconnect.
+struct Shared {
+    /// What the client has now.
+    state: State,
+    /// The cool-down's randomness, drawn per client.
+    jitter: Jitter,
+    /// Resource URIs subscribed through this client, renewed on every new
+    /// session.
+    subscriptions: BTreeSet<String>,
+    /// The refusals that replaced sessions, to bound them.
+    suspicion: Suspicion,
+    /// Sessions that died young, toward the cool-down.
+    flaps: Flaps,
+    /// The deadline and cancellation the request was given: its first
+    /// establishment's only, taken by it.
+    first_connect: Option<(Option<Instant>, Option<CancellationToken>)>,
+    /// The failed call that lost the last session, for the next
+    /// establishment's span to link to; taken by it.
+    loss_cause: crate::telemetry::establish::Cause,
+}
+
+/// A client: its configuration, plain and fixed when it was built, and its
+/// state behind one lock (and the tokio lock that serializes building a
+/// session).
 struct Inner {
     stack: Establish,
     request: ConnectRequest,
-    /// What the client has now; held for one look or one change, never
-    /// across an establishment, so closing or dropping a dead session never
-    /// waits for a reconnect.
-    state: std::sync::Mutex<State>,
+    reconnect: Reconnect,
+    replay: ReplayPolicy,
+    /// Ends every establishment of this client.
+    shutdown: Option<CancellationToken>,
+    cool_down: Backoff,
+    /// The session-loss rule; cloned (an `Arc`) per failed call.
+    loss: SessionLossRule,
+    /// The call path's layers around the session, when the application
+    /// put any; cloned (one box) per call.
+    calls: Option<CallService>,
+    shared: Mutex<Shared>,
+    /// Whether the suspicion holds anything a success resets: a call that
+    /// succeeds takes the lock for it only then.
+    suspicious: AtomicBool,
     /// Held across one establishment: concurrent callers that find no
     /// session wait here and then use the session the first one built.
-    building: Mutex<()>,
-    /// The cool-down and its randomness, drawn per client.
-    cool_down: std::sync::Mutex<(Backoff, Jitter)>,
-    /// Resource URIs subscribed through this client, renewed on every new
-    /// session. Held for one set operation at a time.
-    subscriptions: std::sync::Mutex<BTreeSet<String>>,
+    building: tokio::sync::Mutex<()>,
     /// The current generation: the one place its number is kept.
     generations: watch::Sender<Generation>,
-    /// The session-loss rule; cloned (an `Arc`) per failed call.
-    loss: std::sync::Mutex<SessionLossRule>,
-    /// The refusals that replaced sessions, to bound them.
-    suspicion: std::sync::Mutex<Suspicion>,
-    /// Sessions that died young, toward the cool-down. Held for one look.
-    flaps: std::sync::Mutex<Flaps>,
-    /// The deadline and cancellation the request was given: its first
-    /// establishment's only, taken by it.
-    first_connect: std::sync::Mutex<Option<(Option<Instant>, Option<CancellationToken>)>>,
-    /// Ends every establishment of this client (`with_shutdown`).
-    shutdown: std::sync::Mutex<Option<CancellationToken>>,
-    /// The failed call that lost the last session, for the next
-    /// establishment's span to link to; taken by it.
-    loss_cause: std::sync::Mutex<crate::telemetry::establish::Cause>,
-    /// The call path's layers around the session, when the application
-    /// put any (`with_call_layer`); cloned (one box) per call.
-    calls: std::sync::Mutex<Option<service::CallService>>,
 }
 
 /// A new session of an [`McpClient`], as reported by
@@ -164,78 +180,49 @@ pub struct Generation {
 /// and JSON-RPC errors naming the request reach the caller with no
 /// reconnect and the generation unchanged. A session found dead before a
 /// call is replaced before the call is sent. A failed call is never replayed,
-/// unless [`with_replay`](Self::with_replay) allows it for calls the server
+/// unless [`McpClientBuilder::with_replay`] allows it for calls the server
 /// provably never received.
 /// Concurrent callers on a dead session share one reconnect, and after a
 /// failed reconnect calls fail fast during a jittered backoff whose ceiling
 /// doubles from 100 ms to 30 s.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
+/// use serde_json::json;
+///
+/// let stack = EstablishBuilder::new(Connector::new()).build();
+/// let client = McpClient::builder(stack, ConnectRequest::http("http://127.0.0.1:3000/mcp")?)
+///     .build();
+/// let sum = client.call_tool("add", &json!({ "a": 1, "b": 2 })).await?;
+/// # drop(sum); Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
-    /// This handle's own choice: clones made before a `with_reconnect`
-    /// keep theirs.
-    reconnect: Reconnect,
-    /// This handle's own choice, like `reconnect`.
-    replay: ReplayPolicy,
 }
 
 impl McpClient {
-    /// A client that connects on its first call.
-    ///
-    /// A deadline or cancellation token set on `request` bounds the first
-    /// establishment only: every later one (after the session died) gets
-    /// the stack's own budget, so a start-up deadline that has passed never
-    /// stops the client from reconnecting. A token that ends every
-    /// establishment of the client is [`with_shutdown`](Self::with_shutdown).
-    pub fn lazy(stack: Establish, request: ConnectRequest) -> Self {
-        let (request, deadline, cancel) = request.split_per_connect();
-        let first_connect = (deadline.is_some() || cancel.is_some()).then_some((deadline, cancel));
-        McpClient {
-            inner: Arc::new(Inner {
-                stack,
-                request,
-                first_connect: std::sync::Mutex::new(first_connect),
-                shutdown: std::sync::Mutex::new(None),
-                loss_cause: std::sync::Mutex::default(),
-                state: std::sync::Mutex::new(State::Empty),
-                building: Mutex::new(()),
-                cool_down: std::sync::Mutex::new((COOL_DOWN, jitter())),
-                subscriptions: std::sync::Mutex::new(BTreeSet::new()),
-                generations: watch::channel(Generation::default()).0,
-                loss: std::sync::Mutex::new(SessionLossRule::default()),
-                suspicion: std::sync::Mutex::new(Suspicion::default()),
-                flaps: std::sync::Mutex::new(Flaps::default()),
-                calls: std::sync::Mutex::new(None),
-            }),
-            reconnect: Reconnect::OnNextCall,
-            replay: ReplayPolicy::Never,
-        }
+    /// A client of `request` on `stack`, set up by the builder's methods;
+    /// it connects on its first call ([`McpClientBuilder::build`]) or now
+    /// ([`McpClientBuilder::connect`]).
+    pub fn builder(stack: Establish, request: ConnectRequest) -> McpClientBuilder {
+        McpClientBuilder::new(stack, request)
     }
 
-    /// A client that connects now, failing if the first session cannot be
-    /// established.
-    pub async fn connect(stack: Establish, request: ConnectRequest) -> Result<Self, ClientError> {
-        let client = Self::lazy(stack, request);
-        client.session().await?;
-        Ok(client)
-    }
-
-    fn suspicion(&self) -> std::sync::MutexGuard<'_, Suspicion> {
-        // Held for one state change, which cannot panic.
+    /// The client's state, for one look or one change. A poisoned lock is
+    /// taken as it is: nothing under it can panic half-way (the crate's
+    /// one policy, docs/ARCHITECTURE.md).
+    fn shared(&self) -> MutexGuard<'_, Shared> {
         self.inner
-            .suspicion
+            .shared
             .lock()
-            .expect("suspicion lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many sessions have been built (0 before the first).
     pub fn generation(&self) -> u64 {
         self.inner.generations.borrow().number
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        // Held for one look or one change, which cannot panic.
-        self.inner.state.lock().expect("state lock poisoned")
     }
 
     /// The live session and its generation, building one if there is none.
@@ -252,18 +239,22 @@ impl McpClient {
         if let Some(refusal) = self.after_a_short_life() {
             return Err(refusal);
         }
-        let failures = match &*self.state() {
+        let failures = match &self.shared().state {
             State::CoolingDown { failures, .. } => failures.saturating_add(1),
             _ => 1,
         };
         match self.inner.stack.connect(self.next_request()).await {
             Ok(session) => {
-                self.flaps().established = Some(Instant::now());
                 let generation = self.generation() + 1;
-                self.suspicion().on_session(generation);
+                {
+                    let mut shared = self.shared();
+                    shared.flaps.established = Some(Instant::now());
+                    shared.suspicion.on_session(generation);
+                    self.note_suspicion(&shared.suspicion);
+                }
                 let report = self.resubscribe(&session, generation).await;
                 let session = Arc::new(session);
-                *self.state() = State::Ready(Arc::clone(&session), generation);
+                self.shared().state = State::Ready(Arc::clone(&session), generation);
                 self.inner.generations.send_replace(report);
                 Ok((session, generation))
             }
@@ -280,20 +271,14 @@ impl McpClient {
     /// token (where the first has none of its own).
     fn next_request(&self) -> ConnectRequest {
         let mut request = self.inner.request.clone();
-        let first = self
-            .inner
-            .first_connect
-            .lock()
-            .expect("first-connect lock poisoned")
-            .take();
-        let shutdown = self
-            .inner
-            .shutdown
-            .lock()
-            .expect("shutdown lock poisoned")
-            .clone();
-        let cause =
-            std::mem::take(&mut *self.inner.loss_cause.lock().expect("cause lock poisoned"));
+        let (first, cause) = {
+            let mut shared = self.shared();
+            (
+                shared.first_connect.take(),
+                std::mem::take(&mut shared.loss_cause),
+            )
+        };
+        let shutdown = self.inner.shutdown.clone();
         request = request.caused_by(cause);
         let (deadline, cancel) = first.unwrap_or((None, None));
         if let Some(deadline) = deadline {
@@ -310,7 +295,8 @@ impl McpClient {
     /// first: replacing it before anything is sent is not a replay.
     async fn current(&self) -> Result<Option<(Arc<Session>, u64)>, ClientError> {
         let dead = {
-            let mut state = self.state();
+            let mut shared = self.shared();
+            let state = &mut shared.state;
             match &*state {
                 State::Ready(session, generation) => match session.state() {
                     SessionState::Closed(closure) => {
@@ -348,7 +334,7 @@ impl McpClient {
     /// Renews this client's subscriptions on a new session; what the session
     /// refuses is forgotten (and counted).
     async fn resubscribe(&self, session: &Session, number: u64) -> Generation {
-        let uris: Vec<String> = self.subscriptions().iter().cloned().collect();
+        let uris: Vec<String> = self.shared().subscriptions.iter().cloned().collect();
         let mut report = Generation {
             number,
             ..Generation::default()
@@ -358,19 +344,11 @@ impl McpClient {
                 Ok(()) => report.resubscribed += 1,
                 Err(_) => {
                     report.resubscribe_failed += 1;
-                    self.subscriptions().remove(&uri);
+                    self.shared().subscriptions.remove(&uri);
                 }
             }
         }
         report
-    }
-
-    fn subscriptions(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
-        // Held for one set operation, which cannot panic.
-        self.inner
-            .subscriptions
-            .lock()
-            .expect("subscriptions lock poisoned")
     }
 
     /// Every new session, as it is made: its number and what became of the
@@ -384,9 +362,12 @@ impl McpClient {
     /// build already under way (another caller's) is not waited for, and
     /// the session it makes serves later calls.
     pub async fn close(&self) -> Result<(), Error> {
-        // Closing is the application's wish: no penalty for the next.
-        *self.flaps() = Flaps::default();
-        let current = std::mem::replace(&mut *self.state(), State::Empty);
+        let current = {
+            let mut shared = self.shared();
+            // Closing is the application's wish: no penalty for the next.
+            shared.flaps = Flaps::default();
+            std::mem::replace(&mut shared.state, State::Empty)
+        };
         match current {
             State::Ready(session, _) => session.close().await,
             _ => Ok(()),
@@ -432,31 +413,14 @@ mod tests {
             .expect("valid")
             .with_deadline(tokio::time::Instant::now())
             .with_cancellation(CancellationToken::new());
-        let client = McpClient::lazy(stack, request).with_shutdown(CancellationToken::new());
+        let client = McpClient::builder(stack, request)
+            .with_shutdown(CancellationToken::new())
+            .build();
         for _ in 0..3 {
             let connect = client.next_request();
             assert!(connect.shares_settings_with(&client.inner.request));
             let attempt = connect.for_attempt(2, crate::request::Strategy::AsConfigured);
             assert!(attempt.shares_settings_with(&client.inner.request));
         }
-    }
-
-    /// Issue 12: choosing the reconnect mode on one handle leaves handles
-    /// cloned before it as they were.
-    #[test]
-    fn with_reconnect_changes_only_this_handle() {
-        let stack = EstablishBuilder::new(Connector::new()).build();
-        let request = ConnectRequest::http("http://127.0.0.1:9/mcp").expect("valid");
-        let first = McpClient::lazy(stack, request);
-        let earlier = first.clone();
-        let background = first.with_reconnect(Reconnect::InBackground);
-        let later = background.clone();
-        assert_eq!(earlier.reconnect, Reconnect::OnNextCall);
-        assert_eq!(background.reconnect, Reconnect::InBackground);
-        assert_eq!(later.reconnect, Reconnect::InBackground);
-        assert!(
-            Arc::ptr_eq(&earlier.inner, &later.inner),
-            "one session shared"
-        );
     }
 }

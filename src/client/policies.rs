@@ -1,12 +1,16 @@
 //! One server's call policies as a value: what the command's flags and a
 //! config entry's `policies` block say, built once and put on a client's
-//! call path in one fixed order. An application that wants another order,
-//! or other layers, calls [`McpClient::with_call_layer`] itself.
+//! call path in one fixed order
+//! ([`McpClientBuilder::with_policies`](super::McpClientBuilder::with_policies)).
+//! An application that wants another order, or other layers, calls
+//! [`McpClientBuilder::with_call_layer`](super::McpClientBuilder::with_call_layer)
+//! itself.
 
 use std::time::Duration;
 
 use mcp_connect_layers::policy::{BreakerConfig, BulkheadLayer, RateLimitRetryLayer};
 
+use super::service::{pending, PendingLayer};
 use super::{circuit_breaker, idle_timeout, HedgeLayer, McpClient, ReplicaConfig, ReplicasLayer};
 use crate::ConnectRequest;
 
@@ -125,31 +129,36 @@ impl CallPolicies {
         *self == Self::default()
     }
 
-    /// `client` with these policies on its call path.
-    #[must_use]
-    pub fn apply(&self, mut client: McpClient) -> McpClient {
+    /// The layers of these policies, innermost first; `sibling` makes a
+    /// replica's client.
+    pub(super) fn layers(
+        &self,
+        sibling: impl Fn(&ConnectRequest) -> McpClient,
+    ) -> Vec<PendingLayer> {
+        let mut layers = Vec::new();
         if !self.replicas.is_empty() {
-            let others: Vec<McpClient> = (self.replicas.iter())
-                .map(|replica| client.sibling(replica.clone()))
-                .collect();
-            client = client.with_call_layer(ReplicasLayer::new(others, ReplicaConfig::default()));
+            let others: Vec<McpClient> = self.replicas.iter().map(sibling).collect();
+            layers.push(pending(ReplicasLayer::new(
+                others,
+                ReplicaConfig::default(),
+            )));
         }
         if let Some((idle, cap)) = self.idle_timeout {
-            client = client.with_call_layer(idle_timeout(idle, cap));
+            layers.push(pending(idle_timeout(idle, cap)));
         }
         if self.retry_rate_limited {
-            client = client.with_call_layer(RateLimitRetryLayer::new());
+            layers.push(pending(RateLimitRetryLayer::new()));
         }
         if let Some(after) = self.hedge_after {
             let tools = self.safe_tools.iter().cloned();
-            client = client.with_call_layer(HedgeLayer::after(after).with_safe_tools(tools));
+            layers.push(pending(HedgeLayer::after(after).with_safe_tools(tools)));
         }
         if self.breaker {
-            client = client.with_call_layer(circuit_breaker(BreakerConfig::default()));
+            layers.push(pending(circuit_breaker(BreakerConfig::default())));
         }
         if let Some(n) = self.max_in_flight {
-            client = client.with_call_layer(BulkheadLayer::new(n));
+            layers.push(pending(BulkheadLayer::new(n)));
         }
-        client
+        layers
     }
 }

@@ -53,7 +53,7 @@ type Make<K, T> = Arc<dyn Fn(&K) -> T + Send + Sync>;
 /// let request = ConnectRequest::http("https://mcp.example/mcp")?;
 /// let clients = PerPrincipal::new(move |user: &String| {
 ///     let own = request.clone().with_header("x-user", user).expect("a header value");
-///     McpClient::lazy(stack.clone(), own)
+///     McpClient::builder(stack.clone(), own).build()
 /// })
 /// .with_idle_close(Duration::from_secs(600));
 /// let alice = clients.get(&"alice".to_owned());

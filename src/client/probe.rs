@@ -5,14 +5,17 @@
 use mcp_connect_layers::policy::{BreakerConfig, CircuitBreakerLayer, Probe};
 
 use super::{Call, ClientError};
+use crate::protocol::{McpRequest, Ping};
 
 /// Sends the liveness check before the half-open breaker's call.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LivenessProbe;
 
 impl Probe<Call> for LivenessProbe {
-    fn probe(&self, call: &Call) -> Option<Call> {
-        Some(call.liveness())
+    fn probe(&self, _: &Call) -> Option<Call> {
+        // The liveness check (`ping`, or the modern era's
+        // `server/discover`), with none of the call's own options.
+        Some(Call::new(Ping.encode()))
     }
 }
 
@@ -21,8 +24,8 @@ impl Probe<Call> for LivenessProbe {
 ///
 /// ```no_run
 /// use mcp_connect::layers::policy::BreakerConfig;
-/// # fn run(client: mcp_connect::McpClient) -> mcp_connect::McpClient {
-/// client.with_call_layer(mcp_connect::client::circuit_breaker(BreakerConfig::default()))
+/// # fn run(builder: mcp_connect::client::McpClientBuilder) -> mcp_connect::client::McpClientBuilder {
+/// builder.with_call_layer(mcp_connect::client::circuit_breaker(BreakerConfig::default()))
 /// # }
 /// ```
 pub fn circuit_breaker(config: BreakerConfig) -> CircuitBreakerLayer<ClientError, LivenessProbe> {

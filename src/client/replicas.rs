@@ -93,18 +93,20 @@ impl Replica {
 }
 
 /// Puts [`Replicas`] innermost on a client's call path: the client's own
-/// session and the given clients' sessions, balanced.
+/// session and the given clients' sessions, balanced. (A config entry's or
+/// [`CallPolicies`](super::CallPolicies)' replicas are made this way, each
+/// a lazy client of the same stack.)
 ///
 /// ```no_run
 /// use mcp_connect::client::{ReplicaConfig, ReplicasLayer};
 /// use mcp_connect::{ConnectRequest, EstablishBuilder, Connector, McpClient};
 /// # fn run() -> Result<(), mcp_connect::Error> {
 /// let stack = EstablishBuilder::new(Connector::new()).build();
-/// let replica = |url| Ok::<_, mcp_connect::Error>(McpClient::lazy(stack.clone(), ConnectRequest::http(url)?));
-/// let client = replica("https://a.mcp.example/mcp")?.with_call_layer(ReplicasLayer::new(
-///     [replica("https://b.mcp.example/mcp")?],
-///     ReplicaConfig::default(),
-/// ));
+/// let other = McpClient::builder(stack.clone(), ConnectRequest::http("https://b.mcp.example/mcp")?)
+///     .build();
+/// let client = McpClient::builder(stack, ConnectRequest::http("https://a.mcp.example/mcp")?)
+///     .with_call_layer(ReplicasLayer::new([other], ReplicaConfig::default()))
+///     .build();
 /// # drop(client); Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -300,8 +302,8 @@ impl Service<Call> for Replicas {
                 Ok(result) => return Ok(result),
                 Err(error) => error,
             };
-            let may_fail_over =
-                never_sent(&error) || (again.is_idempotent_read() && counts_against(&error));
+            let may_fail_over = never_sent(&error)
+                || (again.request().is_idempotent_read() && counts_against(&error));
             match shared.choose(Some(first)) {
                 Some(next) if may_fail_over => shared.send(next, again).await,
                 _ => Err(error),

@@ -3,12 +3,12 @@
 //! and wants tower middleware on it: a [`Call`] in, the raw result out,
 //! through the session's own steps (`session::path`).
 //!
-//! The session's typed methods do not go through this: a tower `Service`
+//! The session's own `send` does not go through this: a tower `Service`
 //! owns its future, so each call here costs one `Arc` clone and one boxed
 //! future, which the session's own path does without (see `session::path`
 //! for why its steps are not tower layers). A session never reconnects; a
 //! long-lived client with policies that outlive a session is
-//! [`McpClient::with_call_layer`](super::McpClient::with_call_layer).
+//! [`McpClientBuilder::with_call_layer`](super::McpClientBuilder::with_call_layer).
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,6 +26,7 @@ use crate::session::Session;
 /// ```no_run
 /// use std::sync::Arc;
 /// use mcp_connect::client::{Call, SessionService};
+/// use mcp_connect::protocol::{ListTools, McpRequest};
 /// use tower::{ServiceBuilder, ServiceExt};
 ///
 /// # async fn run(session: mcp_connect::Session) -> Result<(), mcp_connect::Error> {
@@ -33,7 +34,7 @@ use crate::session::Session;
 /// let service = ServiceBuilder::new()
 ///     .concurrency_limit(4)
 ///     .service(SessionService::new(Arc::new(session)));
-/// let tools = service.oneshot(Call::new("tools/list", None)).await?;
+/// let tools = service.oneshot(Call::new(ListTools::first().encode())).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
@@ -66,8 +67,8 @@ impl Service<Call> for SessionService {
     fn call(&mut self, call: Call) -> Self::Future {
         let session = Arc::clone(&self.session);
         Box::pin(async move {
-            let (method, params, options) = call.into_request();
-            session.request_with(&method, params, &options).await
+            let (request, options) = call.into_parts();
+            session.send_encoded(request, &options).await
         })
     }
 }

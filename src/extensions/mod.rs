@@ -1,8 +1,8 @@
 //! Official MCP extensions a client takes part in, negotiated under
 //! `capabilities.extensions`: their types and the checks they require,
-//! with no I/O of their own. The session's typed methods do the requests
-//! (`Session::list_skills` and the like), so an extension adds no
-//! transport, handshake or session state.
+//! and their requests (`ListSkills`, [`tasks::TaskCall`], ...),
+//! which every facade's `send` takes like any other, so an extension adds
+//! no transport, handshake or session state.
 //!
 //! Authorization extensions (DPoP, workload identity, enterprise-managed
 //! authorization) are part of [`auth`](crate::auth), where the flow they

@@ -13,14 +13,18 @@
 //! field against the entry's. Content that fails is never used, and the
 //! skill is not loaded.
 //!
-//! The checks here are pure (bytes in, verdict out); the session's
-//! `list_skills`, `get_skill`, `load_skill` and `read_skill_file` do the
-//! requests. The frontmatter is parsed with `serde_yaml_ng` into JSON values
+//! The checks here are pure (bytes in, verdict out); [`ListSkills`] and
+//! [`GetSkill`] are the requests, and [`Skill::load`] and
+//! [`Skill::read_file`] read and verify the files. The frontmatter is parsed with `serde_yaml_ng` into JSON values
 //! so that it compares with the entry's as JSON.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
+
+mod requests;
+
+pub use requests::{GetSkill, ListSkills};
 
 /// The extension's identifier, as servers declare it under
 /// `capabilities.extensions`.

@@ -17,6 +17,10 @@ use serde_json::{Map, Value};
 
 use crate::protocol::{CallToolResult, RpcError};
 
+mod requests;
+
+pub use requests::{CancelTask, GetTask, TaskCall, UpdateTask};
+
 /// The extension's identifier, as it appears under
 /// `capabilities.extensions`.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";

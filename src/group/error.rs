@@ -32,6 +32,13 @@ pub enum GroupError {
         /// The servers that list it.
         servers: Vec<Arc<str>>,
     },
+    /// The request names no tool, prompt or resource (a listing, a
+    /// `ping`), so no one server is its: the catalogue is the group's
+    /// listing, and a member's client takes the rest.
+    Unroutable {
+        /// The request's operation (`list_tools`, `ping`, ...).
+        operation: &'static str,
+    },
     /// The group has no server of this name.
     UnknownServer {
         /// The name asked for.
@@ -78,6 +85,9 @@ impl fmt::Display for GroupError {
             }
             GroupError::AmbiguousResource { servers } => {
                 write!(f, "{} servers list that resource", servers.len())
+            }
+            GroupError::Unroutable { operation } => {
+                write!(f, "a group routes no {operation} request: it names no server's tool, prompt or resource")
             }
             GroupError::UnknownServer { name } => {
                 write!(f, "no server named {name:?} in the group")

@@ -23,7 +23,6 @@
 //! the server failed, or needing authorization, until the application
 //! restarts it.
 
-use crate::protocol::methods;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -118,9 +117,11 @@ impl Member {
             dropped_notifications: sender.drop_counter(),
             remember_as,
             client: (server.call_layers.iter())
-                .fold(McpClient::lazy(server.stack, request), |client, layer| {
-                    layer(client)
-                }),
+                .fold(
+                    McpClient::builder(server.stack, request),
+                    |client, layer| layer(client),
+                )
+                .build(),
             filter: server.filter,
             health: Mutex::new(ServerHealth::new(HealthState::Connecting, 0)),
             listing: Mutex::new(None),
@@ -399,7 +400,7 @@ impl Supervisor {
             return Ping::NotLegacy;
         }
         drop(session);
-        match tokio::time::timeout(bound, self.member.client.request(methods::PING, None)).await {
+        match tokio::time::timeout(bound, self.member.client.send(crate::protocol::Ping)).await {
             Ok(Ok(_)) => Ping::Answered,
             Ok(Err(error)) => Ping::Failed(error.failure(), error.is_session_lost()),
             Err(_) => Ping::Failed(Failure::new(Stage::REQUEST, FailureKind::Timeout), false),

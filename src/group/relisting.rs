@@ -11,6 +11,7 @@ use super::listing::{on_transport, ListingFailed};
 use super::member::Supervisor;
 use crate::client::ClientError;
 use crate::inbound::ListKind;
+use crate::protocol::{ListPrompts, ListResourceTemplates, ListResources};
 
 impl Supervisor {
     /// The group's remembered listings and this member's key in them.
@@ -132,15 +133,16 @@ impl Supervisor {
                     .map(Arc::new)
                     .collect();
             })),
-            ListKind::Prompts => kept(client.list_prompts().await.map(|prompts| {
-                listing.prompts = prompts.into_iter().map(Arc::new).collect();
+            ListKind::Prompts => kept(client.send(ListPrompts::all()).await.map(|prompts| {
+                listing.prompts = prompts.items.into_iter().map(Arc::new).collect();
             })),
             _ => {
-                kept(client.list_resources().await.map(|resources| {
-                    listing.resources = resources.into_iter().map(Arc::new).collect();
+                kept(client.send(ListResources::all()).await.map(|resources| {
+                    listing.resources = resources.items.into_iter().map(Arc::new).collect();
                 }))?;
-                kept(client.list_resource_templates().await.map(|templates| {
-                    listing.templates = templates.into_iter().map(Arc::new).collect();
+                let templates = client.send(ListResourceTemplates::all()).await;
+                kept(templates.map(|templates| {
+                    listing.templates = templates.items.into_iter().map(Arc::new).collect();
                 }))
             }
         }

@@ -10,70 +10,86 @@ use mcp_connect_layers::policy::Refused;
 
 use super::in_flight::CallUnderWay;
 use super::{GroupError, HealthState, Member, ServerGroup};
-use crate::protocol::CallToolResult;
-use crate::session::RequestOptions;
+use crate::protocol::{CallTool, CallToolResult, McpRequest, RequestKind};
+use crate::session::Call;
 
 impl ServerGroup {
+    /// Sends a request to the server the catalogue routes it to, under the
+    /// name that server gave its target: a `tools/call` by its tool's
+    /// catalogue name, a `prompts/get` by its prompt's, a
+    /// `resources/read` (and a subscription) to the one server whose
+    /// listing has the URI. A request that names nothing (a listing, a
+    /// `ping`) is [`GroupError::Unroutable`]: the group's
+    /// [`catalogue`](Self::catalogue) is its listing.
+    ///
+    /// ```no_run
+    /// # async fn run(group: mcp_connect::group::ServerGroup) -> Result<(), mcp_connect::group::GroupError> {
+    /// use mcp_connect::protocol::{GetPrompt, ReadResource};
+    ///
+    /// let prompt = group.send(GetPrompt::new("docs__summarize")).await?;
+    /// let notes = group.send(ReadResource::new("file:///notes.txt")).await?;
+    /// # drop((prompt, notes)); Ok(()) }
+    /// ```
+    pub async fn send<R: McpRequest>(
+        &self,
+        call: impl Into<Call<R>>,
+    ) -> Result<R::Output, GroupError> {
+        let (mut request, options) = call.into().into_parts();
+        let server = self.route(&mut request)?;
+        let member = self.usable(&server)?;
+        let outcome = member
+            .client
+            .send(Call::new(request).with_options(options))
+            .await;
+        self.observed(&member, outcome)
+    }
+
     /// `tools/call` on the server the catalogue routes `name` to, with the
-    /// name that server gave the tool.
+    /// name that server gave the tool ([`send`](Self::send) with a
+    /// [`CallTool`]).
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: &Value,
     ) -> Result<CallToolResult, GroupError> {
-        self.call_tool_with(name, arguments, &RequestOptions::new())
-            .await
+        self.send(CallTool::new(name, arguments)).await
     }
 
-    /// [`call_tool`](Self::call_tool) with per-request options.
-    pub async fn call_tool_with(
-        &self,
-        name: &str,
-        arguments: &Value,
-        options: &RequestOptions,
-    ) -> Result<CallToolResult, GroupError> {
+    /// The server `request` goes to, its target renamed as that server
+    /// named it.
+    fn route<R: McpRequest>(&self, request: &mut R) -> Result<Arc<str>, GroupError> {
+        let kind = request.kind();
+        let name = || request.target().unwrap_or_default().to_owned();
         let catalogue = self.catalogue();
-        let tool = catalogue
-            .tool(name)
-            .ok_or_else(|| GroupError::UnknownTool {
-                name: name.to_owned(),
-            })?;
-        let member = self.usable(&tool.server)?;
-        let outcome = member
-            .client
-            .call_tool_with(&tool.item.name, arguments, options)
-            .await;
-        self.observed(&member, outcome)
-    }
-
-    /// `prompts/get` on the server the catalogue routes `name` to.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<&Value>,
-    ) -> Result<Value, GroupError> {
-        let catalogue = self.catalogue();
-        let prompt = catalogue
-            .prompt(name)
-            .ok_or_else(|| GroupError::UnknownPrompt {
-                name: name.to_owned(),
-            })?;
-        let member = self.usable(&prompt.server)?;
-        let outcome = member.client.get_prompt(&prompt.item.name, arguments).await;
-        self.observed(&member, outcome)
-    }
-
-    /// `resources/read` on the one server whose listing has `uri`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, GroupError> {
-        let mut servers = self.catalogue().resource_servers(uri);
-        let server = match servers.len() {
-            0 => return Err(GroupError::UnknownResource),
-            1 => servers.remove(0),
-            _ => return Err(GroupError::AmbiguousResource { servers }),
+        let (server, own) = match kind {
+            RequestKind::CallTool => {
+                let tool = catalogue
+                    .tool(&name())
+                    .ok_or_else(|| GroupError::UnknownTool { name: name() })?;
+                (Arc::clone(&tool.server), tool.item.name.clone())
+            }
+            RequestKind::GetPrompt => {
+                let prompt = catalogue
+                    .prompt(&name())
+                    .ok_or_else(|| GroupError::UnknownPrompt { name: name() })?;
+                (Arc::clone(&prompt.server), prompt.item.name.clone())
+            }
+            RequestKind::ReadResource | RequestKind::Subscribe | RequestKind::Unsubscribe => {
+                let mut servers = catalogue.resource_servers(&name());
+                return match servers.len() {
+                    0 => Err(GroupError::UnknownResource),
+                    1 => Ok(servers.remove(0)),
+                    _ => Err(GroupError::AmbiguousResource { servers }),
+                };
+            }
+            _ => {
+                return Err(GroupError::Unroutable {
+                    operation: kind.operation(),
+                })
+            }
         };
-        let member = self.usable(&server)?;
-        let outcome = member.client.read_resource(uri).await;
-        self.observed(&member, outcome)
+        request.retarget(&own);
+        Ok(server)
     }
 
     fn usable(&self, name: &Arc<str>) -> Result<CallUnderWay, GroupError> {

@@ -9,12 +9,11 @@ use serde_json::value::RawValue;
 use tower::{Layer, Service};
 
 use super::filter::ToolFilter;
-use crate::client::{Call, CallPolicies, CallService};
+use crate::client::{Call, CallPolicies, CallService, McpClientBuilder};
 use crate::config::ServerConfig;
 use crate::request::ConnectRequest;
 use crate::stack::Establish;
 use crate::transport::error::BoxError;
-use crate::McpClient;
 
 /// A server to add to a group: its own stack (deadline, recovery,
 /// classifier, era cache), its own request (target, limits, auth,
@@ -42,8 +41,9 @@ pub struct Server {
     pub(super) idle_close: Option<Duration>,
 }
 
-/// Puts one layer on a client's call path.
-pub(super) type CallLayer = Arc<dyn Fn(McpClient) -> McpClient + Send + Sync>;
+/// Sets one thing up on a member's client (a layer of its call path, its
+/// cool-down), each time the member's client is made.
+pub(super) type CallLayer = Arc<dyn Fn(McpClientBuilder) -> McpClientBuilder + Send + Sync>;
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -121,7 +121,9 @@ impl Server {
     #[must_use]
     pub fn with_policies(mut self, policies: CallPolicies) -> Self {
         self.call_layers
-            .push(Arc::new(move |client: McpClient| policies.apply(client)));
+            .push(Arc::new(move |client: McpClientBuilder| {
+                client.with_policies(policies.clone())
+            }));
         self
     }
 
@@ -177,17 +179,18 @@ impl Server {
     }
 
     /// This server's client's cool-down between failed reconnects after
-    /// its session died (see [`McpClient::with_cool_down`]).
+    /// its session died (see [`McpClientBuilder::with_cool_down`]).
     #[must_use]
     pub fn with_cool_down(mut self, cool_down: Backoff) -> Self {
-        self.call_layers.push(Arc::new(move |client: McpClient| {
-            client.with_cool_down(cool_down)
-        }));
+        self.call_layers
+            .push(Arc::new(move |client: McpClientBuilder| {
+                client.with_cool_down(cool_down)
+            }));
         self
     }
 
     /// Puts `layer` on this server's call path (see
-    /// [`McpClient::with_call_layer`]): a bulkhead, a breaker (the group's
+    /// [`McpClientBuilder::with_call_layer`]): a bulkhead, a breaker (the group's
     /// health then shows [`CircuitOpen`](super::HealthState::CircuitOpen)
     /// while it refuses calls), replicas, tower's own.
     #[must_use]
@@ -198,9 +201,10 @@ impl Server {
         <L::Service as Service<Call>>::Error: Into<BoxError>,
         <L::Service as Service<Call>>::Future: Send + 'static,
     {
-        self.call_layers.push(Arc::new(move |client: McpClient| {
-            client.with_call_layer(layer.clone())
-        }));
+        self.call_layers
+            .push(Arc::new(move |client: McpClientBuilder| {
+                client.with_call_layer(layer.clone())
+            }));
         self
     }
 

@@ -4,6 +4,7 @@
 //! are parsed once into [`Incoming`], keeping `result` as raw JSON so a typed
 //! caller deserializes it exactly once.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,6 +14,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 mod rpc_error;
+
+use super::EncodedRequest;
 
 pub use rpc_error::RpcError;
 
@@ -35,20 +38,19 @@ impl fmt::Display for RequestId {
     }
 }
 
-/// An outgoing request.
+/// An outgoing request: an id and an [`EncodedRequest`], whose params
+/// were written once.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Request {
     /// The id; responses are matched on it.
     pub id: RequestId,
-    /// The method name.
-    pub method: String,
-    /// The params object, if any.
-    pub params: Option<Value>,
+    body: EncodedRequest,
     /// A `_meta` object already encoded (the modern era's envelope, the
-    /// same on every request of a session), written into `params` as the
-    /// bytes are made instead of being rebuilt as a `Value` each time.
-    pub(crate) meta: Option<Arc<RawValue>>,
+    /// same on every request of a session; a progress token, a trace
+    /// context), written into `params` as the bytes are made instead of
+    /// being rebuilt as a `Value` each time.
+    meta: Option<Arc<RawValue>>,
     /// `Mcp-Param-*` header names and encoded values for a `tools/call` on
     /// the modern era (see [`header_params`](super::header_params)); only
     /// Streamable HTTP sends them.
@@ -91,15 +93,33 @@ struct ErrorBody<'a> {
 }
 
 impl Request {
-    /// A request.
-    pub fn new(id: RequestId, method: impl Into<String>, params: Option<Value>) -> Self {
+    /// A request of `method` with `params`.
+    pub fn new(id: RequestId, method: impl Into<Cow<'static, str>>, params: Option<Value>) -> Self {
+        Request::encoded(id, EncodedRequest::raw(method, params.as_ref()))
+    }
+
+    /// A request whose params are already encoded.
+    pub fn encoded(id: RequestId, body: EncodedRequest) -> Self {
         Request {
             id,
-            method: method.into(),
-            params,
+            body,
             meta: None,
             param_headers: Vec::new(),
         }
+    }
+
+    /// The method.
+    pub fn method(&self) -> &str {
+        self.body.method()
+    }
+
+    /// What is sent: the method, the params, what the request is.
+    pub fn body(&self) -> &EncodedRequest {
+        &self.body
+    }
+
+    pub(crate) fn body_mut(&mut self) -> &mut EncodedRequest {
+        &mut self.body
     }
 
     /// This request with an encoded `_meta` written into its params (which
@@ -110,48 +130,70 @@ impl Request {
     }
 
     /// This request with `fields` added to its `_meta`, never over a key
-    /// already there: joined to the encoded envelope when the request
+    /// already there: joined to the encoded `_meta` when the request
     /// carries one (its keys are namespaced, so none collide; nothing is
-    /// decoded), merged into the params' own `_meta` otherwise.
+    /// decoded), merged into the params' own `_meta` when they have one,
+    /// encoded as the `_meta` otherwise.
     pub(crate) fn add_meta(&mut self, fields: Map<String, Value>) {
         if fields.is_empty() {
             return;
         }
-        match &self.meta {
-            Some(envelope) => self.meta = Some(envelope_with(envelope, &fields)),
-            None => {
-                self.params = Some(with_meta_entries(self.params.take(), |meta| {
-                    for (key, value) in fields {
-                        meta.entry(key).or_insert(value);
-                    }
-                }));
-            }
+        if let Some(envelope) = &self.meta {
+            self.meta = Some(envelope_with(envelope, &fields));
+        } else if self.body.has_own_meta() {
+            let params = with_meta_entries(self.body.params_value(), |meta| {
+                for (key, value) in fields {
+                    meta.entry(key).or_insert(value);
+                }
+            });
+            self.body.set_params(&params);
+        } else {
+            let encoded = serde_json::to_string(&fields).expect("JSON values serialize");
+            self.meta = Some(Arc::from(
+                RawValue::from_string(encoded).expect("a map is a JSON object"),
+            ));
         }
     }
 
-    /// The JSON bytes of this request.
+    /// The JSON bytes of this request, its params written as they were
+    /// encoded and the `_meta` spliced in as bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let Some(meta) = &self.meta else {
-            return serde_json::to_vec(&OutgoingEnvelope {
-                jsonrpc: "2.0",
-                id: Some(&self.id),
-                method: &self.method,
-                params: self.params.as_ref(),
-            })
-            .expect("a JSON value always serializes");
-        };
-        let empty = Map::new();
-        let params = match &self.params {
-            Some(Value::Object(params)) => params,
-            _ => &empty,
-        };
-        serde_json::to_vec(&MetaEnvelope {
-            jsonrpc: "2.0",
-            id: &self.id,
-            method: &self.method,
-            params: WithMeta { params, meta },
-        })
-        .expect("a JSON value always serializes")
+        let params = self.body.params();
+        let meta = self.meta.as_deref().map(RawValue::get);
+        let size = 48
+            + self.body.method().len()
+            + params.map_or(0, str::len)
+            + meta.map_or(0, |meta| meta.len() + 10);
+        let mut out = Vec::with_capacity(size);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, &self.id).expect("an id serializes");
+        out.extend_from_slice(br#","method":"#);
+        serde_json::to_writer(&mut out, self.body.method()).expect("a string serializes");
+        match (params, meta) {
+            (None, None) => {}
+            (Some(params), None) => {
+                out.extend_from_slice(br#","params":"#);
+                out.extend_from_slice(params.as_bytes());
+            }
+            (params, Some(meta)) => {
+                out.extend_from_slice(br#","params":{"#);
+                // The params' own entries, then `_meta`. Params that are
+                // not an object cannot carry one; only `_meta` is sent.
+                let inner = params
+                    .map(str::trim)
+                    .and_then(|params| params.strip_prefix('{')?.strip_suffix('}'))
+                    .filter(|inner| !inner.trim().is_empty());
+                if let Some(inner) = inner {
+                    out.extend_from_slice(inner.as_bytes());
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#""_meta":"#);
+                out.extend_from_slice(meta.as_bytes());
+                out.push(b'}');
+            }
+        }
+        out.push(b'}');
+        out
     }
 }
 
@@ -165,32 +207,6 @@ fn envelope_with(envelope: &RawValue, fields: &Map<String, Value>) -> Arc<RawVal
         _ => added,
     };
     Arc::from(RawValue::from_string(json).expect("two JSON objects joined are one"))
-}
-
-#[derive(Serialize)]
-struct MetaEnvelope<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    method: &'a str,
-    params: WithMeta<'a>,
-}
-
-/// A params object with an encoded `_meta` entry after its own.
-struct WithMeta<'a> {
-    params: &'a Map<String, Value>,
-    meta: &'a RawValue,
-}
-
-impl Serialize for WithMeta<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.params.len() + 1))?;
-        for (key, value) in self.params {
-            map.serialize_entry(key, value)?;
-        }
-        map.serialize_entry("_meta", self.meta)?;
-        map.end()
-    }
 }
 
 impl Notification {

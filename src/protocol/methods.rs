@@ -35,6 +35,10 @@ pub const COMPLETION_COMPLETE: &str = "completion/complete";
 /// The server's log level.
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 
+/// The 2026-07-28 subscription: one long-lived request whose reply stream
+/// carries the notifications asked for.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+
 /// Tasks (SEP-2663): one task's state.
 pub const TASKS_GET: &str = "tasks/get";
 /// Tasks: input for a task that asked.

@@ -10,6 +10,7 @@ pub mod header_params;
 mod jsonrpc;
 mod messages;
 pub mod methods;
+mod requests;
 pub mod server_requests;
 mod version;
 
@@ -21,6 +22,13 @@ pub use messages::{
     meta_keys, CallToolParams, CallToolResult, ClientInfo, ContentBlock, DiscoverResult,
     GetPromptParams, InitializeParams, InitializeResult, ListToolsResult, Page, Prompt,
     ReadResourceParams, Resource, ResourceTemplate, ServerInfo, Tool, UnsupportedVersionData,
+};
+#[cfg(feature = "skills")]
+pub(crate) use requests::listing;
+pub use requests::{
+    CallTool, Complete, EncodedRequest, GetPrompt, ListPrompts, ListResourceTemplates,
+    ListResources, ListTools, McpRequest, Ping, RawRequest, ReadResource, RequestKind,
+    SetLoggingLevel, Subscribe, Unsubscribe,
 };
 pub(crate) use version::is_era_refusal;
 pub use version::{Era, ProtocolVersion};

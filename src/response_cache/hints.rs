@@ -1,7 +1,6 @@
 //! Which requests the cache may answer, their keys, and what a result's
 //! `ttlMs` and `cacheScope` say.
 
-use crate::protocol::methods;
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
@@ -9,25 +8,19 @@ use serde_json::Value;
 
 use super::CacheScope;
 
-/// The methods whose results carry caching hints (`server/discover` is the
-/// era cache's).
-const CACHEABLE: &[&str] = &[
-    methods::TOOLS_LIST,
-    methods::PROMPTS_LIST,
-    methods::RESOURCES_LIST,
-    methods::RESOURCES_TEMPLATES_LIST,
-    methods::RESOURCES_READ,
-];
+use crate::protocol::{EncodedRequest, RequestKind};
 
 /// The key params of a request the cache may answer, or `None` when it
-/// may not: another method, params that are not an object, or params with
-/// a `_meta`, `inputResponses` or `requestState` (the answer would depend
-/// on what is not in the key).
-pub(crate) fn cacheable(method: &str, params: Option<&Value>) -> Option<String> {
-    if !CACHEABLE.contains(&method) {
+/// may not: another kind than a listing or `resources/read` (whose results
+/// carry caching hints; `server/discover` is the era cache's), params that
+/// are not an object, or params with a `_meta`, `inputResponses` or
+/// `requestState` (the answer would depend on what is not in the key).
+pub(crate) fn cacheable(request: &EncodedRequest) -> Option<String> {
+    let kind = request.kind();
+    if !kind.is_listing() && kind != RequestKind::ReadResource {
         return None;
     }
-    canonical(params)
+    canonical(request.params_value().as_ref())
 }
 
 /// Params as canonical JSON (keys sorted, as `serde_json`'s map keeps
@@ -98,26 +91,37 @@ impl Hints {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::methods;
     use serde_json::json;
 
     #[test]
     fn keys_are_canonical_and_exclude_what_is_not_in_them() {
-        assert_eq!(cacheable(methods::TOOLS_LIST, None).as_deref(), Some("{}"));
+        let raw = |method: &'static str, params: Option<Value>| {
+            EncodedRequest::raw(method, params.as_ref())
+        };
         assert_eq!(
-            cacheable(methods::TOOLS_LIST, Some(&json!({}))).as_deref(),
+            cacheable(&raw(methods::TOOLS_LIST, None)).as_deref(),
             Some("{}")
         );
         assert_eq!(
-            cacheable(methods::RESOURCES_READ, Some(&json!({ "uri": "a://b" }))).as_deref(),
+            cacheable(&raw(methods::TOOLS_LIST, Some(json!({})))).as_deref(),
+            Some("{}")
+        );
+        assert_eq!(
+            cacheable(&raw(
+                methods::RESOURCES_READ,
+                Some(json!({ "uri": "a://b" }))
+            ))
+            .as_deref(),
             Some(r#"{"uri":"a://b"}"#)
         );
-        assert!(cacheable(methods::TOOLS_CALL, None).is_none());
-        assert!(cacheable(methods::SERVER_DISCOVER, None).is_none());
+        assert!(cacheable(&raw(methods::TOOLS_CALL, None)).is_none());
+        assert!(cacheable(&raw(methods::SERVER_DISCOVER, None)).is_none());
         for disqualified in ["_meta", "inputResponses", "requestState"] {
             let params = json!({ disqualified: {} });
-            assert!(cacheable(methods::TOOLS_LIST, Some(&params)).is_none());
+            assert!(cacheable(&raw(methods::TOOLS_LIST, Some(params.clone()))).is_none());
         }
-        assert!(cacheable(methods::TOOLS_LIST, Some(&json!([1]))).is_none());
+        assert!(cacheable(&raw(methods::TOOLS_LIST, Some(json!([1])))).is_none());
     }
 
     #[test]

@@ -14,18 +14,18 @@
 //! the era cache forget the server and ends the session with
 //! [`VersionError::RememberedRefused`].
 
-use crate::protocol::methods;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mcp_connect_layers::Stage;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::Session;
 use crate::era_cache::EraCache;
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
-use crate::protocol::{codes, is_era_refusal, Era, RpcError, Tool};
+use crate::protocol::{
+    codes, is_era_refusal, EncodedRequest, Era, ListTools, McpRequest, RpcError,
+};
 use crate::response_cache::{cacheable, CacheMode, Context, Hints, ResponseCache};
 use crate::target::Target;
 use crate::transport::Reply;
@@ -91,20 +91,15 @@ impl Session {
     }
 
     /// The cache key parts of a request, when the cache may see it.
-    pub(super) fn lookup(
-        &self,
-        method: &str,
-        params: Option<&Value>,
-        mode: CacheMode,
-    ) -> Option<Lookup> {
+    pub(super) fn lookup(&self, request: &EncodedRequest, mode: CacheMode) -> Option<Lookup> {
         let cache = self.cache.as_ref()?;
         if mode == CacheMode::Bypass {
             return None;
         }
-        let params = cacheable(method, params)?;
+        let params = cacheable(request)?;
         let token = self.auth.as_ref().and_then(|auth| auth.access_token());
         Some(Lookup {
-            method: method.into(),
+            method: request.method().into(),
             params: params.into(),
             context: Context::of(cache.target.headers(), token.as_deref()),
             mode,
@@ -159,35 +154,25 @@ impl Session {
             return;
         }
         let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
+        let mut listing = ListTools::first();
         for _ in 0..super::MAX_PAGES {
-            let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
-            let Some(lookup) = self.lookup(methods::TOOLS_LIST, params.as_ref(), CacheMode::Use)
-            else {
+            let Some(lookup) = self.lookup(&listing.encode(), CacheMode::Use) else {
                 return;
             };
             let Some(raw) = self.cached(&lookup).await else {
                 return;
             };
-            #[derive(serde::Deserialize)]
-            #[serde(rename_all = "camelCase")]
-            struct Listed {
-                #[serde(default)]
-                tools: Vec<Tool>,
-                #[serde(default)]
-                next_cursor: Option<String>,
-            }
-            let Ok(page) = serde_json::from_str::<Listed>(raw.get()) else {
+            let Ok(page) = ListTools::read(raw) else {
                 return;
             };
-            tools.extend(page.tools);
-            match page.next_cursor.filter(|c| !c.is_empty()) {
+            tools.extend(page.items);
+            match page.next_cursor {
                 None => {
                     self.tool_headers.record(tools, true);
                     return;
                 }
-                Some(next) if cursor.as_deref() == Some(&next) => return,
-                Some(next) => cursor = Some(next),
+                Some(next) if listing == ListTools::page(next.as_str()) => return,
+                Some(next) => listing = ListTools::page(next),
             }
         }
     }

@@ -35,6 +35,22 @@ impl ClientIdentity {
         &self.capabilities
     }
 
+    /// The capabilities with `extension` offered under `extensions`, for a
+    /// request that offers it for itself alone (a task).
+    pub(crate) fn capabilities_offering(&self, extension: &str) -> Value {
+        let mut capabilities = match self.capabilities.clone() {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let extensions = capabilities
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(extensions) = extensions {
+            extensions.insert(extension.into(), Value::Object(serde_json::Map::new()));
+        }
+        Value::Object(capabilities)
+    }
+
     /// Replaces the capabilities (and forgets the encoded envelope).
     pub(crate) fn set_capabilities(&mut self, capabilities: Value) {
         self.capabilities = capabilities;

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect_layers::{CancelSource, Closure, Stage};
-use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -20,9 +19,10 @@ use crate::error::{Error, ErrorKind};
 use crate::inbound::Inbound;
 use crate::protocol::{error_bytes, result_bytes};
 use crate::protocol::{Era, Notification, ProtocolVersion, RequestId, RpcError, ServerInfo};
-use crate::transport::{ServerStream, Transport, TransportKind};
+use crate::transport::{ServerStream, Transport, TransportKind, TransportStats};
 
 mod cached;
+mod call;
 mod identity;
 mod listen;
 mod options;
@@ -34,11 +34,12 @@ mod tasks;
 mod tool_headers;
 mod typed;
 
+pub use call::Call;
 pub(crate) use identity::ClientIdentity;
 pub use options::RequestOptions;
 pub use path::MAX_INPUT_ROUNDS;
 pub use typed::MAX_PAGES;
-pub(crate) use typed::{collect_pages, page_params, shape};
+pub(crate) use typed::{more_pages, shape};
 
 /// Whether a session can still be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,15 +238,17 @@ impl Session {
         self.transport.kind()
     }
 
-    /// Whether the server assigned this session an id that every request
-    /// carries (Streamable HTTP with a session, legacy HTTP+SSE).
-    pub fn has_session_id(&self) -> bool {
-        self.transport.has_session_id()
+    /// What the transport counted and was given: HTTP requests sent so
+    /// far (establishment included), whether the server assigned a
+    /// session id.
+    pub fn stats(&self) -> TransportStats {
+        self.transport.stats()
     }
 
-    /// HTTP requests sent on this session so far, establishment included.
-    pub fn http_requests(&self) -> u64 {
-        self.transport.http_requests()
+    /// Whether the server assigned this session an id that every request
+    /// carries (Streamable HTTP with a session, legacy HTTP+SSE).
+    pub(crate) fn has_session_id(&self) -> bool {
+        self.transport.stats().session_id
     }
 
     /// Whether the session is still usable.
@@ -254,12 +257,6 @@ impl Session {
             None => SessionState::Open,
             Some(closure) => SessionState::Closed(closure),
         }
-    }
-
-    /// The transport, as the [`Transport`] trait object. To reach a concrete
-    /// transport's own methods use [`transport_as`](Self::transport_as).
-    pub fn transport(&self) -> &dyn Transport {
-        self.transport.as_ref()
     }
 
     /// The transport as its concrete type, when it is one: for example the
@@ -298,40 +295,6 @@ impl Session {
             .map_err(|e| Error::transport(Stage::REQUEST, e))
     }
 
-    /// Sends a request and returns its raw result, within the session's
-    /// per-request limit. See [`request_with`](Self::request_with) for a
-    /// cancellation token, a timeout of its own and progress.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Box<RawValue>, Error> {
-        self.request_with(method, params, &RequestOptions::default())
-            .await
-    }
-
-    /// Sends a request and deserializes its result.
-    pub async fn request_as<T: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<T, Error> {
-        self.request_as_with(method, params, &RequestOptions::default())
-            .await
-    }
-
-    /// [`request_as`](Self::request_as) with its own [`RequestOptions`].
-    pub async fn request_as_with<T: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        options: &RequestOptions,
-    ) -> Result<T, Error> {
-        let raw = self.request_with(method, params, options).await?;
-        serde_json::from_str(raw.get())
-            .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::Result(e.into())))
-    }
-
     /// Sends a notification. On the modern era over HTTP there are no
     /// client notifications; sending one is the caller's choice.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
@@ -344,14 +307,6 @@ impl Session {
                 .notify(&notification, Some(&self.negotiated.version)),
         )
         .await
-    }
-
-    /// `ping` (legacy era; the modern era has no ping, so this sends
-    /// `server/discover` as the liveness check there).
-    pub async fn ping(&self) -> Result<(), Error> {
-        self.request(self.era().liveness_method(), None)
-            .await
-            .map(drop)
     }
 
     /// Opens the server-to-client stream, for applications that want the

@@ -32,7 +32,7 @@ use tokio::task::JoinHandle;
 use super::{listen, Session};
 use crate::error::{Error, ErrorKind, SubscriptionError};
 use crate::inbound::{Inbound, LiveSubscription};
-use crate::protocol::{Notification, ProtocolVersion, Request};
+use crate::protocol::{EncodedRequest, Notification, ProtocolVersion, Request, RequestKind};
 use crate::transport::Listen;
 
 /// Listen request ids are unique in the process (numbers far above any
@@ -114,11 +114,9 @@ impl Session {
             return Ok(());
         };
         let id = NEXT_LISTEN_ID.fetch_add(1, Ordering::Relaxed);
-        let request = self.outgoing(
-            id,
-            "subscriptions/listen",
-            Some(json!({ "notifications": filter })),
-        );
+        let params = json!({ "notifications": filter });
+        let body = EncodedRequest::new(RequestKind::Listen, Some(&params), None);
+        let request = self.outgoing(id, body);
         let (active, acknowledged) =
             tokio::time::timeout(self.request_timeout, self.open(id, request))
                 .await

@@ -1,24 +1,25 @@
-//! The Tasks extension on a session (SEP-2663): a `tools/call` that offers
-//! a task, and the task's methods. Waiting for a task polls `tasks/get` at
+//! The Tasks extension on a session (SEP-2663): waiting for a task (its
+//! requests are [`TaskCall`], [`GetTask`], [`UpdateTask`] and
+//! [`CancelTask`], sent like any other). Waiting polls `tasks/get` at
 //! the server's suggested interval (clamped), answers its requests for
 //! input with the session's handler (`tasks/update`), and ends at a
 //! terminal status, the caller's timeout, or the caller's cancellation,
 //! which cancels the task (`tasks/cancel`).
 
-use crate::protocol::methods;
 use std::time::Duration;
 
 use mcp_connect_layers::{CancelSource, Stage};
-use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use super::{RequestOptions, Session};
 use crate::error::{Error, ErrorKind};
+#[cfg(doc)]
+use crate::extensions::tasks::TaskCall;
 use crate::extensions::tasks::{
-    self, Called, Task, TaskDetail, TaskError, TaskState, DEFAULT_TASK_WAIT,
+    CancelTask, GetTask, Task, TaskDetail, TaskError, UpdateTask, DEFAULT_TASK_WAIT,
 };
 use crate::inbound::InputRequiredError;
-use crate::protocol::{meta_keys, CallToolParams, CallToolResult, Era};
+use crate::protocol::CallToolResult;
 use crate::session::MAX_INPUT_ROUNDS;
 
 /// The poll interval when the server suggests none, and the bounds put on
@@ -32,77 +33,6 @@ fn task_error(error: TaskError) -> Error {
 }
 
 impl Session {
-    /// `tools/call`, offering the server a task (the extension in this
-    /// request's capabilities, 2026-07-28 era): the result at once, or a
-    /// [`Task`] to [`wait_task`](Self::wait_task) for. On older eras the
-    /// extension is not offered and the result comes as usual.
-    pub async fn call_tool_as_task(&self, name: &str, arguments: &Value) -> Result<Called, Error> {
-        self.call_tool_as_task_with(name, arguments, &RequestOptions::default())
-            .await
-    }
-
-    /// [`call_tool_as_task`](Self::call_tool_as_task) with its own
-    /// [`RequestOptions`] for the `tools/call` itself.
-    pub async fn call_tool_as_task_with(
-        &self,
-        name: &str,
-        arguments: &Value,
-        options: &RequestOptions,
-    ) -> Result<Called, Error> {
-        if self.era() != Era::Modern {
-            return self
-                .call_tool_with(name, arguments, options)
-                .await
-                .map(Called::Result);
-        }
-        // A `&str` and a `Value` always serialize to a `Value`.
-        let mut params =
-            serde_json::to_value(CallToolParams { name, arguments }).expect("params serialize");
-        let mut capabilities = match self.client.capabilities().clone() {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        let extensions = capabilities
-            .entry("extensions")
-            .or_insert_with(|| json!({}));
-        if let Value::Object(extensions) = extensions {
-            extensions.insert(tasks::EXTENSION.into(), json!({}));
-        }
-        params["_meta"] = json!({ meta_keys::CLIENT_CAPABILITIES: capabilities });
-        let raw = self
-            .request_with(methods::TOOLS_CALL, Some(params), options)
-            .await?;
-        tasks::called(raw.get()).map_err(task_error)
-    }
-
-    /// `tasks/get`: where the task is, and what its status carries.
-    pub async fn get_task(&self, task_id: &str) -> Result<TaskState, Error> {
-        let raw = self
-            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-            .await?;
-        tasks::state(raw.get()).map_err(task_error)
-    }
-
-    /// `tasks/update`: answers to the task's requests for input, by key.
-    pub async fn update_task(
-        &self,
-        task_id: &str,
-        responses: Map<String, Value>,
-    ) -> Result<(), Error> {
-        let params = json!({ "taskId": task_id, "inputResponses": responses });
-        self.request(methods::TASKS_UPDATE, Some(params))
-            .await
-            .map(drop)
-    }
-
-    /// `tasks/cancel`: asks the server to cancel the task. The task's
-    /// status says when it is cancelled.
-    pub async fn cancel_task(&self, task_id: &str) -> Result<(), Error> {
-        self.request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
-            .await
-            .map(drop)
-    }
-
     /// Waits for `task`'s result: polls `tasks/get` at the server's
     /// suggested interval (20 ms to 30 s; 500 ms when it suggests none),
     /// answers requests for input with the session's handler (at most
@@ -134,7 +64,7 @@ impl Session {
             biased;
             () = cancelled => {
                 // Bounded like any request; the wait ends either way.
-                let _ = self.cancel_task(&task.task_id).await;
+                let _ = self.send(CancelTask(&task.task_id)).await;
                 Err(Error::new(Stage::REQUEST, ErrorKind::Cancelled))
             }
             outcome = polling => outcome,
@@ -149,7 +79,7 @@ impl Session {
         let mut interval = task.poll_interval_ms;
         let mut rounds = 0;
         loop {
-            let state = self.get_task(&task.task_id).await?;
+            let state = self.send(GetTask(&task.task_id)).await?;
             interval = state.task.poll_interval_ms.or(interval);
             match state.detail {
                 TaskDetail::Completed(result) => return Ok(result),
@@ -175,7 +105,11 @@ impl Session {
                         .answer_inputs(&requests)
                         .await
                         .map_err(|e| Error::new(Stage::REQUEST, ErrorKind::InputRequired(e)))?;
-                    self.update_task(&task.task_id, responses).await?;
+                    let update = UpdateTask {
+                        task_id: &task.task_id,
+                        responses: &responses,
+                    };
+                    self.send(update).await?;
                 }
                 TaskDetail::Working => {}
             }

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::protocol::header_params::{ExcludedTool, HeaderParamError, HeaderParams};
-use crate::protocol::Tool;
+use crate::protocol::{EncodedRequest, Tool};
 
 type Declared = Result<Arc<HeaderParams>, HeaderParamError>;
 
@@ -79,11 +79,12 @@ impl ToolHeaders {
 
     /// The `Mcp-Param-*` pairs for a `tools/call` with these params, or why
     /// the tool must not be called.
+    /// Only a tool that declares headers has its arguments read back.
     pub(super) fn for_call(
         &self,
-        params: Option<&Value>,
+        call: &EncodedRequest,
     ) -> Result<Vec<(String, String)>, HeaderParamError> {
-        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        let Some(name) = call.target() else {
             return Ok(Vec::new());
         };
         let declared = {
@@ -94,7 +95,9 @@ impl ToolHeaders {
             }
         };
         let params_of_tool = declared?;
+        let params = call.params_value();
         let arguments = params
+            .as_ref()
             .and_then(|p| p.get("arguments"))
             .unwrap_or(&Value::Null);
         Ok(params_of_tool

@@ -17,13 +17,13 @@ use std::time::Instant;
 use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use mcp_connect_layers::Failure;
 
 use super::establish::{shared, target_attributes, Cause, Peer};
 use super::{names, propagate, Telemetry};
-use crate::protocol::{methods, Request};
+use crate::protocol::{EncodedRequest, Request, RequestKind};
 
 /// How a request ended, as the span needs it.
 enum CallOutcome<'a> {
@@ -153,12 +153,11 @@ fn bare_uri(uri: &str) -> String {
 pub(crate) fn record_unsent(
     telemetry: &Telemetry,
     peer: Peer<'_>,
-    method: &str,
-    params: Option<&Value>,
+    request: &EncodedRequest,
     elapsed: std::time::Duration,
     error_type: &str,
 ) {
-    let mut labels = call_labels(method, params, &target_attributes(peer));
+    let mut labels = call_labels(request, &target_attributes(peer));
     labels.push(KeyValue::new(names::ERROR_TYPE, error_type.to_owned()));
     telemetry
         .inner
@@ -168,12 +167,12 @@ pub(crate) fn record_unsent(
 
 /// The labels of a call's duration: the method, the tool or prompt it
 /// names, and the server's attributes.
-fn call_labels(method: &str, params: Option<&Value>, server: &[KeyValue]) -> Vec<KeyValue> {
-    let mut labels = vec![KeyValue::new(names::METHOD, method.to_owned())];
-    if let Some((key, name)) = call_target(method, params) {
+fn call_labels(request: &EncodedRequest, server: &[KeyValue]) -> Vec<KeyValue> {
+    let mut labels = vec![KeyValue::new(names::METHOD, request.method().to_owned())];
+    if let Some((key, name)) = call_target(request) {
         labels.push(KeyValue::new(key, name.to_owned()));
     }
-    if method == methods::TOOLS_CALL {
+    if request.kind() == RequestKind::CallTool {
         labels.push(KeyValue::new(names::OPERATION_NAME, "execute_tool"));
     }
     labels.extend(server.iter().cloned());
@@ -181,38 +180,39 @@ fn call_labels(method: &str, params: Option<&Value>, server: &[KeyValue]) -> Vec
 }
 
 /// The tool of a `tools/call`, the prompt of a `prompts/get`.
-fn call_target<'a>(method: &str, params: Option<&'a Value>) -> Option<(&'static str, &'a str)> {
-    let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-    match method {
-        methods::TOOLS_CALL => text("name").map(|name| (names::TOOL_NAME, name)),
-        methods::PROMPTS_GET => text("name").map(|name| (names::PROMPT_NAME, name)),
-        _ => None,
-    }
+fn call_target(request: &EncodedRequest) -> Option<(&'static str, &str)> {
+    let key = match request.kind() {
+        RequestKind::CallTool => names::TOOL_NAME,
+        RequestKind::GetPrompt => names::PROMPT_NAME,
+        _ => return None,
+    };
+    Some((key, request.target()?))
 }
 
 impl CallSpan {
     /// Starts the span of request `id` on `session`.
-    pub(crate) fn start(
-        session: &SessionTelemetry,
-        method: &str,
-        id: i64,
-        params: Option<&Value>,
-    ) -> CallSpan {
+    pub(crate) fn start(session: &SessionTelemetry, request: &EncodedRequest, id: i64) -> CallSpan {
         let telemetry = &session.telemetry;
-        let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-        let target = call_target(method, params);
-        let tool_call = method == methods::TOOLS_CALL;
-        let labels = call_labels(method, params, &session.attributes);
+        let method = request.method();
+        let target = call_target(request);
+        let tool_call = request.kind() == RequestKind::CallTool;
+        let labels = call_labels(request, &session.attributes);
         let mut attributes = labels.clone();
         attributes.push(KeyValue::new(names::REQUEST_ID, id.to_string()));
-        if let Some(uri) = text("uri").filter(|_| method.starts_with("resources/")) {
+        let names_resource = matches!(
+            request.kind(),
+            RequestKind::ReadResource | RequestKind::Subscribe | RequestKind::Unsubscribe
+        );
+        if let Some(uri) = request.target().filter(|_| names_resource) {
             attributes.push(KeyValue::new(names::RESOURCE_URI, bare_uri(uri)));
         }
         if let Some(session) = &session.session_id {
             attributes.push(KeyValue::new(names::SESSION_ID, session.clone()));
         }
         if tool_call && telemetry.inner.tool_io {
-            if let Some(arguments) = params.and_then(|p| p.get("arguments")) {
+            // Opt-in: the arguments read back from what is sent.
+            let params = request.params_value();
+            if let Some(arguments) = params.as_ref().and_then(|p| p.get("arguments")) {
                 attributes.push(KeyValue::new(names::TOOL_ARGUMENTS, arguments.to_string()));
             }
         }

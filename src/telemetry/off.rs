@@ -26,8 +26,7 @@ pub(crate) mod call {
     pub(crate) fn record_unsent(
         telemetry: &Telemetry,
         _: super::establish::Peer<'_>,
-        _: &str,
-        _: Option<&Value>,
+        _: &crate::protocol::EncodedRequest,
         _: std::time::Duration,
         _: &str,
     ) {
@@ -69,9 +68,8 @@ pub(crate) mod call {
     impl CallSpan {
         pub(crate) fn start(
             session: &SessionTelemetry,
-            _: &str,
+            _: &crate::protocol::EncodedRequest,
             _: i64,
-            _: Option<&Value>,
         ) -> Self {
             match *session {}
         }

@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 use super::error::TransportError;
 use super::http_shared::{client_error, collect, is_event_stream, retry_after, ERROR_BODY_LIMIT};
 use super::waiters::{Dispatched, Waiters};
-use super::{HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind};
+use super::{HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind, TransportStats};
 use crate::inbound::Inbound;
 use crate::protocol::{Incoming, Notification, ProtocolVersion, Request};
 use crate::redact::SafeUri;
@@ -344,16 +344,12 @@ impl Transport for LegacySse {
         TransportKind::Sse
     }
 
-    fn has_session_id(&self) -> bool {
-        true
-    }
-
-    fn skipped(&self) -> u64 {
-        self.waiters.skipped()
-    }
-
-    fn http_requests(&self) -> u64 {
-        self.poster.requests.load(Ordering::Relaxed)
+    fn stats(&self) -> TransportStats {
+        TransportStats {
+            http_requests: self.poster.requests.load(Ordering::Relaxed),
+            session_id: true,
+            skipped: self.waiters.skipped(),
+        }
     }
 }
 

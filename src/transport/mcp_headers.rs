@@ -6,14 +6,12 @@
 //! body; a name that is not printable ASCII is sent base64-wrapped so its
 //! exact bytes survive.
 
-use crate::protocol::methods;
 use std::borrow::Cow;
 
 use http::header::{HeaderName, HeaderValue};
-use serde_json::Value;
 
 use crate::protocol::header_params::encode_value;
-use crate::protocol::ProtocolVersion;
+use crate::protocol::{EncodedRequest, Notification, ProtocolVersion, Request, RequestKind};
 
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -23,14 +21,50 @@ pub(crate) const ACCEPT_BOTH: HeaderValue =
     HeaderValue::from_static("application/json, text/event-stream");
 pub(crate) const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// Error bodies are read only this far when looking for a JSON-RPC error.
-/// The param mirrored in `Mcp-Name` for the methods that name a target.
-pub(crate) fn name_param<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
-    let key = match method {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => "name",
-        methods::RESOURCES_READ => "uri",
-        _ => return None,
-    };
-    params?.get(key)?.as_str()
+/// What a POST's MCP headers say of the message it carries (2026-07-28
+/// era): its method, the name it targets, and whether it may start a
+/// session (only `initialize` does).
+pub(crate) struct Rpc<'a> {
+    pub(crate) method: Option<HeaderValue>,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) starts_session: bool,
+}
+
+impl<'a> Rpc<'a> {
+    /// A request's: `Mcp-Name` mirrors the tool of a `tools/call`, the
+    /// prompt of a `prompts/get` and the URI of a `resources/read`.
+    pub(crate) fn request(request: &'a Request) -> Self {
+        let body = request.body();
+        let name = match body.kind() {
+            RequestKind::CallTool | RequestKind::GetPrompt | RequestKind::ReadResource => {
+                body.target()
+            }
+            _ => None,
+        };
+        Rpc {
+            method: method_header(body),
+            name,
+            starts_session: body.kind() == RequestKind::Initialize,
+        }
+    }
+
+    /// `subscriptions/listen`'s: its method only.
+    pub(crate) fn listen(request: &Request) -> Self {
+        Rpc {
+            method: method_header(request.body()),
+            name: None,
+            starts_session: false,
+        }
+    }
+
+    /// A notification's: its method only.
+    pub(crate) fn notification(notification: &Notification) -> Self {
+        Rpc {
+            method: HeaderValue::from_str(&notification.method).ok(),
+            name: None,
+            starts_session: false,
+        }
+    }
 }
 
 /// `value` as a header value, base64-wrapped unless it is plain printable
@@ -70,22 +104,12 @@ pub(crate) fn version_header(version: &ProtocolVersion) -> Option<HeaderValue> {
     }
 }
 
-/// The `Mcp-Method` value: static for the methods this client sends most.
-pub(crate) fn method_header(method: &str) -> Option<HeaderValue> {
-    const COMMON: &[&str] = &[
-        methods::SERVER_DISCOVER,
-        methods::TOOLS_CALL,
-        methods::TOOLS_LIST,
-        methods::RESOURCES_READ,
-        methods::RESOURCES_LIST,
-        methods::PROMPTS_GET,
-        methods::PROMPTS_LIST,
-        methods::INITIALIZE,
-        methods::PING,
-    ];
-    match COMMON.iter().find(|known| **known == method) {
+/// The `Mcp-Method` value: static for every method this crate has a kind
+/// for (no allocation).
+fn method_header(request: &EncodedRequest) -> Option<HeaderValue> {
+    match request.kind().method() {
         Some(known) => Some(HeaderValue::from_static(known)),
-        None => HeaderValue::from_str(method).ok(),
+        None => HeaderValue::from_str(request.method()).ok(),
     }
 }
 

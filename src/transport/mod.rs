@@ -19,7 +19,7 @@
 //! its own reply body or stream, which without a reply is
 //! [`TransportError::NoReply`]); an error without an id answers the one
 //! waiting request, or is dropped when several wait. Each skipped or
-//! dropped message is counted ([`Transport::skipped`]) with one debug
+//! dropped message is counted ([`TransportStats::skipped`]) with one debug
 //! event that names what it was, never its bytes. A batch (a JSON array)
 //! is taken message by message on every transport.
 //!
@@ -228,12 +228,9 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     /// Which kind of transport this is.
     fn kind(&self) -> TransportKind;
 
-    /// Whether every request carries a session id the server assigned
-    /// (Streamable HTTP after `initialize` gave one; legacy HTTP+SSE, whose
-    /// message endpoint names the session), so a refusal can be about that
-    /// session. `false` by default.
-    fn has_session_id(&self) -> bool {
-        false
+    /// What it counted and was given (see [`TransportStats`]).
+    fn stats(&self) -> TransportStats {
+        TransportStats::default()
     }
 
     /// The session id the server assigned, as text, for telemetry that
@@ -242,16 +239,23 @@ pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
     fn session_id_text(&self) -> Option<String> {
         None
     }
+}
 
+/// What a transport counted and was given, as one value
+/// ([`Session::stats`](crate::Session::stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransportStats {
+    /// HTTP requests sent so far, establishment included (0 for stdio and
+    /// memory transports).
+    pub http_requests: u64,
+    /// Whether every request carries a session id the server assigned
+    /// (Streamable HTTP after `initialize` gave one; legacy HTTP+SSE, whose
+    /// message endpoint names the session), so a refusal can be about that
+    /// session.
+    pub session_id: bool,
     /// Incoming lines, events and messages skipped so far: not a JSON-RPC
     /// message, or a reply to an id no request was waiting for (see the
-    /// module docs). 0 for transports that count none.
-    fn skipped(&self) -> u64 {
-        0
-    }
-
-    /// HTTP requests sent so far (0 for non-HTTP transports).
-    fn http_requests(&self) -> u64 {
-        0
-    }
+    /// module docs).
+    pub skipped: u64,
 }

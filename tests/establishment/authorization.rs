@@ -13,6 +13,8 @@ use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
 use mcp_connect::error::ConfigError;
 use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::protocol::RawRequest;
+use mcp_connect::session::Call;
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;
@@ -304,10 +306,11 @@ async fn an_expired_token_is_refreshed_mid_session_by_the_registered_client() {
         })
         .await;
         let auth = Authorization::authorization_code(AutoApprove::new());
-        let client = McpClient::lazy(
+        let client = McpClient::builder(
             mcp_connect::EstablishBuilder::new(Connector::new()).build(),
             request(&server, auth),
-        );
+        )
+        .build();
         client.call_tool("x", &json!({})).await.unwrap();
         expired.store(true, Ordering::SeqCst);
         // Refused mid-session: the session refreshes and sends the call
@@ -366,7 +369,10 @@ async fn a_cancellation_after_a_reauthorization_names_the_id_sent_last() {
         let options = RequestOptions::new().with_timeout(Duration::from_millis(300));
         let params = json!({ "name": "slow", "arguments": {} });
         let error = session
-            .request_with("tools/call", Some(params), &options)
+            .send(
+                Call::new(RawRequest::new("tools/call", Some(params)))
+                    .with_options(options.clone()),
+            )
             .await
             .unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::Timeout(_)), "{error}");

@@ -74,7 +74,7 @@ async fn reply_with_an_unknown_id_is_dropped_and_counted() {
         matches!(transport_error(&error), TransportError::NoReply),
         "{error:?}"
     );
-    assert_eq!(session.transport().skipped(), 1);
+    assert_eq!(session.stats().skipped, 1);
 }
 
 /// Item 3.9: a stray reply beside the real one, in a batch body or on an
@@ -94,7 +94,7 @@ async fn a_stray_reply_beside_the_real_one_is_dropped_over_http() {
         session.call_tool("x", &json!({})).await.unwrap().text(),
         "ok"
     );
-    assert_eq!(session.transport().skipped(), 1);
+    assert_eq!(session.stats().skipped, 1);
     let stream = call_answered(|r| {
         Script::Sse(vec![
             "data: this is not JSON-RPC\n\n".to_owned(),
@@ -108,7 +108,7 @@ async fn a_stray_reply_beside_the_real_one_is_dropped_over_http() {
         session.call_tool("x", &json!({})).await.unwrap().text(),
         "ok"
     );
-    assert_eq!(session.transport().skipped(), 2);
+    assert_eq!(session.stats().skipped, 2);
 }
 
 #[tokio::test]
@@ -502,7 +502,7 @@ async fn any_limit_from_zero_to_duration_max_gives_a_typed_outcome() {
                     .build();
                 let request = request.with_limits(limits(which, value));
                 let outcome = watchdog(LIMIT, async {
-                    let client = McpClient::connect(stack, request).await?;
+                    let client = McpClient::builder(stack, request).connect().await?;
                     let called = client.call_tool("x", &json!({})).await.map(drop);
                     let _ = client.close().await;
                     called

@@ -56,7 +56,7 @@ async fn establishment_and_client_errors_say_each_thing_once() {
             .await
             .unwrap_err();
         assert_says_each_thing_once(&error);
-        let client = McpClient::lazy(stack, ConnectRequest::http(&url).unwrap());
+        let client = McpClient::builder(stack, ConnectRequest::http(&url).unwrap()).build();
         let error = watchdog(LIMIT, client.call_tool("x", &json!({})))
             .await
             .unwrap_err();
@@ -79,7 +79,8 @@ async fn call_errors_say_each_thing_once() {
     let request = ConnectRequest::http(&server.url())
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25);
-    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let client =
+        McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request).build();
     let rpc = watchdog(LIMIT, client.call_tool("x", &json!({})))
         .await
         .unwrap_err();

@@ -54,7 +54,11 @@ async fn explicit_sse_mode_skips_the_streamable_http_requests() {
         .await
         .unwrap();
     assert_eq!(session.transport_kind(), TransportKind::Sse);
-    assert_eq!(session.http_requests(), 3, "GET, initialize, initialized");
+    assert_eq!(
+        session.stats().http_requests,
+        3,
+        "GET, initialize, initialized"
+    );
     assert_eq!(server.log()[0], "GET /sse");
 }
 

@@ -209,10 +209,11 @@ async fn a_stdio_session_exposes_its_concrete_transport() {
 async fn a_killed_server_is_replaced_before_the_next_call() {
     use mcp_connect::{EstablishBuilder, McpClient};
     let log = spawn_log("killed");
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         ConnectRequest::stdio(fixture("legacy", Some(&log))),
-    );
+    )
+    .build();
     let first = watchdog(LIMIT, client.call_tool("x", &json!({})))
         .await
         .unwrap();
@@ -263,7 +264,7 @@ async fn non_utf8_lines_stray_replies_and_batches_on_stdout() {
         );
     }
     assert_eq!(session.state(), SessionState::Open);
-    let skipped = session.transport().skipped();
+    let skipped = session.stats().skipped;
     // Two per reply (the non-UTF-8 line and the stray reply): the probe,
     // initialize and three calls.
     assert_eq!(skipped, 10, "{skipped}");

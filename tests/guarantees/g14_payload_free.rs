@@ -11,6 +11,7 @@ use crate::support::capture::Capture;
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::layers::diagnostics::{LifecycleMetrics, OutcomeRecord, StageRecord};
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
+use mcp_connect::protocol::{GetPrompt, Ping, ReadResource, SetLoggingLevel};
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
@@ -130,11 +131,17 @@ fn no_canary_reaches_diagnostics_metrics_or_errors() {
         let args = json!({ "secret": "canary-tool-argument" });
         for error in [
             session.call_tool("x", &args).await.unwrap_err(),
-            session.ping().await.unwrap_err(),
-            session.read_resource("x").await.unwrap_err(),
-            session.set_logging_level("debug").await.unwrap_err(),
+            session.send(Ping).await.unwrap_err(),
+            session.send(ReadResource::new("x")).await.unwrap_err(),
+            session
+                .send(SetLoggingLevel::new("debug"))
+                .await
+                .unwrap_err(),
             // Last: its 404 ends the session.
-            session.get_prompt("x", Some(&args)).await.unwrap_err(),
+            session
+                .send(GetPrompt::new("x").with_arguments(&args))
+                .await
+                .unwrap_err(),
         ] {
             printed.push_str(&chain(&error));
         }

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{error, result, watchdog, LegacyServer, Recorded, Script, ScriptServer};
+use mcp_connect::client::McpClientBuilder;
 use mcp_connect::client::{ClientError, Reconnect};
 use mcp_connect::layers::{Closure, FailureKind};
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::protocol::{GetPrompt, ReadResource};
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 
@@ -38,18 +40,22 @@ async fn first_fails(
     (server, legacy)
 }
 
-fn client(server: &ScriptServer) -> McpClient {
+fn builder(server: &ScriptServer) -> McpClientBuilder {
     let request = ConnectRequest::http(&server.url())
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25);
-    McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+    McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request)
+}
+
+fn client(server: &ScriptServer) -> McpClient {
+    builder(server).build()
 }
 
 async fn call(client: &McpClient, method: &str) -> Result<(), ClientError> {
     match method {
         "tools/call" => client.call_tool("x", &json!({ "n": 1 })).await.map(drop),
-        "prompts/get" => client.get_prompt("p", None).await.map(drop),
-        "resources/read" => client.read_resource("file:///x").await.map(drop),
+        "prompts/get" => client.send(GetPrompt::new("p")).await.map(drop),
+        "resources/read" => client.send(ReadResource::new("file:///x")).await.map(drop),
         other => unreachable!("{other}"),
     }
 }
@@ -162,10 +168,11 @@ async fn modern_404_method_not_found_is_an_application_error() {
         _ => Script::Json(404, error(r, -32601, None)),
     })
     .await;
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         ConnectRequest::http(&server.url()).unwrap(),
-    );
+    )
+    .build();
     let error = watchdog(LIMIT, client.call_tool("missing", &json!({})))
         .await
         .unwrap_err();
@@ -248,7 +255,9 @@ async fn a_reconnect_storm_is_bounded() {
 #[tokio::test]
 async fn background_reconnect_prepares_the_next_session() {
     let (server, legacy) = first_fails("tools/call", |_| Script::ResetBeforeHeaders).await;
-    let client = client(&server).with_reconnect(Reconnect::InBackground);
+    let client = builder(&server)
+        .with_reconnect(Reconnect::InBackground)
+        .build();
     let error = watchdog(LIMIT, call(&client, "tools/call"))
         .await
         .unwrap_err();
@@ -280,7 +289,8 @@ async fn cool_downs_of_clients_that_failed_together_are_spread() {
     let mut waits = Vec::new();
     for _ in 0..20 {
         let request = ConnectRequest::http(&url).unwrap();
-        let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+        let client =
+            McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request).build();
         let first = watchdog(LIMIT, call(&client, "tools/call")).await;
         assert!(matches!(first, Err(ClientError::Connect(_))), "{first:?}");
         if let Err(ClientError::CoolingDown { retry_in, .. }) =
@@ -353,7 +363,9 @@ async fn subscriptions_are_renewed_on_a_new_session_and_reported() {
 async fn an_unbounded_cool_down_saturates() {
     use mcp_connect::layers::recovery::Backoff;
     let server = ScriptServer::start(|_| Script::ResetBeforeHeaders).await;
-    let client = client(&server).with_cool_down(Backoff::new(Duration::MAX, Duration::MAX));
+    let client = builder(&server)
+        .with_cool_down(Backoff::new(Duration::MAX, Duration::MAX))
+        .build();
     let first = watchdog(LIMIT, call(&client, "tools/call"))
         .await
         .unwrap_err();
@@ -379,7 +391,8 @@ async fn closing_never_waits_for_a_reconnect_in_progress() {
         let stack = EstablishBuilder::new(Connector::new())
             .with_deadline(deadline)
             .build();
-        let client = McpClient::lazy(stack, ConnectRequest::http(&server.url()).unwrap());
+        let client =
+            McpClient::builder(stack, ConnectRequest::http(&server.url()).unwrap()).build();
         let building = tokio::spawn({
             let client = client.clone();
             async move { client.session().await.map(|_| ()) }
@@ -413,7 +426,8 @@ async fn closing_never_waits_for_a_reconnect_in_progress() {
 async fn a_cool_down_keeps_the_error_that_started_it() {
     let port = crate::support::ClosedPort::new();
     let request = ConnectRequest::http(&port.url("/mcp")).unwrap();
-    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let client =
+        McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request).build();
     let first = watchdog(LIMIT, call(&client, "tools/call"))
         .await
         .unwrap_err();

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use crate::support::{
     error, fixture, result, spawn_log, spawned, watchdog, Recorded, Script, ScriptServer,
 };
+use mcp_connect::protocol::{GetPrompt, ReadResource};
 
 /// A legacy Streamable HTTP server whose tools the test can change and
 /// whose standalone stream the test can write to.
@@ -628,15 +629,15 @@ async fn prompts_and_resources_are_routed_and_notifications_forwarded() {
         assert_eq!(catalogue.resources().len(), 4);
         assert_eq!(catalogue.resource_templates().len(), 2);
         assert!(catalogue.tools().is_empty());
-        let prompt = group.get_prompt("wiki__summarize", None).await.unwrap();
+        let prompt = group.send(GetPrompt::new("wiki__summarize")).await.unwrap();
         assert_eq!(prompt["from"], "wiki");
-        let read = group.read_resource("file:///docs.txt").await.unwrap();
+        let read = group.send(ReadResource::new("file:///docs.txt")).await.unwrap();
         assert_eq!(read["from"], "docs");
-        match group.read_resource("file:///shared.txt").await {
+        match group.send(ReadResource::new("file:///shared.txt")).await {
             Err(GroupError::AmbiguousResource { servers }) => assert_eq!(servers.len(), 2),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(group.read_resource("file:///nowhere").await, Err(GroupError::UnknownResource)));
+        assert!(matches!(group.send(ReadResource::new("file:///nowhere")).await, Err(GroupError::UnknownResource)));
 
         let sender = docs_stream.lock().unwrap().clone().expect("docs opened its stream");
         sender

@@ -8,22 +8,24 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
-use mcp_connect::client::ClientError;
+use mcp_connect::client::{ClientError, McpClientBuilder};
 use mcp_connect::layers::policy::{
     BreakerConfig, BulkheadLayer, CircuitBreakerLayer, CircuitState, RateLimitRetryLayer, Refused,
 };
 use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::protocol::{CallTool, McpRequest};
+use mcp_connect::session::Call;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-fn client(server: &ScriptServer) -> McpClient {
+fn client(server: &ScriptServer) -> McpClientBuilder {
     let request = ConnectRequest::http(&server.url())
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25);
-    McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+    McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request)
 }
 
 /// A legacy server whose `tools/call` answers take `delay`, recording when
@@ -66,6 +68,7 @@ async fn a_bulkhead_of_four_keeps_twenty_calls_to_four_at_the_server() {
                 client = client
                     .with_call_layer(BulkheadLayer::new(4).with_queue(16, Duration::from_secs(10)));
             }
+            let client = client.build();
             client.session().await.unwrap();
             let calls = (0..20).map(|_| {
                 let client = client.clone();
@@ -91,7 +94,8 @@ async fn a_full_bulkhead_queue_fails_fast_and_typed() {
         let server =
             ScriptServer::start(slow_tools(Duration::from_millis(500), arrivals.clone())).await;
         let client = client(&server)
-            .with_call_layer(BulkheadLayer::new(4).with_queue(2, Duration::from_secs(10)));
+            .with_call_layer(BulkheadLayer::new(4).with_queue(2, Duration::from_secs(10)))
+            .build();
         client.session().await.unwrap();
         let started = Instant::now();
         let calls = (0..10).map(|_| {
@@ -165,7 +169,7 @@ async fn a_breaker_opens_on_503s_fails_fast_and_closes_after_one_probe() {
                 .with_threshold(3)
                 .with_open_for(Duration::from_millis(300), Duration::from_secs(2)),
         );
-        let client = client(&server).with_call_layer(breaker.clone());
+        let client = client(&server).with_call_layer(breaker.clone()).build();
         for _ in 0..3 {
             let error = client.call_tool("x", &json!({})).await.unwrap_err();
             assert_eq!(error.http_status(), Some(503), "{error:?}");
@@ -213,7 +217,7 @@ async fn a_half_open_breaker_pings_before_it_lets_a_call_through() {
                 .with_threshold(2)
                 .with_open_for(Duration::from_millis(200), Duration::from_secs(2)),
         );
-        let client = client(&server).with_call_layer(breaker.clone());
+        let client = client(&server).with_call_layer(breaker.clone()).build();
         for _ in 0..2 {
             client.call_tool("x", &json!({})).await.unwrap_err();
         }
@@ -269,7 +273,7 @@ async fn a_breaker_backs_off_when_the_ping_passes_and_calls_still_fail() {
                 .with_threshold(2)
                 .with_open_for(Duration::from_millis(100), Duration::from_secs(10)),
         );
-        let client = client(&server).with_call_layer(breaker.clone());
+        let client = client(&server).with_call_layer(breaker.clone()).build();
         let started = Instant::now();
         // Each opening's wait, as the breaker sets it.
         let mut waits = Vec::new();
@@ -305,7 +309,7 @@ async fn a_hundred_tool_errors_never_open_the_breaker() {
             ScriptServer::start(flaky(Arc::new(AtomicBool::new(false)), calls.clone())).await;
         let breaker =
             CircuitBreakerLayer::<ClientError>::new(BreakerConfig::default().with_threshold(3));
-        let client = client(&server).with_call_layer(breaker.clone());
+        let client = client(&server).with_call_layer(breaker.clone()).build();
         for _ in 0..100 {
             let result = client.call_tool("broken", &json!({})).await.unwrap();
             assert!(result.is_error);
@@ -361,6 +365,7 @@ async fn a_throttled_call_is_sent_again_after_the_stated_delay_only_when_asked()
                 if retrying {
                     client = client.with_call_layer(RateLimitRetryLayer::new());
                 }
+                let client = client.build();
                 let outcome = client.call_tool("x", &json!({})).await;
                 let calls = calls.lock().unwrap().clone();
                 if retrying {
@@ -419,7 +424,7 @@ async fn a_hedged_listing_keeps_its_tail_near_its_median() {
         // A short history, so that it fills within the test.
         let layer =
             mcp_connect::client::HedgeLayer::new(0.5).with_history(Duration::from_secs(1), 10);
-        let hedged = client(&server).with_call_layer(layer);
+        let hedged = client(&server).with_call_layer(layer).build();
         let (p50, p99) = listing_latencies(&hedged).await;
         // A hedged listing costs the hedge delay (the median) and one more
         // listing: about twice the median, never the stall.
@@ -428,7 +433,7 @@ async fn a_hedged_listing_keeps_its_tail_near_its_median() {
         assert!(p99 < Duration::from_millis(200), "hedged: p99 {p99:?}");
 
         let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 20)).await;
-        let plain = client(&server);
+        let plain = client(&server).build();
         let (p50, p99) = listing_latencies(&plain).await;
         eprintln!("unhedged: p50 {p50:?}, p99 {p99:?}");
         assert!(
@@ -447,7 +452,7 @@ async fn a_listing_hedged_after_a_fixed_delay_has_its_p99_within_half_again_its_
     watchdog(Duration::from_secs(60), async {
         let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 40)).await;
         let layer = mcp_connect::client::HedgeLayer::after(Duration::from_millis(10));
-        let hedged = client(&server).with_call_layer(layer);
+        let hedged = client(&server).with_call_layer(layer).build();
         let (p50, p99) = listing_latencies(&hedged).await;
         eprintln!("hedged after 10 ms: p50 {p50:?}, p99 {p99:?}");
         assert!(p99 * 2 <= p50 * 3, "p50 {p50:?}, p99 {p99:?}");
@@ -472,7 +477,7 @@ async fn a_tools_call_is_hedged_only_when_the_application_names_the_tool() {
         let layer = mcp_connect::client::HedgeLayer::new(0.0)
             .with_history(Duration::from_secs(10), 1)
             .with_safe_tools(["safe"]);
-        let client = client(&server).with_call_layer(layer);
+        let client = client(&server).with_call_layer(layer).build();
         for _ in 0..5 {
             client.call_tool("x", &json!({})).await.unwrap();
         }
@@ -502,7 +507,9 @@ async fn replicas_fail_over_reads_never_resend_a_sent_call_and_take_back_a_recov
         let b = ScriptServer::start(slow_tools(delay, b_calls.clone())).await;
         let a_addr = a.addr();
         let config = ReplicaConfig::default().with_ejection(2, Duration::from_millis(300));
-        let replicated = client(&a).with_call_layer(ReplicasLayer::new([client(&b)], config));
+        let replicated = client(&a)
+            .with_call_layer(ReplicasLayer::new([client(&b).build()], config))
+            .build();
 
         // Both up: calls spread over both.
         let arguments = json!({});
@@ -635,19 +642,23 @@ async fn an_idle_timeout_is_restarted_by_progress_and_ended_by_its_cap() {
     watchdog(LIMIT, async {
         // Progress for a second, every 100 ms: a 250 ms idle limit holds.
         let server = ScriptServer::start(progressing(10)).await;
-        let lasting = client(&server).with_call_layer(mcp_connect::client::idle_timeout(
-            Duration::from_millis(250),
-            Duration::from_secs(5),
-        ));
+        let lasting = client(&server)
+            .with_call_layer(mcp_connect::client::idle_timeout(
+                Duration::from_millis(250),
+                Duration::from_secs(5),
+            ))
+            .build();
         lasting.call_tool("long", &json!({})).await.unwrap();
 
         // The same under a 600 ms cap: it ends at the cap, and the server
         // is told.
         let server = ScriptServer::start(progressing(10)).await;
-        let capped = client(&server).with_call_layer(mcp_connect::client::idle_timeout(
-            Duration::from_millis(250),
-            Duration::from_millis(600),
-        ));
+        let capped = client(&server)
+            .with_call_layer(mcp_connect::client::idle_timeout(
+                Duration::from_millis(250),
+                Duration::from_millis(600),
+            ))
+            .build();
         let started = Instant::now();
         let error = capped.call_tool("long", &json!({})).await.unwrap_err();
         let took = started.elapsed();
@@ -664,13 +675,12 @@ async fn an_idle_timeout_is_restarted_by_progress_and_ended_by_its_cap() {
 
         // Without the layer's reset, the 250 ms limit alone ends it early.
         let server = ScriptServer::start(progressing(10)).await;
-        let plain = client(&server);
+        let plain = client(&server).build();
         let options =
             mcp_connect::session::RequestOptions::new().with_timeout(Duration::from_millis(250));
-        plain
-            .call_tool_with("long", &json!({}), &options)
-            .await
-            .unwrap_err();
+        let arguments = json!({});
+        let call = Call::new(CallTool::new("long", &arguments)).with_options(options);
+        plain.send(call).await.unwrap_err();
     })
     .await;
 }
@@ -690,12 +700,14 @@ async fn a_result_over_the_servers_cap_is_a_typed_error_naming_the_cap() {
             _ => legacy(request),
         })
         .await;
-        let plain = client(&server);
+        let plain = client(&server).build();
         assert_eq!(
             plain.call_tool("x", &json!({})).await.unwrap().text().len(),
             10_000
         );
-        let capped = client(&server).with_call_layer(mcp_connect::client::result_cap(4096));
+        let capped = client(&server)
+            .with_call_layer(mcp_connect::client::result_cap(4096))
+            .build();
         let error = capped.call_tool("x", &json!({})).await.unwrap_err();
         match error {
             ClientError::ResultTooLarge { limit, size } => {
@@ -761,7 +773,7 @@ async fn two_principals_never_share_a_session() {
                 .with_pin(ProtocolVersion::V2025_11_25)
                 .with_header("x-user", user)
                 .unwrap();
-            McpClient::lazy(stack.clone(), request)
+            McpClient::builder(stack.clone(), request).build()
         })
         .with_idle_close(Duration::from_secs(60));
         let mut seen = Vec::new();
@@ -801,7 +813,7 @@ async fn an_idle_principals_client_is_closed() {
         move |_: &u32| {
             made.fetch_add(1, Ordering::SeqCst);
             let request = ConnectRequest::http("http://127.0.0.1:9/mcp").unwrap();
-            McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+            McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request).build()
         }
     })
     .with_idle_close(Duration::from_secs(60));
@@ -888,7 +900,8 @@ async fn tower_middleware_on_a_session_of_ones_own() {
                 .option_layer(limited.then(|| tower::limit::ConcurrencyLimitLayer::new(3)))
                 .service(SessionService::new(Arc::clone(&session)));
             let calls = (0..12).map(|_| {
-                let call = Call::new("tools/call", Some(json!({ "name": "x", "arguments": {} })));
+                let arguments = json!({});
+                let call = Call::new(CallTool::new("x", &arguments).encode());
                 service.clone().oneshot(call)
             });
             let outcomes = futures_util::future::join_all(calls).await;

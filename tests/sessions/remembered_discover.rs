@@ -10,6 +10,8 @@ use std::time::Duration;
 use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::era_cache::{EraCache, Verdict};
 use mcp_connect::error::VersionError;
+use mcp_connect::extensions::tasks::TaskCall;
+use mcp_connect::protocol::CallTool;
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, McpClient, Session};
 use serde_json::json;
@@ -104,7 +106,11 @@ async fn a_remembered_discover_sends_nothing_before_the_first_call() {
     assert_eq!(server.count("server/discover"), 1);
 
     let session = connect(request(&server.url(), &cache)).await;
-    assert_eq!(session.http_requests(), 0, "establishment sent something");
+    assert_eq!(
+        session.stats().http_requests,
+        0,
+        "establishment sent something"
+    );
     assert_eq!(session.era(), Era::Modern);
     assert_eq!(session.instructions(), Some("remembered"));
     assert!(session.capabilities().get("tools").is_some());
@@ -114,7 +120,7 @@ async fn a_remembered_discover_sends_nothing_before_the_first_call() {
     // Persisted and read back, it still stands in for the probe.
     let restored = EraCache::from_json(&cache.to_json()).unwrap();
     let session = connect(request(&server.url(), &restored)).await;
-    assert_eq!(session.http_requests(), 0);
+    assert_eq!(session.stats().http_requests, 0);
     assert_eq!(server.count("server/discover"), 1);
 }
 
@@ -157,7 +163,7 @@ async fn an_expired_or_another_contexts_discover_is_sent_again() {
         "b used a's private result"
     );
     let again = connect(as_tenant("b")).await;
-    assert_eq!(again.http_requests(), 0);
+    assert_eq!(again.stats().http_requests, 0);
     assert_eq!(private.count("server/discover"), 2);
 }
 
@@ -195,10 +201,11 @@ async fn falls_back_in_one_extra_round_trip(downgrade: Downgrade) {
     downgraded.store(true, Ordering::Relaxed);
     let before = server.recorded().len();
 
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         request(&server.url(), &cache),
-    );
+    )
+    .build();
     watchdog(LIMIT, client.call_tool("t", &json!({})))
         .await
         .expect("the call went through on the fallback");
@@ -278,13 +285,17 @@ async fn a_refused_task_creation_is_not_sent_again() {
     downgraded.store(true, Ordering::Relaxed);
     let before = server.recorded().len();
 
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         request(&server.url(), &cache),
-    );
-    let error = watchdog(LIMIT, client.call_tool_as_task("t", &json!({})))
-        .await
-        .unwrap_err();
+    )
+    .build();
+    let error = watchdog(
+        LIMIT,
+        client.send(TaskCall::new(CallTool::new("t", &json!({})))),
+    )
+    .await
+    .unwrap_err();
     let mcp_connect::client::ClientError::Call { error, .. } = error else {
         panic!("{error:?}")
     };

@@ -27,7 +27,9 @@ fn client_for(url: &str, connector: Connector, replay: ReplayPolicy) -> McpClien
     let request = ConnectRequest::http(url)
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25);
-    McpClient::lazy(EstablishBuilder::new(connector).build(), request).with_replay(replay)
+    McpClient::builder(EstablishBuilder::new(connector).build(), request)
+        .with_replay(replay)
+        .build()
 }
 
 fn client(server: &ScriptServer, replay: ReplayPolicy) -> McpClient {

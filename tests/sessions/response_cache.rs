@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::protocol::Era;
+use mcp_connect::protocol::ReadResource;
+use mcp_connect::protocol::{ListTools, RawRequest};
 use mcp_connect::response_cache::{CacheMode, MemoryStore, ResponseCache};
+use mcp_connect::session::Call;
 use mcp_connect::session::RequestOptions;
 use mcp_connect::{ConnectRequest, Connector, Session};
 use serde_json::{json, Value};
@@ -119,9 +122,13 @@ async fn a_second_listing_within_the_ttl_sends_nothing() {
     let session = connect(&server.url(), &cache).await;
     assert_eq!(session.era(), Era::Modern);
     let first = session.list_tools().await.unwrap();
-    let sent = session.http_requests();
+    let sent = session.stats().http_requests;
     let second = session.list_tools().await.unwrap();
-    assert_eq!(session.http_requests(), sent, "the second listing went out");
+    assert_eq!(
+        session.stats().http_requests,
+        sent,
+        "the second listing went out"
+    );
     assert_eq!(server.count("tools/list"), 1);
     assert_eq!(first.tools.len(), second.tools.len());
     // Another session of the same server and context reads it too.
@@ -137,20 +144,25 @@ async fn refresh_asks_the_server_and_bypass_neither_reads_nor_writes() {
     let cache = ResponseCache::with_store(Arc::clone(&store));
     let session = connect(&server.url(), &cache).await;
     let bypass = RequestOptions::new().with_cache(CacheMode::Bypass);
-    session.list_tools_with(&bypass).await.unwrap();
+    session
+        .send(Call::new(ListTools::all()).with_options(bypass))
+        .await
+        .unwrap();
     assert!(store.is_empty(), "bypass wrote the cache");
     session.list_tools().await.unwrap();
     session.list_tools().await.unwrap();
     assert_eq!(server.count("tools/list"), 2);
     let refresh = RequestOptions::new().with_cache(CacheMode::Refresh);
-    let refreshed: Value = session
-        .request_as_with("tools/list", None, &refresh)
+    let refreshed = session
+        .send(Call::new(RawRequest::new("tools/list", None)).with_options(refresh))
         .await
         .unwrap();
+    let refreshed: Value = serde_json::from_str(refreshed.get()).unwrap();
     assert_eq!(server.count("tools/list"), 3);
     assert_eq!(refreshed["_meta"]["listing"], 2);
     // The refreshed answer is what the cache serves now.
-    let served: Value = session.request_as("tools/list", None).await.unwrap();
+    let served = session.send(RawRequest::new("tools/list", None)).await;
+    let served: Value = serde_json::from_str(served.unwrap().get()).unwrap();
     assert_eq!(served["_meta"]["listing"], 2);
     assert_eq!(server.count("tools/list"), 3);
 }
@@ -277,12 +289,12 @@ async fn resources_updated_invalidates_that_resource_only() {
     let cache = ResponseCache::new();
     let session = connect(&server.url(), &cache).await;
     for uri in ["file:///a", "file:///b", "file:///a", "file:///b"] {
-        session.read_resource(uri).await.unwrap();
+        session.send(ReadResource::new(uri)).await.unwrap();
     }
     assert_eq!(server.count("resources/read"), 2);
     session.call_tool("echo", &json!({})).await.unwrap();
-    session.read_resource("file:///a").await.unwrap();
-    session.read_resource("file:///b").await.unwrap();
+    session.send(ReadResource::new("file:///a")).await.unwrap();
+    session.send(ReadResource::new("file:///b")).await.unwrap();
     assert_eq!(server.count("resources/read"), 3);
 }
 

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use crate::support::watchdog;
 use mcp_connect::error::{ResumeError, TransportError};
 use mcp_connect::inbound::notification_channel;
+use mcp_connect::protocol::RawRequest;
+use mcp_connect::session::Call;
 use mcp_connect::session::RequestOptions;
 use mcp_connect::testkit::{Resumable, ResumableServer};
 use mcp_connect::{ConnectRequest, Connector, ErrorKind, EstablishBuilder, McpClient, Session};
@@ -31,10 +33,12 @@ async fn call(session: &Session) -> (Result<String, mcp_connect::Error>, Vec<f64
     let options =
         RequestOptions::new().with_progress(move |p| sink.lock().unwrap().push(p.progress));
     let reply = session
-        .request_with(
-            "tools/call",
-            Some(json!({ "name": "slow", "arguments": {} })),
-            &options,
+        .send(
+            Call::new(RawRequest::new(
+                "tools/call",
+                Some(json!({ "name": "slow", "arguments": {} })),
+            ))
+            .with_options(options.clone()),
         )
         .await
         .map(|raw| {
@@ -191,10 +195,11 @@ async fn a_cut_standalone_stream_is_resumed_with_its_notifications_intact() {
 #[tokio::test]
 async fn the_long_lived_client_rides_a_cut_stream_without_losing_its_session() {
     let server = ResumableServer::start(Resumable::new().cut_after([1])).await;
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         ConnectRequest::http(&server.url()).unwrap(),
-    );
+    )
+    .build();
     let generations = client.generations();
     for _ in 0..3 {
         let result = watchdog(LIMIT, client.call_tool("slow", &json!({})))

@@ -8,7 +8,10 @@ use crate::support::{legacy, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::inbound::{notification_channel, ClientHandler};
 use mcp_connect::layers::CancelSource;
 use mcp_connect::protocol::server_requests::CreateMessageResult;
+use mcp_connect::protocol::ListTools;
+use mcp_connect::protocol::RawRequest;
 use mcp_connect::protocol::RpcError;
+use mcp_connect::session::Call;
 use mcp_connect::session::RequestOptions;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::{json, Value};
@@ -209,10 +212,12 @@ async fn cancelling_a_request_tells_the_server_and_the_session_goes_on() {
         let options = RequestOptions::new().with_cancellation(token);
         let started = std::time::Instant::now();
         let error = session
-            .request_with(
-                "tools/call",
-                Some(json!({ "name": "slow", "arguments": {} })),
-                &options,
+            .send(
+                Call::new(RawRequest::new(
+                    "tools/call",
+                    Some(json!({ "name": "slow", "arguments": {} })),
+                ))
+                .with_options(options.clone()),
             )
             .await
             .unwrap_err();
@@ -292,7 +297,10 @@ async fn progress_reaches_the_callback_and_resets_the_timeout() {
             .with_progress(move |p| record.lock().unwrap().push((p.progress, p.total)))
             .reset_timeout_on_progress(Duration::from_secs(5));
         session
-            .request_with("tools/call", Some(params.clone()), &options)
+            .send(
+                Call::new(RawRequest::new("tools/call", Some(params.clone())))
+                    .with_options(options.clone()),
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -304,7 +312,10 @@ async fn progress_reaches_the_callback_and_resets_the_timeout() {
             .with_timeout(Duration::from_millis(250))
             .with_progress(|_| {});
         let error = session
-            .request_with("tools/call", Some(params), &options)
+            .send(
+                Call::new(RawRequest::new("tools/call", Some(params)))
+                    .with_options(options.clone()),
+            )
             .await
             .unwrap_err();
         assert!(
@@ -331,7 +342,13 @@ async fn the_total_bounds_what_progress_can_extend() {
             .reset_timeout_on_progress(Duration::from_millis(400));
         let started = std::time::Instant::now();
         let error = session
-            .request_with("tools/call", Some(json!({ "name": "long" })), &options)
+            .send(
+                Call::new(RawRequest::new(
+                    "tools/call",
+                    Some(json!({ "name": "long" })),
+                ))
+                .with_options(options.clone()),
+            )
             .await
             .unwrap_err();
         assert!(matches!(
@@ -435,7 +452,7 @@ async fn listings_follow_every_page_and_stop_a_cursor_loop() {
             tools[0].input_schema["properties"]["x"]["$ref"],
             "#/$defs/x"
         );
-        let first = session.list_tools_page(None).await.unwrap();
+        let first = session.send(ListTools::first()).await.unwrap();
         assert_eq!(first.next_cursor.as_deref(), Some("c1"));
 
         let looping = ScriptServer::start(move |request: &Recorded| match request.rpc_method() {
@@ -476,7 +493,10 @@ async fn a_cancelled_request_leaves_no_task_behind() {
         for _ in 0..5 {
             let token = CancellationToken::new();
             let options = RequestOptions::new().with_cancellation(token.clone());
-            let call = session.request_with("tools/call", Some(json!({ "name": "x" })), &options);
+            let call = session.send(
+                Call::new(RawRequest::new("tools/call", Some(json!({ "name": "x" }))))
+                    .with_options(options.clone()),
+            );
             let canceller = async {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 token.cancel();

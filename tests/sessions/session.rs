@@ -86,7 +86,11 @@ async fn modern_session_against_the_demo_server_calls_tools() {
     .await
     .unwrap();
     assert_eq!(session.protocol_version(), &ProtocolVersion::V2026_07_28);
-    assert_eq!(session.http_requests(), 1, "one discover and nothing else");
+    assert_eq!(
+        session.stats().http_requests,
+        1,
+        "one discover and nothing else"
+    );
     let tools = session.list_tools().await.unwrap();
     assert_eq!(
         tools

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
 use mcp_connect::client::ClientError;
+use mcp_connect::client::McpClientBuilder;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::protocol::{GetPrompt, Ping};
 use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::SessionState;
 use mcp_connect::session_loss::LossReason;
@@ -27,11 +29,15 @@ async fn server(answer: UnknownSession) -> (ScriptServer, LegacyServer) {
     (server, legacy)
 }
 
-fn client(server: &ScriptServer) -> McpClient {
+fn builder(server: &ScriptServer) -> McpClientBuilder {
     let request = ConnectRequest::http(&server.url())
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25);
-    McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
+    McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request)
+}
+
+fn client(server: &ScriptServer) -> McpClient {
+    builder(server).build()
 }
 
 async fn call(client: &McpClient) -> Result<(), ClientError> {
@@ -128,7 +134,9 @@ async fn a_new_session_refused_the_same_way_stops_the_reconnects() {
     assert_eq!(legacy.sessions_created(), 2, "no loop, no storm");
 
     // A success ends the suspicion: the rule holds again.
-    watchdog(LIMIT, client.get_prompt("p", None)).await.unwrap();
+    watchdog(LIMIT, client.send(GetPrompt::new("p")))
+        .await
+        .unwrap();
     let error = call(&client).await.unwrap_err();
     assert!(error.is_session_lost(), "{error:?}");
     refusing.store(false, std::sync::atomic::Ordering::SeqCst);
@@ -156,10 +164,12 @@ async fn the_application_widens_and_narrows_the_rule() {
     let error = call(&plain).await.unwrap_err();
     assert!(!error.is_session_lost(), "401 is never a loss by default");
 
-    let widened = client(&server).with_session_loss(|signal| {
-        signal.default.is_some()
-            || (signal.has_session_id && signal.error.http_status() == Some(401))
-    });
+    let widened = builder(&server)
+        .with_session_loss(|signal| {
+            signal.default.is_some()
+                || (signal.has_session_id && signal.error.http_status() == Some(401))
+        })
+        .build();
     call(&widened).await.unwrap();
     legacy.expire_sessions();
     let error = call(&widened).await.unwrap_err();
@@ -168,11 +178,13 @@ async fn the_application_widens_and_narrows_the_rule() {
     assert_eq!(widened.generation(), 2);
 
     let (server, legacy) = server_without_id().await;
-    let narrowed = client(&server).with_session_loss(|signal| {
-        signal
-            .default
-            .is_some_and(|r| r != LossReason::RefusedWithoutId)
-    });
+    let narrowed = builder(&server)
+        .with_session_loss(|signal| {
+            signal
+                .default
+                .is_some_and(|r| r != LossReason::RefusedWithoutId)
+        })
+        .build();
     call(&narrowed).await.unwrap();
     legacy.expire_sessions();
     let error = call(&narrowed).await.unwrap_err();
@@ -189,7 +201,9 @@ async fn server_without_id() -> (ScriptServer, LegacyServer) {
 #[tokio::test]
 async fn a_call_refused_without_id_is_replayed_when_asked() {
     let (server, legacy) = server(UnknownSession::BadRequestWithoutId).await;
-    let client = client(&server).with_replay(ReplayPolicy::Undelivered);
+    let client = builder(&server)
+        .with_replay(ReplayPolicy::Undelivered)
+        .build();
     call(&client).await.unwrap();
     legacy.expire_sessions();
     call(&client).await.unwrap();
@@ -209,7 +223,7 @@ async fn a_session_known_dead_is_replaced_before_the_call() {
     let (session, generation) = client.session().await.unwrap();
     legacy.expire_sessions();
     // Someone else's use of the session finds it gone, ending the transport.
-    assert!(session.ping().await.is_err());
+    assert!(session.send(Ping).await.is_err());
     assert!(matches!(session.state(), SessionState::Closed(_)));
     call(&client).await.unwrap();
     assert_eq!((generation, client.generation()), (1, 2));
@@ -247,7 +261,8 @@ async fn a_session_whose_stream_saw_a_404_is_replaced_before_the_call() {
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25)
         .with_notifications(listener);
-    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let client =
+        McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request).build();
     let (session, _) = watchdog(LIMIT, client.session()).await.unwrap();
     watchdog(LIMIT, async {
         while session.state() == SessionState::Open {
@@ -281,7 +296,8 @@ async fn a_server_that_dies_after_every_start_is_paced_by_the_cool_down() {
         "tools/call",
     ]);
     let request = ConnectRequest::stdio(command).with_pin(ProtocolVersion::V2025_11_25);
-    let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+    let client =
+        McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request).build();
     let started = std::time::Instant::now();
     let (mut calls, mut cooling) = (0, 0);
     while started.elapsed() < Duration::from_millis(1500) {
@@ -317,7 +333,7 @@ async fn a_start_up_deadline_or_token_binds_the_first_connect_only() {
         .with_deadline(tokio::time::Instant::now() + Duration::from_millis(300))
         .with_cancellation(start_up.clone());
     let stack = EstablishBuilder::new(Connector::new()).build();
-    let client = watchdog(LIMIT, McpClient::connect(stack, request))
+    let client = watchdog(LIMIT, McpClient::builder(stack, request).connect())
         .await
         .unwrap();
     call(&client).await.unwrap();
@@ -337,7 +353,9 @@ async fn a_start_up_deadline_or_token_binds_the_first_connect_only() {
         .unwrap()
         .with_pin(ProtocolVersion::V2025_11_25);
     let stack = EstablishBuilder::new(Connector::new()).build();
-    let client = McpClient::lazy(stack, request).with_shutdown(shutdown.clone());
+    let client = McpClient::builder(stack, request)
+        .with_shutdown(shutdown.clone())
+        .build();
     call(&client).await.unwrap();
     shutdown.cancel();
     legacy.expire_sessions();

@@ -13,6 +13,7 @@ use serde_json::json;
 use sha2::Digest as _;
 
 use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
+use mcp_connect::extensions::skills::{GetSkill, ListSkills};
 
 const LIMIT: Duration = Duration::from_secs(15);
 const SKILL_MD: &str = "skill://pdf-processing/SKILL.md";
@@ -85,16 +86,20 @@ async fn listing_and_getting_read_no_file_and_a_verified_skill_loads() {
     watchdog(LIMIT, async {
         let server = serving(BODY).await;
         let session = connect(&server).await;
-        let skills = session.list_skills().await.unwrap();
+        let skills = session
+            .send(ListSkills::all())
+            .await
+            .map(|page| page.items)
+            .unwrap();
         assert_eq!(skills.len(), 1);
         let skill = &skills[0];
         assert_eq!(skill.name(), Some("pdf-processing"));
         assert!(matches!(&skill.resources, Manifest::Files(files) if files.len() == 2));
-        assert_eq!(session.get_skill(SKILL_MD).await.unwrap(), *skill);
+        assert_eq!(session.send(GetSkill(SKILL_MD)).await.unwrap(), *skill);
         assert!(reads(&server).is_empty(), "no prefetch");
 
-        assert_eq!(session.load_skill(skill).await.unwrap(), BODY);
-        let forms = session.read_skill_file(skill, FORMS).await.unwrap();
+        assert_eq!(skill.load(&session).await.unwrap(), BODY);
+        let forms = skill.read_file(&session, FORMS).await.unwrap();
         assert_eq!(forms, FORMS_BODY.as_bytes());
         assert_eq!(reads(&server), [SKILL_MD, FORMS]);
     })
@@ -108,8 +113,13 @@ async fn a_skill_whose_digest_does_not_match_is_refused_typed() {
             Box::leak(BODY.replace("Skill body.", "Evil body!!").into_boxed_str());
         let server = serving(tampered).await;
         let session = connect(&server).await;
-        let skill = session.list_skills().await.unwrap().remove(0);
-        let error = session.load_skill(&skill).await.unwrap_err();
+        let skill = session
+            .send(ListSkills::all())
+            .await
+            .map(|page| page.items)
+            .unwrap()
+            .remove(0);
+        let error = skill.load(&session).await.unwrap_err();
         assert!(
             matches!(error.kind(), ErrorKind::Skill(SkillError::DigestMismatch)),
             "{error:?}"
@@ -125,8 +135,13 @@ async fn a_longer_file_and_a_changed_frontmatter_are_refused_typed() {
         let longer: &'static str = Box::leak(format!("{BODY}extra\n").into_boxed_str());
         let server = serving(longer).await;
         let session = connect(&server).await;
-        let skill = session.list_skills().await.unwrap().remove(0);
-        let error = session.load_skill(&skill).await.unwrap_err();
+        let skill = session
+            .send(ListSkills::all())
+            .await
+            .map(|page| page.items)
+            .unwrap()
+            .remove(0);
+        let error = skill.load(&session).await.unwrap_err();
         assert!(
             matches!(
                 error.kind(),
@@ -144,14 +159,19 @@ async fn a_longer_file_and_a_changed_frontmatter_are_refused_typed() {
         );
         let server = serving(changed).await;
         let session = connect(&server).await;
-        let mut skill = session.list_skills().await.unwrap().remove(0);
+        let mut skill = session
+            .send(ListSkills::all())
+            .await
+            .map(|page| page.items)
+            .unwrap()
+            .remove(0);
         if let Manifest::Files(files) = &mut skill.resources {
             files[0] = serde_json::from_value(
                 json!({ "uri": SKILL_MD, "digest": digest(changed), "size": changed.len() }),
             )
             .unwrap();
         }
-        let error = session.load_skill(&skill).await.unwrap_err();
+        let error = skill.load(&session).await.unwrap_err();
         assert!(
             matches!(
                 error.kind(),
@@ -168,9 +188,14 @@ async fn a_file_outside_the_manifest_is_refused_before_any_request() {
     watchdog(LIMIT, async {
         let server = serving(BODY).await;
         let session = connect(&server).await;
-        let skill = session.list_skills().await.unwrap().remove(0);
-        let error = session
-            .read_skill_file(&skill, "file:///etc/passwd")
+        let skill = session
+            .send(ListSkills::all())
+            .await
+            .map(|page| page.items)
+            .unwrap()
+            .remove(0);
+        let error = skill
+            .read_file(&session, "file:///etc/passwd")
             .await
             .unwrap_err();
         assert!(matches!(

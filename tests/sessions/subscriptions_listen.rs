@@ -237,10 +237,11 @@ async fn the_long_lived_client_subscribes_again_on_its_next_session() {
             _ => listen(r),
         })
         .await;
-        let client = McpClient::lazy(
+        let client = McpClient::builder(
             EstablishBuilder::new(Connector::new()).build(),
             ConnectRequest::http(&server.url()).unwrap(),
-        );
+        )
+        .build();
         let mut generations = client.generations();
         client.subscribe("file:///a").await.unwrap();
         assert_eq!(listens(&server).len(), 1);

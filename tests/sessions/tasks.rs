@@ -18,6 +18,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{watchdog, ScriptServer};
+use mcp_connect::extensions::tasks::{GetTask, TaskCall};
+use mcp_connect::protocol::CallTool;
 
 const LIMIT: Duration = Duration::from_secs(15);
 
@@ -59,7 +61,10 @@ async fn a_task_is_offered_only_when_asked_for_and_polled_to_its_result() {
             session.call_tool("slow", &json!({})).await.unwrap().text(),
             "done"
         );
-        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        let Called::Task(task) = session
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
         else {
             panic!("the server made a task")
         };
@@ -76,7 +81,7 @@ async fn a_task_is_offered_only_when_asked_for_and_polled_to_its_result() {
             "two working, then done"
         );
         // The session's own envelope is untouched by the offer.
-        let later = session.get_task(&task.task_id).await.unwrap();
+        let later = session.send(GetTask(&task.task_id)).await.unwrap();
         assert!(matches!(later.detail, TaskDetail::Completed(_)));
         assert!(server.recorded_for("tasks/get")[0].body["params"]["_meta"]
             ["io.modelcontextprotocol/clientCapabilities"]["extensions"]
@@ -91,7 +96,10 @@ async fn a_tasks_request_for_input_is_answered_with_tasks_update() {
     watchdog(LIMIT, async {
         let (_, server) = serve(TaskPlan::new(1).asking_input()).await;
         let session = Connector::new().connect(request(&server)).await.unwrap();
-        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        let Called::Task(task) = session
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
         else {
             panic!("a task")
         };
@@ -118,7 +126,10 @@ async fn a_failed_task_is_the_servers_error() {
     watchdog(LIMIT, async {
         let (_, server) = serve(TaskPlan::new(0).failing()).await;
         let session = Connector::new().connect(request(&server)).await.unwrap();
-        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        let Called::Task(task) = session
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
         else {
             panic!("a task")
         };
@@ -139,7 +150,10 @@ async fn a_task_cancelled_mid_way_is_cancelled_at_the_server() {
     watchdog(LIMIT, async {
         let (tasks, server) = serve(TaskPlan::new(1_000)).await;
         let session = Connector::new().connect(request(&server)).await.unwrap();
-        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        let Called::Task(task) = session
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
         else {
             panic!("a task")
         };
@@ -176,7 +190,10 @@ async fn a_wait_past_its_timeout_leaves_the_task_running() {
     watchdog(LIMIT, async {
         let (tasks, server) = serve(TaskPlan::new(1_000)).await;
         let session = Connector::new().connect(request(&server)).await.unwrap();
-        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        let Called::Task(task) = session
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
         else {
             panic!("a task")
         };
@@ -200,8 +217,15 @@ async fn the_long_lived_client_makes_and_waits_for_a_task() {
     watchdog(LIMIT, async {
         let (tasks, server) = serve(TaskPlan::new(1)).await;
         let stack = EstablishBuilder::new(Connector::new()).build();
-        let client = McpClient::connect(stack, request(&server)).await.unwrap();
-        let Called::Task(task) = client.call_tool_as_task("slow", &json!({})).await.unwrap() else {
+        let client = McpClient::builder(stack, request(&server))
+            .connect()
+            .await
+            .unwrap();
+        let Called::Task(task) = client
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
+        else {
             panic!("a task")
         };
         let result = client
@@ -255,7 +279,10 @@ async fn a_task_asking_for_input_forever_is_paced_and_capped() {
             )
             .await
             .unwrap();
-        let Called::Task(task) = session.call_tool_as_task("slow", &json!({})).await.unwrap()
+        let Called::Task(task) = session
+            .send(TaskCall::new(CallTool::new("slow", &json!({}))))
+            .await
+            .unwrap()
         else {
             panic!("a task")
         };

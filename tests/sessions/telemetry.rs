@@ -22,6 +22,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::json;
 
 use crate::support::{error, legacy, result, watchdog, Recorded, Script, ScriptServer};
+use mcp_connect::protocol::RawRequest;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -455,10 +456,10 @@ async fn no_payload_reaches_an_exported_span_or_metric() {
         .call_tool("t", &json!({ "secret": "canary-tool-argument" }))
         .await;
     let _ = session
-        .request(
+        .send(RawRequest::new(
             "resources/read",
             Some(json!({ "uri": "https://u:canary-uri-password@h/r?key=canary-uri-query" })),
-        )
+        ))
         .await;
     session.close().await.unwrap();
     drop(session);
@@ -586,7 +587,8 @@ async fn a_call_that_fails_before_it_is_sent_still_counts() {
         .unwrap()
         .with_telemetry(otel.telemetry.clone());
     let client =
-        mcp_connect::McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+        mcp_connect::McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request)
+            .build();
     let error = watchdog(LIMIT, client.call_tool("add", &json!({})))
         .await
         .unwrap_err();
@@ -632,7 +634,8 @@ async fn a_reconnects_establish_links_to_the_call_that_lost_the_session() {
         .unwrap()
         .with_telemetry(otel.telemetry.clone());
     let client =
-        mcp_connect::McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request);
+        mcp_connect::McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request)
+            .build();
     watchdog(LIMIT, client.call_tool("ok", &json!({})))
         .await
         .unwrap();

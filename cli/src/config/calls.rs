@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use mcp_connect::group::{HealthState, ServerGroup};
 use mcp_connect::layers::FailureKind;
-use mcp_connect::session::RequestOptions;
+use mcp_connect::protocol::CallTool;
+use mcp_connect::session::{Call, RequestOptions};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -140,14 +141,16 @@ pub(super) async fn call_tool(
     let name = route.tool;
     match route.server.and_then(|server| group.client(server)) {
         Some(client) => {
-            let result = client.call_tool_with(name, arguments, &options).await;
+            let call = Call::new(CallTool::new(name, arguments)).with_options(options);
+            let result = client.send(call).await;
             let generation = client.generation();
             let ok = matches!(&result, Ok(r) if !r.is_error);
             printer.call(n, name, &result, generation, false);
             ok
         }
         None => {
-            let result = group.call_tool_with(name, arguments, &options).await;
+            let call = Call::new(CallTool::new(name, arguments)).with_options(options);
+            let result = group.send(call).await;
             let ok = matches!(&result, Ok(r) if !r.is_error);
             // Where the catalogue routed it, and on which of its sessions.
             let server = (group.catalogue().tool(name)).map(|tool| Arc::clone(&tool.server));

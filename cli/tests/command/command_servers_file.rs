@@ -892,8 +892,11 @@ async fn call_tool_routes_by_catalogue_name_or_by_server_and_tool() {
     );
     assert_eq!((files.count("tools/call"), git.count("tools/call")), (1, 1));
 
-    // A name the catalogue does not have: the call fails, exit 1.
-    let output = call(&["--call-tool", "echo"]).await;
+    // A name the catalogue does not have: the call fails, exit 1. (Not
+    // `echo`: that bare name is in the catalogue until the second server
+    // lists its own `echo`, and a call goes as soon as its server is
+    // ready.)
+    let output = call(&["--call-tool", "missing"]).await;
     assert_eq!(output.status.code(), Some(1));
     let line = json_lines(&output)
         .into_iter()

@@ -11,6 +11,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_connect::protocol::{Era, ProtocolVersion};
+use mcp_connect::protocol::{ListResources, RawRequest, SetLoggingLevel};
+use mcp_connect::session::Call;
 use mcp_connect::transport::{StdioCommand, TransportKind};
 use mcp_connect::{ConnectRequest, Connector, Session};
 use serde_json::json;
@@ -637,13 +639,15 @@ async fn server_everything_progress_and_logging_reach_the_application() {
                          "arguments": { "duration": 1, "steps": 4 } });
     watchdog(
         LIMIT,
-        session.request_with("tools/call", Some(params), &options),
+        session.send(
+            Call::new(RawRequest::new("tools/call", Some(params))).with_options(options.clone()),
+        ),
     )
     .await
     .unwrap();
     assert_eq!(*steps.lock().unwrap(), [1.0, 2.0, 3.0, 4.0]);
 
-    session.set_logging_level("debug").await.unwrap();
+    session.send(SetLoggingLevel::new("debug")).await.unwrap();
     session
         .call_tool("toggle-simulated-logging", &json!({}))
         .await
@@ -663,7 +667,11 @@ async fn server_everything_progress_and_logging_reach_the_application() {
         .await
         .unwrap();
     // Resources: every page.
-    let resources = session.list_resources().await.unwrap();
+    let resources = session
+        .send(ListResources::all())
+        .await
+        .map(|page| page.items)
+        .unwrap();
     assert!(!resources.is_empty());
     session.close().await.unwrap();
 }
@@ -762,10 +770,11 @@ async fn mcp_client_survives_a_restart_of_server_everything() {
     use mcp_connect::{EstablishBuilder, McpClient};
     let peer = everything_http().await;
     let port = peer.port;
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         ConnectRequest::http(&peer.url("/mcp")).unwrap(),
-    );
+    )
+    .build();
     let sum = || async {
         watchdog(
             LIMIT,
@@ -798,10 +807,11 @@ async fn mcp_client_replaces_a_killed_stdio_server_before_the_next_call() {
     use mcp_connect::{EstablishBuilder, McpClient};
     let command =
         StdioCommand::new("node").args([everything_entry().into_os_string(), "stdio".into()]);
-    let client = McpClient::lazy(
+    let client = McpClient::builder(
         EstablishBuilder::new(Connector::new()).build(),
         ConnectRequest::stdio(command),
-    );
+    )
+    .build();
     let sum = || async {
         watchdog(
             LIMIT,
@@ -1033,8 +1043,10 @@ mod call_policies {
                     .with_open_for(Duration::from_millis(300), Duration::from_secs(1)),
             );
             let request = ConnectRequest::http(&peer.url("/mcp")).unwrap();
-            let client = McpClient::lazy(EstablishBuilder::new(Connector::new()).build(), request)
-                .with_call_layer(breaker.clone());
+            let client =
+                McpClient::builder(EstablishBuilder::new(Connector::new()).build(), request)
+                    .with_call_layer(breaker.clone())
+                    .build();
             let arguments = json!({ "a": 2, "b": 3 });
             let sum = || client.call_tool("get-sum", &arguments);
             assert!(sum().await.unwrap().text().contains('5'));

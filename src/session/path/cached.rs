@@ -15,7 +15,7 @@ pub(super) struct Cached(Option<Lookup>);
 
 impl Cached {
     pub(super) fn look(session: &Session, request: &Request, mode: CacheMode) -> Self {
-        Cached(session.lookup(&request.method, request.params.as_ref(), mode))
+        Cached(session.lookup(request.body(), mode))
     }
 
     /// The fresh cached answer, when there is one the request may use.

@@ -38,7 +38,10 @@ impl InputRounds {
         if session.era() != Era::Modern {
             return Ok(Verdict::Stands);
         }
-        let offered_task = crate::extensions::tasks::offered(request.params.as_ref());
+        let body = request.body();
+        let offered_task = body.offers_task()
+            || (body.has_own_meta()
+                && crate::extensions::tasks::offered(body.params_value().as_ref()));
         let asked = match input_required(raw, offered_task) {
             Ok(None) => return Ok(Verdict::Stands),
             Ok(Some(asked)) => asked,
@@ -57,7 +60,7 @@ impl InputRounds {
             .map_err(input_error)?;
         // The retry is the original request with this round's answers
         // (never an earlier round's) and the state exactly as sent.
-        let mut params = match request.params.take() {
+        let mut params = match request.body().params_value() {
             Some(Value::Object(params)) => params,
             _ => Map::new(),
         };
@@ -69,7 +72,7 @@ impl InputRounds {
         if let Some(state) = asked.request_state {
             params.insert("requestState".into(), Value::String(state));
         }
-        request.params = Some(Value::Object(params));
+        request.body_mut().set_params(&Value::Object(params));
         Ok(Verdict::SendAgain)
     }
 }

@@ -2,7 +2,7 @@
 //! small step per concern, each in its own file, run in one order:
 //!
 //! ```text
-//! request_with
+//! send_encoded
 //!  ├─ Cached            a fresh cached answer ends it here; a reusable one is kept
 //!  ├─ Traced            its span and duration (feature `otel`)
 //!  ├─ Deadline          timeout, cancellation, progress: runs beside `send`, ends it
@@ -33,18 +33,20 @@
 //! An application's own middleware for one server's calls goes on
 //! [`McpClient`](crate::McpClient)'s call path, which is a tower `Service`
 //! ([`crate::client::CallService`]). A new concern of a session's requests
-//! is a new step here, called from [`Session::request_with`] or `send`.
+//! is a new step here, called from `Session::send_encoded` or `send`.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use mcp_connect_layers::Stage;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::{RequestOptions, Session};
 use crate::error::{Error, ErrorKind, TransportError};
-use crate::protocol::{Request, RequestId};
+use crate::extensions::tasks;
+use crate::protocol::{
+    meta_keys, with_meta_entries, EncodedRequest, Era, Request, RequestId, RequestKind,
+};
 use crate::transport::Reply;
 
 mod cached;
@@ -100,21 +102,20 @@ fn settle(answer: Answer) -> Result<Box<RawValue>, Error> {
 }
 
 impl Session {
-    /// Sends a request with its own [`RequestOptions`] and returns its raw
-    /// result.
+    /// Sends an encoded request with its own [`RequestOptions`] and returns
+    /// its raw result: what every typed request of the session comes to.
     ///
     /// Fails with [`CancelSource::RequestTimeout`](mcp_connect_layers::CancelSource::RequestTimeout)
     /// when its limit expires and with [`ErrorKind::Cancelled`] when its
     /// token is cancelled; in both cases, and when the future is dropped,
     /// the server is told on the legacy era with `notifications/cancelled`.
-    pub async fn request_with(
+    pub(crate) async fn send_encoded(
         &self,
-        method: &str,
-        params: Option<Value>,
+        body: EncodedRequest,
         options: &RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
         let id = self.take_id();
-        let mut request = self.outgoing(id, method, params);
+        let mut request = self.outgoing(id, body);
         let cx = Context {
             options,
             on_wire: AtomicI64::new(id),
@@ -156,27 +157,39 @@ impl Session {
         outcome
     }
 
-    /// A request with the session's envelope (on the modern era).
-    pub(in crate::session) fn outgoing(
-        &self,
-        id: i64,
-        method: &str,
-        params: Option<Value>,
-    ) -> Request {
-        let own_meta = params.as_ref().is_some_and(|p| p.get("_meta").is_some());
-        match (&self.meta, own_meta) {
-            // The envelope the session encoded once goes in as bytes.
-            (Some(meta), false) => {
-                Request::new(RequestId::Number(id), method, params).with_meta(Arc::clone(meta))
+    /// A request with the session's envelope (on the modern era). A
+    /// `ping` is the liveness check of the session's era.
+    pub(in crate::session) fn outgoing(&self, id: i64, body: EncodedRequest) -> Request {
+        let modern = self.era() == Era::Modern;
+        let body = match body.kind() {
+            RequestKind::Ping if modern => {
+                EncodedRequest::new::<()>(RequestKind::Discover, None, None)
             }
-            // Params with a `_meta` of their own get the envelope merged in.
-            (Some(_), true) => Request::new(
-                RequestId::Number(id),
-                method,
-                Some(self.client.stamp(&self.negotiated.version, params)),
-            ),
-            (None, _) => Request::new(RequestId::Number(id), method, params),
+            _ => body,
+        };
+        let offers_task = body.offers_task() && modern;
+        let mut request = Request::encoded(RequestId::Number(id), body);
+        let Some(meta) = &self.meta else {
+            return request;
+        };
+        if !request.body().has_own_meta() && !offers_task {
+            // The envelope the session encoded once goes in as bytes.
+            return request.with_meta(Arc::clone(meta));
         }
+        // Params with a `_meta` of their own, or a call offering a task,
+        // get the envelope merged in.
+        let mut params = request.body().params_value();
+        if offers_task {
+            params = Some(with_meta_entries(params, |meta| {
+                meta.insert(
+                    meta_keys::CLIENT_CAPABILITIES.into(),
+                    self.client.capabilities_offering(tasks::EXTENSION),
+                );
+            }));
+        }
+        let stamped = self.client.stamp(&self.negotiated.version, params);
+        request.body_mut().set_params(&stamped);
+        request
     }
 
     /// The next id of this session's requests.

@@ -10,7 +10,7 @@ use mcp_connect_layers::Stage;
 
 use super::{Answer, Verdict};
 use crate::error::{Error, ErrorKind};
-use crate::protocol::{codes, methods, Era, Request};
+use crate::protocol::{codes, Era, Request, RequestKind};
 use crate::response_cache::CacheMode;
 use crate::session::{RequestOptions, Session};
 
@@ -27,7 +27,7 @@ impl ParamHeaders {
         session: &Session,
         request: &mut Request,
     ) -> Result<(), Error> {
-        if !carries_param_headers(session, &request.method) {
+        if !carries_param_headers(session, request) {
             return Ok(());
         }
         session.seed_tool_headers().await;
@@ -43,7 +43,7 @@ impl ParamHeaders {
         answer: &Answer,
     ) -> Result<Verdict, Error> {
         let mismatch = matches!(answer, Ok(Err(rpc)) if rpc.code() == codes::HEADER_MISMATCH);
-        if !mismatch || self.relisted || !carries_param_headers(session, &request.method) {
+        if !mismatch || self.relisted || !carries_param_headers(session, request) {
             return Ok(Verdict::Stands);
         }
         self.relisted = true;
@@ -63,12 +63,12 @@ impl ParamHeaders {
 fn headers_for(session: &Session, request: &Request) -> Result<Vec<(String, String)>, Error> {
     session
         .tool_headers
-        .for_call(request.params.as_ref())
+        .for_call(request.body())
         .map_err(|reason| Error::new(Stage::REQUEST, ErrorKind::InvalidTool(reason)))
 }
 
-/// Whether `method` carries `Mcp-Param-*` headers on this session: a
+/// Whether `request` carries `Mcp-Param-*` headers on this session: a
 /// `tools/call` on the modern era. The one place that asks.
-fn carries_param_headers(session: &Session, method: &str) -> bool {
-    method == methods::TOOLS_CALL && session.era() == Era::Modern
+fn carries_param_headers(session: &Session, request: &Request) -> bool {
+    request.body().kind() == RequestKind::CallTool && session.era() == Era::Modern
 }

@@ -15,14 +15,8 @@ pub(super) struct Traced(Option<CallSpan>);
 impl Traced {
     /// Starts the request's span and carries its context in `_meta`.
     pub(super) fn start(session: &Session, cx: &Context<'_>, request: &mut Request) -> Self {
-        let span = (session.telemetry.as_ref()).map(|telemetry| {
-            CallSpan::start(
-                telemetry,
-                &request.method,
-                cx.on_wire(),
-                request.params.as_ref(),
-            )
-        });
+        let span = (session.telemetry.as_ref())
+            .map(|telemetry| CallSpan::start(telemetry, request.body(), cx.on_wire()));
         if let Some(span) = &span {
             span.carry(request);
         }

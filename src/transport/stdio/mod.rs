@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 
 use super::error::TransportError;
 use super::lines::LineTransport;
-use super::{Reply, Transport, TransportKind};
+use super::{Reply, Transport, TransportKind, TransportStats};
 use crate::inbound::Inbound;
 use crate::protocol::{Notification, ProtocolVersion, Request};
 pub use command::StdioCommand;
@@ -370,8 +370,11 @@ impl Transport for StdioTransport {
         TransportKind::Stdio
     }
 
-    fn skipped(&self) -> u64 {
-        self.lines.skipped()
+    fn stats(&self) -> TransportStats {
+        TransportStats {
+            skipped: self.lines.skipped(),
+            ..TransportStats::default()
+        }
     }
 }
 

@@ -15,7 +15,6 @@
 mod reply;
 mod resume;
 
-use crate::protocol::methods;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,13 +33,14 @@ use super::http_shared::{
     client_error, collect, finish_if_ended, is_event_stream, is_json, retry_after, ERROR_BODY_LIMIT,
 };
 use super::mcp_headers::{
-    encode_header_value, method_header, name_param, param_headers, version_header, ACCEPT_BOTH,
-    JSON, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+    encode_header_value, param_headers, version_header, Rpc, ACCEPT_BOTH, JSON, MCP_METHOD,
+    MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
 };
 use super::resume::Resumption;
 use super::waiters::Skipped;
 use super::{
     HttpBody, HttpClient, Listen, Reply, ServerStream, SseParser, Transport, TransportKind,
+    TransportStats,
 };
 use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
@@ -136,8 +136,7 @@ impl StreamableHttp {
         &self,
         method: Method,
         body: Bytes,
-        rpc_method: Option<&str>,
-        rpc_name: Option<&str>,
+        rpc: Option<&Rpc<'_>>,
         version: Option<&ProtocolVersion>,
         session: Option<&HeaderValue>,
     ) -> http::Request<Full<Bytes>> {
@@ -155,11 +154,11 @@ impl StreamableHttp {
             if let Some(value) = version_header(version) {
                 headers.insert(MCP_PROTOCOL_VERSION, value);
             }
-            if version.era() == Era::Modern {
-                if let Some(value) = rpc_method.and_then(method_header) {
+            if let Some(rpc) = rpc.filter(|_| version.era() == Era::Modern) {
+                if let Some(value) = rpc.method.clone() {
                     headers.insert(MCP_METHOD, value);
                 }
-                if let Some(value) = rpc_name.map(encode_header_value) {
+                if let Some(value) = rpc.name.map(encode_header_value) {
                     headers.insert(MCP_NAME, value);
                 }
             }
@@ -178,8 +177,7 @@ impl StreamableHttp {
     async fn post(
         &self,
         body: Vec<u8>,
-        rpc_method: &str,
-        rpc_name: Option<&str>,
+        rpc: Rpc<'_>,
         version: Option<&ProtocolVersion>,
         params: &[(String, String)],
     ) -> Result<(http::Response<HttpBody>, bool), TransportError> {
@@ -194,8 +192,7 @@ impl StreamableHttp {
         let mut request = self.build(
             Method::POST,
             Bytes::from(body),
-            Some(rpc_method),
-            rpc_name,
+            Some(&rpc),
             version,
             session.as_ref(),
         );
@@ -205,8 +202,7 @@ impl StreamableHttp {
         let response = self.send(request).await?;
         // Only a successful `initialize` starts a session: an id on a
         // refused probe, or on any later answer, is not this session's.
-        if session.is_none() && rpc_method == methods::INITIALIZE && response.status().is_success()
-        {
+        if session.is_none() && rpc.starts_session && response.status().is_success() {
             if let Some(assigned) = response.headers().get(&MCP_SESSION_ID) {
                 let assigned = valid_session_id(assigned)?;
                 *self.session_id.lock().expect("lock poisoned") = Some(assigned);
@@ -220,12 +216,10 @@ impl StreamableHttp {
         request: &Request,
         version: Option<&ProtocolVersion>,
     ) -> Result<Reply, TransportError> {
-        let name = name_param(&request.method, request.params.as_ref());
         let (response, sent_session) = self
             .post(
                 request.to_bytes(),
-                &request.method,
-                name,
+                Rpc::request(request),
                 version,
                 &request.param_headers,
             )
@@ -284,8 +278,7 @@ impl StreamableHttp {
         let (response, sent_session) = self
             .post(
                 notification.to_bytes(),
-                &notification.method,
-                None,
+                Rpc::notification(notification),
                 version,
                 &[],
             )
@@ -326,7 +319,6 @@ impl StreamableHttp {
         let request = self.build(
             Method::DELETE,
             Bytes::new(),
-            None,
             None,
             version.as_ref(),
             Some(&session),
@@ -449,8 +441,12 @@ impl Transport for StreamableHttp {
         TransportKind::StreamableHttp
     }
 
-    fn has_session_id(&self) -> bool {
-        self.has_session()
+    fn stats(&self) -> TransportStats {
+        TransportStats {
+            http_requests: self.requests.load(Ordering::Relaxed),
+            session_id: self.has_session(),
+            skipped: self.skipped.count(),
+        }
     }
 
     fn session_id_text(&self) -> Option<String> {
@@ -458,13 +454,5 @@ impl Transport for StreamableHttp {
         id.as_ref()
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
-    }
-
-    fn skipped(&self) -> u64 {
-        self.skipped.count()
-    }
-
-    fn http_requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
     }
 }

@@ -41,7 +41,7 @@ impl StreamableHttp {
         version: Option<&ProtocolVersion>,
     ) -> Result<Listen, TransportError> {
         let (response, sent_session) = self
-            .post(request.to_bytes(), &request.method, None, version, &[])
+            .post(request.to_bytes(), Rpc::listen(request), version, &[])
             .await?;
         let (parts, body) = response.into_parts();
         if !parts.status.is_success() {
@@ -152,7 +152,6 @@ impl StreamableHttp {
         let request = self.build(
             Method::POST,
             Bytes::from(body),
-            None,
             None,
             version,
             session.as_ref(),

@@ -127,7 +127,6 @@ impl StreamableHttp {
             Method::GET,
             Bytes::new(),
             None,
-            None,
             version.as_ref(),
             session.as_ref(),
         );
@@ -181,7 +180,6 @@ impl StreamableHttp {
         let mut request = self.build(
             Method::GET,
             Bytes::new(),
-            None,
             None,
             version.as_ref(),
             session.as_ref(),
