@@ -44,10 +44,10 @@ impl Authorizer {
         }
     }
 
-    /// `client` with the bearer layer, which adds the token to requests for
-    /// this server's origin.
+    /// `client` presenting the token to this server's origin (the bearer
+    /// layer, inline in the client: no box of its own).
     pub(crate) fn bearer(&self, client: HttpClient) -> HttpClient {
-        self.auth.bearer(client, &self.server)
+        client.with_credentials(self.auth.bearer_layer(&self.server).credentials())
     }
 
     /// Runs the authorization stage's work. `pause`, when given, stops the

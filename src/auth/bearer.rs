@@ -13,19 +13,22 @@
 //! transport needs to know DPoP exists.
 
 use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::Full;
-use tower::ServiceBuilder;
+use tower::{Layer, Service, ServiceExt};
 use url::Url;
 
 use super::challenge::Challenge;
 use super::dpop::{self, DpopKey, Nonces, Party};
 use super::tokens::Tokens;
 use crate::store::StoreHealth;
-use crate::transport::{HttpBody, HttpClient};
+use crate::transport::error::BoxError;
+use crate::transport::{send_with, Credentials, Presented};
 
 /// The token in force and the last challenge, shared by the bearer layer,
 /// the authorization stage and every session of one [`Authorization`](super::Authorization).
@@ -145,20 +148,171 @@ impl AuthState {
     }
 }
 
-/// `client` with the bearer layer for the resource at `server`; with
-/// `dpop`, proofs for DPoP-bound tokens and the nonce retry.
-pub(crate) fn layer(
-    client: HttpClient,
-    server: &Url,
+/// An authorization's token for one resource, as an HTTP client presents
+/// it: `Authorization: Bearer` (or `DPoP` with a fresh proof) on requests
+/// to the resource's origin, nothing on any other; every 401 or 403's
+/// challenge kept for the authorization stage.
+pub(crate) struct BearerCredentials {
+    resource: Resource,
     state: Arc<AuthState>,
     dpop: Option<DpopKey>,
-) -> HttpClient {
-    let resource = Resource::new(server);
-    let layered = match dpop {
-        None => bearer_only(client.clone(), resource, state),
-        Some(key) => with_dpop(client.clone(), resource, state, key),
-    };
-    layered.keeping(&client)
+}
+
+impl BearerCredentials {
+    pub(crate) fn new(server: &Url, state: Arc<AuthState>, dpop: Option<DpopKey>) -> Self {
+        BearerCredentials {
+            resource: Resource::new(server),
+            state,
+            dpop,
+        }
+    }
+}
+
+impl Credentials for BearerCredentials {
+    fn present(&self, request: &mut Request<Full<Bytes>>) -> Result<Presented, BoxError> {
+        if !self.resource.owns(request.uri()) {
+            return Ok(Presented::Nothing);
+        }
+        let Some(credential) = self.state.credential() else {
+            return Ok(Presented::Nothing);
+        };
+        let presented = match (&credential.dpop_bound, &self.dpop) {
+            (Some(token), Some(key)) => {
+                let origin = &self.resource.origin;
+                let nonce = self.state.nonces.get(Party::Resource, origin);
+                let proof = key.proof(
+                    request.method().as_str(),
+                    &request.uri().to_string(),
+                    Some(token),
+                    nonce.as_deref(),
+                )?;
+                request.headers_mut().insert(dpop::DPOP, proof);
+                Presented::Proof
+            }
+            _ => Presented::Token,
+        };
+        request
+            .headers_mut()
+            .insert(AUTHORIZATION, credential.authorization);
+        Ok(presented)
+    }
+
+    fn answered(&self, status: StatusCode, headers: &HeaderMap, presented: Presented) -> bool {
+        if presented == Presented::Nothing || self.dpop.is_none() {
+            return false;
+        }
+        let origin = &self.resource.origin;
+        self.state.nonces.keep(Party::Resource, origin, headers);
+        presented == Presented::Proof
+            && status == StatusCode::UNAUTHORIZED
+            && headers.contains_key(dpop::DPOP_NONCE)
+            && (headers.get_all(WWW_AUTHENTICATE).iter())
+                .filter_map(|v| v.to_str().ok())
+                .any(Challenge::asks_for_dpop_nonce)
+    }
+
+    fn settled(&self, status: StatusCode, headers: &HeaderMap) {
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            self.state.refused(status, headers.get(WWW_AUTHENTICATE));
+        }
+    }
+}
+
+/// An [`Authorization`](super::Authorization)'s token on any tower HTTP
+/// client, for one MCP server ([`Authorization::bearer_layer`](super::Authorization::bearer_layer)):
+/// requests to that server's origin carry the token in force
+/// (`Authorization: Bearer`, or `DPoP` with a fresh proof per request and
+/// the server's nonce asked for once), requests anywhere else carry
+/// nothing, and a 401 or 403's challenge is kept for the authorization
+/// that shares the token. The crate's own client presents it inline, with
+/// no box of its own; this layer boxes one future per request.
+#[derive(Clone)]
+pub struct BearerLayer {
+    credentials: Arc<BearerCredentials>,
+}
+
+impl BearerLayer {
+    pub(crate) fn new(credentials: BearerCredentials) -> Self {
+        BearerLayer {
+            credentials: Arc::new(credentials),
+        }
+    }
+
+    /// The credential the crate's own client presents.
+    pub(crate) fn credentials(&self) -> Arc<dyn Credentials> {
+        Arc::clone(&self.credentials) as Arc<dyn Credentials>
+    }
+}
+
+impl std::fmt::Debug for BearerLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is never shown; the origin is the configuration's.
+        f.debug_struct("BearerLayer")
+            .field("origin", &self.credentials.resource.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Layer<S> for BearerLayer {
+    type Service = Bearer<S>;
+
+    fn layer(&self, inner: S) -> Bearer<S> {
+        Bearer {
+            inner,
+            credentials: Arc::clone(&self.credentials),
+        }
+    }
+}
+
+/// The service a [`BearerLayer`] makes.
+#[derive(Clone)]
+pub struct Bearer<S> {
+    inner: S,
+    credentials: Arc<BearerCredentials>,
+}
+
+impl<S> std::fmt::Debug for Bearer<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bearer").finish_non_exhaustive()
+    }
+}
+
+impl<S, B> Service<Request<Full<Bytes>>> for Bearer<S>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = Response<B>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<B>, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<Full<Bytes>>) -> Self::Future {
+        // The inner service that was made ready takes the first send; a
+        // second one (a DPoP nonce asked for) goes through a clone.
+        let spare = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, spare.clone());
+        let credentials = Arc::clone(&self.credentials);
+        Box::pin(async move {
+            let mut ready = Some(ready);
+            let send = move |request| {
+                let service = ready.take();
+                let spare = spare.clone();
+                async move {
+                    match service {
+                        Some(mut service) => service.call(request).await.map_err(Into::into),
+                        None => spare.oneshot(request).await.map_err(Into::into),
+                    }
+                }
+            };
+            send_with(credentials.as_ref(), request, send).await
+        })
+    }
 }
 
 /// The resource's origin: requests elsewhere never carry its token.
@@ -190,128 +344,4 @@ impl Resource {
                 _ => None,
             }) == self.port
     }
-}
-
-/// Keeps a 401 or 403's challenge for the authorization stage.
-fn observe(state: &AuthState, response: &Response<HttpBody>) {
-    let status = response.status();
-    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-        state.refused(status, response.headers().get(WWW_AUTHENTICATE));
-    }
-}
-
-fn bearer_only(client: HttpClient, resource: Resource, state: Arc<AuthState>) -> HttpClient {
-    let on_request = Arc::clone(&state);
-    HttpClient::new(
-        ServiceBuilder::new()
-            .map_request(move |mut request: Request<Full<Bytes>>| {
-                if resource.owns(request.uri()) {
-                    if let Some(credential) = on_request.credential() {
-                        request
-                            .headers_mut()
-                            .insert(AUTHORIZATION, credential.authorization);
-                    }
-                }
-                request
-            })
-            .map_response(move |response: Response<HttpBody>| {
-                observe(&state, &response);
-                response
-            })
-            .service(client),
-    )
-}
-
-fn with_dpop(
-    client: HttpClient,
-    resource: Resource,
-    state: Arc<AuthState>,
-    key: DpopKey,
-) -> HttpClient {
-    HttpClient::new(tower::service_fn(move |request: Request<Full<Bytes>>| {
-        let (client, resource, state, key) = (
-            client.clone(),
-            resource.clone(),
-            Arc::clone(&state),
-            key.clone(),
-        );
-        async move {
-            let credential = state.credential().filter(|_| resource.owns(request.uri()));
-            let Some(credential) = credential else {
-                let response = client.send(request).await?;
-                observe(&state, &response);
-                return Ok(response);
-            };
-            let retry = credential.dpop_bound.is_some().then(|| copy(&request));
-            let first = client
-                .send(presented(request, &credential, &key, &resource, &state)?)
-                .await?;
-            state
-                .nonces
-                .keep(Party::Resource, &resource.origin, first.headers());
-            let asks = |response: &Response<HttpBody>| {
-                response.status() == StatusCode::UNAUTHORIZED
-                    && response.headers().contains_key(dpop::DPOP_NONCE)
-                    && response
-                        .headers()
-                        .get_all(WWW_AUTHENTICATE)
-                        .iter()
-                        .filter_map(|v| v.to_str().ok())
-                        .any(Challenge::asks_for_dpop_nonce)
-            };
-            let response = match retry {
-                // The server wants its nonce in the proof (RFC 9449 §9):
-                // once more, with a fresh proof that carries it.
-                Some(again) if asks(&first) => {
-                    drop(first);
-                    let second = client
-                        .send(presented(again, &credential, &key, &resource, &state)?)
-                        .await?;
-                    state
-                        .nonces
-                        .keep(Party::Resource, &resource.origin, second.headers());
-                    second
-                }
-                _ => first,
-            };
-            observe(&state, &response);
-            Ok::<_, crate::transport::error::BoxError>(response)
-        }
-    }))
-}
-
-/// `request` with the credential, and for a DPoP-bound token a fresh proof
-/// with the resource's last nonce.
-fn presented(
-    mut request: Request<Full<Bytes>>,
-    credential: &Credential,
-    key: &DpopKey,
-    resource: &Resource,
-    state: &AuthState,
-) -> Result<Request<Full<Bytes>>, crate::transport::error::BoxError> {
-    if let Some(token) = &credential.dpop_bound {
-        let nonce = state.nonces.get(Party::Resource, &resource.origin);
-        let proof = key.proof(
-            request.method().as_str(),
-            &request.uri().to_string(),
-            Some(token),
-            nonce.as_deref(),
-        )?;
-        request.headers_mut().insert(dpop::DPOP, proof);
-    }
-    request
-        .headers_mut()
-        .insert(AUTHORIZATION, credential.authorization.clone());
-    Ok(request)
-}
-
-/// A copy of `request` to send again (its body is in memory).
-fn copy(request: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
-    let mut copy = Request::new(request.body().clone());
-    *copy.method_mut() = request.method().clone();
-    *copy.uri_mut() = request.uri().clone();
-    *copy.version_mut() = request.version();
-    *copy.headers_mut() = request.headers().clone();
-    *copy.extensions_mut() = request.extensions().clone();
-    copy
 }

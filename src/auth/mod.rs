@@ -73,6 +73,7 @@ pub use tokens::{Tokens, REFRESH_AHEAD};
 
 pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};
 pub(crate) use bearer::AuthState;
+pub use bearer::{Bearer, BearerLayer};
 
 use crate::transport::error::BoxError;
 
@@ -364,18 +365,17 @@ impl Authorization {
         }
     }
 
-    /// `client` with the bearer layer for the server at `server`.
-    pub(crate) fn bearer(
-        &self,
-        client: crate::transport::HttpClient,
-        server: &url::Url,
-    ) -> crate::transport::HttpClient {
-        bearer::layer(
-            client,
+    /// This authorization's token on any tower HTTP client, for requests
+    /// to `server`'s origin (see [`BearerLayer`]). The connector puts it
+    /// on its own client itself; the token it carries is the one this
+    /// authorization holds, so a client of the application's that shares
+    /// an authorization with a connection sends what that connection got.
+    pub fn bearer_layer(&self, server: &url::Url) -> BearerLayer {
+        BearerLayer::new(bearer::BearerCredentials::new(
             server,
             Arc::clone(&self.state),
             self.settings.dpop.clone(),
-        )
+        ))
     }
 
     /// Whether a refusal is one the authorization stage can answer: 401

@@ -24,8 +24,11 @@ use super::redirect::RedirectPolicy;
 #[cfg(feature = "rustls")]
 use super::tls_config::TlsConfigError;
 
+mod credentials;
 mod default_client;
 mod follow;
+
+pub(crate) use credentials::{send_with, Credentials, Presented};
 
 /// The response body type every client is erased to.
 pub type HttpBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -58,6 +61,9 @@ pub struct HttpClient {
     tls: bool,
     /// The default client's proxy routes (none for a caller's own client).
     routes: Option<SharedRoutes>,
+    /// An authorized connection's credential, presented around `inner`
+    /// and its redirects in [`send`](Self::send): no box of its own.
+    credentials: Option<std::sync::Arc<dyn Credentials>>,
 }
 
 impl HttpClient {
@@ -89,6 +95,16 @@ impl HttpClient {
             redirects: None,
             tls: true,
             routes: None,
+            credentials: None,
+        }
+    }
+
+    /// This client presenting `credentials` on every request (to their
+    /// origin only), its pool and everything else shared.
+    pub(crate) fn with_credentials(&self, credentials: std::sync::Arc<dyn Credentials>) -> Self {
+        HttpClient {
+            credentials: Some(credentials),
+            ..self.clone()
         }
     }
 
@@ -196,10 +212,21 @@ impl HttpClient {
     {
         let inner = self.inner.clone();
         let redirects = self.redirects.clone();
+        let credentials = self.credentials.clone();
         async move {
-            match redirects {
-                None => inner.oneshot(request).await,
-                Some(policy) => follow::send(inner, &policy, request).await,
+            let send = |request| {
+                let inner = inner.clone();
+                let redirects = redirects.clone();
+                async move {
+                    match redirects {
+                        None => inner.oneshot(request).await,
+                        Some(policy) => follow::send(inner, &policy, request).await,
+                    }
+                }
+            };
+            match credentials {
+                None => send(request).await,
+                Some(credentials) => send_with(credentials.as_ref(), request, send).await,
             }
         }
     }
@@ -357,10 +384,10 @@ impl Service<http::Request<Full<Bytes>>> for HttpClient {
     }
 
     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-        match &self.redirects {
-            None => self.inner.call(request),
+        match (&self.redirects, &self.credentials) {
+            (None, None) => self.inner.call(request),
             // The hops go through clones of the inner service.
-            Some(_) => Box::pin(self.send(request)),
+            _ => Box::pin(self.send(request)),
         }
     }
 }

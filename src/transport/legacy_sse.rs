@@ -304,6 +304,8 @@ impl Drop for LegacySse {
     }
 }
 
+impl super::sealed::Sealed for LegacySse {}
+
 impl Transport for LegacySse {
     fn request<'a>(
         &'a self,

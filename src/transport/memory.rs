@@ -35,6 +35,8 @@ impl std::fmt::Debug for MemoryTransport {
     }
 }
 
+impl super::sealed::Sealed for MemoryTransport {}
+
 impl Transport for MemoryTransport {
     fn request<'a>(
         &'a self,

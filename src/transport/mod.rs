@@ -64,6 +64,7 @@ use serde_json::value::RawValue;
 pub use connect_error::tls_problem;
 pub use connect_error::{DnsError, TcpConnectError, TlsError, TlsProblem};
 pub use error::{MissingProgram, RedirectReason, RedirectRefused};
+pub(crate) use http_client::{send_with, Credentials, Presented};
 pub use http_client::{HttpBody, HttpClient, HttpClientBuilder};
 pub use legacy_sse::LegacySse;
 #[cfg(any(test, feature = "testkit"))]
@@ -88,6 +89,12 @@ pub(crate) use sse::SseParser;
 
 use crate::protocol::{Notification, ProtocolVersion, Request, RpcError};
 use error::TransportError;
+
+/// What keeps [`Transport`] the crate's own.
+pub(crate) mod sealed {
+    /// Implemented by the crate's transports only.
+    pub trait Sealed {}
+}
 
 /// How long closing a transport may take per step unless told otherwise
 /// (the default of [`Limits::close_grace`](crate::request::Limits::close_grace)).
@@ -154,7 +161,18 @@ impl fmt::Display for TransportKind {
 /// `version` is the protocol version the message is sent under, when one is
 /// known: HTTP transports turn it into the `MCP-Protocol-Version` header and,
 /// for modern versions, the `Mcp-Method` and `Mcp-Name` routing headers.
-pub trait Transport: std::any::Any + Send + Sync + fmt::Debug {
+///
+/// Sealed: the crate's four transports are the only ones. A session's
+/// guarantees (one closure, first wins; a refusal told apart from a loss by
+/// whether the request carried a session id; replies matched to their
+/// request; a child reaped) are kept by each transport together with the
+/// handshake and the session's steps, so a transport from outside could not
+/// be held to them, and the trait is free to change with them. An
+/// application reaches a concrete transport's own methods through
+/// [`Session::transport_as`](crate::Session::transport_as); a server
+/// reached some other way (an in-process pipe) is the stdio transport's
+/// program, or the memory transport (`testkit`).
+pub trait Transport: sealed::Sealed + std::any::Any + Send + Sync + fmt::Debug {
     /// Sends a request and waits for its reply.
     fn request<'a>(
         &'a self,

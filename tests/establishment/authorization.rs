@@ -504,3 +504,56 @@ fn authorizing_a_url_the_url_crate_refuses_is_a_configuration_error_before_io() 
     let error = connector.validate(&authorized).unwrap_err();
     assert!(matches!(error.kind(), ErrorKind::Config(ConfigError::Url)));
 }
+
+/// Issue 65, item 7: the bearer layer is a tower layer on any HTTP client:
+/// the token the authorization holds goes to its server's origin and to
+/// no other.
+#[tokio::test]
+async fn the_bearer_layer_puts_the_token_on_any_tower_client_for_its_origin_only() {
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use tower::{Layer, ServiceExt};
+    watchdog(LIMIT, async {
+        let server = start(As::default()).await;
+        let elsewhere =
+            ScriptServer::start(|_: &Recorded| mcp_connect::testkit::Script::Status(204)).await;
+        let auth = Authorization::client_credentials("svc", "canary-secret");
+        let session = Connector::new()
+            .connect(request(&server, auth.clone()))
+            .await
+            .unwrap();
+        let url = url::Url::parse(&server.url()).unwrap();
+        let client = auth
+            .bearer_layer(&url)
+            .layer(mcp_connect::transport::HttpClient::default_client());
+        let post = |to: &str| {
+            http::Request::post(to)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(
+                    br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                )))
+                .unwrap()
+        };
+        client.clone().oneshot(post(&server.url())).await.unwrap();
+        client.oneshot(post(&elsewhere.url())).await.unwrap();
+        let last = at(&server, "/mcp").pop().unwrap();
+        assert!(
+            last.header("authorization")
+                .is_some_and(|h| h.starts_with("Bearer ")),
+            "the token went to its server"
+        );
+        let other = elsewhere.recorded();
+        assert_eq!(other.len(), 1);
+        assert_eq!(
+            other[0].header("authorization"),
+            None,
+            "a token went elsewhere"
+        );
+        let sent = last.header("authorization").unwrap();
+        let token = sent.trim_start_matches("Bearer ");
+        let shown = format!("{:?}", auth.bearer_layer(&url));
+        assert!(!shown.contains(token), "{shown}");
+        session.close().await.unwrap();
+    })
+    .await;
+}

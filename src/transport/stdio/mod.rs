@@ -333,6 +333,8 @@ impl Drop for StdioTransport {
     }
 }
 
+impl crate::transport::sealed::Sealed for StdioTransport {}
+
 impl Transport for StdioTransport {
     fn request<'a>(
         &'a self,

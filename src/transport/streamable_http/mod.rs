@@ -14,10 +14,11 @@
 
 mod reply;
 mod resume;
+mod version_cell;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -46,12 +47,12 @@ use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
 use crate::redact::SafeUri;
 use resume::Cut;
+use version_cell::VersionCell;
 
 /// A Streamable HTTP connection to one MCP endpoint.
 ///
-/// Its std mutexes guard plain values for a few instructions, never across
-/// an `.await` or a call that can panic, so their `expect("lock poisoned")`
-/// cannot fire.
+/// What it learns is set once (the session id, the closure) or kept in an
+/// atomic (the last version): a POST takes no lock.
 pub struct StreamableHttp {
     client: HttpClient,
     endpoint: Uri,
@@ -59,9 +60,11 @@ pub struct StreamableHttp {
     max_message: usize,
     /// How long the `DELETE` that ends the session may take.
     close_timeout: Duration,
-    session_id: Mutex<Option<HeaderValue>>,
-    last_version: Mutex<Option<ProtocolVersion>>,
-    closed: Mutex<Option<Closure>>,
+    /// Assigned by a successful `initialize`, at most once.
+    session_id: OnceLock<HeaderValue>,
+    last_version: VersionCell,
+    /// How the transport ended: the first closure wins.
+    closed: OnceLock<Closure>,
     requests: AtomicU64,
     /// Messages skipped (see the [transport module docs](super)).
     skipped: Skipped,
@@ -87,9 +90,9 @@ impl StreamableHttp {
             headers,
             max_message,
             close_timeout: super::DEFAULT_CLOSE_GRACE,
-            session_id: Mutex::new(None),
-            last_version: Mutex::new(None),
-            closed: Mutex::new(None),
+            session_id: OnceLock::new(),
+            last_version: VersionCell::default(),
+            closed: OnceLock::new(),
             requests: AtomicU64::new(0),
             skipped: Skipped::default(),
             inbound: Inbound::none(),
@@ -115,21 +118,18 @@ impl StreamableHttp {
 
     /// Whether the server assigned a session id.
     pub fn has_session(&self) -> bool {
-        self.session_id.lock().expect("lock poisoned").is_some()
+        self.session_id.get().is_some()
     }
 
     fn check_open(&self) -> Result<(), TransportError> {
-        match *self.closed.lock().expect("lock poisoned") {
-            Some(closure) => Err(TransportError::Closed(closure)),
+        match self.closed.get() {
+            Some(closure) => Err(TransportError::Closed(*closure)),
             None => Ok(()),
         }
     }
 
     fn end(&self, closure: Closure) {
-        self.closed
-            .lock()
-            .expect("lock poisoned")
-            .get_or_insert(closure);
+        let _ = self.closed.set(closure);
     }
 
     fn build(
@@ -183,18 +183,17 @@ impl StreamableHttp {
     ) -> Result<(http::Response<HttpBody>, bool), TransportError> {
         self.check_open()?;
         if let Some(version) = version {
-            let mut last = self.last_version.lock().expect("lock poisoned");
-            if last.as_ref() != Some(version) {
-                *last = Some(version.clone());
+            if self.last_version.get() != Some(version) {
+                self.last_version.set(version);
             }
         }
-        let session = self.session_id.lock().expect("lock poisoned").clone();
+        let session = self.session_id.get();
         let mut request = self.build(
             Method::POST,
             Bytes::from(body),
             Some(&rpc),
             version,
-            session.as_ref(),
+            session,
         );
         if version.is_some_and(|v| v.era() == Era::Modern) {
             request.headers_mut().extend(param_headers(params));
@@ -205,7 +204,7 @@ impl StreamableHttp {
         if session.is_none() && rpc.starts_session && response.status().is_success() {
             if let Some(assigned) = response.headers().get(&MCP_SESSION_ID) {
                 let assigned = valid_session_id(assigned)?;
-                *self.session_id.lock().expect("lock poisoned") = Some(assigned);
+                let _ = self.session_id.set(assigned);
             }
         }
         Ok((response, session.is_some()))
@@ -304,24 +303,19 @@ impl StreamableHttp {
     }
 
     async fn shut_down(&self) -> Result<(), TransportError> {
-        {
-            let mut closed = self.closed.lock().expect("lock poisoned");
-            if closed.is_some() {
-                // Already ended (expired or closed): keep the first closure, send nothing.
-                return Ok(());
-            }
-            *closed = Some(Closure::Local);
+        if self.closed.set(Closure::Local).is_err() {
+            // Already ended (expired or closed): keep the first closure, send nothing.
+            return Ok(());
         }
-        let Some(session) = self.session_id.lock().expect("lock poisoned").take() else {
+        let Some(session) = self.session_id.get() else {
             return Ok(());
         };
-        let version = self.last_version.lock().expect("lock poisoned").clone();
         let request = self.build(
             Method::DELETE,
             Bytes::new(),
             None,
-            version.as_ref(),
-            Some(&session),
+            self.last_version.get(),
+            Some(session),
         );
         let deleted = tokio::time::timeout(self.close_timeout, async {
             let response = self.send(request).await?;
@@ -374,6 +368,8 @@ impl fmt::Debug for StreamableHttp {
             .finish_non_exhaustive()
     }
 }
+
+impl crate::transport::sealed::Sealed for StreamableHttp {}
 
 impl Transport for StreamableHttp {
     fn request<'a>(
@@ -434,7 +430,7 @@ impl Transport for StreamableHttp {
     }
 
     fn closed(&self) -> Option<Closure> {
-        *self.closed.lock().expect("lock poisoned")
+        self.closed.get().copied()
     }
 
     fn kind(&self) -> TransportKind {
@@ -450,8 +446,7 @@ impl Transport for StreamableHttp {
     }
 
     fn session_id_text(&self) -> Option<String> {
-        let id = self.session_id.lock().expect("session id lock poisoned");
-        id.as_ref()
+        (self.session_id.get())
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
     }

@@ -148,14 +148,8 @@ impl StreamableHttp {
         body: Vec<u8>,
         version: Option<&ProtocolVersion>,
     ) -> Result<(), TransportError> {
-        let session = self.session_id.lock().expect("lock poisoned").clone();
-        let request = self.build(
-            Method::POST,
-            Bytes::from(body),
-            None,
-            version,
-            session.as_ref(),
-        );
+        let session = self.session_id.get();
+        let request = self.build(Method::POST, Bytes::from(body), None, version, session);
         let response = self.send(request).await?;
         if !response.status().is_success() {
             tracing::debug!(

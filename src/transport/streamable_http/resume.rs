@@ -121,14 +121,12 @@ impl StreamableHttp {
         last_event_id: &HeaderValue,
     ) -> Result<Resumed, TransportError> {
         self.check_open()?;
-        let version = self.last_version.lock().expect("lock poisoned").clone();
-        let session = self.session_id.lock().expect("lock poisoned").clone();
         let mut request = self.build(
             Method::GET,
             Bytes::new(),
             None,
-            version.as_ref(),
-            session.as_ref(),
+            self.last_version.get(),
+            self.session_id.get(),
         );
         let headers = request.headers_mut();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
@@ -141,7 +139,7 @@ impl StreamableHttp {
                 Ok(Resumed::Stream(body))
             }
             status if status.is_success() => Err(TransportError::ContentType),
-            StatusCode::NOT_FOUND if session.is_some() => {
+            StatusCode::NOT_FOUND if self.session_id.get().is_some() => {
                 // The session is gone: terminal, as on any request.
                 // The request was delivered before its stream was cut:
                 // this 404 refuses the resumption, not the request.
@@ -172,17 +170,16 @@ impl StreamableHttp {
     /// nothing is sent there.
     pub(super) async fn get_stream(&self) -> Result<Option<ServerStream>, TransportError> {
         self.check_open()?;
-        let version = self.last_version.lock().expect("lock poisoned").clone();
-        if version.as_ref().is_some_and(|v| v.era() == Era::Modern) {
+        let version = self.last_version.get();
+        if version.is_some_and(|v| v.era() == Era::Modern) {
             return Ok(None);
         }
-        let session = self.session_id.lock().expect("lock poisoned").clone();
         let mut request = self.build(
             Method::GET,
             Bytes::new(),
             None,
-            version.as_ref(),
-            session.as_ref(),
+            version,
+            self.session_id.get(),
         );
         request
             .headers_mut()
@@ -197,7 +194,12 @@ impl StreamableHttp {
             }
             status if status.is_success() => Err(TransportError::ContentType),
             status => match self
-                .failed_status(status, &parts.headers, body, session.is_some())
+                .failed_status(
+                    status,
+                    &parts.headers,
+                    body,
+                    self.session_id.get().is_some(),
+                )
                 .await
             {
                 Err(e) => Err(e),
