@@ -6,13 +6,13 @@
 //! 2024-11-05 to 2025-11-25), with two tools, `add` and `echo`. Unknown
 //! session ids get 404, as the specification says.
 
-use crate::protocol::methods;
+use crate::protocol::RequestKind;
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::hash::{BuildHasher, RandomState};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
@@ -121,7 +121,7 @@ impl DemoServer {
             self.state
                 .header_names
                 .lock()
-                .expect("lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .contains(&name)
         })
     }
@@ -133,13 +133,21 @@ impl DemoServer {
 
     /// Legacy sessions currently open.
     pub fn open_sessions(&self) -> usize {
-        self.state.sessions.lock().expect("lock poisoned").len()
+        self.state
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Forgets every session, as a restarted server would: later requests on
     /// them get 404.
     pub fn expire_sessions(&self) {
-        self.state.sessions.lock().expect("lock poisoned").clear();
+        self.state
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 
@@ -265,7 +273,7 @@ async fn handle(state: &State, request: http::Request<IncomingBody>) -> Reply {
     state
         .header_names
         .lock()
-        .expect("lock poisoned")
+        .unwrap_or_else(PoisonError::into_inner)
         .extend(request.headers().keys().cloned());
     if request.uri().path() != "/mcp" {
         return status(StatusCode::NOT_FOUND);
@@ -279,7 +287,13 @@ async fn handle(state: &State, request: http::Request<IncomingBody>) -> Reply {
         Method::GET => return status(StatusCode::METHOD_NOT_ALLOWED),
         Method::DELETE => {
             let removed = session
-                .map(|id| state.sessions.lock().expect("lock poisoned").remove(&id))
+                .map(|id| {
+                    state
+                        .sessions
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&id)
+                })
                 .unwrap_or(false);
             return status(if removed {
                 StatusCode::OK
@@ -328,7 +342,7 @@ async fn handle(state: &State, request: http::Request<IncomingBody>) -> Reply {
         }
         return json_reply(StatusCode::OK, &modern(&id, method, &params));
     }
-    if method == methods::INITIALIZE {
+    if RequestKind::of(method) == RequestKind::Initialize {
         return initialize(state, &id, &params);
     }
     match session {
@@ -340,7 +354,7 @@ async fn handle(state: &State, request: http::Request<IncomingBody>) -> Reply {
             if !state
                 .sessions
                 .lock()
-                .expect("lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .contains(&session) =>
         {
             json_reply(
@@ -361,7 +375,7 @@ fn capabilities() -> Value {
 }
 
 fn modern(id: &Value, method: &str, params: &Value) -> Value {
-    if method == methods::SERVER_DISCOVER {
+    if RequestKind::of(method) == RequestKind::Discover {
         let mut meta = serde_json::Map::new();
         meta.insert(meta_keys::SERVER_INFO.into(), server_info());
         return rpc_result(
@@ -397,7 +411,7 @@ fn initialize(state: &State, id: &Value, params: &Value) -> Reply {
     state
         .sessions
         .lock()
-        .expect("lock poisoned")
+        .unwrap_or_else(PoisonError::into_inner)
         .insert(session.clone());
     let body = rpc_result(
         id,
@@ -417,9 +431,9 @@ fn initialize(state: &State, id: &Value, params: &Value) -> Reply {
 }
 
 fn common(id: &Value, method: &str, params: &Value) -> Value {
-    match method {
-        methods::PING => rpc_result(id, json!({})),
-        methods::TOOLS_LIST => rpc_result(
+    match RequestKind::of(method) {
+        RequestKind::Ping => rpc_result(id, json!({})),
+        RequestKind::ListTools => rpc_result(
             id,
             json!({ "tools": [
                 {
@@ -442,7 +456,7 @@ fn common(id: &Value, method: &str, params: &Value) -> Value {
                 }
             ]}),
         ),
-        methods::TOOLS_CALL => call_tool(id, params),
+        RequestKind::CallTool => call_tool(id, params),
         _ => rpc_error(id, codes::METHOD_NOT_FOUND, "Method not found", None),
     }
 }

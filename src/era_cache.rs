@@ -36,7 +36,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -290,7 +290,7 @@ impl EraCache {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Verdict>> {
         // Held for one map operation, which cannot panic: never poisoned.
-        self.entries.lock().expect("era cache lock poisoned")
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -77,7 +77,10 @@ impl Printer {
     }
 
     pub(crate) fn line(&self, human: &str, json: Value) {
-        let mut out = self.out.lock().expect("stdout lock poisoned");
+        let mut out = self
+            .out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = if self.json {
             writeln!(out, "{json}")
         } else {

@@ -1,6 +1,6 @@
 //! The command's flow: parse, connect, optionally use, close, summarize.
 
-use mcp_connect::protocol::methods;
+use mcp_connect::protocol::NotificationKind;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -156,7 +156,7 @@ async fn run(args: Args) -> ExitCode {
         let shown = Arc::clone(&printer);
         notices = Some(tokio::spawn(async move {
             while let Some(notification) = notifications.recv().await {
-                if notification.method != methods::NOTIFICATION_PROGRESS {
+                if notification.kind() != NotificationKind::Progress {
                     shown.notification(&notification.method);
                 }
             }

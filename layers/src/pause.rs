@@ -36,7 +36,9 @@ impl DeadlinePause {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // Held for a few arithmetic operations that cannot panic.
-        self.state.lock().expect("pause lock poisoned")
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Pauses the deadline until the guard is dropped. Pauses may nest; the

@@ -12,7 +12,7 @@
 //! sending the same request once more with the server's nonce, so no
 //! transport needs to know DPoP exists.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -87,17 +87,23 @@ impl AuthState {
                 dpop_bound: t.is_dpop_bound().then(|| Arc::from(t.access_token())),
             })
         });
-        *self.header.write().expect("auth lock poisoned") = header;
-        *self.tokens.write().expect("auth lock poisoned") = tokens;
+        *self.header.write().unwrap_or_else(PoisonError::into_inner) = header;
+        *self.tokens.write().unwrap_or_else(PoisonError::into_inner) = tokens;
     }
 
     pub(crate) fn tokens(&self) -> Option<Tokens> {
-        self.tokens.read().expect("auth lock poisoned").clone()
+        self.tokens
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The status and challenge of the last refusal, taken.
     pub(crate) fn take_challenge(&self) -> Option<(StatusCode, Challenge)> {
-        self.challenge.lock().expect("auth lock poisoned").take()
+        self.challenge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Whether the last refusal asked for a DPoP nonce: one the bearer
@@ -105,7 +111,7 @@ impl AuthState {
     pub(crate) fn refused_dpop_nonce(&self) -> bool {
         self.challenge
             .lock()
-            .expect("auth lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .is_some_and(|(_, c)| c.error.as_deref() == Some("use_dpop_nonce"))
     }
@@ -115,7 +121,7 @@ impl AuthState {
     pub(crate) fn wants_more_scope(&self) -> bool {
         self.challenge
             .lock()
-            .expect("auth lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .is_some_and(|(status, c)| {
                 *status == StatusCode::FORBIDDEN && c.error.as_deref() == Some("insufficient_scope")
@@ -126,17 +132,23 @@ impl AuthState {
     pub(crate) fn registered_at(&self, issuer: &str) -> Option<Registered> {
         self.registered
             .lock()
-            .expect("auth lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .clone()
             .filter(|r| r.issuer == issuer)
     }
 
     pub(crate) fn set_registered(&self, registered: Registered) {
-        *self.registered.lock().expect("auth lock poisoned") = Some(registered);
+        *self
+            .registered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(registered);
     }
 
     fn credential(&self) -> Option<Credential> {
-        self.header.read().expect("auth lock poisoned").clone()
+        self.header
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn refused(&self, status: StatusCode, header: Option<&HeaderValue>) {
@@ -144,7 +156,10 @@ impl AuthState {
             .and_then(|h| h.to_str().ok())
             .and_then(Challenge::parse)
             .unwrap_or_default();
-        *self.challenge.lock().expect("auth lock poisoned") = Some((status, challenge));
+        *self
+            .challenge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((status, challenge));
     }
 }
 

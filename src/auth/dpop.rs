@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -149,7 +149,7 @@ impl Nonces {
     pub(crate) fn get(&self, party: Party, origin: &str) -> Option<String> {
         self.by_server
             .lock()
-            .expect("nonce lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&(party, origin.to_owned()))
             .cloned()
     }
@@ -162,7 +162,7 @@ impl Nonces {
         };
         self.by_server
             .lock()
-            .expect("nonce lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert((party, origin.to_owned()), nonce.to_owned());
     }
 }

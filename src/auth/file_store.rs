@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
 
@@ -49,7 +49,7 @@ impl fmt::Debug for FileTokenStore {
 
 impl TokenStore for FileTokenStore {
     fn load<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<Option<Tokens>, StoreError>> {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let found = self.read().remove(&key.canonical());
         Box::pin(async move { Ok(found) })
     }
@@ -60,7 +60,7 @@ impl TokenStore for FileTokenStore {
         tokens: &'a Tokens,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let saved = {
-            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             let mut map = self.read();
             map.insert(key.canonical(), tokens.clone());
             self.write(&map).map_err(StoreError::from)
@@ -70,7 +70,7 @@ impl TokenStore for FileTokenStore {
 
     fn forget<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Result<(), StoreError>> {
         let forgotten = {
-            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             let mut map = self.read();
             if map.remove(&key.canonical()).is_some() {
                 self.write(&map).map_err(StoreError::from)

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -223,7 +223,7 @@ impl MemoryTokenStore {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Memory) -> T) -> T {
-        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 

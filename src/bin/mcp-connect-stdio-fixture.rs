@@ -16,7 +16,7 @@
 //! `tools/call` of the tool `ask` first asks the client `roots/list` and
 //! answers with the first root's URI.
 
-use mcp_connect::protocol::methods;
+use mcp_connect::protocol::{methods, RequestKind};
 use std::io::{BufRead, Write};
 
 use serde_json::{json, Value};
@@ -117,7 +117,8 @@ fn main() {
             let _ = out.flush();
             continue;
         }
-        if method == methods::TOOLS_CALL && message["params"]["name"] == "ask" {
+        let kind = RequestKind::of(method);
+        if kind == RequestKind::CallTool && message["params"]["name"] == "ask" {
             asking = Some(id.clone());
             let ask = json!({ "jsonrpc": "2.0", "id": "srv-1", "method": methods::ROOTS_LIST });
             let mut out = stdout.lock();
@@ -125,17 +126,17 @@ fn main() {
             let _ = out.flush();
             continue;
         }
-        let reply = match method {
-            methods::INITIALIZE => json!({ "jsonrpc": "2.0", "id": id, "result": {
+        let reply = match kind {
+            RequestKind::Initialize => json!({ "jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": message["params"]["protocolVersion"],
                 "capabilities": { "tools": {} },
                 "serverInfo": { "name": "stdio-fixture", "version": std::process::id().to_string() }
             }}),
-            methods::PING => json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
-            methods::TOOLS_LIST => json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": [
+            RequestKind::Ping => json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+            RequestKind::ListTools => json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": [
                 { "name": "echo", "inputSchema": { "type": "object" } }
             ]}}),
-            methods::TOOLS_CALL => json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [
+            RequestKind::CallTool => json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [
                 { "type": "text", "text": message["params"]["arguments"]["text"].as_str().unwrap_or_default() }
             ]}}),
             _ => {

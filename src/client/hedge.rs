@@ -19,7 +19,7 @@
 //! percentile's delay is at least the median.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -185,7 +185,7 @@ impl Service<Call> for Hedged {
             // Held to poll readiness or start a call, never across an await.
             Inner::Percentile(hedge) => hedge
                 .lock()
-                .expect("hedge lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .poll_ready(cx)
                 .map_err(into_client_error),
             Inner::After { inner, .. } => inner.poll_ready(cx),
@@ -195,7 +195,10 @@ impl Service<Call> for Hedged {
     fn call(&mut self, call: Call) -> Self::Future {
         match &mut self.0 {
             Inner::Percentile(hedge) => {
-                let future = hedge.lock().expect("hedge lock poisoned").call(call);
+                let future = hedge
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .call(call);
                 Box::pin(async move { future.await.map_err(into_client_error) })
             }
             Inner::After { inner, safe, delay } => {

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -192,7 +192,7 @@ where
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept<K, T>> {
         // Held for one look or one change, which cannot panic.
-        self.kept.lock().expect("principals lock poisoned")
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

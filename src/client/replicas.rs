@@ -16,7 +16,7 @@
 //! a stream, is not `Clone` (a `Buffer` and its task would sit in front),
 //! and has no ejection; the p2c choice itself is a few lines.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -83,11 +83,14 @@ struct Health {
 impl Replica {
     fn load(&self) -> Cost {
         // Held for one read.
-        self.calls.lock().expect("replica lock poisoned").load()
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .load()
     }
 
     fn ejected(&self, now: Instant) -> bool {
-        let health = self.health.lock().expect("replica lock poisoned");
+        let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
         health.ejected_until.is_some_and(|until| now < until)
     }
 }
@@ -197,7 +200,7 @@ impl Shared {
                 .collect();
         }
         let (a, b) = {
-            let mut rng = self.rng.lock().expect("rng lock poisoned");
+            let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
             let n = live.len() as u64;
             if n == 0 {
                 return None;
@@ -222,7 +225,7 @@ impl Shared {
         let mut health = self.replicas[i]
             .health
             .lock()
-            .expect("replica lock poisoned");
+            .unwrap_or_else(PoisonError::into_inner);
         if !failed {
             *health = Health::default();
             return;
@@ -249,7 +252,7 @@ impl Shared {
             let mut calls = self.replicas[i]
                 .calls
                 .lock()
-                .expect("replica lock poisoned");
+                .unwrap_or_else(PoisonError::into_inner);
             // Every call path under a client is always ready.
             calls.call(call)
         };

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use super::connection::Connection;
@@ -71,7 +71,7 @@ pub(super) struct WriteBack {
 
 impl WriteBack {
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, TokenWrite>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A write to `place` went through: an older one waiting is moot.

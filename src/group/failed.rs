@@ -4,6 +4,7 @@
 //! restarts it or a call through its client builds a session.
 
 use mcp_connect_layers::{Failure, FailureKind};
+use std::sync::PoisonError;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -39,7 +40,11 @@ impl Supervisor {
                 .delay(self.failures_in_a_row, &mut self.rng);
             Instant::now() + delay
         });
-        *self.member.retry_at.lock().expect("retry lock poisoned") = retry_at;
+        *self
+            .member
+            .retry_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = retry_at;
         self.set(match keeps_tools {
             true => HealthState::Degraded(failure),
             false => HealthState::after_failed_establishment(failure),
@@ -47,7 +52,7 @@ impl Supervisor {
         loop {
             tokio::select! {
                 () = sleep_until(retry_at) => {
-                    *self.member.retry_at.lock().expect("retry lock poisoned") = None;
+                    *self.member.retry_at.lock().unwrap_or_else(PoisonError::into_inner) = None;
                     // Also ends the client's cool-down: this is the pace.
                     let _ = self.member.client.close().await;
                     return Step::Again;

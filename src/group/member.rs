@@ -23,7 +23,7 @@
 //! the server failed, or needing authorization, until the application
 //! restarts it.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -140,7 +140,10 @@ impl Member {
     /// A routed call begins or ends now.
     pub(super) fn touch(&self) {
         if self.idle_close.is_some() {
-            *self.last_used.lock().expect("last-used lock poisoned") = Instant::now();
+            *self
+                .last_used
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Instant::now();
         }
     }
 
@@ -150,17 +153,20 @@ impl Member {
         if *self.calls.borrow() > 0 {
             return None;
         }
-        let last = *self.last_used.lock().expect("last-used lock poisoned");
+        let last = *self
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         Some(last + idle)
     }
 
     pub(super) fn health(&self) -> ServerHealth {
-        *self.health.lock().expect("health lock poisoned")
+        *self.health.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Asks the supervisor to restart: close, then establish anew.
     pub(super) fn request_restart(&self) {
-        *self.intent.lock().expect("intent lock poisoned") = Intent::Restart;
+        *self.intent.lock().unwrap_or_else(PoisonError::into_inner) = Intent::Restart;
         self.wake.notify_one();
     }
 
@@ -171,7 +177,7 @@ impl Member {
             return None;
         }
         let failure = error.failure();
-        let mut intent = self.intent.lock().expect("intent lock poisoned");
+        let mut intent = self.intent.lock().unwrap_or_else(PoisonError::into_inner);
         if *intent == Intent::Nothing {
             *intent = Intent::Reconnect;
         }
@@ -182,7 +188,7 @@ impl Member {
 
     pub(super) fn take_intent(&self) -> Intent {
         std::mem::replace(
-            &mut *self.intent.lock().expect("intent lock poisoned"),
+            &mut *self.intent.lock().unwrap_or_else(PoisonError::into_inner),
             Intent::Nothing,
         )
     }
@@ -421,17 +427,29 @@ impl Supervisor {
     /// its failure.
     pub(super) fn keep(&self, error: ClientError) -> Failure {
         let failure = error.failure();
-        *self.member.last_error.lock().expect("error lock poisoned") = Some(Arc::new(error));
+        *self
+            .member
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(error));
         failure
     }
 
     pub(super) fn set(&self, state: HealthState) {
         if state == HealthState::Ready {
-            *self.member.last_error.lock().expect("error lock poisoned") = None;
+            *self
+                .member
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
         }
         if !matches!(state, HealthState::Failed(_)) {
             // Only a failed member waits for its next try.
-            *self.member.retry_at.lock().expect("retry lock poisoned") = None;
+            *self
+                .member
+                .retry_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
         }
         if let Some(group) = self.group.upgrade() {
             group.set_health(&self.member, state);

@@ -60,7 +60,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use mcp_connect_layers::jitter::jitter;
@@ -235,7 +235,8 @@ impl ServerGroup {
                 self.shared.set_health(&member, HealthState::Idle);
             }
         }
-        *member.task.lock().expect("task lock poisoned") = Some(tokio::spawn(supervisor.run()));
+        *member.task.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(tokio::spawn(supervisor.run()));
         members.insert(Arc::clone(&member.name), member);
         Ok(())
     }
@@ -261,7 +262,12 @@ impl ServerGroup {
             .members()
             .remove(name)
             .ok_or_else(|| unknown_server(name))?;
-        if let Some(task) = member.task.lock().expect("task lock poisoned").take() {
+        if let Some(task) = member
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
             task.abort();
         }
         self.shared.storm.gave_up(&member.name);
@@ -306,7 +312,11 @@ impl ServerGroup {
     /// listing. Reads one member, whatever the size of the group.
     pub fn listed_tools(&self, name: &str) -> Option<usize> {
         let member = self.members().get(name).cloned()?;
-        let listing = member.listing.lock().expect("listing lock").clone();
+        let listing = member
+            .listing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         listing.map(|listing| listing.tools.len())
     }
 
@@ -317,7 +327,7 @@ impl ServerGroup {
         let error = member
             .last_error
             .lock()
-            .expect("error lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .clone();
         error
     }
@@ -470,7 +480,7 @@ fn unknown_server(name: &str) -> GroupError {
 impl Shared {
     fn members(&self) -> std::sync::MutexGuard<'_, BTreeMap<Arc<str>, Arc<Member>>> {
         // Held for one look or one change, which cannot panic.
-        self.members.lock().expect("members lock poisoned")
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -479,10 +489,15 @@ impl Drop for Shared {
         for member in self
             .members
             .get_mut()
-            .expect("members lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
-            if let Some(task) = member.task.lock().expect("task lock poisoned").take() {
+            if let Some(task) = member
+                .task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+            {
                 task.abort();
             }
         }

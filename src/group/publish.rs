@@ -2,7 +2,7 @@
 //! waits) and the catalogue, published once per burst of listing changes.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use super::catalogue::Listing;
 use super::{HealthChange, HealthState, Member, ServerHealth, Shared};
@@ -11,10 +11,13 @@ impl Shared {
     /// Sets a member's health, with its client's generation, and tells the
     /// stream and the waits when it changed.
     pub(super) fn set_health(&self, member: &Member, state: HealthState) {
-        let retry_at = *member.retry_at.lock().expect("retry lock poisoned");
+        let retry_at = *member
+            .retry_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let health = ServerHealth::new(state, member.client.generation()).retrying_at(retry_at);
         {
-            let mut current = member.health.lock().expect("health lock poisoned");
+            let mut current = member.health.lock().unwrap_or_else(PoisonError::into_inner);
             // Removed is the last word: a supervisor racing its abort
             // cannot bring a member back into the counts.
             if *current == health || current.state == HealthState::Removed {
@@ -56,13 +59,16 @@ impl Shared {
     /// pending; watchers get the new one from a task scheduled here.
     pub(super) fn set_listing(&self, member: &Member, listing: Option<Listing>) {
         let listing = listing.map(Arc::new);
-        *member.listing.lock().expect("listing lock poisoned") = listing.clone();
+        *member
+            .listing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = listing.clone();
         // Where the member's names are remembered, and what was: a name
         // once given is given again, whatever the order servers come in.
         let remembered = self.remembered.as_ref().zip(member.remember_as.as_deref());
         let names = remembered.and_then(|(listings, key)| listings.names(key));
         let given = {
-            let mut index = self.index.lock().expect("index lock poisoned");
+            let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
             let memory = remembered.map(|(_, key)| (key, names.as_ref()));
             let given = index.set(&member.name, listing, &self.naming, memory);
             self.listings_changed.fetch_add(1, Ordering::AcqRel);
@@ -97,7 +103,7 @@ impl Shared {
             return;
         }
         // One publish at a time, so versions follow each other.
-        let mut index = self.index.lock().expect("index lock poisoned");
+        let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         let changed = self.listings_changed.load(Ordering::Acquire);
         if self.built.load(Ordering::Acquire) == changed {
             return;

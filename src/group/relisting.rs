@@ -1,7 +1,7 @@
 //! What the supervisor lists, kind by kind, into the member's listing;
 //! when it may list again and why a listing failed are `listing.rs`'s.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use mcp_connect_layers::FailureKind;
 
@@ -66,7 +66,12 @@ impl Supervisor {
 
     /// Lists one kind again after the server said it changed.
     pub(super) async fn refresh_kind(&mut self, kind: ListKind) -> Result<(), ListingFailed> {
-        let current = self.member.listing.lock().expect("listing lock").clone();
+        let current = self
+            .member
+            .listing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let Some(current) = current else {
             return Ok(());
         };

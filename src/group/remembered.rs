@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -317,7 +317,10 @@ impl RememberedListings {
 
     fn listings(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
         // Held for one look or one change, which cannot panic.
-        self.inner.listings.lock().expect("listings lock poisoned")
+        self.inner
+            .listings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -10,7 +10,7 @@
 //! release does not arrive at once (and groups of a fleet stay apart).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use mcp_connect_layers::jitter::Jitter;
@@ -141,7 +141,7 @@ impl StormGate {
 
     fn gate(&self) -> std::sync::MutexGuard<'_, Gate> {
         // Held for a few field updates, which cannot panic.
-        self.state.lock().expect("storm gate lock poisoned")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The application's answers to server requests: sampling, elicitation and
 //! roots, each an async function of the request's params.
 
-use crate::protocol::methods;
+use crate::protocol::ServerRequestKind;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -235,11 +235,11 @@ impl ClientHandler {
         method: &str,
         params: Option<Value>,
     ) -> BoxFuture<'static, Result<Value, RpcError>> {
-        let answer = match method {
-            methods::PING => return Box::pin(async { Ok(json!({})) }),
-            methods::SAMPLING_CREATE_MESSAGE => self.sampling.as_ref(),
-            methods::ELICITATION_CREATE => self.elicitation.as_ref(),
-            methods::ROOTS_LIST => self.roots.as_ref(),
+        let answer = match ServerRequestKind::of(method) {
+            ServerRequestKind::Ping => return Box::pin(async { Ok(json!({})) }),
+            ServerRequestKind::CreateMessage => self.sampling.as_ref(),
+            ServerRequestKind::Elicit => self.elicitation.as_ref(),
+            ServerRequestKind::ListRoots => self.roots.as_ref(),
             _ => None,
         };
         match answer {
@@ -299,6 +299,7 @@ pub fn elicitation_defaults(request: &ElicitRequest) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::methods;
 
     #[tokio::test]
     async fn a_tower_service_answers_its_kind() {

@@ -18,9 +18,9 @@ mod handler;
 mod notifications;
 mod subscriptions;
 
-use crate::protocol::methods;
+use crate::protocol::NotificationKind;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -165,7 +165,7 @@ impl Inbound {
 
     fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
         // Held for one map operation, never across an await or a callback.
-        self.progress.lock().expect("progress lock poisoned")
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The response bytes to one server request. A panicking handler is
@@ -242,10 +242,11 @@ impl Inbound {
         if let Some((cache, server)) = &self.cache {
             invalidate(cache, server, &method, params.as_ref());
         }
-        if method == methods::NOTIFICATION_PROGRESS {
+        let kind = NotificationKind::of(&method);
+        if kind == NotificationKind::Progress {
             self.progress_report(params.as_ref());
         }
-        if method == subscriptions::ACKNOWLEDGED {
+        if kind == NotificationKind::SubscriptionsAcknowledged {
             return self.acks.deliver(params.as_ref());
         }
         if let Some(key) = subscriptions::subscription_of(params.as_ref()) {
@@ -345,6 +346,7 @@ impl std::fmt::Debug for Inbound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::methods;
     use serde_json::json;
 
     #[tokio::test]

@@ -1,7 +1,7 @@
 //! Server notifications, delivered to the application through a bounded
 //! channel that never makes a transport wait.
 
-use crate::protocol::methods;
+use crate::protocol::NotificationKind;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,22 +28,23 @@ pub struct ServerNotification {
 }
 
 impl ServerNotification {
+    /// What it is.
+    pub fn kind(&self) -> NotificationKind {
+        NotificationKind::of(&self.method)
+    }
+
     /// The notification typed, when its method is one the specification
     /// defines and its params have that method's shape;
     /// [`Known::Other`] otherwise (read `method` and `params`).
     pub fn known(&self) -> Known {
-        let known = match self.method.as_str() {
-            methods::NOTIFICATION_PROGRESS => self.params_as().map(Known::Progress),
-            methods::NOTIFICATION_MESSAGE => self.params_as().map(Known::Log),
-            methods::NOTIFICATION_RESOURCES_UPDATED => self.params_as().map(Known::ResourceUpdated),
-            methods::NOTIFICATION_CANCELLED => self.params_as().map(Known::Cancelled),
-            methods::NOTIFICATION_TOOLS_LIST_CHANGED => Some(Known::ListChanged(ListKind::Tools)),
-            methods::NOTIFICATION_PROMPTS_LIST_CHANGED => {
-                Some(Known::ListChanged(ListKind::Prompts))
-            }
-            methods::NOTIFICATION_RESOURCES_LIST_CHANGED => {
-                Some(Known::ListChanged(ListKind::Resources))
-            }
+        let known = match self.kind() {
+            NotificationKind::Progress => self.params_as().map(Known::Progress),
+            NotificationKind::Message => self.params_as().map(Known::Log),
+            NotificationKind::ResourceUpdated => self.params_as().map(Known::ResourceUpdated),
+            NotificationKind::Cancelled => self.params_as().map(Known::Cancelled),
+            NotificationKind::ToolsListChanged => Some(Known::ListChanged(ListKind::Tools)),
+            NotificationKind::PromptsListChanged => Some(Known::ListChanged(ListKind::Prompts)),
+            NotificationKind::ResourcesListChanged => Some(Known::ListChanged(ListKind::Resources)),
             _ => None,
         };
         known.unwrap_or(Known::Other)
@@ -249,6 +250,7 @@ impl fmt::Debug for Notifications {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::methods;
 
     #[test]
     fn a_full_channel_drops_and_counts_without_waiting() {

@@ -12,17 +12,14 @@
 //! on stdio all subscriptions share one channel, and the server may still
 //! send on a subscription it has not yet seen cancelled.
 
-use crate::protocol::methods;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::{token_key, Inbound};
 use crate::protocol::meta_keys;
-
-pub(crate) const ACKNOWLEDGED: &str = methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED;
 
 #[derive(Default)]
 pub(super) struct Acks {
@@ -41,7 +38,7 @@ pub(super) fn subscription_of(params: Option<&Value>) -> Option<String> {
 impl Acks {
     fn live(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
         // Held for one set operation, never across an await.
-        self.live.lock().expect("subscriptions lock poisoned")
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a notification tagged with subscription `key` may go on.
@@ -51,7 +48,7 @@ impl Acks {
 
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Value>>> {
         // Held for one map operation, never across an await.
-        self.waiting.lock().expect("acks lock poisoned")
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands an acknowledgement's `notifications` filter to its waiter.

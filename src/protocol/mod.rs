@@ -7,6 +7,7 @@
 
 pub mod codes;
 pub mod header_params;
+mod incoming;
 mod jsonrpc;
 mod messages;
 pub mod methods;
@@ -14,6 +15,7 @@ mod requests;
 pub mod server_requests;
 mod version;
 
+pub use incoming::{NotificationKind, ServerRequestKind};
 pub(crate) use jsonrpc::{error_bytes, result_bytes, with_meta_entries};
 pub use jsonrpc::{Incoming, JsonError, MessageError, Notification, Request, RequestId, RpcError};
 #[cfg(feature = "schema")]

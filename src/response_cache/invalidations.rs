@@ -13,7 +13,7 @@
 
 use crate::protocol::methods;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{CacheKey, Invalidation, ResponseStore};
 
@@ -44,7 +44,7 @@ pub(super) struct Invalidations {
 impl Invalidations {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // Held for one look or one change, which cannot panic.
-        self.state.lock().expect("invalidations lock poisoned")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many invalidations `server` has had.

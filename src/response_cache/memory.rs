@@ -1,7 +1,7 @@
 //! The default store: a bounded map in this process.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use futures_util::future::{self, BoxFuture, FutureExt};
@@ -46,7 +46,7 @@ impl MemoryStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, CachedResult>> {
         // Held for map operations that cannot panic: never poisoned.
-        self.entries.lock().expect("response cache lock poisoned")
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

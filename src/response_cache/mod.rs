@@ -54,7 +54,7 @@ mod hints;
 mod invalidations;
 mod memory;
 
-use crate::protocol::methods;
+use crate::protocol::{methods, NotificationKind, RequestKind};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -282,16 +282,14 @@ impl fmt::Debug for ResponseCache {
 
 /// What a server notification makes stale, if anything.
 pub(crate) fn invalidation(method: &str, params: Option<&serde_json::Value>) -> Vec<Invalidation> {
-    match method {
-        methods::NOTIFICATION_TOOLS_LIST_CHANGED => vec![Invalidation::Method(methods::TOOLS_LIST)],
-        methods::NOTIFICATION_PROMPTS_LIST_CHANGED => {
-            vec![Invalidation::Method(methods::PROMPTS_LIST)]
-        }
-        methods::NOTIFICATION_RESOURCES_LIST_CHANGED => vec![
+    match NotificationKind::of(method) {
+        NotificationKind::ToolsListChanged => vec![Invalidation::Method(methods::TOOLS_LIST)],
+        NotificationKind::PromptsListChanged => vec![Invalidation::Method(methods::PROMPTS_LIST)],
+        NotificationKind::ResourcesListChanged => vec![
             Invalidation::Method(methods::RESOURCES_LIST),
             Invalidation::Method(methods::RESOURCES_TEMPLATES_LIST),
         ],
-        methods::NOTIFICATION_RESOURCES_UPDATED => params
+        NotificationKind::ResourceUpdated => params
             .and_then(|p| p.get("uri"))
             .and_then(serde_json::Value::as_str)
             .map(|uri| vec![Invalidation::Resource(uri.to_owned())])
@@ -333,7 +331,8 @@ impl Invalidation {
         move |key: &CacheKey| match self {
             Invalidation::Method(method) => &*key.method == *method,
             Invalidation::Resource(_) => {
-                &*key.method == methods::RESOURCES_READ && read.as_deref() == Some(&*key.params)
+                RequestKind::of(&key.method) == RequestKind::ReadResource
+                    && read.as_deref() == Some(&*key.params)
             }
         }
     }

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -42,7 +42,7 @@ impl ToolHeaders {
     ) -> (Vec<Tool>, Vec<ExcludedTool>) {
         let mut kept = Vec::with_capacity(tools.len());
         let mut excluded = Vec::new();
-        let mut map = self.tools.lock().expect("lock poisoned");
+        let mut map = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         if complete {
             map.clear();
             self.listed.store(true, Ordering::Relaxed);
@@ -88,7 +88,7 @@ impl ToolHeaders {
             return Ok(Vec::new());
         };
         let declared = {
-            let map = self.tools.lock().expect("lock poisoned");
+            let map = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
             match map.get(name) {
                 None => return Ok(Vec::new()),
                 Some(declared) => declared.clone(),

@@ -11,7 +11,7 @@
 //! future is dropped ends as `error.type = cancelled`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceContextExt, Tracer};
@@ -81,7 +81,7 @@ impl SessionTelemetry {
         Cause(
             self.last_failure
                 .lock()
-                .expect("cause lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .clone(),
         )
     }
@@ -256,7 +256,10 @@ impl CallSpan {
     pub(crate) fn finish(self, result: Result<&RawValue, Failure>) {
         if result.is_err() {
             let failed = self.cx.span().span_context().clone();
-            *self.last_failure.lock().expect("cause lock poisoned") = Some(failed);
+            *self
+                .last_failure
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(failed);
         }
         self.finish_as(match result {
             Ok(raw) => CallOutcome::Result(raw),

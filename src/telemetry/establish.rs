@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -303,7 +303,7 @@ impl StageObserver for Stages {
             StageOutcome::Started => {
                 self.begun
                     .lock()
-                    .expect("stage lock poisoned")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .insert(stage, event.elapsed);
                 "started"
             }
@@ -327,7 +327,7 @@ impl StageObserver for Stages {
             let begun = self
                 .begun
                 .lock()
-                .expect("stage lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .remove(stage);
             if let Some(begun) = begun {
                 let took = event.elapsed.saturating_sub(begun).as_secs_f64();

@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -118,7 +118,11 @@ impl ScriptServer {
 
     /// Every request received so far, in order.
     pub fn recorded(&self) -> Vec<Recorded> {
-        self.counters.recorded.lock().expect("lock").clone()
+        self.counters
+            .recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The JSON-RPC method of every request (the HTTP method for bodiless
@@ -220,7 +224,7 @@ async fn accept(
                     counters
                         .recorded
                         .lock()
-                        .expect("lock")
+                        .unwrap_or_else(PoisonError::into_inner)
                         .push(recorded.clone());
                     respond(script(&recorded), &reset).await
                 }

@@ -2,10 +2,10 @@
 //!
 //! [`ScriptServer`]: super::ScriptServer
 
-use crate::protocol::methods;
+use crate::protocol::{methods, NotificationKind, RequestKind};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use http::Method;
 use serde_json::json;
@@ -69,7 +69,11 @@ impl LegacyServer {
 
     /// Sessions open now.
     pub fn open_sessions(&self) -> usize {
-        self.state.open.lock().expect("lock").len()
+        self.state
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// `tools/call` requests answered so far.
@@ -80,12 +84,20 @@ impl LegacyServer {
     /// Forgets every session, as a restart does: later requests on them
     /// get the [`UnknownSession`] answer (404 by default).
     pub fn expire_sessions(&self) {
-        self.state.open.lock().expect("lock").clear();
+        self.state
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// How a request on an unknown session is answered from now on.
     pub fn answer_unknown_sessions(&self, answer: UnknownSession) {
-        *self.state.unknown_session.lock().expect("lock") = answer;
+        *self
+            .state
+            .unknown_session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = answer;
     }
 
     /// The answer to one request.
@@ -94,8 +106,13 @@ impl LegacyServer {
         match (&request.method, request.rpc_method()) {
             (&Method::GET, _) => return Script::Status(405),
             (&Method::DELETE, _) => {
-                let removed =
-                    session.is_some_and(|s| self.state.open.lock().expect("lock").remove(&s));
+                let removed = session.is_some_and(|s| {
+                    self.state
+                        .open
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&s)
+                });
                 if removed {
                     self.state.deleted.fetch_add(1, Ordering::Relaxed);
                 }
@@ -107,7 +124,11 @@ impl LegacyServer {
             (_, methods::INITIALIZE) => {
                 let n = self.state.created.fetch_add(1, Ordering::Relaxed) + 1;
                 let id = format!("session-{n}");
-                self.state.open.lock().expect("lock").insert(id.clone());
+                self.state
+                    .open
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.clone());
                 let body = result(
                     request,
                     json!({
@@ -122,8 +143,20 @@ impl LegacyServer {
         }
         match session {
             None => Script::Json(400, error(request, -32600, None)),
-            Some(s) if !self.state.open.lock().expect("lock").contains(&s) => {
-                match *self.state.unknown_session.lock().expect("lock") {
+            Some(s)
+                if !self
+                    .state
+                    .open
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(&s) =>
+            {
+                match *self
+                    .state
+                    .unknown_session
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                {
                     UnknownSession::NotFound => Script::Json(404, error(request, -32600, None)),
                     UnknownSession::BadRequestWithoutId => Script::Json(
                         400,
@@ -138,9 +171,15 @@ impl LegacyServer {
                     UnknownSession::Status(status) => Script::Status(status),
                 }
             }
-            Some(_) => match request.rpc_method() {
-                "" | methods::INITIALIZED => Script::Status(202),
-                methods::TOOLS_CALL => {
+            Some(_)
+                if request.rpc_method().is_empty()
+                    || NotificationKind::of(request.rpc_method())
+                        == NotificationKind::Initialized =>
+            {
+                Script::Status(202)
+            }
+            Some(_) => match RequestKind::of(request.rpc_method()) {
+                RequestKind::CallTool => {
                     self.state.tool_calls.fetch_add(1, Ordering::Relaxed);
                     Script::Json(
                         200,
@@ -150,14 +189,14 @@ impl LegacyServer {
                         ),
                     )
                 }
-                methods::PING => Script::Json(200, result(request, json!({}))),
-                methods::PROMPTS_GET => {
+                RequestKind::Ping => Script::Json(200, result(request, json!({}))),
+                RequestKind::GetPrompt => {
                     Script::Json(200, result(request, json!({ "messages": [] })))
                 }
-                methods::RESOURCES_READ => {
+                RequestKind::ReadResource => {
                     Script::Json(200, result(request, json!({ "contents": [] })))
                 }
-                methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                RequestKind::Subscribe | RequestKind::Unsubscribe => {
                     Script::Json(200, result(request, json!({})))
                 }
                 _ => Script::Json(200, error(request, -32601, None)),

@@ -13,7 +13,7 @@
 
 use crate::protocol::methods;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -136,7 +136,7 @@ impl ResumableServer {
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::clone(&state);
         let server = ScriptServer::start(move |request| {
-            let mut state = shared.lock().expect("state lock");
+            let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
             answer(&behaviour, &mut state, request)
         })
         .await;
@@ -170,7 +170,7 @@ impl ResumableServer {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("state lock")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

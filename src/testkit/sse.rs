@@ -1,9 +1,9 @@
 //! A scriptable legacy HTTP+SSE server (the 2024-11-05 transport).
 
-use crate::protocol::methods;
+use crate::protocol::RequestKind;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
@@ -119,7 +119,7 @@ impl SseServer {
     pub fn open_streams(&self) -> usize {
         self.streams
             .lock()
-            .expect("testkit server")
+            .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter(|tx| !tx.is_closed())
             .count()
@@ -127,7 +127,10 @@ impl SseServer {
 
     /// "METHOD path rpc-method" for every request received.
     pub fn log(&self) -> Vec<String> {
-        self.log.lock().expect("testkit server").clone()
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -170,7 +173,7 @@ async fn handle(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    log.lock().expect("testkit server").push(
+    log.lock().unwrap_or_else(PoisonError::into_inner).push(
         format!("{} {} {rpc}", parts.method, parts.uri.path())
             .trim_end()
             .to_owned(),
@@ -187,7 +190,10 @@ async fn handle(
                 )))
                 .expect("testkit server");
             }
-            streams.lock().expect("testkit server").push(tx);
+            streams
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(tx);
             let stream = futures_util::stream::unfold(rx, |mut rx| async move {
                 match rx.recv().await {
                     Some(Some(chunk)) => {
@@ -205,30 +211,35 @@ async fn handle(
         }
         (&Method::POST, "/sse") => full(behaviour.post_to_sse_url, "Method Not Allowed"),
         (&Method::POST, "/message") => {
-            let Some(tx) = streams.lock().expect("testkit server").last().cloned() else {
+            let Some(tx) = streams
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .last()
+                .cloned()
+            else {
                 return full(404, "Could not find session");
             };
             let id = message.get("id").cloned();
-            let reply = match (rpc.as_str(), id) {
+            let reply = match (RequestKind::of(&rpc), id) {
                 (_, None) => None,
-                (methods::INITIALIZE, Some(_)) if behaviour.stall_initialize => None,
-                (methods::INITIALIZE, Some(id)) => {
+                (RequestKind::Initialize, Some(_)) if behaviour.stall_initialize => None,
+                (RequestKind::Initialize, Some(id)) => {
                     Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
                         "protocolVersion": message["params"]["protocolVersion"],
                         "capabilities": { "tools": {} },
                         "serverInfo": { "name": "sse-only", "version": "2024" }
                     }}))
                 }
-                (methods::TOOLS_CALL, Some(_)) if behaviour.close_on_call => {
+                (RequestKind::CallTool, Some(_)) if behaviour.close_on_call => {
                     let _ = tx.send(None);
                     None
                 }
-                (methods::TOOLS_CALL, Some(id)) => {
+                (RequestKind::CallTool, Some(id)) => {
                     Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
                         "content": [{ "type": "text", "text": "over sse" }]
                     }}))
                 }
-                (methods::TOOLS_LIST, Some(id)) => {
+                (RequestKind::ListTools, Some(id)) => {
                     Some(json!({ "jsonrpc": "2.0", "id": id, "result": {
                         "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }]
                     }}))

@@ -3,9 +3,9 @@
 //! offers the extension (and answers at once when it does not), and serves
 //! `tasks/get`, `tasks/update` and `tasks/cancel` for it.
 
-use crate::protocol::methods;
+use crate::protocol::{methods, RequestKind};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
@@ -83,40 +83,43 @@ impl TasksServer {
 
     /// Tasks made so far.
     pub fn created(&self) -> usize {
-        self.tasks.lock().expect("tasks lock").len()
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Tasks cancelled so far.
     pub fn cancelled(&self) -> usize {
-        let tasks = self.tasks.lock().expect("tasks lock");
+        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         tasks.values().filter(|t| t.cancelled).count()
     }
 
     /// The answer to `request`.
     pub fn respond(&self, request: &Recorded) -> Script {
         let params = &request.body["params"];
-        let answer = match request.rpc_method() {
-            methods::SERVER_DISCOVER => result(
+        let answer = match RequestKind::of(request.rpc_method()) {
+            RequestKind::Discover => result(
                 request,
                 json!({
                     "supportedVersions": ["2026-07-28"],
                     "capabilities": { "tools": {}, "extensions": { crate::extensions::tasks::EXTENSION: {} } },
                 }),
             ),
-            methods::TOOLS_CALL if crate::extensions::tasks::offered(Some(params)) => {
+            RequestKind::CallTool if crate::extensions::tasks::offered(Some(params)) => {
                 let id = format!("task-{}", self.created() + 1);
                 self.tasks
                     .lock()
-                    .expect("tasks lock")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .insert(id.clone(), TaskRecord::default());
                 let mut handle = self.handle(&id, "working");
                 handle["resultType"] = json!("task");
                 result(request, handle)
             }
-            methods::TOOLS_CALL => result(request, done()),
-            methods::TASKS_GET => self.get(request),
-            methods::TASKS_UPDATE => self.update(request),
-            methods::TASKS_CANCEL => self.cancel(request),
+            RequestKind::CallTool => result(request, done()),
+            RequestKind::GetTask => self.get(request),
+            RequestKind::UpdateTask => self.update(request),
+            RequestKind::CancelTask => self.cancel(request),
             _ => error(request, -32601, None),
         };
         Script::Json(200, answer)
@@ -137,7 +140,7 @@ impl TasksServer {
         let id = request.body["params"]["taskId"]
             .as_str()
             .unwrap_or_default();
-        let mut tasks = self.tasks.lock().expect("tasks lock");
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(task) = tasks.get_mut(id) else {
             return error(request, -32602, None);
         };
@@ -173,7 +176,7 @@ impl TasksServer {
     fn update(&self, request: &Recorded) -> Value {
         let params = &request.body["params"];
         let id = params["taskId"].as_str().unwrap_or_default();
-        let mut tasks = self.tasks.lock().expect("tasks lock");
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         match (tasks.get_mut(id), params["inputResponses"].get("name")) {
             (Some(task), Some(answer)) => {
                 task.answered = Some(answer.clone());
@@ -187,7 +190,7 @@ impl TasksServer {
         let id = request.body["params"]["taskId"]
             .as_str()
             .unwrap_or_default();
-        let mut tasks = self.tasks.lock().expect("tasks lock");
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         match tasks.get_mut(id) {
             Some(task) => {
                 task.cancelled = true;

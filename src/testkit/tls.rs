@@ -8,7 +8,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -185,7 +185,7 @@ impl TlsFixture {
             Arc::new(move |protocol: Option<&[u8]>| {
                 handshakes.fetch_add(1, Ordering::Relaxed);
                 alpn.lock()
-                    .expect("lock")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .push(protocol.map(<[u8]>::to_vec));
             })
         };
@@ -329,7 +329,10 @@ impl TlsServer {
 
     /// The ALPN protocol of each completed handshake, in order.
     pub fn negotiated(&self) -> Vec<Option<Vec<u8>>> {
-        self.alpn.lock().expect("lock").clone()
+        self.alpn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// MCP requests served.

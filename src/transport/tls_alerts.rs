@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -113,7 +113,7 @@ impl TlsAlerts {
             (None, None) => return,
         };
         // Held for one push, which cannot panic.
-        let mut seen = self.seen.lock().expect("alerts lock poisoned");
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         if seen.len() == KEPT {
             seen.pop_front();
         }
@@ -134,7 +134,7 @@ impl TlsAlerts {
         {
             return error;
         }
-        let seen = self.seen.lock().expect("alerts lock poisoned");
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let met = seen
             .iter()
             .rev()

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use mcp_connect_layers::Closure;
 use tokio::sync::oneshot;
@@ -91,7 +91,7 @@ impl Waiters {
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
         // Poisoning needs a panic while the lock is held; nothing in these
         // short sections can panic, so this cannot fire.
-        self.pending.lock().expect("waiters lock poisoned")
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers a request id, unless the stream already ended or the id is

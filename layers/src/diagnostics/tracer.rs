@@ -71,7 +71,9 @@ impl Tracer {
 
     fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
         // Held for a few vector operations, which cannot panic: never poisoned.
-        self.seen.lock().expect("tracer lock poisoned")
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn attempt_span(&self, event: &StageEvent) -> Span {

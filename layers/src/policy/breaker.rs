@@ -198,7 +198,9 @@ impl<E, P> CircuitBreakerLayer<E, P> {
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     // Held for one transition, which cannot panic.
-    state.lock().expect("breaker lock poisoned")
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl<S, E, P: Clone> Layer<S> for CircuitBreakerLayer<E, P> {

@@ -72,7 +72,10 @@ impl RateLimitRetryLayer {
         }
         let jitter = {
             // Held for one draw, which cannot panic.
-            let mut rng = self.rng.lock().expect("rng lock poisoned");
+            let mut rng = self
+                .rng
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             rng.next_f64()
         };
         Some(stated + stated.mul_f64(0.1 * jitter))

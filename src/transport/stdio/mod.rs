@@ -24,7 +24,7 @@ mod stderr;
 use std::fmt;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -50,7 +50,7 @@ static LIVE_GROUPS: Mutex<Vec<(i32, bool)>> = Mutex::new(Vec::new());
 
 fn live_groups() -> std::sync::MutexGuard<'static, Vec<(i32, bool)>> {
     // A set operation cannot panic, so the lock is never poisoned.
-    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+    LIVE_GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Ends the process group of every stdio server this process started and
@@ -289,7 +289,7 @@ impl StdioTransport {
         let pipe = self
             .guardian
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(PoisonError::into_inner)
             .take();
         pipe.is_some()
     }
