@@ -172,12 +172,12 @@ mod tasks {
 #[rustfmt::skip]
 mod fleet {
     use mcp_connect::auth::Authorization;
-    use mcp_connect::fleet::{RedisTokenStore, SealingKey};
+    use mcp_connect::store::redis::{RedisStores, SealingKey};
 
     pub fn run(key: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
-        let store = RedisTokenStore::new(&std::env::var("REDIS_URL")?, "billing", SealingKey::from_bytes(key)?)?;
+        let redis = RedisStores::new(&std::env::var("REDIS_URL")?, "billing", SealingKey::from_bytes(key)?)?;
         let auth = Authorization::client_credentials("billing", std::env::var("CLIENT_SECRET")?)
-            .with_token_store(store);
+            .with_token_store(redis.tokens());
         drop(auth);
         Ok(())
     }

@@ -77,8 +77,6 @@ pub mod demo;
 pub mod era_cache;
 pub mod error;
 pub mod extensions;
-#[cfg(feature = "redis")]
-pub mod fleet;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -3,23 +3,21 @@
 //! server-request handler. Every mistake a person can make on the command
 //! line is a usage message here, before anything connects.
 
-use mcp_connect::auth::{
-    AssertionSource, Authorization, DpopKey, FileTokenStore, IdentityProvider,
-};
+use mcp_connect::auth::{AssertionSource, Authorization, DpopKey, IdentityProvider};
 use mcp_connect::config::Input;
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::server_requests::{CreateMessageResult, ElicitResult};
 use mcp_connect::registry::{RegistryOptions, ServerJson};
 use mcp_connect::request::{Limits, TransportMode, VersionPolicy};
+use mcp_connect::store::FileTokenStore;
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::ConnectRequest;
 
 use super::args::{Args, Elicit, Mode, Recovery};
 use super::authorize::LoopbackRedirect;
 use super::output::chain;
-use super::stores::{redis_store, redis_url, Reported};
-use mcp_connect::fleet::RedisTokenStore;
+use super::stores::{redis_stores, redis_url, Reported};
 
 /// The options that refine an OAuth grant, each with whether it was given.
 fn grant_options(args: &Args) -> [(bool, &'static str); 5] {
@@ -314,11 +312,8 @@ fn authorization(args: &Args) -> Result<Option<Authorization>, String> {
     if let Some(place) = args.token_store.as_deref() {
         match redis_url(place, "--token-store")? {
             Some(url) => {
-                auth = auth.with_token_store(Reported(redis_store::<RedisTokenStore>(
-                    args,
-                    &url,
-                    "--token-store",
-                )?))
+                let stores = redis_stores(args, &url, "--token-store")?;
+                auth = auth.with_token_store(Reported(stores.tokens()))
             }
             None => auth = auth.with_token_store(Reported(FileTokenStore::new(place))),
         }

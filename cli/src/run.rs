@@ -117,29 +117,25 @@ async fn run(args: Args) -> ExitCode {
         Ok(url) => url.flatten(),
         Err(message) => return usage(&message),
     };
-    let era_cache =
-        match (&args.era_cache, &era_redis) {
-            (None, _) => None,
-            (Some(_), Some(url)) => match super::stores::redis_store::<
-                mcp_connect::fleet::RedisEraStore,
-            >(&args, url, "--era-cache")
-            {
-                Ok(store) => Some(EraCache::new().with_store(store)),
-                Err(message) => return usage(&message),
+    let era_cache = match (&args.era_cache, &era_redis) {
+        (None, _) => None,
+        (Some(_), Some(url)) => match super::stores::redis_stores(&args, url, "--era-cache") {
+            Ok(stores) => Some(EraCache::new().with_store(stores.eras())),
+            Err(message) => return usage(&message),
+        },
+        (Some(path), None) => match std::fs::read_to_string(path) {
+            Ok(text) => match EraCache::from_json(&text) {
+                Ok(cache) => Some(cache),
+                Err(_) => {
+                    return usage(
+                        "--era-cache: the file is not an era cache; it was left untouched",
+                    )
+                }
             },
-            (Some(path), None) => match std::fs::read_to_string(path) {
-                Ok(text) => match EraCache::from_json(&text) {
-                    Ok(cache) => Some(cache),
-                    Err(_) => {
-                        return usage(
-                            "--era-cache: the file is not an era cache; it was left untouched",
-                        )
-                    }
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(EraCache::new()),
-                Err(e) => return usage(&format!("--era-cache: cannot read the file: {e}")),
-            },
-        };
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(EraCache::new()),
+            Err(e) => return usage(&format!("--era-cache: cannot read the file: {e}")),
+        },
+    };
     if let Some(cache) = &era_cache {
         request = request.with_era_cache(cache.clone());
     }

@@ -5,8 +5,10 @@
 //! Neither a Redis URL nor a key is ever in a message.
 
 use futures_util::future::BoxFuture;
-use mcp_connect::auth::{Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens};
-use mcp_connect::fleet::{RedisEraStore, RedisListingStore, RedisTokenStore, SealingKey};
+use mcp_connect::store::redis::{RedisStores, SealingKey};
+use mcp_connect::store::{
+    Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens,
+};
 
 use super::args::Args;
 use super::output::chain;
@@ -43,66 +45,31 @@ pub(super) fn redis_url(place: &str, option: &str) -> Result<Option<String>, Str
 /// without the others.
 const COMMAND_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// A Redis store of the command: made sealed or in clear, bounded by
-/// [`COMMAND_STORE_TIMEOUT`], trusting `--cacert` for `rediss://`.
-pub(super) trait CommandStore: Sized {
-    fn sealed(url: &str, key: SealingKey) -> Result<Self, StoreError>;
-    fn in_clear(url: &str) -> Result<Self, StoreError>;
-    fn bounded(self) -> Self;
-    #[cfg(feature = "rustls")]
-    fn trusting(self, pem: &[u8]) -> Result<Self, mcp_connect::transport::TlsConfigError>;
-}
-
-/// Implements [`CommandStore`] for the fleet's stores, whose constructors
-/// and settings have one shape.
-macro_rules! command_store {
-    ($($store:ty),*) => {$(
-        impl CommandStore for $store {
-            fn sealed(url: &str, key: SealingKey) -> Result<Self, StoreError> {
-                <$store>::new(url, "mcp-connect", key)
-            }
-            fn in_clear(url: &str) -> Result<Self, StoreError> {
-                <$store>::in_clear(url, "mcp-connect")
-            }
-            fn bounded(self) -> Self {
-                self.with_timeout(COMMAND_STORE_TIMEOUT)
-            }
-            #[cfg(feature = "rustls")]
-            fn trusting(self, pem: &[u8]) -> Result<Self, mcp_connect::transport::TlsConfigError> {
-                self.with_root_certificates_pem(pem)
-            }
-        }
-    )*};
-}
-
-command_store!(RedisTokenStore, RedisEraStore, RedisListingStore);
-
-/// The Redis store `option redis://...` asks for: sealed with the key from
-/// `--store-key-env`, or in clear only with `--store-in-clear`. Neither
-/// the URL nor the key is ever in a message.
-pub(super) fn redis_store<S: CommandStore>(
-    args: &Args,
-    url: &str,
-    option: &str,
-) -> Result<S, String> {
-    let store = match sealing_key(args, option)? {
-        Some(key) => S::sealed(url, key),
-        None => S::in_clear(url),
+/// The Redis stores `option redis://...` asks for: sealed with the key
+/// from `--store-key-env`, or in clear only with `--store-in-clear`;
+/// bounded by [`COMMAND_STORE_TIMEOUT`]; trusting `--cacert` for
+/// `rediss://`. Neither the URL nor the key is ever in a message.
+pub(super) fn redis_stores(args: &Args, url: &str, option: &str) -> Result<RedisStores, String> {
+    let stores = match sealing_key(args, option)? {
+        Some(key) => RedisStores::new(url, "mcp-connect", key),
+        None => RedisStores::in_clear(url, "mcp-connect"),
     };
-    let store = store
-        .map(S::bounded)
+    let stores = stores
+        .map(|stores| stores.with_timeout(COMMAND_STORE_TIMEOUT))
         .map_err(|e| redis_url_problem(option, &e))?;
     match redis_cacert(args)? {
         #[cfg(feature = "rustls")]
-        Some(pem) => store.trusting(&pem).map_err(|e| format!("--cacert: {e}")),
-        _ => Ok(store),
+        Some(pem) => {
+            (stores.with_root_certificates_pem(&pem)).map_err(|e| format!("--cacert: {e}"))
+        }
+        _ => Ok(stores),
     }
 }
 
 /// What is wrong with a Redis URL the command was given, never the URL.
-fn redis_url_problem(option: &str, error: &mcp_connect::auth::StoreError) -> String {
+fn redis_url_problem(option: &str, error: &mcp_connect::store::StoreError) -> String {
     match std::error::Error::source(error)
-        .and_then(|e| e.downcast_ref::<mcp_connect::fleet::StoreConfigError>())
+        .and_then(|e| e.downcast_ref::<mcp_connect::store::redis::StoreConfigError>())
     {
         Some(problem) => format!("{option}: {problem}"),
         None => format!("{option}: not a usable Redis URL"),
@@ -247,9 +214,8 @@ pub(super) async fn remembered_listings(
             .map(Some)
             .map_err(|error| format!("--catalogue-cache: {}", chain(&error)));
     };
-    let store: mcp_connect::fleet::RedisListingStore =
-        redis_store(args, &url, "--catalogue-cache")?;
-    match mcp_connect::group::RememberedListings::from_store(store).await {
+    let stores = redis_stores(args, &url, "--catalogue-cache")?;
+    match mcp_connect::group::RememberedListings::from_store(stores.listings()).await {
         Ok(listings) => Ok(Some(listings)),
         Err(error) if error.is_configuration() => {
             Err(format!("--catalogue-cache: {}", chain(&error)))

@@ -25,8 +25,8 @@ use url::Url;
 
 use super::challenge::Challenge;
 use super::dpop::{self, DpopKey, Nonces, Party};
-use super::tokens::Tokens;
 use crate::store::StoreHealth;
+use crate::store::Tokens;
 use crate::transport::error::BoxError;
 use crate::transport::{send_with, Credentials, Presented};
 

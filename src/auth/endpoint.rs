@@ -10,8 +10,8 @@ use url::Url;
 use super::discovery::Discovered;
 use super::dpop::{self, DpopKey, Nonces, Party};
 use super::http::{Answer, AuthHttp};
-use super::tokens::TokenResponse;
 use super::{known_code, AuthError, Authorization};
+use crate::store::TokenResponse;
 
 /// The client as the authorization server knows it.
 pub(super) struct Client {
@@ -106,7 +106,7 @@ pub(super) async fn identity(
         secret: registered.client_secret.clone(),
         method: registered.token_endpoint_auth_method.clone(),
     });
-    let kept = super::store::Registration {
+    let kept = crate::store::Registration {
         client_id: registered.client_id.clone(),
         client_secret: registered.client_secret.clone(),
         token_endpoint_auth_method: registered.token_endpoint_auth_method.clone(),

@@ -127,7 +127,7 @@ pub enum AuthError {
     /// certificate): a configuration failure, never retried. A store that
     /// is only down is passed over instead.
     #[error("the token store shared with other holders cannot be used")]
-    Store(#[source] super::StoreError),
+    Store(#[source] crate::store::StoreError),
     /// The configuration asks for something this client cannot do.
     #[error("unsupported authorization configuration: {0}")]
     Unsupported(&'static str),

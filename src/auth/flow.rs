@@ -7,9 +7,9 @@ use url::Url;
 use super::discovery::{self, canonical, Discovered};
 use super::endpoint::{identity, Client, TokenEndpoint};
 use super::http::AuthHttp;
-use super::tokens::Tokens;
-use super::TokenKey;
 use super::{known_code, pkce, AuthError, Authorization, Authorized, Grant, Settings};
+use crate::store::TokenKey;
+use crate::store::Tokens;
 
 /// Authorizes `auth` for the MCP server at `server`: on success the token
 /// is in force for the bearer layer and saved in the store.

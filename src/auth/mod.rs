@@ -34,7 +34,6 @@ mod discovery;
 mod dpop;
 mod endpoint;
 mod error;
-mod file_store;
 mod flow;
 mod http;
 mod jwt_bearer;
@@ -46,9 +45,6 @@ mod signing;
 #[cfg(not(feature = "signing"))]
 #[path = "signing_off.rs"]
 mod signing;
-mod store;
-mod token_key;
-mod tokens;
 
 use std::fmt;
 use std::sync::Arc;
@@ -57,23 +53,17 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use mcp_connect_layers::{Phase, Stage, StageInfo};
 
+use crate::store::{Lease, LeaseKind, MemoryTokenStore, StoreError, TokenKey, TokenStore, Tokens};
+pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};
+pub(crate) use bearer::AuthState;
+pub use bearer::{Bearer, BearerLayer};
 pub use dpop::{DpopKey, DpopSigner};
 pub(crate) use error::known_code;
 pub use error::AuthError;
-pub use file_store::FileTokenStore;
 pub use jwt_bearer::{AssertionSource, IdentityProvider};
 #[cfg(feature = "signing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "signing")))]
 pub use signing::{KeyError, SigningKey};
-pub use store::{Lease, MemoryTokenStore, Registration, StoreError, TokenStore};
-pub use token_key::{LeaseKind, TokenKey};
-#[cfg(feature = "redis")]
-pub(crate) use tokens::LATEST_EXPIRY;
-pub use tokens::{Tokens, REFRESH_AHEAD};
-
-pub(crate) use authorizer::{server_url, Authorized, Authorizer, Reauthorization};
-pub(crate) use bearer::AuthState;
-pub use bearer::{Bearer, BearerLayer};
 
 use crate::transport::error::BoxError;
 

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use mcp_connect_layers::deadline::DeadlinePause;
 
-use super::store::Lease;
-use super::token_key::{LeaseKind, TokenKey};
-use super::tokens::Tokens;
 use super::{AuthError, Authorization};
+use crate::store::Lease;
+use crate::store::Tokens;
+use crate::store::{LeaseKind, TokenKey};
 
 /// How often a holder waiting for another's person looks at the store.
 const WAIT_STEP: Duration = Duration::from_millis(100);

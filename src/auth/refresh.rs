@@ -21,10 +21,10 @@ use std::time::{Duration, SystemTime};
 
 use super::endpoint::{identity, TokenEndpoint};
 use super::http::AuthHttp;
-use super::token_key::{LeaseKind, TokenKey};
-use super::tokens::Tokens;
 use super::{AuthError, Authorization, Authorized};
 use crate::auth::discovery::Discovered;
+use crate::store::Tokens;
+use crate::store::{LeaseKind, TokenKey};
 
 /// How often a holder waiting for another's refresh looks at the store.
 const WAIT_STEP: Duration = Duration::from_millis(25);

@@ -107,7 +107,7 @@ pub use naming::{
     fit, is_valid_tool_name, prefixed, NameRequest, Naming, MAX_TOOL_NAME, SEPARATOR,
 };
 pub use reconcile::Reconciled;
-pub use remembered::{ListingStore, RememberError, RememberedListings, StoredListings};
+pub use remembered::{RememberError, RememberedListings};
 pub use server::{Keepalive, Server};
 pub use vendor::{vendor_name, VENDOR_NAME_MAX};
 

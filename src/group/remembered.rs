@@ -24,12 +24,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::catalogue::{GivenNames, Listing};
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
-use crate::store::StoreError;
+use crate::store::{ListingStore, StoreError};
 
 /// The listings a group remembers across runs: in memory, or in a file
 /// written as they change (see the [`group`](super) docs on lazy servers).
@@ -323,22 +322,6 @@ impl RememberedListings {
             .unwrap_or_else(PoisonError::into_inner)
     }
 }
-
-/// Where remembered listings are shared beyond one process: read whole
-/// when [`RememberedListings::from_store`] makes them, written one listing
-/// at a time as it changes. A listing travels as JSON; keys are the
-/// servers' target fingerprints (no URL, header or secret in clear). Each
-/// operation must be bounded by the store itself.
-pub trait ListingStore: Send + Sync + 'static {
-    /// Every listing the store holds, by key.
-    fn load(&self) -> BoxFuture<'_, Result<StoredListings, StoreError>>;
-
-    /// Keeps `listing` under `key`, replacing what was there.
-    fn put<'a>(&'a self, key: &'a str, listing: Vec<u8>) -> BoxFuture<'a, Result<(), StoreError>>;
-}
-
-/// What a [`ListingStore`] holds: each listing's key and its JSON.
-pub type StoredListings = Vec<(String, Vec<u8>)>;
 
 /// How long after a change the file is written.
 const WRITE_AFTER: std::time::Duration = std::time::Duration::from_millis(200);

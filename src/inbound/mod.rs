@@ -35,15 +35,13 @@ pub use notifications::{
 pub(crate) use subscriptions::{AckWaiter, LiveSubscription};
 
 use crate::protocol::{codes, error_bytes, result_bytes, RequestId, RpcError};
-use crate::response_cache::ResponseCache;
 
-/// Marks what a notification makes stale before the application hears of
-/// it (so a listing it makes in answer is fresh); the store drops it on
-/// the cache's own worker, coalesced.
-fn invalidate(cache: &ResponseCache, server: &Arc<str>, method: &str, params: Option<&Value>) {
-    for what in crate::response_cache::invalidation(method, params) {
-        cache.invalidate(server, what);
-    }
+/// What a server's notifications can make stale (the response cache): told
+/// of each before the application hears of it, so a listing it makes in
+/// answer is fresh. A seam, so the inbound side depends on no cache.
+pub(crate) trait Staleness: Send + Sync {
+    /// `server` sent notification `method` with `params`.
+    fn notified(&self, server: &Arc<str>, method: &str, params: Option<&Value>);
 }
 
 /// Server requests handled at once for one connection request (all its
@@ -80,9 +78,9 @@ pub(crate) struct Inbound {
     progress: Mutex<HashMap<String, Watch>>,
     handlers: Arc<Semaphore>,
     acks: subscriptions::Acks,
-    /// The response cache the server's change notifications invalidate,
-    /// and the server's key in it.
-    cache: Option<(ResponseCache, Arc<str>)>,
+    /// What the server's change notifications make stale, and the
+    /// server's key there.
+    cache: Option<(Arc<dyn Staleness>, Arc<str>)>,
     /// Spans for server requests (feature `otel`).
     telemetry: Option<crate::telemetry::Telemetry>,
 }
@@ -109,7 +107,7 @@ impl Inbound {
     /// its entries (under `server`) in `cache`.
     pub(crate) fn invalidating(
         self: Arc<Self>,
-        cache: ResponseCache,
+        cache: Arc<dyn Staleness>,
         server: Arc<str>,
     ) -> Arc<Self> {
         let mut inbound = Arc::into_inner(self).expect("a new inbound is not shared");
@@ -240,7 +238,7 @@ impl Inbound {
     /// everything to the application's channel.
     pub(crate) fn notify(&self, method: String, params: Option<Value>) {
         if let Some((cache, server)) = &self.cache {
-            invalidate(cache, server, &method, params.as_ref());
+            cache.notified(server, &method, params.as_ref());
         }
         let kind = NotificationKind::of(&method);
         if kind == NotificationKind::Progress {

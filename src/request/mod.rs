@@ -149,7 +149,8 @@ impl ConnectRequest {
             Arc::clone(&self.settings.name),
         );
         if let Some(cache) = &self.settings.response_cache {
-            inbound = inbound.invalidating(cache.clone(), EraCache::key(&self.target).into());
+            let cache = std::sync::Arc::new(cache.clone());
+            inbound = inbound.invalidating(cache, EraCache::key(&self.target).into());
         }
         let inbound = inbound.instrumented(self.settings.telemetry.clone());
         self.settings_mut().inbound = inbound;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::CacheScope;
 
 use crate::protocol::{EncodedRequest, RequestKind};
+use crate::store::canonical;
 
 /// The key params of a request the cache may answer, or `None` when it
 /// may not: another kind than a listing or `resources/read` (whose results
@@ -21,21 +22,6 @@ pub(crate) fn cacheable(request: &EncodedRequest) -> Option<String> {
         return None;
     }
     canonical(request.params_value().as_ref())
-}
-
-/// Params as canonical JSON (keys sorted, as `serde_json`'s map keeps
-/// them), `None` and `{}` alike; `None` when the params disqualify.
-pub(super) fn canonical(params: Option<&Value>) -> Option<String> {
-    let Some(params) = params else {
-        return Some("{}".to_owned());
-    };
-    let object = params.as_object()?;
-    let disqualified = ["_meta", "inputResponses", "requestState"];
-    if disqualified.iter().any(|key| object.contains_key(*key)) {
-        return None;
-    }
-    let sorted: std::collections::BTreeMap<&String, &Value> = object.iter().collect();
-    Some(serde_json::to_string(&sorted).expect("JSON values serialize"))
 }
 
 /// A result's caching hints.

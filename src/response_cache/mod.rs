@@ -41,8 +41,8 @@
 //!   entry means the same in a shared store; `ttlMs` of 0, negative or
 //!   absent is never stored.
 //!
-//! The store is pluggable ([`ResponseStore`]); [`MemoryStore`] is the
-//! default, bounded to [`MemoryStore::DEFAULT_CAPACITY`] entries. Where it
+//! The store is pluggable ([`ResponseStore`]); [`MemoryResponseStore`] is the
+//! default, bounded to [`MemoryResponseStore::DEFAULT_CAPACITY`] entries. Where it
 //! differs from the TypeScript and Python SDKs' caches: one cache may be
 //! shared by many sessions and servers (a group's members, an
 //! [`McpClient`](crate::McpClient)'s reconnects), and the `Mcp-Param-*`
@@ -52,21 +52,16 @@
 mod context;
 mod hints;
 mod invalidations;
-mod memory;
 
-use crate::protocol::{methods, NotificationKind, RequestKind};
+use crate::protocol::{methods, NotificationKind};
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
-use futures_util::future::BoxFuture;
-
+use crate::store::{CacheKey, CachedResult, Invalidation, MemoryResponseStore, ResponseStore};
 pub(crate) use context::Context;
 pub(crate) use hints::{cacheable, Hints};
-pub use memory::MemoryStore;
 
-/// The longest a result is kept fresh, whatever its `ttlMs`: a day.
-pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+pub use crate::store::MAX_TTL;
 
 /// How one request uses the response cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,83 +87,6 @@ pub enum CacheScope {
     Private,
 }
 
-/// The key of one cached result. Holds no secret: the authorization
-/// context is a fingerprint.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct CacheKey {
-    /// The server ([`EraCache::key`](crate::era_cache::EraCache::key)).
-    pub server: Arc<str>,
-    /// The authorization context of a private result (a hex fingerprint);
-    /// `None` for a public one.
-    pub context: Option<Arc<str>>,
-    /// The method.
-    pub method: Arc<str>,
-    /// The params that shape the result, as canonical JSON.
-    pub params: Arc<str>,
-}
-
-impl CacheKey {
-    /// A key, for a store's own tests (the cache makes the keys it uses).
-    pub fn new(
-        server: impl Into<Arc<str>>,
-        context: Option<&str>,
-        method: impl Into<Arc<str>>,
-        params: impl Into<Arc<str>>,
-    ) -> Self {
-        CacheKey {
-            server: server.into(),
-            context: context.map(Arc::from),
-            method: method.into(),
-            params: params.into(),
-        }
-    }
-}
-
-/// One cached result.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct CachedResult {
-    /// The result as the server sent it (JSON).
-    pub result: Arc<str>,
-    /// When it stops being fresh.
-    pub expires: SystemTime,
-}
-
-impl CachedResult {
-    /// A result fresh until `expires`.
-    pub fn new(result: Arc<str>, expires: SystemTime) -> Self {
-        CachedResult { result, expires }
-    }
-
-    /// Whether it is still fresh.
-    pub fn is_fresh(&self) -> bool {
-        SystemTime::now() < self.expires
-    }
-}
-
-/// What a notification makes stale.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Invalidation {
-    /// Every entry of this method, every context and params.
-    Method(&'static str),
-    /// The `resources/read` of this uri, every context.
-    Resource(String),
-}
-
-/// Where cached results live. Implementations must be cheap to call from
-/// every request; a failing store behaves as a miss, never as an error of
-/// the request.
-pub trait ResponseStore: Send + Sync + 'static {
-    /// The entry under `key`, fresh or not.
-    fn get<'a>(&'a self, key: &'a CacheKey) -> BoxFuture<'a, Option<CachedResult>>;
-    /// Stores `value` under `key`, replacing any entry.
-    fn put(&self, key: CacheKey, value: CachedResult) -> BoxFuture<'_, ()>;
-    /// Drops what `what` makes stale for `server`.
-    fn invalidate<'a>(&'a self, server: &'a str, what: &'a Invalidation) -> BoxFuture<'a, ()>;
-}
-
 /// A shareable response cache: clones share one store.
 #[derive(Clone)]
 pub struct ResponseCache {
@@ -183,9 +101,9 @@ impl Default for ResponseCache {
 }
 
 impl ResponseCache {
-    /// A cache over a [`MemoryStore`] of the default capacity.
+    /// A cache over a [`MemoryResponseStore`] of the default capacity.
     pub fn new() -> Self {
-        Self::with_store(MemoryStore::default())
+        Self::with_store(MemoryResponseStore::default())
     }
 
     /// A cache over `store`.
@@ -280,6 +198,16 @@ impl fmt::Debug for ResponseCache {
     }
 }
 
+/// A notification marks what it makes stale before the application hears
+/// of it; the store drops it on the cache's own worker, coalesced.
+impl crate::inbound::Staleness for ResponseCache {
+    fn notified(&self, server: &Arc<str>, method: &str, params: Option<&serde_json::Value>) {
+        for what in invalidation(method, params) {
+            self.invalidate(server, what);
+        }
+    }
+}
+
 /// What a server notification makes stale, if anything.
 pub(crate) fn invalidation(method: &str, params: Option<&serde_json::Value>) -> Vec<Invalidation> {
     match NotificationKind::of(method) {
@@ -295,61 +223,5 @@ pub(crate) fn invalidation(method: &str, params: Option<&serde_json::Value>) -> 
             .map(|uri| vec![Invalidation::Resource(uri.to_owned())])
             .unwrap_or_default(),
         _ => Vec::new(),
-    }
-}
-
-impl Invalidation {
-    /// Whether the entry under `key` (of the invalidated server) is one
-    /// this makes stale: for store implementations. A store checking many
-    /// keys takes [`matcher`](Self::matcher) once instead.
-    pub fn matches(&self, key: &CacheKey) -> bool {
-        self.matcher()(key)
-    }
-
-    /// The method an invalidation covers, and the canonical params it is
-    /// limited to (for a resource), every context: for stores that find
-    /// entries by key prefix instead of testing each.
-    pub fn scope(&self) -> (&'static str, Option<String>) {
-        match self {
-            Invalidation::Method(method) => (method, None),
-            Invalidation::Resource(uri) => (
-                methods::RESOURCES_READ,
-                hints::canonical(Some(&serde_json::json!({ "uri": uri }))),
-            ),
-        }
-    }
-
-    /// [`matches`](Self::matches) with the work that does not depend on
-    /// the key done once.
-    pub fn matcher(&self) -> impl Fn(&CacheKey) -> bool + '_ {
-        let read = match self {
-            Invalidation::Method(_) => None,
-            Invalidation::Resource(uri) => {
-                hints::canonical(Some(&serde_json::json!({ "uri": uri })))
-            }
-        };
-        move |key: &CacheKey| match self {
-            Invalidation::Method(method) => &*key.method == *method,
-            Invalidation::Resource(_) => {
-                RequestKind::of(&key.method) == RequestKind::ReadResource
-                    && read.as_deref() == Some(&*key.params)
-            }
-        }
-    }
-}
-
-/// A shared store is a store: keep an `Arc` to read it while a cache
-/// uses it.
-impl<S: ResponseStore> ResponseStore for Arc<S> {
-    fn get<'a>(&'a self, key: &'a CacheKey) -> BoxFuture<'a, Option<CachedResult>> {
-        (**self).get(key)
-    }
-
-    fn put(&self, key: CacheKey, value: CachedResult) -> BoxFuture<'_, ()> {
-        (**self).put(key, value)
-    }
-
-    fn invalidate<'a>(&'a self, server: &'a str, what: &'a Invalidation) -> BoxFuture<'a, ()> {
-        (**self).invalidate(server, what)
     }
 }

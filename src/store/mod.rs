@@ -1,16 +1,49 @@
-//! What every store of this crate shares, whatever it keeps (tokens, what
-//! servers speak, responses): the one error a store fails with, and how a
-//! failing store is said (once per outage). A neutral home: the token
-//! store, the era cache, the response cache and the Redis stores all use
-//! it, and it depends on none of them.
+//! Every store of this crate in one wing: what a process keeps, or shares
+//! with its replicas, beyond one connection.
+//!
+//! | store | keeps | in memory | in a file | shared (`redis`) |
+//! |---|---|---|---|---|
+//! | [`TokenStore`] | OAuth tokens, refresh leases, registrations | [`MemoryTokenStore`] | [`FileTokenStore`] | [`RedisTokenStore`](redis::RedisTokenStore) |
+//! | [`EraStore`] | what each server speaks ([`Verdict`]) | the [`EraCache`](crate::era_cache::EraCache) itself | [`EraCache::to_json`](crate::era_cache::EraCache::to_json) | [`RedisEraStore`](redis::RedisEraStore) |
+//! | [`ResponseStore`] | cached results ([`CacheKey`], [`CachedResult`]) | [`MemoryResponseStore`] | - | [`RedisResponseStore`](redis::RedisResponseStore) |
+//! | [`ListingStore`] | a group's remembered listings | the [`RememberedListings`](crate::group::RememberedListings) themselves | [`RememberedListings::file`](crate::group::RememberedListings::file) | [`RedisListingStore`](redis::RedisListingStore) |
+//!
+//! Here too is what they all share: the one error a store fails with
+//! ([`StoreError`]), how a failing store is said (once per outage), and
+//! how a file of secrets is written. The wing depends on none of the
+//! modules that use a store (auth, the caches, the group): what each store
+//! keeps is defined here, and what it means stays there.
 
+mod eras;
 mod file;
 mod health;
+mod listings;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
+mod response_memory;
+mod responses;
+mod token_file;
+mod token_key;
+mod token_store;
+mod tokens;
 
+pub use eras::{EraStore, RememberedDiscover, Verdict};
 pub(crate) use file::write_private;
 pub(crate) use health::StoreHealth;
+pub use listings::{ListingStore, StoredListings};
+pub use response_memory::MemoryResponseStore;
+pub(crate) use responses::canonical;
+pub use responses::{CacheKey, CachedResult, Invalidation, ResponseStore, MAX_TTL};
+pub use token_file::FileTokenStore;
+pub use token_key::{LeaseKind, TokenKey};
+pub use token_store::{Lease, MemoryTokenStore, Registration, TokenStore};
+pub(crate) use tokens::TokenResponse;
+#[cfg(feature = "redis")]
+pub(crate) use tokens::LATEST_EXPIRY;
+pub use tokens::{Tokens, REFRESH_AHEAD};
 
-/// A store failed. The source says why (for [`FileTokenStore`](crate::auth::FileTokenStore), the I/O
+/// A store failed. The source says why (for [`FileTokenStore`](crate::store::FileTokenStore), the I/O
 /// error; for a Redis store, what Redis or TLS said); never a value.
 ///
 /// Two kinds, told apart by [`is_configuration`](Self::is_configuration):

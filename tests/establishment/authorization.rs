@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use crate::support::oauth::{key, start, As};
 use crate::support::{watchdog, Recorded, ScriptServer};
-use mcp_connect::auth::{AuthError, Authorization, MemoryTokenStore, TokenStore};
+use mcp_connect::auth::{AuthError, Authorization};
 use mcp_connect::error::ConfigError;
 use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::protocol::RawRequest;
 use mcp_connect::session::Call;
+use mcp_connect::store::{MemoryTokenStore, TokenStore};
 use mcp_connect::testkit::AutoApprove;
 use mcp_connect::{ConnectRequest, Connector, ErrorKind};
 use serde_json::json;

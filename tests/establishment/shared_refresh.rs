@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use mcp_connect::auth::{
-    Authorization, Lease, LeaseKind, MemoryTokenStore, StoreError, TokenKey, TokenStore, Tokens,
-};
+use mcp_connect::auth::Authorization;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::store::{
+    Lease, LeaseKind, MemoryTokenStore, StoreError, TokenKey, TokenStore, Tokens,
+};
 use mcp_connect::{ConnectRequest, Connector};
 
 use crate::support::oauth::{call_together, grants, key, person, rotating, start, As};
@@ -274,7 +275,7 @@ async fn tokens_about_to_expire_are_refreshed_once_before_they_do() {
             .unwrap()
             .as_secs();
         // An hour's token with 30 s left: inside its last minute.
-        let expiring: mcp_connect::auth::Tokens = serde_json::from_value(serde_json::json!({
+        let expiring: mcp_connect::store::Tokens = serde_json::from_value(serde_json::json!({
             "access_token": crate::support::oauth::TOKEN,
             "refresh_token": "canary-refresh-token",
             "expires_at": now + 30,

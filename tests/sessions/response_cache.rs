@@ -11,9 +11,10 @@ use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::protocol::Era;
 use mcp_connect::protocol::ReadResource;
 use mcp_connect::protocol::{ListTools, RawRequest};
-use mcp_connect::response_cache::{CacheMode, MemoryStore, ResponseCache};
+use mcp_connect::response_cache::{CacheMode, ResponseCache};
 use mcp_connect::session::Call;
 use mcp_connect::session::RequestOptions;
+use mcp_connect::store::MemoryResponseStore;
 use mcp_connect::{ConnectRequest, Connector, Session};
 use serde_json::{json, Value};
 
@@ -140,7 +141,7 @@ async fn a_second_listing_within_the_ttl_sends_nothing() {
 #[tokio::test]
 async fn refresh_asks_the_server_and_bypass_neither_reads_nor_writes() {
     let server = ScriptServer::start(modern(public(60_000), None)).await;
-    let store = Arc::new(MemoryStore::default());
+    let store = Arc::new(MemoryResponseStore::default());
     let cache = ResponseCache::with_store(Arc::clone(&store));
     let session = connect(&server.url(), &cache).await;
     let bypass = RequestOptions::new().with_cache(CacheMode::Bypass);
@@ -207,23 +208,22 @@ async fn list_changed_invalidates_the_listing() {
 /// A store whose invalidations take their time (a shared store under
 /// load), counting them.
 struct SlowInvalidations {
-    inner: MemoryStore,
+    inner: MemoryResponseStore,
     invalidations: AtomicU64,
 }
 
-impl mcp_connect::response_cache::ResponseStore for SlowInvalidations {
+impl mcp_connect::store::ResponseStore for SlowInvalidations {
     fn get<'a>(
         &'a self,
-        key: &'a mcp_connect::response_cache::CacheKey,
-    ) -> futures_util::future::BoxFuture<'a, Option<mcp_connect::response_cache::CachedResult>>
-    {
+        key: &'a mcp_connect::store::CacheKey,
+    ) -> futures_util::future::BoxFuture<'a, Option<mcp_connect::store::CachedResult>> {
         self.inner.get(key)
     }
 
     fn put(
         &self,
-        key: mcp_connect::response_cache::CacheKey,
-        value: mcp_connect::response_cache::CachedResult,
+        key: mcp_connect::store::CacheKey,
+        value: mcp_connect::store::CachedResult,
     ) -> futures_util::future::BoxFuture<'_, ()> {
         self.inner.put(key, value)
     }
@@ -231,7 +231,7 @@ impl mcp_connect::response_cache::ResponseStore for SlowInvalidations {
     fn invalidate<'a>(
         &'a self,
         server: &'a str,
-        what: &'a mcp_connect::response_cache::Invalidation,
+        what: &'a mcp_connect::store::Invalidation,
     ) -> futures_util::future::BoxFuture<'a, ()> {
         Box::pin(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -251,7 +251,7 @@ async fn a_slow_invalidation_never_serves_the_stale_listing_and_floods_coalesce(
     let changed = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
     let server = ScriptServer::start(modern(public(60_000), Some(changed))).await;
     let store = Arc::new(SlowInvalidations {
-        inner: MemoryStore::default(),
+        inner: MemoryResponseStore::default(),
         invalidations: AtomicU64::new(0),
     });
     let cache = ResponseCache::with_store(Arc::clone(&store));

@@ -361,8 +361,8 @@ pub async fn start_named(behaviour: As, host: &str) -> ScriptServer {
 
 /// Where a store files the tokens this server's authorization server
 /// gives `client` (an id configured, or "" when registered dynamically).
-pub fn key(server: &ScriptServer, client: &str) -> mcp_connect::auth::TokenKey {
-    mcp_connect::auth::TokenKey::new(server.url(), server.url_for("/as"), client)
+pub fn key(server: &ScriptServer, client: &str) -> mcp_connect::store::TokenKey {
+    mcp_connect::store::TokenKey::new(server.url(), server.url_for("/as"), client)
 }
 
 /// The grant types the token endpoint was asked for, in order.

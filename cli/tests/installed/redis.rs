@@ -17,9 +17,10 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_connect::auth::{Authorization, LeaseKind, TokenKey, TokenStore};
-use mcp_connect::fleet::{RedisTokenStore, SealingKey};
+use mcp_connect::auth::Authorization;
 use mcp_connect::protocol::ProtocolVersion;
+use mcp_connect::store::redis::{RedisStores, RedisTokenStore, SealingKey};
+use mcp_connect::store::{LeaseKind, TokenKey, TokenStore};
 use mcp_connect::{ConnectRequest, Connector};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
@@ -32,8 +33,12 @@ const LIMIT: Duration = Duration::from_secs(60);
 const REPLICAS: usize = 8;
 const KEY: [u8; 32] = [42; 32];
 
+fn stores(redis: &Redis) -> RedisStores {
+    RedisStores::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap()).unwrap()
+}
+
 fn store(redis: &Redis) -> RedisTokenStore {
-    RedisTokenStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap()).unwrap()
+    stores(redis).tokens()
 }
 
 fn replica(server: &ScriptServer, redis: &Redis) -> ConnectRequest {
@@ -96,7 +101,7 @@ async fn eight_replicas_sharing_redis_refresh_once_and_later_ones_ask_nothing() 
 async fn eight_replicas_with_their_own_stores_lose_the_grant() {
     watchdog(LIMIT, async {
         let (server, rotation, expired) = rotating().await;
-        let first = Arc::new(mcp_connect::auth::MemoryTokenStore::new());
+        let first = Arc::new(mcp_connect::store::MemoryTokenStore::new());
         let auth = Authorization::client_credentials("svc", "canary-secret")
             .with_token_store(Arc::clone(&first));
         let request = |auth: Authorization| {
@@ -108,7 +113,7 @@ async fn eight_replicas_with_their_own_stores_lose_the_grant() {
         let mut sessions = vec![Connector::new().connect(request(auth)).await.unwrap()];
         let copied = first.load(&key(&server, "svc")).await.unwrap().unwrap();
         for _ in 1..REPLICAS {
-            let own = Arc::new(mcp_connect::auth::MemoryTokenStore::new());
+            let own = Arc::new(mcp_connect::store::MemoryTokenStore::new());
             own.save(&key(&server, "svc"), &copied).await.unwrap();
             let auth =
                 Authorization::client_credentials("svc", "canary-secret").with_token_store(own);
@@ -133,7 +138,7 @@ async fn the_store_shares_tokens_compares_before_it_sets_and_leases_once() {
         let (a, b) = (store(&redis), store(&redis));
         let resource = &TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
         assert_eq!(a.load(resource).await.unwrap(), None);
-        let tokens = |access: &str, refresh: &str| -> mcp_connect::auth::Tokens {
+        let tokens = |access: &str, refresh: &str| -> mcp_connect::store::Tokens {
             serde_json::from_value(json!({ "access_token": access, "refresh_token": refresh }))
                 .unwrap()
         };
@@ -171,7 +176,7 @@ async fn the_store_shares_tokens_compares_before_it_sets_and_leases_once() {
         b.release(
             resource,
             LeaseKind::Refresh,
-            &mcp_connect::auth::Lease("not-the-holder".into()),
+            &mcp_connect::store::Lease("not-the-holder".into()),
         )
         .await
         .unwrap();
@@ -225,7 +230,7 @@ async fn keys_are_namespaced_by_issuer_client_principal_and_resource() {
             TokenKey::new("https://other.example/mcp", "https://as.example", "svc"),
         ];
         for (n, key) in keys.iter().enumerate() {
-            let tokens: mcp_connect::auth::Tokens =
+            let tokens: mcp_connect::store::Tokens =
                 serde_json::from_value(json!({ "access_token": format!("at-{n}") })).unwrap();
             shared.save(key, &tokens).await.unwrap();
         }
@@ -409,7 +414,7 @@ async fn a_write_back_goes_in_but_never_over_newer_tokens() {
     watchdog(LIMIT, async {
         let mut redis = Redis::start();
         let (late, other) = (store(&redis), store(&redis));
-        let tokens = |access: &str| -> mcp_connect::auth::Tokens {
+        let tokens = |access: &str| -> mcp_connect::store::Tokens {
             serde_json::from_value(json!({ "access_token": access, "refresh_token": access }))
                 .unwrap()
         };
@@ -797,10 +802,7 @@ async fn the_command_with_redis_down_goes_on_and_prints_no_password() {
 }
 
 fn eras(redis: &Redis) -> mcp_connect::era_cache::EraCache {
-    use mcp_connect::fleet::RedisEraStore;
-    mcp_connect::era_cache::EraCache::new().with_store(
-        RedisEraStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap()).unwrap(),
-    )
+    mcp_connect::era_cache::EraCache::new().with_store(stores(redis).eras())
 }
 
 /// Done when, item 2 (eras): a replica started after another learnt a
@@ -922,8 +924,11 @@ async fn rediss_with_a_private_ca() {
         );
 
         let ca = std::fs::read(dir.join("ca.pem")).unwrap();
-        let trusting = store(&redis).with_root_certificates_pem(&ca).unwrap();
-        let tokens: mcp_connect::auth::Tokens =
+        let trusting = stores(&redis)
+            .with_root_certificates_pem(&ca)
+            .unwrap()
+            .tokens();
+        let tokens: mcp_connect::store::Tokens =
             serde_json::from_value(json!({ "access_token": "canary-access-token" })).unwrap();
         trusting.save(key, &tokens).await.unwrap();
         let back = trusting.load(key).await.unwrap().expect("the tokens");
@@ -1012,10 +1017,8 @@ async fn thirty_seconds_of_calls_across_a_redis_outage() {
 #[tokio::test]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 async fn a_listing_one_replica_fetched_serves_another() {
-    use mcp_connect::fleet::RedisResponseStore;
-    use mcp_connect::response_cache::{
-        CacheKey, CachedResult, Invalidation, ResponseCache, ResponseStore,
-    };
+    use mcp_connect::response_cache::ResponseCache;
+    use mcp_connect::store::{CacheKey, CachedResult, Invalidation, ResponseStore};
     watchdog(LIMIT, async {
         let redis = Redis::start();
         let server = ScriptServer::start(|r: &support::Recorded| match r.rpc_method() {
@@ -1034,10 +1037,7 @@ async fn a_listing_one_replica_fetched_serves_another() {
             _ => support::Script::Json(200, support::error(r, -32601, None)),
         })
         .await;
-        let shared = || {
-            RedisResponseStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap())
-                .unwrap()
-        };
+        let shared = || stores(&redis).responses();
         let replica = |cache: ResponseCache| {
             ConnectRequest::http(&server.url())
                 .unwrap()
@@ -1083,7 +1083,7 @@ async fn a_listing_one_replica_fetched_serves_another() {
 #[tokio::test]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 async fn a_registered_client_is_shared_sealed() {
-    use mcp_connect::auth::Registration;
+    use mcp_connect::store::Registration;
     watchdog(LIMIT, async {
         let redis = Redis::start();
         let (a, b) = (store(&redis), store(&redis));
@@ -1117,7 +1117,7 @@ async fn a_token_expiring_at_the_end_of_time_is_written_whole() {
         let redis = Redis::start();
         let store = store(&redis);
         let key = &TokenKey::new("https://mcp.example/mcp", "https://as.example", "svc");
-        let tokens: mcp_connect::auth::Tokens =
+        let tokens: mcp_connect::store::Tokens =
             serde_json::from_value(json!({ "access_token": "at-1", "expires_at": u64::MAX }))
                 .unwrap();
         store.save(key, &tokens).await.expect("written");
@@ -1138,7 +1138,6 @@ async fn a_token_expiring_at_the_end_of_time_is_written_whole() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 async fn a_list_changed_flood_through_redis_is_fresh_and_cheap() {
-    use mcp_connect::fleet::RedisResponseStore;
     use mcp_connect::response_cache::ResponseCache;
     use std::sync::atomic::{AtomicU64, Ordering};
     watchdog(LIMIT, async {
@@ -1170,9 +1169,7 @@ async fn a_list_changed_flood_through_redis_is_fresh_and_cheap() {
             _ => support::Script::Json(200, support::error(r, -32601, None)),
         })
         .await;
-        let store =
-            RedisResponseStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap())
-                .unwrap();
+        let store = stores(&redis).responses();
         let request = ConnectRequest::http(&server.url())
             .unwrap()
             .with_response_cache(ResponseCache::with_store(store));
@@ -1232,9 +1229,10 @@ async fn a_refused_redis_login_is_said_as_such_and_at_once() {
                 redis::ErrorKind::ResponseError,
             ),
         ] {
-            let store = RedisTokenStore::new(&place, "app", SealingKey::from_bytes(&KEY).unwrap())
+            let store = RedisStores::new(&place, "app", SealingKey::from_bytes(&KEY).unwrap())
                 .unwrap()
-                .with_timeout(Duration::from_secs(2));
+                .with_timeout(Duration::from_secs(2))
+                .tokens();
             let started = std::time::Instant::now();
             let error = store.load(key).await.unwrap_err();
             assert!(
@@ -1276,7 +1274,7 @@ async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
             .trim_end_matches('/')
             .to_owned();
         let sealed = |url: &str, key: &[u8; 32]| {
-            RedisTokenStore::new(url, "app", SealingKey::from_bytes(key).unwrap())
+            RedisStores::new(url, "app", SealingKey::from_bytes(key).unwrap())
                 .unwrap()
                 .with_timeout(Duration::from_secs(2))
         };
@@ -1295,10 +1293,10 @@ async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
         assert!(error.is_configuration());
         assert_eq!(
             std::error::Error::source(&error)
-                .and_then(|e| e.downcast_ref::<mcp_connect::fleet::StoreConfigError>()),
-            Some(&mcp_connect::fleet::StoreConfigError::AnotherSealingKey)
+                .and_then(|e| e.downcast_ref::<mcp_connect::store::redis::StoreConfigError>()),
+            Some(&mcp_connect::store::redis::StoreConfigError::AnotherSealingKey)
         );
-        let bad = RedisTokenStore::new(
+        let bad = RedisStores::new(
             "redis://127.0.0.1:notaport/",
             "app",
             SealingKey::from_bytes(&KEY).unwrap(),
@@ -1310,7 +1308,7 @@ async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
         let (server, _rotation, _expired) = rotating().await;
         let wrong = format!("redis://:wrong-password@127.0.0.1:{port}/");
         let auth = Authorization::client_credentials("svc", "canary-secret")
-            .with_token_store(sealed(&wrong, &KEY));
+            .with_token_store(sealed(&wrong, &KEY).tokens());
         let request = ConnectRequest::http(&server.url())
             .unwrap()
             .with_pin(ProtocolVersion::V2025_11_25)
@@ -1345,7 +1343,6 @@ async fn a_misconfigured_store_is_a_configuration_failure_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
 async fn a_lazy_server_of_a_later_replica_is_listed_from_redis() {
-    use mcp_connect::fleet::RedisListingStore;
     use mcp_connect::group::{HealthState, RememberedListings, Server, ServerGroup};
     watchdog(LIMIT, async {
         let redis = Redis::start();
@@ -1369,10 +1366,9 @@ async fn a_lazy_server_of_a_later_replica_is_listed_from_redis() {
         })
         .await;
         let listings = || async {
-            let store =
-                RedisListingStore::new(&redis.url(), "app", SealingKey::from_bytes(&KEY).unwrap())
-                    .unwrap();
-            RememberedListings::from_store(store).await.unwrap()
+            RememberedListings::from_store(stores(&redis).listings())
+                .await
+                .unwrap()
         };
         let group = |listings: RememberedListings, lazy: bool| {
             let group = ServerGroup::builder()

@@ -7,9 +7,9 @@ use std::sync::{Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
 
-use super::store::{StoreError, TokenStore};
-use super::token_key::TokenKey;
-use super::tokens::Tokens;
+use super::TokenKey;
+use super::{StoreError, TokenStore};
+use crate::store::Tokens;
 
 /// Tokens kept in a JSON file (for the command, and for services that
 /// restart), created readable and writable by its owner only (`0600`) and
@@ -87,7 +87,7 @@ mod file_tests {
     use std::os::unix::fs::PermissionsExt as _;
 
     use super::*;
-    use crate::auth::tokens::TokenResponse;
+    use crate::store::TokenResponse;
 
     #[tokio::test]
     async fn a_file_store_is_private_and_survives_a_new_value() {

@@ -1,4 +1,4 @@
-//! The default store: a bounded map in this process.
+//! The response cache's default store: a bounded map in this process.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -11,24 +11,24 @@ use super::{CacheKey, CachedResult, Invalidation, ResponseStore};
 /// Cached results in memory, at most a fixed number: when full, expired
 /// entries go first, then the one that expires soonest.
 #[derive(Debug)]
-pub struct MemoryStore {
+pub struct MemoryResponseStore {
     entries: Mutex<HashMap<CacheKey, CachedResult>>,
     capacity: usize,
 }
 
-impl Default for MemoryStore {
+impl Default for MemoryResponseStore {
     fn default() -> Self {
         Self::with_capacity(Self::DEFAULT_CAPACITY)
     }
 }
 
-impl MemoryStore {
+impl MemoryResponseStore {
     /// Entries a default store holds.
     pub const DEFAULT_CAPACITY: usize = 4096;
 
     /// A store holding at most `capacity` entries (at least one).
     pub fn with_capacity(capacity: usize) -> Self {
-        MemoryStore {
+        MemoryResponseStore {
             entries: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
         }
@@ -50,7 +50,7 @@ impl MemoryStore {
     }
 }
 
-impl ResponseStore for MemoryStore {
+impl ResponseStore for MemoryResponseStore {
     fn get<'a>(&'a self, key: &'a CacheKey) -> BoxFuture<'a, Option<CachedResult>> {
         future::ready(self.lock().get(key).cloned()).boxed()
     }
@@ -105,7 +105,7 @@ mod tests {
 
     #[tokio::test]
     async fn full_stores_drop_the_soonest_expiry_and_invalidation_is_per_server() {
-        let store = MemoryStore::with_capacity(2);
+        let store = MemoryResponseStore::with_capacity(2);
         let long = Duration::from_secs(60);
         store
             .put(key("a", methods::TOOLS_LIST, "{}"), entry(long))

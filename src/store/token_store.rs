@@ -25,9 +25,9 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::token_key::{LeaseKind, TokenKey};
-use super::tokens::Tokens;
-pub use crate::store::StoreError;
+use super::StoreError;
+use crate::store::Tokens;
+use crate::store::{LeaseKind, TokenKey};
 
 /// A client registered dynamically at an authorization server (RFC 7591),
 /// kept so that every holder of the store refreshes as the client its

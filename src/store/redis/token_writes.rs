@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use super::connection::Connection;
-use crate::auth::StoreError;
+use crate::store::StoreError;
 
 /// Every write of tokens, by `ARGV[1]`: `save` (always), `replace` (over
 /// no entry, or over the tokens whose refresh token's digest is `ARGV[2]`,

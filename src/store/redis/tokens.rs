@@ -25,9 +25,8 @@ use futures_util::future::BoxFuture;
 use sha2::{Digest as _, Sha256};
 
 use super::connection::{hex, unix_ms, Connection};
-use super::seal::SealingKey;
 use super::token_writes::{run_write, Shared, TokenWrite, WriteBack};
-use crate::auth::{Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens};
+use crate::store::{Lease, LeaseKind, Registration, StoreError, TokenKey, TokenStore, Tokens};
 
 /// A lease ends only by its holder's id.
 const RELEASE: &str = r"
@@ -40,14 +39,14 @@ return 0
 ///
 /// ```no_run
 /// use mcp_connect::auth::Authorization;
-/// use mcp_connect::fleet::{RedisTokenStore, SealingKey};
+/// use mcp_connect::store::redis::{RedisStores, SealingKey};
 ///
 /// # fn run(key_bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
 /// // The password comes in the URL (or REDIS_URL); it is never printed.
 /// let url = std::env::var("REDIS_URL")?;
-/// let store = RedisTokenStore::new(&url, "billing", SealingKey::from_bytes(key_bytes)?)?;
+/// let redis = RedisStores::new(&url, "billing", SealingKey::from_bytes(key_bytes)?)?;
 /// let auth = Authorization::client_credentials("billing", std::env::var("SECRET")?)
-///     .with_token_store(store);
+///     .with_token_store(redis.tokens());
 /// # drop(auth); Ok(()) }
 /// ```
 pub struct RedisTokenStore {
@@ -55,65 +54,14 @@ pub struct RedisTokenStore {
 }
 
 impl RedisTokenStore {
-    /// A store at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`, or
-    /// `rediss://`), its keys under `prefix`, its values sealed with
-    /// `key`. Nothing is sent until the store is first used, so a Redis
-    /// that is down at start costs nothing but a warning then.
-    pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
-        Self::open(url, prefix.into(), Some(key))
-    }
-
-    /// A store whose values are kept in clear: only for a Redis the
-    /// application trusts with its tokens as they are.
-    pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
-        Self::open(url, prefix.into(), None)
-    }
-
-    fn open(url: &str, prefix: String, key: Option<SealingKey>) -> Result<Self, StoreError> {
-        let redis = Connection::open(url, prefix, key)?;
-        Ok(RedisTokenStore {
+    /// The store over `redis` ([`RedisStores::tokens`](super::RedisStores::tokens)).
+    pub(super) fn over(redis: Connection) -> Self {
+        RedisTokenStore {
             shared: Arc::new(Shared {
                 redis,
                 unwritten: WriteBack::default(),
             }),
-        })
-    }
-
-    /// How long one Redis operation may take (500 ms by default): past it
-    /// the operation is a `StoreError` and authorization goes on without
-    /// the store.
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        Arc::get_mut(&mut self.shared)
-            .expect("a store being built is not shared yet")
-            .redis
-            .timeout = timeout;
-        self
-    }
-
-    /// Connects to Redis (logging in, and checking that the sealing key is
-    /// the one the other replicas under this prefix use) and pings it: at
-    /// start-up, a store that cannot work as configured is found before
-    /// anything needs it ([`StoreError::is_configuration`]); a Redis that
-    /// is down is an error that is not.
-    pub async fn check(&self) -> Result<(), StoreError> {
-        self.redis().check().await
-    }
-
-    /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
-    /// beside the default roots (Mozilla's; with `native-roots` the
-    /// platform's), as [`HttpClientBuilder::add_root_certificates_pem`](crate::transport::HttpClientBuilder::add_root_certificates_pem)
-    /// does for servers.
-    #[cfg(feature = "rustls")]
-    pub fn with_root_certificates_pem(
-        mut self,
-        pem: &[u8],
-    ) -> Result<Self, crate::transport::TlsConfigError> {
-        Arc::get_mut(&mut self.shared)
-            .expect("a store being built is not shared yet")
-            .redis
-            .add_root_certificates_pem(pem)?;
-        Ok(self)
+        }
     }
 
     fn redis(&self) -> &Connection {
@@ -183,7 +131,7 @@ fn fingerprint(tokens: Option<&str>) -> String {
 fn expire_at(tokens: &Tokens) -> String {
     match (tokens.refresh_token(), tokens.expires_at()) {
         // Within what EXPIREAT takes, so the write is never half done.
-        (None, Some(at)) => at.min(crate::auth::LATEST_EXPIRY).to_string(),
+        (None, Some(at)) => at.min(crate::store::LATEST_EXPIRY).to_string(),
         _ => "0".into(),
     }
 }

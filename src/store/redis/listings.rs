@@ -9,25 +9,23 @@
 //! written with one `HSET` per change.
 
 use std::fmt;
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
 use super::connection::Connection;
-use super::seal::SealingKey;
-use crate::group::{ListingStore, StoredListings};
 use crate::store::StoreError;
+use crate::store::{ListingStore, StoredListings};
 
 /// Remembered listings shared through Redis.
 ///
 /// ```no_run
-/// use mcp_connect::fleet::{RedisListingStore, SealingKey};
+/// use mcp_connect::store::redis::{RedisStores, SealingKey};
 /// use mcp_connect::group::{RememberedListings, ServerGroup};
 ///
 /// # async fn run(key: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
-/// let store = RedisListingStore::new(&std::env::var("REDIS_URL")?, "billing", SealingKey::from_bytes(key)?)?;
+/// let redis = RedisStores::new(&std::env::var("REDIS_URL")?, "billing", SealingKey::from_bytes(key)?)?;
 /// let group = ServerGroup::builder()
-///     .with_remembered_listings(RememberedListings::from_store(store).await?)
+///     .with_remembered_listings(RememberedListings::from_store(redis.listings()).await?)
 ///     .build();
 /// # drop(group); Ok(()) }
 /// ```
@@ -36,33 +34,9 @@ pub struct RedisListingStore {
 }
 
 impl RedisListingStore {
-    /// A store at `url`, its hash under `prefix`, its values sealed with
-    /// `key` (see [`RedisTokenStore::new`](super::RedisTokenStore::new)).
-    pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
-        Connection::open(url, prefix.into(), Some(key)).map(|redis| RedisListingStore { redis })
-    }
-
-    /// A store whose values are kept in clear.
-    pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
-        Connection::open(url, prefix.into(), None).map(|redis| RedisListingStore { redis })
-    }
-
-    /// How long one Redis operation may take (500 ms by default).
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.redis.timeout = timeout;
-        self
-    }
-
-    /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
-    /// as [`RedisEraStore::with_root_certificates_pem`](super::RedisEraStore::with_root_certificates_pem).
-    #[cfg(feature = "rustls")]
-    pub fn with_root_certificates_pem(
-        mut self,
-        pem: &[u8],
-    ) -> Result<Self, crate::transport::TlsConfigError> {
-        self.redis.add_root_certificates_pem(pem)?;
-        Ok(self)
+    /// The store over `redis` ([`RedisStores::listings`](super::RedisStores::listings)).
+    pub(super) fn over(redis: Connection) -> Self {
+        RedisListingStore { redis }
     }
 
     fn hash(&self) -> String {

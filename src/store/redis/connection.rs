@@ -11,7 +11,7 @@ use sha2::{Digest as _, Sha256};
 pub(super) use crate::redact::hex;
 
 use super::seal::SealingKey;
-use crate::auth::StoreError;
+use crate::store::StoreError;
 
 /// What the sealing check holds, sealed.
 const SEALING_CHECK: &[u8] = b"mcp-connect sealing check";

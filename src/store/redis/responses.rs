@@ -24,10 +24,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use super::connection::{hex, unix_ms, Connection};
-use super::seal::SealingKey;
-use crate::auth::StoreError;
-use crate::response_cache::{CacheKey, CachedResult, Invalidation, ResponseStore};
+use crate::store::StoreError;
 use crate::store::StoreHealth;
+use crate::store::{CacheKey, CachedResult, Invalidation, ResponseStore};
 
 /// Reads the entry under the current generations (`ARGV[1]`, `ARGV[2]`
 /// the generation keys; `KEYS[1]` the entry's key without them).
@@ -76,52 +75,13 @@ struct Entry {
 }
 
 impl RedisResponseStore {
-    /// A store at `url`, its keys under `prefix`, its values sealed with
-    /// `key` (see [`RedisTokenStore::new`](super::RedisTokenStore::new)).
-    pub fn new(url: &str, prefix: impl Into<String>, key: SealingKey) -> Result<Self, StoreError> {
-        Self::open(url, prefix.into(), Some(key))
-    }
-
-    /// A store whose values are kept in clear.
-    pub fn in_clear(url: &str, prefix: impl Into<String>) -> Result<Self, StoreError> {
-        Self::open(url, prefix.into(), None)
-    }
-
-    fn open(url: &str, prefix: String, key: Option<SealingKey>) -> Result<Self, StoreError> {
-        Ok(RedisResponseStore {
-            redis: Connection::open(url, prefix.clone(), key)?,
+    /// The store over `redis` ([`RedisStores::responses`](super::RedisStores::responses)).
+    pub(super) fn over(redis: Connection, prefix: String) -> Self {
+        RedisResponseStore {
+            redis,
             prefix,
             health: StoreHealth::new("responses"),
-        })
-    }
-
-    /// How long one Redis operation may take (500 ms by default).
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.redis.timeout = timeout;
-        self
-    }
-
-    /// Connects to Redis (logging in, and checking that the sealing key is
-    /// the one the other replicas under this prefix use) and pings it: at
-    /// start-up, a store that cannot work as configured is found before
-    /// anything needs it ([`StoreError::is_configuration`]); a Redis that
-    /// is down is an error that is not.
-    pub async fn check(&self) -> Result<(), StoreError> {
-        self.redis.check().await
-    }
-
-    /// Also trusts the CAs in `pem` (a private CA) for a `rediss://` URL,
-    /// beside the default roots (Mozilla's; with `native-roots` the
-    /// platform's), as [`HttpClientBuilder::add_root_certificates_pem`](crate::transport::HttpClientBuilder::add_root_certificates_pem)
-    /// does for servers.
-    #[cfg(feature = "rustls")]
-    pub fn with_root_certificates_pem(
-        mut self,
-        pem: &[u8],
-    ) -> Result<Self, crate::transport::TlsConfigError> {
-        self.redis.add_root_certificates_pem(pem)?;
-        Ok(self)
+        }
     }
 
     /// `PREFIX:resp:S:M:`.
@@ -202,7 +162,7 @@ impl RedisResponseStore {
     }
 
     async fn invalidate_generation(&self, generation: &str) -> Result<(), StoreError> {
-        let keep = (crate::response_cache::MAX_TTL.as_millis() as u64 + 60_000).to_string();
+        let keep = (crate::store::MAX_TTL.as_millis() as u64 + 60_000).to_string();
         let _: i64 = self
             .redis
             .script(INVALIDATE, generation, &[keep.as_bytes()])
