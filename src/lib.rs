@@ -86,6 +86,8 @@ pub mod inbound;
 mod policy;
 pub mod protocol;
 mod redact;
+#[cfg(feature = "registry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "registry")))]
 pub mod registry;
 pub mod replay;
 pub mod report;

@@ -87,6 +87,7 @@ impl Launch {
     /// set in the environment, whose names alone are shown), or the
     /// remote's URL template, userinfo and query values masked, and the
     /// header names.
+    #[cfg(feature = "registry")]
     pub(super) fn of_resolved(target: &Target, url_template: Option<&str>) -> Launch {
         match target {
             Target::Stdio(command) => {

@@ -1,5 +1,7 @@
 //! Codex's `config.toml`: one `[mcp_servers.NAME]` table per server, read
-//! into the same entries as the JSON forms.
+//! into the same entries as the JSON forms (feature `codex`, which brings
+//! the toml crate; without it such a file is
+//! [`ConfigFileError::CodexUnavailable`]).
 //!
 //! Codex spells three things its own way, and they are read here for every
 //! format (a JSON file may carry them after a copy): `http_headers` (fixed
@@ -13,6 +15,7 @@ use serde_json::{Map, Value};
 use super::{ConfigFileError, EntryProblem};
 
 /// The `mcp_servers` table of a Codex `config.toml`, as JSON values.
+#[cfg(feature = "codex")]
 pub(super) fn servers(text: &str) -> Result<Map<String, Value>, ConfigFileError> {
     let table: toml::Table = toml::from_str(text).map_err(|error| {
         let (line, column) = error.span().map_or((1, 1), |span| {
@@ -25,6 +28,12 @@ pub(super) fn servers(text: &str) -> Result<Map<String, Value>, ConfigFileError>
         Some(Value::Object(servers)) => Ok(servers.clone()),
         _ => Err(ConfigFileError::NoServers),
     }
+}
+
+/// Without the `codex` feature no TOML is read.
+#[cfg(not(feature = "codex"))]
+pub(super) fn servers(_: &str) -> Result<Map<String, Value>, ConfigFileError> {
+    Err(ConfigFileError::CodexUnavailable)
 }
 
 /// The fields this module reads.

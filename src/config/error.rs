@@ -27,6 +27,10 @@ pub enum ConfigFileError {
         /// The column of the first error, from 1.
         column: usize,
     },
+    /// The file is Codex's `config.toml`, and this build reads no TOML
+    /// (the `codex` feature is off).
+    #[error("Codex's config.toml is read with the `codex` feature, which this build lacks")]
+    CodexUnavailable,
     /// The file is larger than [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES).
     #[error("the config file is larger than {limit} bytes")]
     TooLarge {
@@ -106,7 +110,9 @@ impl EntryProblem {
             EntryProblem::BadCa(_) => Some("cacert"),
             EntryProblem::RegistryAndLaunch
             | EntryProblem::RegistryNotFetched
-            | EntryProblem::Registry(_) => Some("registry"),
+            | EntryProblem::RegistryUnavailable => Some("registry"),
+            #[cfg(feature = "registry")]
+            EntryProblem::Registry(_) => Some("registry"),
             EntryProblem::ReplicasWithoutUrl => Some("replicas"),
             EntryProblem::NonStandardType => Some("type"),
             EntryProblem::FieldNotForType { field } => Some(field),
@@ -264,7 +270,12 @@ pub enum EntryProblem {
     RegistryNotFetched,
     /// The registry server cannot be started or reached here.
     #[error("the registry server cannot be used")]
+    #[cfg(feature = "registry")]
     Registry(#[source] std::sync::Arc<crate::registry::RegistryError>),
+    /// The entry names a registry server, and this build fetches none (the
+    /// `registry` feature is off).
+    #[error("a registry entry needs the `registry` feature, which this build lacks")]
+    RegistryUnavailable,
     /// What `field` gives is refused by
     /// [`ConnectRequest`](crate::ConnectRequest) (a bad URL or port, a
     /// header the transport owns, an empty command).

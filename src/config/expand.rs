@@ -59,6 +59,7 @@ impl<'a> Variables<'a> {
     /// The input `name`: how a registry server's variable is answered
     /// when the entry's own `env` does not (never the environment: a
     /// document would read any variable it names).
+    #[cfg(feature = "registry")]
     pub(super) fn input(&self, name: &str) -> Option<String> {
         self.inputs.get(name).cloned()
     }

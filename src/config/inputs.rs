@@ -18,6 +18,7 @@ pub struct Input {
 
 /// A registry server's variable as an input of its name, a secret asked
 /// without echo.
+#[cfg(feature = "registry")]
 impl From<&crate::registry::Variable> for Input {
     fn from(variable: &crate::registry::Variable) -> Self {
         Input {

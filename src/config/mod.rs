@@ -65,6 +65,7 @@ mod inputs;
 mod jsonc;
 mod oauth;
 mod policies;
+#[cfg(feature = "registry")]
 mod registry;
 #[cfg(test)]
 mod schema;
@@ -89,6 +90,7 @@ use fields::{flag, list, strings, text};
 pub use format::Format;
 pub use inputs::Input;
 pub use oauth::OAuthSettings;
+#[cfg(feature = "registry")]
 pub use registry::{RegistryDocuments, RegistrySource, FETCHES_AT_ONCE};
 use settings::Settings;
 pub use settings::PACE_FLOOR;
@@ -147,6 +149,7 @@ pub struct ServersConfig {
     entries: Vec<Result<ServerConfig, EntryError>>,
     inputs: Vec<Input>,
     /// The registry entries not resolved yet, as written.
+    #[cfg(feature = "registry")]
     pending: Vec<(String, Map<String, Value>)>,
 }
 
@@ -263,15 +266,16 @@ impl ServersConfig {
         variables: &Variables<'_>,
         standard: bool,
     ) -> Self {
+        #[cfg(feature = "registry")]
         let mut pending = Vec::new();
         let entries = servers
             .iter()
             .map(|(name, entry)| {
+                // A registry entry waits for its `server.json`.
+                #[cfg(feature = "registry")]
                 if let Value::Object(written) = entry {
-                    if matches!(
-                        registry::unresolved(written),
-                        EntryProblem::RegistryNotFetched
-                    ) && written.contains_key("registry")
+                    if matches!(unresolved(written), EntryProblem::RegistryNotFetched)
+                        && written.contains_key("registry")
                     {
                         pending.push((name.clone(), written.clone()));
                     }
@@ -302,6 +306,7 @@ impl ServersConfig {
         ServersConfig {
             entries,
             inputs: Vec::new(),
+            #[cfg(feature = "registry")]
             pending,
         }
     }
@@ -350,13 +355,33 @@ fn servers_of(file: &Map<String, Value>) -> Result<&Map<String, Value>, ConfigFi
     }
 }
 
+/// What an entry that names a registry server is before it is fetched:
+/// refused when it also has a `command` or `url`, or its `registry` or
+/// `version` is not text; not fetched yet otherwise (without the `registry`
+/// feature, never fetched: [`EntryProblem::RegistryUnavailable`]).
+fn unresolved(entry: &Map<String, Value>) -> EntryProblem {
+    if entry.contains_key("command") || entry.contains_key("url") {
+        return EntryProblem::RegistryAndLaunch;
+    }
+    match (
+        fields::text(entry, "registry"),
+        fields::text(entry, "version"),
+    ) {
+        (Err(problem), _) | (_, Err(problem)) => problem,
+        #[cfg(feature = "registry")]
+        _ => EntryProblem::RegistryNotFetched,
+        #[cfg(not(feature = "registry"))]
+        _ => EntryProblem::RegistryUnavailable,
+    }
+}
+
 impl ServerConfig {
     fn read(name: &str, entry: &Value, variables: &Variables<'_>) -> Result<Self, EntryProblem> {
         let Value::Object(entry) = entry else {
             return Err(EntryProblem::NotAnObject);
         };
         if entry.contains_key("registry") {
-            return Err(registry::unresolved(entry));
+            return Err(unresolved(entry));
         }
         fields::check_types(entry)?;
         // FastMCP writes the transport as `transport`.

@@ -70,16 +70,6 @@ type Fetched = (
 );
 
 /// What an entry with a `registry` field is, before anything is fetched.
-pub(super) fn unresolved(entry: &Map<String, Value>) -> EntryProblem {
-    if entry.contains_key("command") || entry.contains_key("url") {
-        return EntryProblem::RegistryAndLaunch;
-    }
-    match (text(entry, "registry"), text(entry, "version")) {
-        (Err(problem), _) | (_, Err(problem)) => problem,
-        _ => EntryProblem::RegistryNotFetched,
-    }
-}
-
 fn source(entry: &Map<String, Value>) -> Option<RegistrySource> {
     let registry = text(entry, "registry").ok()??;
     if registry.ends_with(".json") {

@@ -12,13 +12,18 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{read_text, ConfigFileError, Format, RegistryDocuments, ServersConfig, Variables};
+#[cfg(feature = "registry")]
+use super::RegistryDocuments;
+use super::{read_text, ConfigFileError, Format, ServersConfig, Variables};
+#[cfg(feature = "registry")]
 use crate::registry::RegistryOptions;
+#[cfg(feature = "registry")]
 use crate::transport::HttpClient;
 
 /// A config file with its answers and registry documents kept across reads.
 ///
 /// ```no_run
+/// # #[cfg(feature = "registry")] mod example {
 /// use mcp_connect::config::ConfigSource;
 /// use mcp_connect::registry::RegistryOptions;
 /// use mcp_connect::transport::HttpClient;
@@ -35,11 +40,13 @@ use crate::transport::HttpClient;
 /// // Every later read (a reload) keeps the answers.
 /// let config = source.read(&client, &registry).await?;
 /// # drop(config); Ok(()) }
+/// # }
 /// ```
 pub struct ConfigSource {
     path: PathBuf,
     format: Format,
     answers: Vec<(String, String)>,
+    #[cfg(feature = "registry")]
     registry: RegistryDocuments,
     workspace_folder: Option<String>,
 }
@@ -52,6 +59,7 @@ impl ConfigSource {
             format: Format::of_path(&path),
             path,
             answers: Vec::new(),
+            #[cfg(feature = "registry")]
             registry: RegistryDocuments::default(),
             workspace_folder: None,
         }
@@ -90,6 +98,7 @@ impl ConfigSource {
     /// registry entries not fetched before from the same source, and
     /// resolves them, with every answer given so far and this process's
     /// environment for `${env:...}`.
+    #[cfg(feature = "registry")]
     pub async fn read(
         &mut self,
         client: &HttpClient,
@@ -105,8 +114,9 @@ impl ConfigSource {
         self.parse(self.text().await?)
     }
 
-    /// Reads the file as [`read`](Self::read) does, with the registry
-    /// documents fetched before only (nothing is fetched).
+    /// Reads the file as `read` does, with the registry documents fetched
+    /// before only (nothing is fetched; without the `registry` feature, a
+    /// registry entry is [`EntryProblem::RegistryUnavailable`](super::EntryProblem::RegistryUnavailable)).
     pub async fn read_known(&self) -> Result<ServersConfig, ConfigFileError> {
         self.parse(self.text().await?)
     }
@@ -127,7 +137,9 @@ impl ConfigSource {
         if let Some(folder) = &self.workspace_folder {
             variables = variables.with_workspace_folder(folder.as_str());
         }
+        #[allow(unused_mut)]
         let mut config = ServersConfig::parse_as(&text, self.format, &variables)?;
+        #[cfg(feature = "registry")]
         config.resolve_registry(&self.registry, &variables);
         Ok(config)
     }

@@ -78,6 +78,7 @@ pub struct RedisStores {
     sealing: Option<SealingKey>,
     timeout: Option<Duration>,
     /// Private CAs for `rediss://`, checked when given.
+    #[cfg(feature = "rustls")]
     roots: Vec<Vec<u8>>,
 }
 
@@ -105,6 +106,7 @@ impl RedisStores {
             prefix,
             sealing,
             timeout: None,
+            #[cfg(feature = "rustls")]
             roots: Vec::new(),
         })
     }
