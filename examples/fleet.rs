@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_connect::client::replay::ReplayPolicy;
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
-use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::testkit::{LegacyServer, Recorded, Script, ScriptServer};
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};

@@ -68,57 +68,44 @@
 
 pub mod auth;
 pub mod client;
-mod clock;
 pub mod config;
-mod connector;
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
 pub mod era_cache;
 pub mod error;
+pub mod establish;
 pub mod extensions;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod group;
-mod handshake;
 pub mod inbound;
-mod policy;
 pub mod protocol;
-mod redact;
 #[cfg(feature = "registry")]
 #[cfg_attr(docsrs, doc(cfg(feature = "registry")))]
 pub mod registry;
-pub mod replay;
-pub mod report;
 pub mod request;
 pub mod response_cache;
 pub mod session;
-pub mod session_loss;
-pub mod stack;
-pub mod stage;
 pub mod store;
-mod target;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod telemetry;
 #[cfg(not(feature = "otel"))]
 #[path = "telemetry/off.rs"]
 mod telemetry;
-#[cfg(feature = "otel")]
-mod telemetry_wiring;
 #[cfg(feature = "testkit")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;
 pub mod transport;
 
 pub use client::McpClient;
-pub use connector::Connector;
 pub use error::{Error, ErrorKind};
+pub use establish::{Connector, Establish, EstablishBuilder, EstablishError};
 pub use mcp_connect_layers as layers;
 pub use request::ConnectRequest;
 pub use session::Session;
-pub use stack::{Establish, EstablishBuilder, EstablishError};
 
 /// The README's examples, compiled as doctests so they stay true (and run
 /// by `examples/docs.rs`).

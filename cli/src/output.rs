@@ -412,5 +412,5 @@ pub(super) fn tls_hint(
 pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     // Escaped like every other text a server or a document chose: an
     // error may name a registry document's variable or a bundle's file.
-    shown(&mcp_connect::report::Report::new(error).to_string()).into_owned()
+    shown(&mcp_connect::error::report::Report::new(error).to_string()).into_owned()
 }

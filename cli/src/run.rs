@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
+use mcp_connect::client::replay::ReplayPolicy;
 use mcp_connect::client::ClientError;
 use mcp_connect::demo::DemoServer;
 use mcp_connect::era_cache::EraCache;
 use mcp_connect::extensions::skills::ListSkills;
 use mcp_connect::inbound::notification_channel;
 use mcp_connect::protocol::{CallTool, ListPrompts, ListResources};
-use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::{Call, RequestOptions};
 use mcp_connect::{Connector, Error, EstablishBuilder, McpClient, Session};
 use tokio::time::Instant;

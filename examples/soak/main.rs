@@ -37,10 +37,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use mcp_connect::client::replay::ReplayPolicy;
 use mcp_connect::client::ClientError;
 use mcp_connect::layers::recovery::{Backoff, RecoveryPolicy};
 use mcp_connect::protocol::CallToolResult;
-use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::request::Limits;
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{Connector, EstablishBuilder, McpClient};

@@ -281,7 +281,7 @@ async fn request(
         // rmcp cancelled it and expects no reply.
         Err(error) if matches!(error.kind(), ErrorKind::Cancelled) => return,
         Err(error) => {
-            if mcp_connect::session_loss::session_lost(&error) {
+            if mcp_connect::client::session_loss::session_lost(&error) {
                 ended.cancel();
             }
             json!({ "jsonrpc": "2.0", "id": id, "error": error_object(&error) })
@@ -307,7 +307,7 @@ fn error_object(error: &mcp_connect::Error) -> Value {
                 "code": INTERNAL_ERROR,
                 "message": format!("mcp-connect: the request failed ({})", failure.kind.as_str()),
                 "data": {
-                    crate::SESSION_LOST: mcp_connect::session_loss::session_lost(error),
+                    crate::SESSION_LOST: mcp_connect::client::session_loss::session_lost(error),
                     "failure": failure.kind.as_str(),
                 },
             })

@@ -15,7 +15,7 @@ use mcp_connect::client::CallPolicies;
 use mcp_connect::group::{Server, ServerGroup};
 use mcp_connect::layers::recovery::RecoveryPolicy;
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::replay::ReplayPolicy;
+use mcp_connect::client::replay::ReplayPolicy;
 use mcp_connect::request::Limits;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use mcp_connect_layers::{StageEvent, StageObserver, StageOutcome};

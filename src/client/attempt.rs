@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{ClientError, McpClient, Reconnect, State};
+use crate::client::replay::{undelivered, ReplayPolicy, Undelivered};
+use crate::client::session_loss::{LossReason, SessionFate};
 use crate::error::Error;
-use crate::replay::{undelivered, ReplayPolicy, Undelivered};
 use crate::session::Session;
-use crate::session_loss::{LossReason, SessionFate};
 
 impl McpClient {
     /// Drops session `generation` if it is still the current one, and
@@ -106,7 +106,7 @@ impl McpClient {
 
     /// Keeps the flag a success reads in step with the suspicion (called
     /// under the lock, after each change).
-    pub(super) fn note_suspicion(&self, suspicion: &crate::session_loss::Suspicion) {
+    pub(super) fn note_suspicion(&self, suspicion: &crate::client::session_loss::Suspicion) {
         (self.inner.suspicious).store(!suspicion.is_clear(), Ordering::Relaxed);
     }
 

@@ -16,10 +16,10 @@ use super::{
     Call, CallPolicies, CallService, ClientError, Generation, Inner, McpClient, Reconnect, Shared,
     State,
 };
-use crate::replay::ReplayPolicy;
+use crate::client::replay::ReplayPolicy;
+use crate::client::session_loss::{LossSignal, SessionLossRule, Suspicion};
+use crate::establish::Establish;
 use crate::request::ConnectRequest;
-use crate::session_loss::{LossSignal, SessionLossRule, Suspicion};
-use crate::stack::Establish;
 use crate::transport::error::BoxError;
 
 /// Sets up an [`McpClient`] ([`McpClient::builder`]).
@@ -94,7 +94,7 @@ impl McpClientBuilder {
     }
 
     /// Widens or narrows the session-loss rule (see
-    /// [`crate::session_loss`]): `rule` is asked about every failed call,
+    /// [`crate::client::session_loss`]): `rule` is asked about every failed call,
     /// with the default verdict in [`LossSignal::default`], and answers
     /// whether the session is gone.
     ///

@@ -13,7 +13,7 @@ use mcp_connect_layers::{Failure, FailureKind, Stage};
 use tokio::time::Instant;
 
 use super::{ClientError, McpClient, State};
-use crate::stack::EstablishError;
+use crate::establish::EstablishError;
 
 /// The cool-down after failed reconnects: full jitter under a ceiling of
 /// 100 ms doubling to 30 s.

@@ -6,9 +6,9 @@ use std::time::Duration;
 use mcp_connect_layers::policy::Refused;
 use mcp_connect_layers::{Classify, Failure, FailureKind, Stage};
 
+use crate::client::session_loss::LossReason;
 use crate::error::Error;
-use crate::session_loss::LossReason;
-use crate::stack::EstablishError;
+use crate::establish::EstablishError;
 
 /// Why a call on an [`McpClient`](super::McpClient) failed.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +68,7 @@ pub enum ClientError {
     /// The first request on a session that replaced a refused one was
     /// refused the same way (`reason`): the refusal is probably not about
     /// the session. The session is kept, and this refusal replaces no
-    /// session for a while (see [`crate::session_loss`]); a refusal in that
+    /// session for a while (see [`crate::client::session_loss`]); a refusal in that
     /// while fails this way too. Not the server's answer to the request.
     #[error("{operation} was refused on session {generation} as a session before it was ({reason}); the session is kept")]
     RefusedAgain {
@@ -147,7 +147,7 @@ impl Classify for ClientError {
     }
 }
 
-crate::report::reportable!(ClientError);
+crate::error::report::reportable!(ClientError);
 
 impl From<Refused> for ClientError {
     fn from(refused: Refused) -> Self {

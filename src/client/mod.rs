@@ -4,7 +4,7 @@
 //! Applications keep one [`McpClient`] per configured server for hours. When
 //! its session dies (the transport closed, reset or its process exited, the
 //! server answered 404 to a request that carried the session id, or 400
-//! with a JSON-RPC error without id: see [`crate::session_loss`]) the
+//! with a JSON-RPC error without id: see [`crate::client::session_loss`]) the
 //! failed call's error goes to the caller, the dead session is disposed,
 //! and the *next* call (or a background task, if asked) builds a new session
 //! through the establishment stack. A failed call is never replayed: the
@@ -32,7 +32,7 @@
 //!
 //! One exception to "never replayed", opt-in: with
 //! [`ReplayPolicy::Undelivered`] a call whose failure proves the server
-//! never received it (see [`crate::replay`]) is sent once more on the new
+//! never received it (see [`crate::client::replay`]) is sent once more on the new
 //! session.
 
 use std::collections::BTreeSet;
@@ -47,12 +47,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::replay::ReplayPolicy;
+use crate::client::session_loss::{SessionLossRule, Suspicion};
 use crate::error::Error;
-use crate::replay::ReplayPolicy;
+use crate::establish::Establish;
 use crate::request::ConnectRequest;
 use crate::session::{Session, SessionState};
-use crate::session_loss::{SessionLossRule, Suspicion};
-use crate::stack::Establish;
 
 mod attempt;
 mod builder;
@@ -63,8 +63,10 @@ mod hedge;
 mod policies;
 mod principals;
 mod probe;
+pub mod replay;
 mod replicas;
 mod service;
+pub mod session_loss;
 mod session_service;
 
 pub use builder::McpClientBuilder;
@@ -104,7 +106,7 @@ enum State {
         until: Instant,
         failures: u32,
         failure: Failure,
-        cause: Option<Arc<crate::stack::EstablishError>>,
+        cause: Option<Arc<crate::establish::EstablishError>>,
     },
 }
 
@@ -176,7 +178,7 @@ pub struct Generation {
 /// It reconnects for later calls only after the session itself died:
 /// transport closure or I/O failure (no HTTP status), a 404 to a request
 /// that carried the session id, or a 400 whose JSON-RPC error has no id
-/// (see [`crate::session_loss`]). HTTP 500, 429, 401, 403, other statuses
+/// (see [`crate::client::session_loss`]). HTTP 500, 429, 401, 403, other statuses
 /// and JSON-RPC errors naming the request reach the caller with no
 /// reconnect and the generation unchanged. A session found dead before a
 /// call is replaced before the call is sent. A failed call is never replayed,

@@ -42,7 +42,7 @@ pub struct CallPolicies {
 }
 
 /// Alike when every policy is, replicas compared by the server they reach
-/// ([`Target::identity`](crate::target::Target::identity)).
+/// ([`Target::identity`](crate::request::Target::identity)).
 impl PartialEq for CallPolicies {
     fn eq(&self, other: &Self) -> bool {
         let reached = |policies: &Self| -> Vec<String> {

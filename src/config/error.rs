@@ -84,8 +84,8 @@ impl EntryError {
     /// `{:#}` a cause a line): `server "files" in the config file cannot be
     /// used: the registry server cannot be used: io.github.acme/files is
     /// not pinned to a version`. `Display` alone says only the first fact.
-    pub fn report(&self) -> crate::report::Report<'_> {
-        crate::report::Report::new(self)
+    pub fn report(&self) -> crate::error::report::Report<'_> {
+        crate::error::report::Report::new(self)
     }
 }
 

@@ -464,7 +464,7 @@ impl ServerConfig {
             name: name.to_owned(),
             request,
             unknown,
-            revision: crate::redact::fingerprint(&[&written]),
+            revision: crate::transport::redact::fingerprint(&[&written]),
             lazy,
             enabled,
             required,

@@ -126,6 +126,16 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// Instruments every server added whose request has no telemetry of
+    /// its own (a config file's servers, say) with `telemetry` (feature
+    /// `otel`).
+    #[cfg(feature = "otel")]
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
     /// The group, empty.
     pub fn build(self) -> ServerGroup {
         ServerGroup {

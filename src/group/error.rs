@@ -127,4 +127,4 @@ impl Classify for GroupError {
     }
 }
 
-crate::report::reportable!(GroupError);
+crate::error::report::reportable!(GroupError);

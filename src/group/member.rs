@@ -103,8 +103,8 @@ impl Member {
         retry: Backoff,
     ) -> (Arc<Member>, Notifications) {
         let (sender, notifications) = crate::inbound::notification_channel(capacity);
-        let remember_as =
-            (server.request.auth().is_none()).then(|| crate::redact::hex(&server.target));
+        let remember_as = (server.request.auth().is_none())
+            .then(|| crate::transport::redact::hex(&server.target));
         let request = server.request.with_notifications(sender.clone());
         let member = Member {
             name: server.name,

@@ -69,8 +69,8 @@ use tokio::sync::{broadcast, watch, Semaphore};
 
 use crate::client::McpClient;
 use crate::config::ServersConfig;
+use crate::establish::Establish;
 use crate::inbound::NotificationSender;
-use crate::stack::Establish;
 
 mod builder;
 mod catalogue;

@@ -1,6 +1,6 @@
 //! A member whose listing was refused as the session before its own was,
 //! while its client kept the session (the session-loss rule's guard
-//! against reconnect loops, [`crate::session_loss`]).
+//! against reconnect loops, [`crate::client::session_loss`]).
 //!
 //! What the server offers is then unknown, not empty: its last listing
 //! stays in the catalogue, calls are still routed to it, and the listing

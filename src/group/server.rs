@@ -11,8 +11,8 @@ use tower::{Layer, Service};
 use super::filter::ToolFilter;
 use crate::client::{Call, CallPolicies, CallService, McpClientBuilder};
 use crate::config::ServerConfig;
+use crate::establish::Establish;
 use crate::request::ConnectRequest;
-use crate::stack::Establish;
 use crate::transport::error::BoxError;
 
 /// A server to add to a group: its own stack (deadline, recovery,
@@ -166,7 +166,7 @@ impl Server {
     /// of the policies put on it).
     #[must_use]
     pub fn with_revision(mut self, revision: impl AsRef<[u8]>) -> Self {
-        self.revision = crate::redact::fingerprint(&[&self.revision, revision.as_ref()]);
+        self.revision = crate::transport::redact::fingerprint(&[&self.revision, revision.as_ref()]);
         self
     }
 
@@ -229,7 +229,7 @@ fn target_revision(request: &ConnectRequest) -> [u8; 16] {
         .headers()
         .and_then(|headers| headers.get(http::header::AUTHORIZATION))
         .map_or(&[][..], |value| value.as_bytes());
-    crate::redact::fingerprint(&[target.identity().as_bytes(), authorization])
+    crate::transport::redact::fingerprint(&[target.identity().as_bytes(), authorization])
 }
 
 /// A `ping` keepalive for long-idle legacy sessions: off unless asked for

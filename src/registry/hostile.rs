@@ -207,7 +207,7 @@ fn zip_of(files: &[(&str, &str, u32)]) -> Vec<u8> {
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    crate::redact::hex(&sha2::Sha256::digest(bytes))
+    crate::transport::redact::hex(&sha2::Sha256::digest(bytes))
 }
 
 fn manifest(program: &str) -> String {

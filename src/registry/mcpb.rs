@@ -117,7 +117,7 @@ pub(super) async fn prepare(
         None => {
             let url = text(package, "identifier").ok_or(BundleError::BadUrl)?;
             let bytes = download(client, url, options).await?;
-            if crate::redact::hex(&Sha256::digest(&bytes)) != digest {
+            if crate::transport::redact::hex(&Sha256::digest(&bytes)) != digest {
                 return Err(BundleError::DigestMismatch);
             }
             bytes.to_vec()
@@ -161,7 +161,7 @@ fn read_verified(path: &Path, digest: &str) -> Option<Vec<u8>> {
     file.take(archive::BUNDLE_LIMIT as u64 + 1)
         .read_to_end(&mut bytes)
         .ok()?;
-    (crate::redact::hex(&Sha256::digest(&bytes)) == digest).then_some(bytes)
+    (crate::transport::redact::hex(&Sha256::digest(&bytes)) == digest).then_some(bytes)
 }
 
 /// Removes an unpacked folder that differs from its archive (a link there

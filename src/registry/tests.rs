@@ -190,7 +190,7 @@ fn zip_of(files: &[(&str, &str, u32)]) -> bytes::Bytes {
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    crate::redact::hex(&sha2::Sha256::digest(bytes))
+    crate::transport::redact::hex(&sha2::Sha256::digest(bytes))
 }
 
 fn bundle_json(url: &str, digest: &str) -> String {

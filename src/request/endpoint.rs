@@ -9,7 +9,7 @@ use http::Uri;
 
 use super::ConnectRequest;
 use crate::error::{ConfigError, Error};
-use crate::target::Target;
+use crate::request::Target;
 
 impl ConnectRequest {
     /// Reaches this HTTP server over the Unix socket at `path` instead of

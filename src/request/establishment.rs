@@ -11,11 +11,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{ConnectRequest, Strategy, TransportMode};
-use crate::clock::Clock;
 use crate::era_cache::EraCache;
 use crate::inbound::Inbound;
+use crate::request::clock::Clock;
+use crate::request::Target;
 use crate::session::ClientIdentity;
-use crate::target::Target;
 
 /// What the rest of the crate reads of a request; its fields stay private
 /// so that every reader goes through one meaning per name.

@@ -6,12 +6,17 @@
 //! limits, the absolute deadline and the caller's cancellation token. Its
 //! `Debug` never shows header values, URL queries or userinfo.
 
+pub(crate) mod clock;
 mod endpoint;
 mod establishment;
 mod options;
 mod settings;
+mod target;
+#[cfg(feature = "otel")]
+mod telemetry;
 pub(crate) mod uri;
 mod validate;
+mod version_policy;
 
 use std::fmt;
 use std::sync::Arc;
@@ -25,14 +30,14 @@ use tokio_util::sync::CancellationToken;
 use crate::era_cache::EraCache;
 use crate::error::{ConfigError, Error};
 use crate::inbound::{ClientHandler, Inbound, NotificationSender};
-pub use crate::policy::VersionPolicy;
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::session::ClientIdentity;
-pub use crate::target::Target;
 use crate::transport::StdioCommand;
 pub(crate) use options::Strategy;
 pub use options::{Limits, TransportMode};
 use settings::Settings;
+pub use target::Target;
+pub use version_policy::VersionPolicy;
 
 /// One establishment request.
 ///

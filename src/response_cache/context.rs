@@ -38,7 +38,7 @@ impl Context {
             hash.update(token.as_bytes());
         }
         let digest = hash.finalize();
-        Context(crate::redact::hex(&digest[..16]).into())
+        Context(crate::transport::redact::hex(&digest[..16]).into())
     }
 
     /// The fingerprint, for keys.

@@ -26,8 +26,8 @@ use crate::error::{Error, ErrorKind, TransportError, VersionError};
 use crate::protocol::{
     codes, is_era_refusal, EncodedRequest, Era, ListTools, McpRequest, RpcError,
 };
+use crate::request::Target;
 use crate::response_cache::{cacheable, CacheMode, Context, Hints, ResponseCache};
-use crate::target::Target;
 use crate::transport::Reply;
 
 /// The response cache as one session sees it.

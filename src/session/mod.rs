@@ -111,7 +111,7 @@ pub(crate) struct Parts<'a> {
     /// How to authorize again when a request is refused.
     pub(crate) auth: Option<crate::auth::Authorizer>,
     pub(crate) response_cache: Option<&'a crate::response_cache::ResponseCache>,
-    pub(crate) target: &'a crate::target::Target,
+    pub(crate) target: &'a crate::request::Target,
     pub(crate) telemetry: Option<&'a crate::telemetry::Telemetry>,
     pub(crate) peer: crate::telemetry::establish::Peer<'a>,
 }

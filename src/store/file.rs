@@ -40,7 +40,7 @@ fn temporary_beside(path: &Path) -> std::io::Result<PathBuf> {
     getrandom::fill(&mut nonce).map_err(std::io::Error::other)?;
     let mut temporary = std::ffi::OsString::from(".");
     temporary.push(name);
-    temporary.push(format!(".{}.tmp", crate::redact::hex(&nonce)));
+    temporary.push(format!(".{}.tmp", crate::transport::redact::hex(&nonce)));
     Ok(path.with_file_name(temporary))
 }
 

@@ -28,7 +28,7 @@ use super::waiters::{Dispatched, Waiters};
 use super::{HttpBody, HttpClient, Reply, SseParser, Transport, TransportKind, TransportStats};
 use crate::inbound::Inbound;
 use crate::protocol::{Incoming, Notification, ProtocolVersion, Request};
-use crate::redact::SafeUri;
+use crate::transport::redact::SafeUri;
 
 /// Where a legacy server sends its POSTs, checked and counted.
 #[derive(Clone)]

@@ -41,6 +41,7 @@ mod mcp_headers;
 mod memory;
 pub(crate) mod origin;
 mod proxy;
+pub(crate) mod redact;
 mod redirect;
 pub mod resume;
 mod server_stream;

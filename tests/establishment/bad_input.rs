@@ -1,7 +1,7 @@
 //! Bad input from servers and callers: each case gives a typed error, loses
 //! nothing, and nothing hangs.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::time::Duration;
 
 use crate::support::{error, legacy, result, watchdog, Script, ScriptServer};

@@ -1,7 +1,7 @@
 //! The dual-era establishment ladder (src/handshake.rs), branch by branch,
 //! against scripted loopback HTTP servers.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::time::Duration;
 
 use crate::support::{error, legacy, result, watchdog, Script, ScriptServer};

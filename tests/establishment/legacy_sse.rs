@@ -1,7 +1,7 @@
 //! Legacy HTTP+SSE servers (the 2024-11-05 transport): the fallback ladder,
 //! the explicit mode, the same-origin rule, bounds, and closure.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::time::{Duration, Instant};
 
 use crate::support::sse_server::{SseBehaviour, SseServer};

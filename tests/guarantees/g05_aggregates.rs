@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use mcp_connect::establish::stage::{self, EraSignals};
 use mcp_connect::layers::classify::{ClassifyOutcome, FailureClassifierLayer};
 use mcp_connect::layers::recovery::{Backoff, FreshSessionRecoveryLayer, RecoveryPolicy};
 use mcp_connect::layers::{Child, Classify, Closure, Envelope, Failure, FailureKind};
-use mcp_connect::stage::{self, EraSignals};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 /// One child error; every one prints the same words.

@@ -4,7 +4,7 @@
 //! handshake limits are distinct, and the four expiries (caller, probe,
 //! handshake, overall) are told apart.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::time::{Duration, Instant};
 
 use crate::support::sse_server::{SseBehaviour, SseServer};

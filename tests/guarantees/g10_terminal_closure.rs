@@ -2,7 +2,7 @@
 //! waiter at once, stops its receive loop, and is never returned as a
 //! usable session.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::time::{Duration, Instant};
 
 use crate::support::sse_server::{SseBehaviour, SseServer};

@@ -1,7 +1,7 @@
 //! G11 Races: cancellation racing a late successful handshake disposes the
 //! session that will not be returned and starts no further stage.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! cancellation and security failures are never hidden behind a
 //! compatibility error; a failing cleanup never replaces the primary error.
 
-use mcp_connect::stage;
+use mcp_connect::establish::stage;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 

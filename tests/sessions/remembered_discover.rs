@@ -260,7 +260,7 @@ async fn a_session_fails_a_refused_remembered_version_typed_and_forgets_it() {
         ),
         "{error:?}"
     );
-    assert!(mcp_connect::session_loss::session_lost(&error));
+    assert!(mcp_connect::client::session_loss::session_lost(&error));
     assert!(cache.get(&target).is_none(), "the verdict was kept");
     // The next establishment runs the ladder and lands on legacy.
     let session = connect(request(&server.url(), &cache)).await;

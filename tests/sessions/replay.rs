@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
+use mcp_connect::client::replay::ReplayPolicy;
+use mcp_connect::client::replay::{undelivered, Undelivered};
 use mcp_connect::error::TransportError;
 use mcp_connect::layers::FailureKind;
 use mcp_connect::protocol::ProtocolVersion;
-use mcp_connect::replay::ReplayPolicy;
-use mcp_connect::replay::{undelivered, Undelivered};
 use mcp_connect::transport::HttpClient;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;

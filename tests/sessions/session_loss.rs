@@ -9,13 +9,13 @@
 use std::time::Duration;
 
 use crate::support::{watchdog, LegacyServer, Script, ScriptServer};
+use mcp_connect::client::replay::ReplayPolicy;
+use mcp_connect::client::session_loss::LossReason;
 use mcp_connect::client::ClientError;
 use mcp_connect::client::McpClientBuilder;
 use mcp_connect::protocol::ProtocolVersion;
 use mcp_connect::protocol::{GetPrompt, Ping};
-use mcp_connect::replay::ReplayPolicy;
 use mcp_connect::session::SessionState;
-use mcp_connect::session_loss::LossReason;
 use mcp_connect::testkit::UnknownSession;
 use mcp_connect::{ConnectRequest, Connector, EstablishBuilder, McpClient};
 use serde_json::json;

@@ -920,7 +920,7 @@ async fn rediss_with_a_private_ca() {
             mcp_connect::transport::tls_problem(&error),
             Some(mcp_connect::transport::TlsProblem::UnknownIssuer),
             "{:?}",
-            mcp_connect::report::Report::new(&error).to_string()
+            mcp_connect::error::report::Report::new(&error).to_string()
         );
 
         let ca = std::fs::read(dir.join("ca.pem")).unwrap();

@@ -11,7 +11,7 @@ use crate::protocol::{CallTool, EncodedRequest, McpRequest, RequestKind};
 /// A `tools/call` that offers the server a task (on the 2026-07-28 era;
 /// on older eras it is a plain call): the result at once, or a
 /// [`Task`](super::Task) to wait for. Never sent twice, whatever the
-/// client's [`ReplayPolicy`](crate::replay::ReplayPolicy): a second
+/// client's [`ReplayPolicy`](crate::client::replay::ReplayPolicy): a second
 /// sending could start a second task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskCall<'a>(CallTool<'a>);

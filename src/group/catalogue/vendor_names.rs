@@ -39,10 +39,12 @@ fn hashed(name: &str, round: u8) -> String {
         .take(VENDOR_NAME_MAX - 9)
         .collect();
     let digest = match round {
-        0 => crate::redact::fingerprint(&[name.as_bytes()]),
-        round => crate::redact::fingerprint(&[b"vendor name", &[round], name.as_bytes()]),
+        0 => crate::transport::redact::fingerprint(&[name.as_bytes()]),
+        round => {
+            crate::transport::redact::fingerprint(&[b"vendor name", &[round], name.as_bytes()])
+        }
     };
-    format!("{kept}_{}", crate::redact::hex(&digest[..4]))
+    format!("{kept}_{}", crate::transport::redact::hex(&digest[..4]))
 }
 
 /// Each tool's vendor name in a catalogue, and the way back.

@@ -93,7 +93,10 @@ pub(super) fn unpack(archive: &mut Archive<'_>, dir: &Path) -> Result<(), Bundle
     let parent = dir.parent().ok_or(BundleError::Malformed)?;
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(|_| BundleError::Malformed)?;
-    let partial = parent.join(format!(".partial-{}", crate::redact::hex(&nonce)));
+    let partial = parent.join(format!(
+        ".partial-{}",
+        crate::transport::redact::hex(&nonce)
+    ));
     let written = write_entries(archive, &partial);
     let placed = written.and_then(|()| match std::fs::rename(&partial, dir) {
         Ok(()) => Ok(()),

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use sha2::{Digest as _, Sha256};
 
-pub(super) use crate::redact::hex;
+pub(super) use crate::transport::redact::hex;
 
 use super::seal::SealingKey;
 use crate::store::StoreError;

@@ -105,7 +105,7 @@ impl StdioCommand {
         if let Some(dir) = &self.current_dir {
             part(b"d", dir.as_os_str().as_bytes());
         }
-        crate::redact::hex(&hash.finalize()[..16])
+        crate::transport::redact::hex(&hash.finalize()[..16])
     }
 }
 

@@ -45,7 +45,7 @@ use super::{
 };
 use crate::inbound::Inbound;
 use crate::protocol::{Era, Incoming, Notification, ProtocolVersion, Request, RequestId};
-use crate::redact::SafeUri;
+use crate::transport::redact::SafeUri;
 use resume::Cut;
 use version_cell::VersionCell;
 

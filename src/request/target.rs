@@ -6,7 +6,7 @@ use std::fmt;
 use http::header::HeaderMap;
 use http::Uri;
 
-use crate::redact::SafeUri;
+use crate::transport::redact::SafeUri;
 use crate::transport::StdioCommand;
 
 /// Where the server is.
@@ -101,7 +101,7 @@ impl Target {
                     hash.update((socket.len() as u64).to_be_bytes());
                     hash.update(socket);
                 }
-                let digest = crate::redact::hex(&hash.finalize()[..16]);
+                let digest = crate::transport::redact::hex(&hash.finalize()[..16]);
                 format!("http {} {digest}", SafeUri(url))
             }
             Target::Stdio(command) => format!("stdio {}", command.fingerprint()),

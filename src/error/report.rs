@@ -98,15 +98,15 @@ macro_rules! reportable {
 
             /// This error and every cause, for printing whole:
             /// `{}` on one line, `{:#}` a cause a line
-            /// ([`Report`](crate::report::Report)).
-            pub fn report(&self) -> $crate::report::Report<'_> {
-                $crate::report::Report::new(self)
+            /// ([`Report`](crate::error::report::Report)).
+            pub fn report(&self) -> $crate::error::report::Report<'_> {
+                $crate::error::report::Report::new(self)
             }
 
             /// The server's JSON-RPC error message, when this error holds
-            /// one ([`Report::server_message`](crate::report::Report::server_message)).
+            /// one ([`Report::server_message`](crate::error::report::Report::server_message)).
             pub fn server_message(&self) -> Option<&str> {
-                $crate::report::Report::new(self).server_message()
+                $crate::error::report::Report::new(self).server_message()
             }
 
             /// What to tell the model that asked for the call: `Error: `

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use mcp_connect_layers::{CancelSource, Stage};
 
-use crate::clock::Clock;
 use crate::error::{ConfigError, Error};
+use crate::establish::stage;
+use crate::request::clock::Clock;
 use crate::request::ConnectRequest;
-use crate::stage;
-use crate::target::Target;
+use crate::request::Target;
 use crate::transport::{
     HttpClient, LegacySse, StdioTransport, StreamableHttp, Transport, TransportKind,
 };

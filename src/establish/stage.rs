@@ -42,7 +42,7 @@ pub const INITIALIZED: Stage = Stage::new(&StageInfo {
 ///
 /// ```
 /// use mcp_connect::layers::classify::FailureClassifierLayer;
-/// use mcp_connect::stage::EraSignals;
+/// use mcp_connect::establish::stage::EraSignals;
 ///
 /// let layer = FailureClassifierLayer::new().with_policy(EraSignals);
 /// # let _ = layer;

@@ -15,6 +15,8 @@ use crate::protocol::{JsonError, ProtocolVersion, RpcError};
 use crate::transport::error::status_failure;
 
 // The transports own their errors; the crate's `Error` wraps them.
+pub mod report;
+
 pub use crate::inbound::InputRequiredError;
 pub use crate::transport::error::{BoxError, ResumeError, TransportError};
 
@@ -266,7 +268,7 @@ impl fmt::Display for Error {
     }
 }
 
-crate::report::reportable!(Error);
+crate::error::report::reportable!(Error);
 
 impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {

@@ -16,10 +16,10 @@ use mcp_connect_layers::classify::ClassifyOutcome;
 use tower_service::Service;
 
 use crate::error::{ConfigError, Error};
-use crate::handshake;
+use crate::establish::handshake;
 use crate::request::ConnectRequest;
+use crate::request::Target;
 use crate::session::Session;
-use crate::target::Target;
 use crate::transport::HttpClient;
 
 /// Makes a new, established [`Session`] for every [`ConnectRequest`].

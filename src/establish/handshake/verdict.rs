@@ -1,14 +1,14 @@
 //! What an answer says about the server's era: pure functions over
 //! outcomes, so every branch has a unit test.
 
-use crate::stage;
+use crate::establish::stage;
 use mcp_connect_layers::{CancelSource, Failure, FailureKind};
 
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
-use crate::policy::VersionPolicy;
 use crate::protocol::{
     codes, is_era_refusal, DiscoverResult, Era, ProtocolVersion, UnsupportedVersionData,
 };
+use crate::request::VersionPolicy;
 use crate::transport::{Reply, TransportKind};
 
 /// How many `server/discover` requests one establishment sends at most.

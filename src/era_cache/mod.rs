@@ -43,11 +43,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use futures_util::future::BoxFuture;
 
 use crate::protocol::{DiscoverResult, ProtocolVersion};
+use crate::request::Target;
 use crate::response_cache::{CacheScope, Context, Hints};
 use crate::store::StoreHealth;
 use crate::store::{EraStore, StoreError};
 pub use crate::store::{RememberedDiscover, Verdict};
-use crate::target::Target;
 use crate::transport::TransportKind;
 
 impl RememberedDiscover {

@@ -12,9 +12,9 @@ use mcp_connect_layers::Reattempt;
 
 use crate::era_cache::Verdict;
 use crate::protocol::{DiscoverResult, Era, ProtocolVersion};
+use crate::request::Target;
 use crate::request::{ConnectRequest, Strategy, TransportMode};
 use crate::response_cache::Context;
-use crate::target::Target;
 use crate::transport::TransportKind;
 
 /// Where the ladder starts on one attempt.

@@ -23,7 +23,7 @@
 //!   ([`LossReason::RefusedWithoutId`]).
 //!
 //! The evidence counts only when the session-loss rule (see
-//! [`crate::session_loss`]) found the session lost, so the call goes to a
+//! [`crate::client::session_loss`]) found the session lost, so the call goes to a
 //! new session, never twice to the same one.
 //!
 //! What does not count, though the session is lost all the same: a 404 on
@@ -33,8 +33,8 @@
 //! ended after the request was written, a stdio child that exited (a pipe
 //! write may have been read before the exit), and every timeout.
 
+use crate::client::session_loss::{default_rule, LossReason};
 use crate::error::{Error, ErrorKind, TransportError, VersionError};
-use crate::session_loss::{default_rule, LossReason};
 
 /// Which failed calls an [`McpClient`](crate::McpClient) sends once more on
 /// its next session.

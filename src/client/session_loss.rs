@@ -1,7 +1,7 @@
 //! When a failed call means the session itself is gone.
 //!
 //! One rule, shared by [`McpClient`](crate::McpClient) (which reconnects
-//! for later calls only on a loss), by [`replay`](crate::replay) (which
+//! for later calls only on a loss), by [`replay`](crate::client::replay) (which
 //! may resend a call only after a loss that proves the call undelivered)
 //! and by the command's watch mode. Decided on types, status codes, body
 //! shape and ids, never on a message.

@@ -62,15 +62,15 @@ use std::sync::Arc;
 use mcp_connect_layers::{CancelSource, FailureKind, Stage};
 
 use crate::auth::{Authorized, Authorizer, Reauthorization, AUTHORIZE};
-use crate::clock::Clock;
 use crate::era_cache::{EraCache, Verdict};
 use crate::error::{ConfigError, Error};
-use crate::policy::VersionPolicy;
 use crate::protocol::Era;
+use crate::request::clock::Clock;
+use crate::request::Target;
+use crate::request::VersionPolicy;
 use crate::request::{ConnectRequest, Strategy, TransportMode};
 use crate::response_cache::Context;
 use crate::session::{Negotiated, Parts, Session};
-use crate::target::Target;
 use crate::transport::{HttpClient, ServerStream, TransportKind};
 
 use ladder::Ladder;
@@ -252,7 +252,7 @@ impl<'a> AttemptContext<'a> {
                 return Err(error);
             }
         };
-        if let Err(error) = clock.check(crate::stage::INITIALIZED) {
+        if let Err(error) = clock.check(crate::establish::stage::INITIALIZED) {
             // Cancellation or expiry raced a late success: the session
             // that will not be returned is closed, not leaked.
             ladder.dispose_failed().await;

@@ -6,16 +6,16 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use crate::stage;
+use crate::establish::stage;
 use mcp_connect_layers::{CancelSource, Failure, FailureKind, Stage};
 
-use crate::clock::Clock;
 use crate::era_cache::RememberedDiscover;
 use crate::error::{Error, ErrorKind, VersionError};
 use crate::protocol::{
     codes, DiscoverResult, Era, InitializeParams, InitializeResult, Notification, ProtocolVersion,
     Request, RequestId,
 };
+use crate::request::clock::Clock;
 use crate::request::{ConnectRequest, TransportMode};
 use crate::session::{ClientIdentity, Negotiated};
 use crate::transport::{Transport, TransportKind};

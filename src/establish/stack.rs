@@ -31,11 +31,11 @@ use crate::telemetry::establish::{EstablishOutcome, Established};
 use tower::{ServiceBuilder, ServiceExt};
 use tower_service::Service;
 
-use crate::connector::Connector;
 use crate::error::Error;
+use crate::establish::stage::EraSignals;
+use crate::establish::Connector;
 use crate::request::ConnectRequest;
 use crate::session::Session;
-use crate::stage::EraSignals;
 
 type Layered = DeadlineError<RecoveryError<Classified<Error>>>;
 type Veto = Arc<dyn Fn(&Child<'_>) -> bool + Send + Sync>;
@@ -221,7 +221,7 @@ pub enum EstablishError {
     Cancelled,
 }
 
-crate::report::reportable!(EstablishError);
+crate::error::report::reportable!(EstablishError);
 
 impl EstablishError {
     fn from_layers(error: Layered) -> Self {
