@@ -89,8 +89,8 @@ pub(crate) struct Args {
     pub(crate) command: Option<Vec<String>>,
 
     /// Which transport to use.
-    #[arg(long, value_enum, default_value_t = Mode::Auto)]
-    pub(crate) transport: Mode,
+    #[arg(long, value_enum, default_value_t = TransportChoice::Auto)]
+    pub(crate) transport: TransportChoice,
 
     /// Require exactly this protocol version (one this client speaks).
     #[arg(long, value_name = "VERSION", conflicts_with = "ceiling", value_parser = parse_pin)]
@@ -407,7 +407,7 @@ pub(crate) enum Replay {
 
 /// The `--transport` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mode {
+pub(crate) enum TransportChoice {
     /// Streamable HTTP for URLs, stdio for commands.
     Auto,
     /// Streamable HTTP.

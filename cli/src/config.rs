@@ -14,10 +14,13 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_connect::config::{EntryError, ServerConfig};
-use mcp_connect::group::{Server, ServerGroup};
+use mcp_connect::config::{ConfigFileError, EntryError, ServerConfig, ServersConfig};
+use mcp_connect::group::{RememberedListings, Server, ServerGroup};
+use mcp_connect::inbound::ClientHandler;
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
-use mcp_connect::{Connector, EstablishBuilder};
+use mcp_connect::registry::RegistryOptions;
+use mcp_connect::transport::HttpClient;
+use mcp_connect::{Connector, Establish, EstablishBuilder};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,53 +32,114 @@ use super::reload::ReloadTriggers;
 use super::request::{handler_from, http_client, recovery_from, with_limits_and_versions};
 use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
-use calls::{call_tool, wait_for_start, Route};
+use calls::{call_tool, wait_for_start, Route, Start};
 use lines::{list_tools, not_established, reload};
+
+/// The config file as read, and what reading it again (a reload) needs.
+pub(super) struct ConfigFile {
+    pub(super) config: ServersConfig,
+    path: std::path::PathBuf,
+    answers: Answers,
+    client: HttpClient,
+    options: RegistryOptions,
+}
+
+impl ConfigFile {
+    /// Reads `path` as `--config` says, asking on the terminal for the
+    /// inputs it lacks; the exit code when that ends the run (a usage
+    /// error, or the first signal).
+    pub(super) async fn read(
+        args: &Args,
+        path: &Path,
+        cancel: &CancellationToken,
+        signals: &Signals,
+    ) -> Result<Self, ExitCode> {
+        // One connector (one pooled HTTP client) for all, the registry
+        // too; the stack's deadline starts anew for every server.
+        let client = http_client(args, false).map_err(|message| usage(&message))?;
+        let options = super::request::registry_options(args).map_err(|m| usage(&m))?;
+        let bound = super::prompt::Bounded {
+            cancel: cancel.clone(),
+            limit: args.deadline,
+        };
+        let mut answers = Answers::new(path, args.standard, bound);
+        match answers.read_asking(&client, &options).await {
+            Ok(config) => Ok(ConfigFile {
+                config,
+                path: path.to_owned(),
+                answers,
+                client,
+                options,
+            }),
+            // The first signal ended the read: exit as a signal does.
+            Err(_) if signals.received().is_some() => {
+                let signal = signals.received().expect("received");
+                Err(ExitCode::from(signal.exit_code()))
+            }
+            Err(error) => Err(usage(&format!("--config: {}", chain(&error)))),
+        }
+    }
+
+    /// The file read again, for a reload: nothing is asked.
+    async fn reread(&mut self) -> Result<ServersConfig, ConfigFileError> {
+        self.answers.reread(&self.client, &self.options).await
+    }
+}
+
+/// How the group gets a server of the file: the same on a reload, so an
+/// entry that did not change is the same revision.
+struct Members<'a> {
+    args: &'a Args,
+    stack: Establish,
+    handler: ClientHandler,
+    cancel: CancellationToken,
+}
+
+impl Members<'_> {
+    fn member(&self, server: &ServerConfig) -> Server {
+        let mut request = with_limits_and_versions(server.request(), self.args);
+        if let Some(oauth) = server.oauth() {
+            request = super::authorize::with_oauth(request, server.name(), oauth);
+        }
+        let limits = server.limits_over(*request.limits());
+        let request = request
+            .with_limits(limits)
+            .with_handler(self.handler.clone())
+            .with_cancellation(self.cancel.clone());
+        Server::new(self.stack.clone(), request).configured_by(server)
+    }
+}
+
+/// One `--config` run: the group and what its lines and exit code count.
+struct GroupRun<'a> {
+    args: &'a Args,
+    printer: &'a Arc<Printer>,
+    cancel: &'a CancellationToken,
+    group: ServerGroup,
+    members: Members<'a>,
+    /// Entries of the file not usable (counted again after a reload).
+    invalid: usize,
+    started: Instant,
+}
 
 /// Runs `--config`; the exit code as the option's help says.
 pub(super) async fn run(
     args: &Args,
-    path: &Path,
+    mut file: ConfigFile,
     printer: &Arc<Printer>,
     cancel: &CancellationToken,
     signals: &Signals,
     tool_args: &serde_json::Value,
 ) -> ExitCode {
-    // One connector (one pooled HTTP client) for all, the registry too;
-    // the stack's deadline starts anew for every server it establishes.
-    let client = match http_client(args, false) {
-        Ok(client) => client,
-        Err(message) => return usage(&message),
-    };
-    let options = match super::request::registry_options(args) {
-        Ok(options) => options,
-        Err(message) => return usage(&message),
-    };
-    let bound = super::prompt::Bounded {
-        cancel: cancel.clone(),
-        limit: args.deadline,
-    };
-    let mut answers = Answers::new(path, args.standard, bound);
-    let config = match answers.read_asking(&client, &options).await {
-        Ok(config) => config,
-        // The first signal ended the read: exit as a signal does.
-        Err(_) if signals.received().is_some() => {
-            let signal = signals.received().expect("received");
-            return ExitCode::from(signal.exit_code());
-        }
-        Err(error) => return usage(&format!("--config: {}", chain(&error))),
-    };
-    if args.check {
-        return super::check::run(&config, printer);
-    }
-    let mut triggers = match ReloadTriggers::new(path, args.watch_config) {
+    let mut triggers = match ReloadTriggers::new(&file.path, args.watch_config) {
         Ok(triggers) => triggers,
         Err(error) => return usage(&format!("--watch-config: {}", chain(&error))),
     };
+    let config = &file.config;
     let chosen = |name: &str| args.server.as_deref().is_none_or(|wanted| wanted == name);
     let servers: Vec<_> = config.servers().filter(|s| chosen(s.name())).collect();
     let disabled: Vec<_> = config.disabled().filter(|s| chosen(s.name())).collect();
-    let mut invalid = config.errors().filter(|e| chosen(e.name())).count();
+    let invalid = config.errors().filter(|e| chosen(e.name())).count();
     if args.server.is_some() && invalid == 0 && servers.is_empty() && disabled.is_empty() {
         return usage("--server: the config file has no server of that name");
     }
@@ -88,126 +152,173 @@ pub(super) async fn run(
         config.errors().filter(|e| chosen(e.name())),
         &disabled,
     );
-    let stack = EstablishBuilder::new(Connector::with_client(client.clone()))
-        .with_recovery(recovery_from(args))
-        .with_deadline(args.deadline)
-        .build();
     let remembered = match super::stores::remembered_listings(args).await {
         Ok(listings) => listings,
         Err(message) => return usage(&message),
     };
     let group = match &remembered {
-        Some(listings) => ServerGroup::builder()
+        Some(listings) => (ServerGroup::builder())
             .with_remembered_listings(listings.clone())
             .build(),
         None => ServerGroup::new(),
     };
-    let started = Instant::now();
-    // What the file says of a server, as the group gets it: the same on a
-    // reload, so an entry that did not change is the same revision.
-    let member = |server: &ServerConfig| {
-        let mut request = with_limits_and_versions(server.request(), args);
-        if let Some(oauth) = server.oauth() {
-            request = super::authorize::with_oauth(request, server.name(), oauth);
-        }
-        let limits = server.limits_over(*request.limits());
-        let request = request
-            .with_limits(limits)
-            .with_handler(handler.clone())
-            .with_cancellation(cancel.clone());
-        Server::new(stack.clone(), request).configured_by(server)
+    let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
+        .with_recovery(recovery_from(args))
+        .with_deadline(args.deadline)
+        .build();
+    let members = Members {
+        args,
+        stack,
+        handler,
+        cancel: cancel.clone(),
     };
     for server in &servers {
         // Names in a config file are unique: this cannot be a duplicate.
-        let _ = group.add(member(server));
+        let _ = group.add(members.member(server));
     }
     let required: Vec<Arc<str>> = (servers.iter())
         .filter(|server| server.is_required())
         .map(|server| server.name().into())
         .collect();
-    let route = (args.call_tool.as_deref()).map(|tool| Route {
-        tool,
-        server: args.server.as_deref(),
-    });
-    // Everything ends at the run's deadline (`--deadline` from the start:
-    // a listing that never answers included) or at the first signal.
-    let start = wait_for_start(
+    let mut run = GroupRun {
+        args,
         printer,
-        &group,
-        servers.len(),
-        &required,
-        started,
-        started + args.deadline,
         cancel,
-        route,
-    )
-    .await;
-    if let Some(kind) = start.ended {
-        ended_unsettled(printer, &group, &start.settled, kind, started);
-    }
-    if args.list_tools {
-        list_tools(printer, &group.catalogue());
-    }
-    // A required server that did not start fails the start: no call.
-    let required_failed = match start.ended {
-        None => required_not_started(&group, &required),
-        Some(_) => None,
+        group,
+        members,
+        invalid,
+        started: Instant::now(),
     };
-    if let Some(server) = &required_failed {
-        printer.line(
-            &format!(
-                "{}: required and not started; nothing is called",
-                shown(server)
-            ),
-            json!({ "event": "required", "name": &**server, "outcome": "failed" }),
-        );
+    let (start, route, startable) = run.start(servers.len(), &required).await;
+    let called = match route {
+        Some(route) => run.calls(route, &mut file, &mut triggers, tool_args).await,
+        None => startable,
+    };
+    run.finish(start, called, remembered.as_ref(), signals)
+        .await
+}
+
+impl<'a> GroupRun<'a> {
+    /// Waits for the servers to settle (or, with a call to make, for its
+    /// server), printing each one's line; the start, the call's route when
+    /// the call is to be made, and whether no required server failed.
+    async fn start(&self, count: usize, required: &[Arc<str>]) -> (Start, Option<Route<'a>>, bool) {
+        let route = (self.args.call_tool.as_deref()).map(|tool| Route {
+            tool,
+            server: self.args.server.as_deref(),
+        });
+        // Everything ends at the run's deadline (`--deadline` from the
+        // start: a listing that never answers included) or at the first
+        // signal.
+        let deadline = self.started + self.args.deadline;
+        let (printer, group) = (self.printer, &self.group);
+        let start = wait_for_start(
+            printer,
+            group,
+            count,
+            required,
+            self.started,
+            deadline,
+            self.cancel,
+            route,
+        )
+        .await;
+        if let Some(kind) = start.ended {
+            ended_unsettled(printer, group, &start.settled, kind, self.started);
+        }
+        if self.args.list_tools {
+            list_tools(printer, &group.catalogue());
+        }
+        // A required server that did not start fails the start: no call.
+        let required_failed = match start.ended {
+            None => required_not_started(group, required),
+            Some(_) => None,
+        };
+        if let Some(server) = &required_failed {
+            printer.line(
+                &format!(
+                    "{}: required and not started; nothing is called",
+                    shown(server)
+                ),
+                json!({ "event": "required", "name": &**server, "outcome": "failed" }),
+            );
+        }
+        let startable = required_failed.is_none();
+        let route = route.filter(|_| start.ended.is_none() && startable);
+        (start, route, startable)
     }
-    let mut called = required_failed.is_none();
-    if let (Some(route), None, true) = (route, start.ended, called) {
+
+    /// The `--repeat` calls, `--interval` apart, the file reloaded between
+    /// them when it changes; true when every call succeeded.
+    async fn calls(
+        &mut self,
+        route: Route<'_>,
+        file: &mut ConfigFile,
+        triggers: &mut ReloadTriggers,
+        tool_args: &serde_json::Value,
+    ) -> bool {
+        let chosen = |name: &str| (self.args.server.as_deref()).is_none_or(|wanted| wanted == name);
+        let (printer, group, members) = (self.printer, &self.group, &self.members);
+        let mut invalid = self.invalid;
         let calls = async {
             let mut ok = true;
-            for n in 1..=args.repeat {
+            for n in 1..=self.args.repeat {
                 if n > 1 {
-                    let until = Instant::now() + args.interval;
+                    let until = Instant::now() + self.args.interval;
                     while let Some(()) = triggers.before(until).await {
-                        let reloaded = answers.reread(&client, &options).await;
+                        let reloaded = file.reread().await;
                         if let Ok(config) = &reloaded {
                             invalid = config.errors().filter(|e| chosen(e.name())).count();
                         }
-                        reload(printer, &group, reloaded, &chosen, &member).await;
+                        reload(printer, group, reloaded, &chosen, &|s| members.member(s)).await;
                     }
                 }
-                ok &= call_tool(printer, &group, route, n, tool_args).await;
+                ok &= call_tool(printer, group, route, n, tool_args).await;
             }
             ok
         };
-        called = tokio::select! {
+        let ok = tokio::select! {
             biased;
-            () = cancel.cancelled() => false,
+            () = self.cancel.cancelled() => false,
             ok = calls => ok,
         };
+        self.invalid = invalid;
+        ok
     }
-    if start.ended.is_none() {
-        let mut settled = start.settled;
-        calls::after_the_call(printer, &group, &mut settled, started).await;
-    }
-    let (established, now) = established_now(&group);
-    let failed = invalid + now - established;
-    group.shutdown_within(CLOSE_BOUND).await;
-    if let Some(listings) = &remembered {
-        if let Err(error) = listings.save().await {
-            eprintln!(
-                "mcp-connect: --catalogue-cache: cannot write: {}",
-                chain(&error)
-            );
+
+    /// The lines of what settled after the call, the group shut down, the
+    /// listings remembered, the summary; the exit code.
+    async fn finish(
+        self,
+        start: Start,
+        called: bool,
+        remembered: Option<&RememberedListings>,
+        signals: &Signals,
+    ) -> ExitCode {
+        let (printer, group) = (self.printer, &self.group);
+        if start.ended.is_none() {
+            let mut settled = start.settled;
+            calls::after_the_call(printer, group, &mut settled, self.started).await;
         }
-    }
-    let signal = signals.received();
-    summary(printer, invalid + now, established, failed, started, signal);
-    match signal {
-        Some(signal) => ExitCode::from(signal.exit_code()),
-        None if failed == 0 && called => ExitCode::SUCCESS,
-        None => ExitCode::FAILURE,
+        let (established, now) = established_now(group);
+        let failed = self.invalid + now - established;
+        group.shutdown_within(CLOSE_BOUND).await;
+        if let Some(listings) = remembered {
+            if let Err(error) = listings.save().await {
+                eprintln!(
+                    "mcp-connect: --catalogue-cache: cannot write: {}",
+                    chain(&error)
+                );
+            }
+        }
+        let signal = signals.received();
+        let count = self.invalid + now;
+        summary(printer, count, established, failed, self.started, signal);
+        match signal {
+            Some(signal) => ExitCode::from(signal.exit_code()),
+            None if failed == 0 && called => ExitCode::SUCCESS,
+            None => ExitCode::FAILURE,
+        }
     }
 }
 

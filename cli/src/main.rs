@@ -15,6 +15,7 @@ mod args;
 mod authorize;
 mod check;
 mod config;
+mod modes;
 mod otlp;
 mod output;
 mod prompt;
@@ -22,6 +23,7 @@ mod reload;
 mod request;
 mod run;
 mod signals;
+mod single;
 mod stores;
 
 /// A usage error: one line on stderr, exit 2, nothing sent.

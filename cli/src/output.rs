@@ -265,30 +265,7 @@ impl Printer {
             .map(|p| format!(", via proxy {p}"))
             .unwrap_or_default();
         let human = match outcome {
-            Ok(session) => {
-                summary.insert("outcome".into(), "established".into());
-                summary.insert("era".into(), session.era().as_str().into());
-                summary.insert(
-                    "protocol_version".into(),
-                    session.protocol_version().as_str().into(),
-                );
-                summary.insert("transport".into(), session.transport_kind().as_str().into());
-                let info = session.server_info();
-                summary.insert(
-                    "server".into(),
-                    json!({ "name": info.name, "version": info.version }),
-                );
-                format!(
-                    "established: {} era, protocol {}, over {}{via}, server {} {}, {} HTTP requests, {:.3} ms",
-                    session.era(),
-                    session.protocol_version(),
-                    session.transport_kind(),
-                    shown(&info.name),
-                    shown(&info.version),
-                    http_requests,
-                    millis(elapsed)
-                )
-            }
+            Ok(session) => established(&mut summary, session, &via, http_requests, elapsed),
             Err((error, failure)) => {
                 summary.insert("outcome".into(), "failed".into());
                 summary.insert("failure".into(), failure_json(&failure));
@@ -327,6 +304,39 @@ impl Printer {
         };
         self.line(&human, Value::Object(summary));
     }
+}
+
+/// The summary of an established session: its fields into `summary`, its
+/// line returned.
+fn established(
+    summary: &mut Map<String, Value>,
+    session: &Session,
+    via: &str,
+    http_requests: u64,
+    elapsed: Duration,
+) -> String {
+    summary.insert("outcome".into(), "established".into());
+    summary.insert("era".into(), session.era().as_str().into());
+    summary.insert(
+        "protocol_version".into(),
+        session.protocol_version().as_str().into(),
+    );
+    summary.insert("transport".into(), session.transport_kind().as_str().into());
+    let info = session.server_info();
+    summary.insert(
+        "server".into(),
+        json!({ "name": info.name, "version": info.version }),
+    );
+    format!(
+        "established: {} era, protocol {}, over {}{via}, server {} {}, {} HTTP requests, {:.3} ms",
+        session.era(),
+        session.protocol_version(),
+        session.transport_kind(),
+        shown(&info.name),
+        shown(&info.version),
+        http_requests,
+        millis(elapsed)
+    )
 }
 
 /// The command's events are the diagnostics layer's values.

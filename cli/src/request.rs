@@ -14,7 +14,7 @@ use mcp_connect::store::FileTokenStore;
 use mcp_connect::transport::StdioCommand;
 use mcp_connect::ConnectRequest;
 
-use super::args::{Args, Elicit, Mode, Recovery};
+use super::args::{Args, Elicit, Recovery, TransportChoice};
 use super::authorize::LoopbackRedirect;
 use super::output::chain;
 use super::stores::{redis_stores, redis_url, Reported};
@@ -224,11 +224,11 @@ pub(super) fn request_from(
     };
     // A server.json remote says its own transport unless --transport does.
     let mode = match args.transport {
-        Mode::Auto if from_registry => request.mode(),
-        Mode::Auto => TransportMode::Auto,
-        Mode::StreamableHttp => TransportMode::StreamableHttp,
-        Mode::Sse => TransportMode::Sse,
-        Mode::Stdio => TransportMode::Stdio,
+        TransportChoice::Auto if from_registry => request.mode(),
+        TransportChoice::Auto => TransportMode::Auto,
+        TransportChoice::StreamableHttp => TransportMode::StreamableHttp,
+        TransportChoice::Sse => TransportMode::Sse,
+        TransportChoice::Stdio => TransportMode::Stdio,
     };
     let mut request = with_limits_and_versions(request.with_mode(mode), args);
     if let Some(auth) = authorization(args)? {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use std::sync::atomic::Ordering;
 
-use super::{ClientError, McpClient, Reconnect, State};
+use super::{ClientError, McpClient, Reconnect};
 use crate::client::replay::{undelivered, ReplayPolicy, Undelivered};
 use crate::client::session_loss::{LossReason, SessionFate};
 use crate::error::Error;
@@ -18,21 +18,10 @@ impl McpClient {
     /// Drops session `generation` if it is still the current one, and
     /// disposes of it.
     pub(super) fn lost(&self, generation: u64) {
-        let dead = {
-            let mut shared = self.shared();
-            match &shared.state {
-                State::Ready(session, current) if *current == generation => {
-                    let dead = Arc::clone(session);
-                    shared.state = State::Empty;
-                    shared.loss_cause = dead.loss_cause();
-                    Some(dead)
-                }
-                _ => None,
-            }
-        };
+        let dead = self.take_live(|live| live.generation == generation);
         if let Some(dead) = dead {
             // The error is the call's, not the disposal's.
-            super::dispose(dead);
+            super::dispose(Arc::clone(&dead.session));
             if self.inner.reconnect == Reconnect::InBackground {
                 let client = self.clone();
                 tokio::spawn(async move {

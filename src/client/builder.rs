@@ -229,6 +229,7 @@ impl McpClientBuilder {
                     first_connect,
                     loss_cause: Default::default(),
                 }),
+                live: Default::default(),
                 suspicious: Default::default(),
                 building: tokio::sync::Mutex::new(()),
                 generations: watch::channel(Generation::default()).0,

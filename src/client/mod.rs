@@ -38,6 +38,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
+
+use arc_swap::ArcSwapOption;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_connect_layers::jitter::Jitter;
@@ -97,10 +99,9 @@ pub enum Reconnect {
 }
 
 enum State {
-    /// No session: none yet, or the last one died.
+    /// Nothing to wait for: a session is live (in [`Inner::live`]), none
+    /// was built yet, or the last one died.
     Empty,
-    /// A live session of this generation.
-    Ready(Arc<Session>, u64),
     /// The last `failures` reconnects failed; calls fail fast until `until`.
     CoolingDown {
         until: Instant,
@@ -108,6 +109,12 @@ enum State {
         failure: Failure,
         cause: Option<Arc<crate::establish::EstablishError>>,
     },
+}
+
+/// A live session and its generation.
+struct Live {
+    session: Arc<Session>,
+    generation: u64,
 }
 
 /// Everything of a client that changes, under its one lock: held for one
@@ -150,6 +157,10 @@ struct Inner {
     /// put any; cloned (one box) per call.
     calls: Option<CallService>,
     shared: Mutex<Shared>,
+    /// The live session, read by every call without taking a lock; set
+    /// and cleared only under [`Inner::shared`], so its changes are ordered
+    /// with the state's.
+    live: ArcSwapOption<Live>,
     /// Whether the suspicion holds anything a success resets: a call that
     /// succeeds takes the lock for it only then.
     suspicious: AtomicBool,
@@ -256,7 +267,14 @@ impl McpClient {
                 }
                 let report = self.resubscribe(&session, generation).await;
                 let session = Arc::new(session);
-                self.shared().state = State::Ready(Arc::clone(&session), generation);
+                {
+                    let mut shared = self.shared();
+                    shared.state = State::Empty;
+                    self.inner.live.store(Some(Arc::new(Live {
+                        session: Arc::clone(&session),
+                        generation,
+                    })));
+                }
                 self.inner.generations.send_replace(report);
                 Ok((session, generation))
             }
@@ -293,44 +311,54 @@ impl McpClient {
     }
 
     /// The live session; the cool-down's refusal; or `None` when one must
-    /// be built. A session already known dead is taken out and disposed
-    /// first: replacing it before anything is sent is not a replay.
+    /// be built. A live session is read without a lock (the call path
+    /// takes none of the client's). A session already known dead is taken
+    /// out and disposed first: replacing it before anything is sent is not
+    /// a replay.
     async fn current(&self) -> Result<Option<(Arc<Session>, u64)>, ClientError> {
-        let dead = {
-            let mut shared = self.shared();
-            let state = &mut shared.state;
-            match &*state {
-                State::Ready(session, generation) => match session.state() {
-                    SessionState::Closed(closure) => {
-                        tracing::debug!(
-                            target: "mcp_connect::client",
-                            generation = *generation,
-                            closure = closure.as_str(),
-                            "session found closed before a call; replacing it"
-                        );
-                        let dead = Arc::clone(session);
-                        *state = State::Empty;
-                        dead
-                    }
-                    _ => return Ok(Some((Arc::clone(session), *generation))),
-                },
-                State::CoolingDown {
-                    until,
-                    failure,
-                    cause,
-                    ..
-                } if Instant::now() < *until => {
-                    return Err(ClientError::CoolingDown {
-                        failure: *failure,
-                        retry_in: *until - Instant::now(),
-                        cause: cause.clone(),
-                    });
-                }
-                _ => return Ok(None),
+        if let Some(live) = self.inner.live.load_full() {
+            let SessionState::Closed(closure) = live.session.state() else {
+                return Ok(Some((Arc::clone(&live.session), live.generation)));
+            };
+            tracing::debug!(
+                target: "mcp_connect::client",
+                generation = live.generation,
+                closure = closure.as_str(),
+                "session found closed before a call; replacing it"
+            );
+            let dead = self.take_live(|current| Arc::ptr_eq(current, &live));
+            if let Some(dead) = dead {
+                dispose(Arc::clone(&dead.session));
             }
-        };
-        dispose(dead);
-        Ok(None)
+            return Ok(None);
+        }
+        match &self.shared().state {
+            State::CoolingDown {
+                until,
+                failure,
+                cause,
+                ..
+            } if Instant::now() < *until => Err(ClientError::CoolingDown {
+                failure: *failure,
+                retry_in: *until - Instant::now(),
+                cause: cause.clone(),
+            }),
+            _ => Ok(None),
+        }
+    }
+
+    /// Takes the live session out when `which` says it is the one meant
+    /// (and not one built since), under the lock; the session loss's
+    /// cause is kept for the next establishment.
+    fn take_live(&self, which: impl Fn(&Arc<Live>) -> bool) -> Option<Arc<Live>> {
+        let mut shared = self.shared();
+        let live = self.inner.live.load_full()?;
+        if !which(&live) {
+            return None;
+        }
+        self.inner.live.store(None);
+        shared.loss_cause = live.session.loss_cause();
+        Some(live)
     }
 
     /// Renews this client's subscriptions on a new session; what the session
@@ -368,11 +396,11 @@ impl McpClient {
             let mut shared = self.shared();
             // Closing is the application's wish: no penalty for the next.
             shared.flaps = Flaps::default();
-            std::mem::replace(&mut shared.state, State::Empty)
+            self.inner.live.swap(None)
         };
         match current {
-            State::Ready(session, _) => session.close().await,
-            _ => Ok(()),
+            Some(live) => live.session.close().await,
+            None => Ok(()),
         }
     }
 }

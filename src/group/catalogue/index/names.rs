@@ -1,32 +1,17 @@
-//! The catalogue kept up to date one server at a time.
-//!
-//! A server's new listing touches that server's entries, and the entries
-//! of other servers only where a name it adds or drops changes whether
-//! that name collides: the work is proportional to the change, not to the
-//! group. Rebuilding everything on every burst of changes made a starting
-//! group of n servers O(n^2) (13x the time of 100 servers for 1,000).
-//!
-//! The names are those [`Naming`] gives, checked as before: a name that
-//! breaks the rules is left out, and a name several items share is left
-//! out on all of them, unless one of them already had it in a settled
-//! catalogue, or was given it on an earlier run (a remembered name): then
-//! it keeps it and the newcomers are left out. A remembered name is one
-//! the default rule could give that item now (bare, or under its server's
-//! prefix); it is kept whatever the order the servers come in, so the
-//! names of a group with remembered listings are those of the run before.
+//! One kind of named item (tools, or prompts) across the servers: each
+//! item's slot, the servers offering each name, the items claiming it, and
+//! the rule that settles a collision (see the parent module).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::{
-    Catalogue, GivenNames, ItemKind, LeftOut, LeftOutReason, Listed, Listing, Named, Part,
-};
+use super::super::{ItemKind, LeftOut, LeftOutReason, Named};
 use crate::group::naming::{fit, is_valid_tool_name, NameRequest, Naming};
 use crate::protocol::{Prompt, Tool};
 
 /// A tool or a prompt: what the catalogue names.
-pub(crate) trait Nameable {
+pub(super) trait Nameable {
     const KIND: ItemKind;
     fn original(&self) -> &String;
 }
@@ -70,7 +55,7 @@ struct Slot<T> {
 
 /// One kind of named item (tools, or prompts) across the servers.
 #[derive(Debug, Clone)]
-struct Names<T> {
+pub(super) struct Names<T> {
     /// Each server's items, in its order.
     slots: HashMap<Arc<str>, Vec<Slot<T>>>,
     /// The servers offering each name, as made to fit.
@@ -90,10 +75,10 @@ impl<T> Default for Names<T> {
 }
 
 /// How the change under way names things.
-struct Rule<'a> {
-    naming: &'a Naming,
+pub(super) struct Rule<'a> {
+    pub(super) naming: &'a Naming,
     /// Names handed out are kept: the default rule, once settled.
-    keeps: bool,
+    pub(super) keeps: bool,
 }
 
 impl Rule<'_> {
@@ -117,7 +102,7 @@ impl Rule<'_> {
 impl<T: Nameable> Names<T> {
     /// Replaces `server`'s items with `items`; adds every server whose
     /// entries may have moved to `touched`.
-    fn replace(
+    pub(super) fn replace(
         &mut self,
         server: &Arc<str>,
         items: &[Arc<T>],
@@ -207,7 +192,7 @@ impl<T: Nameable> Names<T> {
         }
     }
 
-    fn name_for(&self, server: &str, item: &T, naming: &Naming) -> String {
+    pub(super) fn name_for(&self, server: &str, item: &T, naming: &Naming) -> String {
         let original = item.original();
         let collides = (self.offered.get(&*fit(original))).is_some_and(|servers| servers.len() > 1);
         naming.name(&NameRequest {
@@ -218,7 +203,7 @@ impl<T: Nameable> Names<T> {
     }
 
     /// Names `server`'s items made to fit as `fitted` again.
-    fn rename(
+    pub(super) fn rename(
         &mut self,
         server: &Arc<str>,
         fitted: &str,
@@ -266,12 +251,12 @@ impl<T: Nameable> Names<T> {
         self.slots.insert(Arc::clone(server), slots);
     }
 
-    fn claim(&mut self, name: &str, server: &Arc<str>, index: usize) {
+    pub(super) fn claim(&mut self, name: &str, server: &Arc<str>, index: usize) {
         let claims = self.claims.entry(name.to_owned()).or_default();
         claims.push((Arc::clone(server), index));
     }
 
-    fn unclaim(&mut self, name: &str, server: &Arc<str>, index: usize) {
+    pub(super) fn unclaim(&mut self, name: &str, server: &Arc<str>, index: usize) {
         if let Some(claims) = self.claims.get_mut(name) {
             claims.retain(|(s, i)| !(s == server && *i == index));
             if claims.is_empty() {
@@ -283,7 +268,12 @@ impl<T: Nameable> Names<T> {
     /// Decides who has `name`: its only claimant; or, of several, the one
     /// that had it before (first in server order), the others left out;
     /// or, when none had it, none of them.
-    fn resolve(&mut self, name: &str, rule: &Rule<'_>, touched: &mut BTreeSet<Arc<str>>) {
+    pub(super) fn resolve(
+        &mut self,
+        name: &str,
+        rule: &Rule<'_>,
+        touched: &mut BTreeSet<Arc<str>>,
+    ) {
         let Some(claims) = self.claims.get(name) else {
             return;
         };
@@ -329,7 +319,7 @@ impl<T: Nameable> Names<T> {
     }
 
     /// The catalogue names `server`'s items have now, by original name.
-    fn given(&self, server: &Arc<str>) -> BTreeMap<String, String> {
+    pub(super) fn given(&self, server: &Arc<str>) -> BTreeMap<String, String> {
         (self.slots.get(server).into_iter().flatten())
             .filter(|slot| slot.state == State::Named)
             .map(|slot| (slot.item.original().clone(), slot.name.clone()))
@@ -337,7 +327,7 @@ impl<T: Nameable> Names<T> {
     }
 
     /// What `server` shows of this kind, and what it leaves out.
-    fn part(&self, server: &Arc<str>, left_out: &mut Vec<LeftOut>) -> Vec<Named<T>> {
+    pub(super) fn part(&self, server: &Arc<str>, left_out: &mut Vec<LeftOut>) -> Vec<Named<T>> {
         let mut named = Vec::new();
         for slot in self.slots.get(server).into_iter().flatten() {
             let reason = match slot.state {
@@ -369,125 +359,4 @@ fn fitted<'a, T: Nameable + 'a>(items: impl Iterator<Item = &'a Arc<T>>) -> BTre
     items
         .map(|item| fit(item.original()).into_owned())
         .collect()
-}
-
-fn listed<T>(server: &Arc<str>, items: &[Arc<T>]) -> Vec<Listed<T>> {
-    (items.iter())
-        .map(|item| Listed {
-            server: Arc::clone(server),
-            item: Arc::clone(item),
-        })
-        .collect()
-}
-
-/// Every server's entries, changed one server at a time; the group holds
-/// one and publishes a [`Catalogue`] from it after each burst of changes.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CatalogueIndex {
-    tools: Names<Tool>,
-    prompts: Names<Prompt>,
-    listings: HashMap<Arc<str>, Arc<Listing>>,
-    /// What each server shows; shared with the catalogues published.
-    parts: super::parts::Parts,
-    /// The last catalogue published was built after the group settled.
-    settled: bool,
-    /// A part changed since the last catalogue published.
-    changed: bool,
-    /// Where each server's names are remembered (its listing's key).
-    keys: HashMap<Arc<str>, String>,
-}
-
-impl CatalogueIndex {
-    /// Sets what `server` lists (`None`: it lists nothing, or is gone),
-    /// with where its names are remembered and what was remembered of
-    /// them. Returns the names of every remembered server the change
-    /// touched, by key, for the caller to remember.
-    pub(crate) fn set(
-        &mut self,
-        server: &Arc<str>,
-        listing: Option<Arc<Listing>>,
-        naming: &Naming,
-        memory: Option<(&str, Option<&GivenNames>)>,
-    ) -> Vec<(String, GivenNames)> {
-        let same = match (self.listings.get(server), &listing) {
-            (Some(old), Some(new)) => Arc::ptr_eq(old, new) || old == new,
-            (None, None) => true,
-            _ => false,
-        };
-        if same {
-            return Vec::new();
-        }
-        let remembered = memory.and_then(|(_, names)| names);
-        match memory {
-            Some((key, _)) if listing.is_some() => {
-                self.keys.insert(Arc::clone(server), key.to_owned())
-            }
-            _ => self.keys.remove(server),
-        };
-        let rule = Rule {
-            naming,
-            keeps: self.settled && matches!(naming, Naming::OnCollision),
-        };
-        let empty = Listing::default();
-        let items = listing.as_deref().unwrap_or(&empty);
-        let mut touched = BTreeSet::new();
-        let (tools, prompts) = (remembered.map(|n| &n.tools), remembered.map(|n| &n.prompts));
-        self.tools
-            .replace(server, &items.tools, &rule, tools, &mut touched);
-        self.prompts
-            .replace(server, &items.prompts, &rule, prompts, &mut touched);
-        match listing {
-            Some(listing) => self.listings.insert(Arc::clone(server), listing),
-            None => self.listings.remove(server),
-        };
-        let mut given = Vec::new();
-        for server in touched {
-            self.refresh_part(&server);
-            if let Some(key) = self.keys.get(&server) {
-                let names = GivenNames {
-                    tools: self.tools.given(&server),
-                    prompts: self.prompts.given(&server),
-                };
-                given.push((key.clone(), names));
-            }
-        }
-        given
-    }
-
-    /// Builds `server`'s part again from its slots and listing.
-    fn refresh_part(&mut self, server: &Arc<str>) {
-        let part = self.listings.get(server).map(|listing| {
-            let mut left_out = Vec::new();
-            let tools = self.tools.part(server, &mut left_out);
-            let prompts = self.prompts.part(server, &mut left_out);
-            Part {
-                tools,
-                prompts,
-                resources: listed(server, &listing.resources),
-                templates: listed(server, &listing.templates),
-                left_out,
-            }
-        });
-        let current = self.parts.get(server);
-        if current.map(|part| &**part) == part.as_ref() {
-            return;
-        }
-        self.parts.set(server, part);
-        self.changed = true;
-    }
-
-    /// The catalogue after `previous`, when a part changed since it was
-    /// published; `settled` when the group has settled (from then on,
-    /// names handed out are kept).
-    pub(crate) fn publish(&mut self, previous: &Catalogue, settled: bool) -> Option<Catalogue> {
-        self.settled = settled;
-        if !std::mem::take(&mut self.changed) {
-            return None;
-        }
-        Some(Catalogue::of(
-            previous.version() + 1,
-            self.parts.clone(),
-            settled,
-        ))
-    }
 }
