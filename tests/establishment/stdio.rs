@@ -297,3 +297,39 @@ async fn a_missing_working_directory_is_named_as_such() {
         "{chain}"
     );
 }
+
+/// Issue 65: the kernel's parent-death signal fires when the *thread* that
+/// forked the child ends. A server started from a thread that then exits
+/// (a blocking-pool thread, a short-lived runtime's) must live on for as
+/// long as this process does, and answer the next call.
+#[test]
+fn a_server_started_from_a_thread_that_exits_still_answers() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    let log = spawn_log("thread-exits");
+    let started = std::thread::spawn({
+        let log = log.clone();
+        move || {
+            handle.block_on(watchdog(
+                LIMIT,
+                Connector::new().connect(ConnectRequest::stdio(fixture("legacy", Some(&log)))),
+            ))
+        }
+    });
+    let session = started.join().expect("the starting thread").unwrap();
+    // The starting thread is gone; a parent-death signal would be on its
+    // way now. Give it time to land before the call.
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = pids(&log)[0];
+    assert!(alive(pid), "the server outlives the thread that started it");
+    let result = runtime
+        .block_on(watchdog(LIMIT, session.call_tool("anything", &json!({}))))
+        .unwrap();
+    assert_eq!(result.text(), "ok");
+    runtime.block_on(session.close()).unwrap();
+    assert!(!alive(pid), "closing still reaps it");
+}

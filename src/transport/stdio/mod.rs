@@ -13,12 +13,13 @@
 //! left the group included; without one, on Linux the server itself is
 //! started with `PR_SET_PDEATHSIG` (SIGKILL) and dies, but its own children
 //! may not. The kernel sends that signal when the *thread* that started the
-//! child ends: children are started from the runtime's threads, which end
-//! with it, and a runtime that ends drops its sessions, which kills their
-//! children anyway.
+//! child ends, so every server is started from one thread that lives as
+//! long as the process (`spawner.rs`): a server outlives the thread that
+//! asked for it, never the process.
 
 mod command;
 pub mod guardian;
+mod spawner;
 mod stderr;
 
 use std::fmt;
@@ -78,8 +79,9 @@ pub fn kill_server_groups() -> usize {
 }
 
 /// A hook for between fork and exec that asks the kernel to SIGKILL the
-/// child when the thread that started it ends (Linux), and fails the start
-/// when that already happened.
+/// child when the thread that started it ends (Linux: the [`spawner`]
+/// thread, which ends with the process), and fails the start when that
+/// already happened.
 #[cfg(target_os = "linux")]
 fn pdeathsig_hook() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
     let parent = nix::unistd::getpid();
@@ -141,7 +143,9 @@ fn inherit(spawn: &mut Command, fd: std::os::fd::RawFd) {
 /// child is killed when its handle is dropped; with one, the guardian is
 /// never killed that way (it must live to end the tree; the transport's
 /// drop closes its pipe instead).
-fn start(spawn: &mut Command, command: &StdioCommand) -> std::io::Result<Child> {
+/// The spawn happens on the [`spawner`] thread, which lives as long as
+/// the process.
+fn start(mut spawn: Command, command: &StdioCommand) -> std::io::Result<Child> {
     if let Some(dir) = &command.current_dir {
         spawn.current_dir(dir);
     }
@@ -150,8 +154,8 @@ fn start(spawn: &mut Command, command: &StdioCommand) -> std::io::Result<Child> 
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    spawner::spawn(spawn)
 }
 
 /// A running stdio server.
@@ -202,7 +206,7 @@ impl StdioTransport {
             let mut spawn = Command::new(guardian);
             spawn.arg0("mcp-connect-guardian").args(arguments);
             inherit(&mut spawn, watch.as_raw_fd());
-            let child = start(&mut spawn, command).ok()?;
+            let child = start(spawn, command).ok()?;
             Some((child, hold))
         });
         let (mut child, hold) = match guarded {
@@ -213,10 +217,7 @@ impl StdioTransport {
                 spawn.arg0(&command.program).args(&command.args);
                 spawn.kill_on_drop(true);
                 die_with_parent(&mut spawn);
-                (
-                    start(&mut spawn, command).map_err(TransportError::Spawn)?,
-                    None,
-                )
+                (start(spawn, command).map_err(TransportError::Spawn)?, None)
             }
         };
         let stdin = child.stdin.take().expect("stdin is piped");
