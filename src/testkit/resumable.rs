@@ -14,7 +14,9 @@
 use crate::protocol::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::{json, Value};
 

@@ -261,7 +261,7 @@ impl mcp_connect::auth::Authorize for SlowPerson {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_wait_for_the_person_does_not_count_against_the_deadline_but_has_its_own_limit() {
     use mcp_connect::layers::CancelSource;
 

@@ -204,7 +204,7 @@ async fn initialize_result_of_the_wrong_shape_is_a_typed_error() {
     assert!(matches!(error.kind(), ErrorKind::Result(_)), "{error:?}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stalled_initialize_ends_at_the_handshake_limit() {
     let server = ScriptServer::start(|r| match r.rpc_method() {
         "server/discover" => Script::Json(400, error(r, -32601, None)),

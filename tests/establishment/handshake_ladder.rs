@@ -266,7 +266,7 @@ async fn legacy_session_sends_its_session_id_and_version_on_every_later_request(
     assert_eq!(server.methods().last().map(String::as_str), Some("DELETE"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn probe_timeout_over_http_is_an_outage_unless_configured_as_legacy() {
     let server = probe_answered(|_| Script::Stall).await;
     let limits = Limits::default().with_probe_timeout(Duration::from_millis(200));

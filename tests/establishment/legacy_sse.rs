@@ -87,7 +87,7 @@ async fn an_endpoint_on_another_origin_is_refused_and_nothing_is_sent_there() {
     assert_eq!(elsewhere.connections(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stream_that_never_names_its_endpoint_ends_at_the_handshake_limit() {
     let behaviour = SseBehaviour {
         endpoint: None,

@@ -118,7 +118,7 @@ async fn holders_with_a_copy_each_lose_the_grant() {
 
 /// Issue 31, item 3: holders of one store that need a person at the same
 /// moment ask the person once; the others use the tokens.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn one_person_authorizes_for_every_holder_of_the_store() {
     watchdog(LIMIT, async {
         let server = start(As::default()).await;
@@ -161,7 +161,7 @@ async fn one_person_authorizes_for_every_holder_of_the_store() {
 
 /// A holder waiting for another's person fails typed after its own
 /// person's limit, and never asks its person.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_holder_waiting_for_anothers_person_fails_typed_at_its_limit() {
     watchdog(LIMIT, async {
         let server = start(As::default()).await;
@@ -306,7 +306,7 @@ async fn tokens_about_to_expire_are_refreshed_once_before_they_do() {
 /// The same on an established session: a token that lives 2 s is used as
 /// it is at first, and refreshed before the call that would have met its
 /// last 200 ms; the server never refuses a token.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_session_refreshes_before_its_token_expires() {
     watchdog(LIMIT, async {
         let server = start(As {

@@ -86,7 +86,7 @@ async fn fresh_attempt_after_a_broken_reply_runs_on_a_new_connection() {
 }
 
 /// G2: an `initialize` that never answers, cut by the handshake limit.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn fresh_attempt_after_an_initialize_timeout_runs_on_a_new_connection() {
     let limits = Limits::default().with_handshake_timeout(Duration::from_millis(300));
     assert_fresh_after("initialize", || Script::Stall, limits).await;

@@ -47,7 +47,7 @@ async fn attempts_never_exceed_the_cap() {
 }
 
 /// G3: no attempt and no backoff starts after the deadline.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_attempt_starts_after_the_deadline() {
     let legacy = LegacyServer::new();
     let server = ScriptServer::start(move |r| match r.rpc_method() {
@@ -91,7 +91,7 @@ async fn no_attempt_starts_after_the_deadline() {
 }
 
 /// G3: the caller's cancellation during a backoff ends recovery at once.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancellation_during_backoff_stops_recovery() {
     let server = resets_every_initialize().await;
     let token = CancellationToken::new();

@@ -5,7 +5,8 @@
 //! handshake, overall) are told apart.
 
 use mcp_connect::establish::stage;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::support::sse_server::{SseBehaviour, SseServer};
 use crate::support::{error, watchdog, LegacyServer, Script, ScriptServer};
@@ -62,7 +63,7 @@ async fn expect_deadline(stack: Establish, request: ConnectRequest) -> (Stage, u
 }
 
 /// G9: a GET whose headers never come is cut by the deadline.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_get_that_never_sends_headers_ends_at_the_deadline() {
     let server = ScriptServer::start(|_| Script::Stall).await;
     let request = ConnectRequest::http(&server.url())
@@ -74,7 +75,7 @@ async fn a_get_that_never_sends_headers_ends_at_the_deadline() {
 }
 
 /// G9: an SSE stream that never names its endpoint is cut by the deadline.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_sse_stream_without_endpoint_ends_at_the_deadline() {
     let server = SseServer::start(SseBehaviour {
         endpoint: None,
@@ -90,7 +91,7 @@ async fn an_sse_stream_without_endpoint_ends_at_the_deadline() {
 }
 
 /// G9: a stalled `initialize` is cut by the deadline, not its own limit.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stalled_initialize_ends_at_the_deadline() {
     let legacy = LegacyServer::new();
     let server = ScriptServer::start(move |r| match r.rpc_method() {
@@ -107,7 +108,7 @@ async fn a_stalled_initialize_ends_at_the_deadline() {
 
 /// G9: failing attempts (200 ms each) that together exceed the deadline: the
 /// deadline ends them, and no connection is opened after it.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn attempts_that_together_exceed_the_deadline_stop_at_it() {
     let legacy = LegacyServer::new();
     let server = ScriptServer::start(move |r| match r.rpc_method() {
@@ -135,7 +136,7 @@ async fn attempts_that_together_exceed_the_deadline_stop_at_it() {
 
 /// G9: the probe limit and the handshake limit are distinct from the
 /// deadline and from each other.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn probe_handshake_and_overall_expiries_are_told_apart() {
     let probe_stalls = ScriptServer::start(|r| match r.rpc_method() {
         "server/discover" => Script::Stall,
@@ -246,7 +247,7 @@ async fn caller_cancellation_at_each_stage_is_prompt_and_never_a_timeout() {
 /// out). Here that `DELETE` takes a second to be answered: the caller has
 /// its error at the deadline, and the `DELETE` is still sent, once, and
 /// finishes in the background.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn closing_a_half_made_session_never_keeps_the_caller_past_the_deadline() {
     let legacy = LegacyServer::new();
     let responder = legacy.clone();

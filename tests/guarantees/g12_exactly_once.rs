@@ -67,7 +67,7 @@ async fn partial_sessions_are_deleted_exactly_once() {
 }
 
 /// G12: every failed attempt's SSE stream is closed.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn failed_attempts_close_their_sse_streams() {
     let behaviour = SseBehaviour {
         stall_initialize: true,

@@ -383,7 +383,7 @@ async fn an_unbounded_cool_down_saturates() {
 /// While one caller's reconnect waits on a server that never answers,
 /// closing the client and asking its generation return at once, and the
 /// waiting caller still gets its own bounded answer.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn closing_never_waits_for_a_reconnect_in_progress() {
     watchdog(LIMIT, async {
         let server = ScriptServer::start(|_| Script::Stall).await;
@@ -460,7 +460,7 @@ async fn a_cool_down_keeps_the_error_that_started_it() {
 /// is served by a new session at once, and the
 /// `DELETE` is still sent, once. Before, the call that lost the session
 /// waited the 2 s out.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_dead_sessions_disposal_never_holds_up_the_next_call() {
     let legacy = LegacyServer::new();
     let responder = legacy.clone();

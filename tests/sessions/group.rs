@@ -447,7 +447,7 @@ fn pinged(
 /// Item 3: a legacy session whose server stopped answering is noticed by
 /// the keepalive, before any call: degraded, then ready on a new session
 /// once the server answers again. Without a keepalive nothing is pinged.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_keepalive_notices_a_silent_legacy_server_before_a_call() {
     watchdog(Duration::from_secs(30), async {
         let answering = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -510,7 +510,7 @@ async fn the_keepalive_notices_a_silent_legacy_server_before_a_call() {
 }
 
 /// Item 3: the 2026-07-28 era has no `ping`: a keepalive never sends one.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_keepalive_never_pings_the_2026_era() {
     watchdog(Duration::from_secs(30), async {
         let demo = mcp_connect::demo::DemoServer::start().await.unwrap();
@@ -536,7 +536,7 @@ async fn the_keepalive_never_pings_the_2026_era() {
 
 /// Item 1: with a limit, servers establish a few at a time: six servers
 /// whose `initialize` takes 200 ms, two at a time, take three rounds.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_limit_on_concurrent_establishments_is_kept() {
     watchdog(Duration::from_secs(30), async {
         let mut servers = Vec::new();
@@ -654,7 +654,7 @@ async fn prompts_and_resources_are_routed_and_notifications_forwarded() {
 /// listings (at most one in flight and one pending, one per
 /// [`RELIST_INTERVAL`](mcp_connect::group::RELIST_INTERVAL)), not one per
 /// notification, and the change the flood announced still arrives.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_list_changed_flood_is_coalesced() {
     watchdog(Duration::from_secs(30), async {
         let flooder = Scripted::new("flood", &["a"], Duration::ZERO);
@@ -710,7 +710,7 @@ async fn a_list_changed_flood_is_coalesced() {
 
 /// Issue 40, item 6: a listing that never answers fails its member (a
 /// timeout, its error kept) instead of leaving it ready with no tools.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_stalled_listing_fails_the_member() {
     watchdog(Duration::from_secs(30), async {
         let healthy = Scripted::new("healthy", &["t"], Duration::ZERO);
@@ -1267,7 +1267,7 @@ async fn a_tool_named_as_another_tools_vendor_name_never_runs_in_its_place() {
 /// remembered catalogue gives the same names, whichever server is ready
 /// first, whether the servers are eager or lazy. (`fm__add` was given in
 /// one run of six, `add` to `fm` in the others.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn names_are_the_same_whichever_server_is_ready_first() {
     use mcp_connect::group::RememberedListings;
     watchdog(Duration::from_secs(60), async {
@@ -1542,7 +1542,7 @@ impl mcp_connect::layers::diagnostics::LifecycleMetrics for Establishments {
 /// server in the first 5 s at most (each alone would make about six, its
 /// cool-down starting at 100 ms), and all are ready within the hold's
 /// bound after the network returns.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_hundred_servers_losing_the_network_together_make_no_storm() {
     watchdog(Duration::from_secs(90), async {
         let scripted = Scripted::new("many", &["t"], Duration::ZERO);
@@ -1608,7 +1608,7 @@ async fn a_hundred_servers_losing_the_network_together_make_no_storm() {
 /// Issue 44, item 1: a server unused for its idle bound has its session
 /// closed and is idle again, its tools still listed; the next call
 /// connects it anew.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn an_idle_server_is_closed_and_comes_back_on_the_next_call() {
     watchdog(Duration::from_secs(30), async {
         let scripted = Scripted::new("sleepy", &["nap"], Duration::ZERO);
@@ -1652,7 +1652,7 @@ async fn an_idle_server_is_closed_and_comes_back_on_the_next_call() {
 /// Issue 44, item 5: a removed server's session is closed after the calls
 /// under way on it are answered, not under them; and an idle bound never
 /// closes a session under a call, counting from the call's end.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_removed_or_idle_server_is_closed_only_after_its_calls() {
     watchdog(Duration::from_secs(30), async {
         let scripted = Scripted::new("busy", &["wait"], Duration::ZERO);

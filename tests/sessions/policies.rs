@@ -5,7 +5,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::support::{legacy, result, watchdog, Recorded, Script, ScriptServer};
 use mcp_connect::client::{ClientError, McpClientBuilder};
@@ -56,7 +58,7 @@ fn most_within(arrivals: &[Instant], window: Duration) -> usize {
         .unwrap_or(0)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_bulkhead_of_four_keeps_twenty_calls_to_four_at_the_server() {
     watchdog(LIMIT, async {
         for bulkhead in [true, false] {
@@ -87,7 +89,7 @@ async fn a_bulkhead_of_four_keeps_twenty_calls_to_four_at_the_server() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_full_bulkhead_queue_fails_fast_and_typed() {
     watchdog(LIMIT, async {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -158,7 +160,7 @@ fn flaky(failing: Arc<AtomicBool>, calls: Arc<AtomicUsize>) -> impl Fn(&Recorded
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_breaker_opens_on_503s_fails_fast_and_closes_after_one_probe() {
     watchdog(LIMIT, async {
         let failing = Arc::new(AtomicBool::new(true));
@@ -200,7 +202,7 @@ async fn a_breaker_opens_on_503s_fails_fast_and_closes_after_one_probe() {
 /// Issue 43: the half-open probe is the era's liveness check (`ping` on
 /// 2025). While the server is still down the probe fails and the call is
 /// refused unsent; once it is back the server sees `ping`, then the call.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_half_open_breaker_pings_before_it_lets_a_call_through() {
     watchdog(LIMIT, async {
         let down = Arc::new(AtomicBool::new(true));
@@ -260,7 +262,7 @@ async fn a_half_open_breaker_pings_before_it_lets_a_call_through() {
 /// failure opens the breaker again for twice as long. (A passing ping
 /// closed the breaker and forgot the backoff: `threshold` calls every
 /// few hundred milliseconds, forever.)
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_breaker_backs_off_when_the_ping_passes_and_calls_still_fail() {
     watchdog(LIMIT, async {
         let server = ScriptServer::start(|request: &Recorded| match request.rpc_method() {
@@ -339,7 +341,7 @@ fn throttled_once(
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_throttled_call_is_sent_again_after_the_stated_delay_only_when_asked() {
     watchdog(LIMIT, async {
         let status_429 =
@@ -417,7 +419,7 @@ async fn listing_latencies(client: &McpClient) -> (Duration, Duration) {
     (took[29], took[58])
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_hedged_listing_keeps_its_tail_near_its_median() {
     watchdog(Duration::from_secs(60), async {
         let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 20)).await;
@@ -447,7 +449,7 @@ async fn a_hedged_listing_keeps_its_tail_near_its_median() {
 /// Issue 43's figure: with the second listing sent after a fixed delay
 /// below the median (`--hedge-after`), the tail is the delay plus one
 /// listing: p99 within 1.5x of p50, where a stalled listing would be 10x.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_listing_hedged_after_a_fixed_delay_has_its_p99_within_half_again_its_p50() {
     watchdog(Duration::from_secs(60), async {
         let server = ScriptServer::start(one_in_ten_stalls(Arc::default(), 40)).await;
@@ -466,7 +468,7 @@ async fn a_listing_hedged_after_a_fixed_delay_has_its_p99_within_half_again_its_
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_tools_call_is_hedged_only_when_the_application_names_the_tool() {
     watchdog(LIMIT, async {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -494,7 +496,7 @@ async fn a_tools_call_is_hedged_only_when_the_application_names_the_tool() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn replicas_fail_over_reads_never_resend_a_sent_call_and_take_back_a_recovered_one() {
     use mcp_connect::client::{ReplicaConfig, ReplicasLayer};
     watchdog(LIMIT, async {
@@ -569,7 +571,7 @@ async fn replicas_fail_over_reads_never_resend_a_sent_call_and_take_back_a_recov
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_group_shows_a_members_open_breaker_and_its_recovery() {
     use mcp_connect::group::{HealthState, Server, ServerGroup};
     watchdog(LIMIT, async {
@@ -637,6 +639,8 @@ fn progressing(reports: u32) -> impl Fn(&Recorded) -> Script {
     }
 }
 
+/// On real time: the progress arrives on a paced SSE stream through
+/// hyper's server and client, which a paused clock skips past.
 #[tokio::test]
 async fn an_idle_timeout_is_restarted_by_progress_and_ended_by_its_cap() {
     watchdog(LIMIT, async {
@@ -833,7 +837,7 @@ async fn an_idle_principals_client_is_closed() {
 /// `maxInFlight: 2`, ten calls at once through the group reach the server
 /// two at a time, two more wait, the other six are refused at once;
 /// without the block all ten arrive together.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_config_entrys_policies_bound_its_members_calls() {
     use mcp_connect::config::ServersConfig;
     use mcp_connect::group::ServerGroup;
@@ -882,7 +886,7 @@ async fn a_config_entrys_policies_bound_its_members_calls() {
 /// A session of the application's own takes tower middleware through
 /// `SessionService`: tower's concurrency limit keeps twelve calls to three
 /// at the server (without it, all twelve arrive together).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tower_middleware_on_a_session_of_ones_own() {
     use mcp_connect::client::{Call, SessionService};
     use tower::{ServiceBuilder, ServiceExt};

@@ -157,7 +157,7 @@ async fn a_call_whose_connection_was_refused_is_sent_once_on_the_new_session() {
     assert_eq!(legacy.tool_calls(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_server_that_stays_down_gets_no_replay_and_the_call_fails_once() {
     let legacy = LegacyServer::new();
     let first = ScriptServer::start(legacy.clone().responder()).await;
@@ -183,7 +183,7 @@ async fn a_server_that_stays_down_gets_no_replay_and_the_call_fails_once() {
     assert_eq!(restarted.tool_calls(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_delivered_call_is_never_sent_again() {
     // A reply stream cut after its priming event, whose resumption is
     // refused with 404: the session is gone, but the request was delivered.

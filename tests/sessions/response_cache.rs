@@ -246,7 +246,7 @@ impl mcp_connect::store::ResponseStore for SlowInvalidations {
 /// entry is passed over until the store has dropped it), and a flood of
 /// notifications makes at most two store invalidations in flight, not one
 /// per notification.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_slow_invalidation_never_serves_the_stale_listing_and_floods_coalesce() {
     let changed = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
     let server = ScriptServer::start(modern(public(60_000), Some(changed))).await;

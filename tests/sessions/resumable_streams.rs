@@ -86,12 +86,12 @@ async fn a_stream_cut_halfway_is_resumed_after_the_last_event_seen() {
     assert_eq!(server.resumptions(), [Some("s0-e2".to_owned())]);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stream_cut_twice_in_a_row_is_resumed_twice() {
     resumed_once_per_cut(Resumable::new().notifications(4).cut_after([2, 2]), 2).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_broken_connection_is_resumed_like_an_ended_stream() {
     resumed_once_per_cut(
         Resumable::new()
@@ -103,7 +103,7 @@ async fn a_broken_connection_is_resumed_like_an_ended_stream() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_server_retry_is_respected() {
     let behaviour = Resumable::new()
         .notifications(4)
@@ -151,7 +151,7 @@ async fn a_stream_without_event_ids_cannot_be_resumed() {
     assert!(server.resumptions().is_empty(), "no GET without an id");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stream_cut_again_and_again_without_progress_is_given_up() {
     let behaviour = Resumable::new()
         .cut_after([1, 0, 0, 0, 0, 0])
@@ -170,7 +170,7 @@ async fn a_stream_cut_again_and_again_without_progress_is_given_up() {
     assert_eq!(server.count("tools/call"), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cut_standalone_stream_is_resumed_with_its_notifications_intact() {
     let behaviour = Resumable::new().standalone(5).cut_after([2, 2]);
     let server = ResumableServer::start(behaviour).await;
@@ -192,7 +192,7 @@ async fn a_cut_standalone_stream_is_resumed_with_its_notifications_intact() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_long_lived_client_rides_a_cut_stream_without_losing_its_session() {
     let server = ResumableServer::start(Resumable::new().cut_after([1])).await;
     let client = McpClient::builder(

@@ -240,7 +240,7 @@ async fn string_request_ids_are_served_and_duplicate_ids_are_refused() {
 
 /// Issue 10, item 11: the per-request limit of an established session is
 /// its own cancellation source, not the handshake's.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_request_past_its_limit_reports_request_timeout() {
     use crate::support::{legacy, Script, ScriptServer};
     use mcp_connect::layers::CancelSource;

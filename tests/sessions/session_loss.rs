@@ -323,7 +323,7 @@ async fn a_server_that_dies_after_every_start_is_paced_by_the_cool_down() {
 /// cancelled, a session that died is still replaced (every call failed
 /// "no session could be established" forever); the client-wide shutdown
 /// token ends every establishment.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_start_up_deadline_or_token_binds_the_first_connect_only() {
     let (server, legacy) = server(UnknownSession::Status(404)).await;
     let start_up = tokio_util::sync::CancellationToken::new();

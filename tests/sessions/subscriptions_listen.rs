@@ -204,7 +204,7 @@ async fn a_stream_that_ends_unacknowledged_or_a_refusal_fails_the_subscribe_only
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stalled_acknowledgement_is_bounded_by_the_request_timeout() {
     watchdog(Duration::from_secs(10), async {
         let server = ScriptServer::start(server(|_| Script::SseThenStall(vec![]))).await;

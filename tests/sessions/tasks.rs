@@ -145,7 +145,7 @@ async fn a_failed_task_is_the_servers_error() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_task_cancelled_mid_way_is_cancelled_at_the_server() {
     watchdog(LIMIT, async {
         let (tasks, server) = serve(TaskPlan::new(1_000)).await;
@@ -185,7 +185,7 @@ async fn a_task_cancelled_mid_way_is_cancelled_at_the_server() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_wait_past_its_timeout_leaves_the_task_running() {
     watchdog(LIMIT, async {
         let (tasks, server) = serve(TaskPlan::new(1_000)).await;
@@ -242,7 +242,7 @@ async fn the_long_lived_client_makes_and_waits_for_a_task() {
 /// at most `MAX_INPUT_ROUNDS` times, each round paced by the poll
 /// interval, then the wait ends typed (it used to drive thousands of
 /// polls and handler calls a second until the wait's timeout).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_task_asking_for_input_forever_is_paced_and_capped() {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
@@ -286,7 +286,7 @@ async fn a_task_asking_for_input_forever_is_paced_and_capped() {
         else {
             panic!("a task")
         };
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let error = session
             .wait_task(
                 &task,
