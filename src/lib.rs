@@ -38,21 +38,20 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`request`] | the request's parts: [`Target`](request::Target), [`Limits`](request::Limits), [`TransportMode`](request::TransportMode), [`VersionPolicy`](request::VersionPolicy) |
-//! | [`session`] | per-request options, session state, paging limits |
-//! | [`client`] | the long-lived client's errors, generations, reconnect policy |
+//! | [`protocol`] | JSON-RPC envelopes, versions, messages, and the requests every facade sends ([`McpRequest`](protocol::McpRequest): [`CallTool`](protocol::CallTool), [`ListTools`](protocol::ListTools), ...) |
+//! | [`session`] | a request with its options ([`Call`](session::Call)), session state, paging limits |
+//! | [`client`] | the long-lived client's builder, errors, generations, call policies, [`session_loss`](client::session_loss) and the opt-in [`replay`](client::replay) |
+//! | [`establish`] | the connector, the stack of layers over it, MCP's [`stage`](establish::stage)s |
 //! | [`config`] | the `mcpServers` file hosts share, read into requests |
 //! | [`group`] | many servers as one: a catalogue, health, routed calls |
-//! | [`session_loss`] | when a failure means the session is gone |
-//! | [`replay`] | the opt-in replay of undelivered calls |
-//! | [`error`] | the error kinds' own types |
-//! | [`report`] | any error printed whole in one call, and the server's message |
+//! | [`error`] | the error kinds' own types; [`report`](error::report): any error printed whole in one call, and the server's message |
 //! | [`era_cache`] | what each server spoke, to skip the ladder next time |
 //! | [`response_cache`] | the 2026-07-28 results a server said may be reused (SEP-2549) |
+//! | [`store`] | where tokens, eras, listings and responses are kept: in memory, in files, in Redis |
 //! | [`auth`] | OAuth 2.1 authorization |
 //! | [`inbound`] | server requests and notifications: handlers, listeners |
 //! | [`transport`] | Streamable HTTP, HTTP+SSE, stdio, memory; the HTTP client |
-//! | [`protocol`] | JSON-RPC envelopes, versions, messages |
-//! | [`stage`] | the names of the establishment's stages |
+//! | [`extensions`] | the official extensions: tasks, skills |
 // One `unsafe` block in the crate, allowed where it is: the stdio child's
 // `pre_exec` (transport/stdio), which only makes two system calls.
 #![deny(unsafe_code)]

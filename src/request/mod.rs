@@ -11,7 +11,6 @@ mod endpoint;
 mod establishment;
 mod options;
 mod settings;
-mod target;
 #[cfg(feature = "otel")]
 mod telemetry;
 pub(crate) mod uri;
@@ -32,11 +31,11 @@ use crate::error::{ConfigError, Error};
 use crate::inbound::{ClientHandler, Inbound, NotificationSender};
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::session::ClientIdentity;
+pub use crate::transport::target::Target;
 use crate::transport::StdioCommand;
 pub(crate) use options::Strategy;
 pub use options::{Limits, TransportMode};
 use settings::Settings;
-pub use target::Target;
 pub use version_policy::VersionPolicy;
 
 /// One establishment request.

@@ -43,7 +43,7 @@ pub(crate) use tokens::TokenResponse;
 pub(crate) use tokens::LATEST_EXPIRY;
 pub use tokens::{Tokens, REFRESH_AHEAD};
 
-/// A store failed. The source says why (for [`FileTokenStore`](crate::store::FileTokenStore), the I/O
+/// A store failed. The source says why (for [`FileTokenStore`], the I/O
 /// error; for a Redis store, what Redis or TLS said); never a value.
 ///
 /// Two kinds, told apart by [`is_configuration`](Self::is_configuration):

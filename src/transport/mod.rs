@@ -48,6 +48,8 @@ mod server_stream;
 mod sse;
 mod stdio;
 mod streamable_http;
+/// Public as [`crate::request::Target`], where requests name it.
+pub(crate) mod target;
 #[cfg(feature = "rustls")]
 mod tls_alerts;
 #[cfg(feature = "rustls")]

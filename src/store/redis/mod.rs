@@ -18,8 +18,8 @@
 //!   [`RememberedListings::from_store`](crate::group::RememberedListings::from_store):
 //!   a replica lists a server another replica reached, without connecting.
 //!
-//! Every Redis operation is bounded ([`RedisTokenStore::with_timeout`]): a
-//! Redis that is down or slow is a [`StoreError`](crate::store::StoreError)
+//! Every Redis operation is bounded ([`RedisStores::with_timeout`]): a
+//! Redis that is down or slow is a [`StoreError`]
 //! after at most that long, and the authorization stage then goes on with
 //! the tokens its process holds. An outage is one warning per store when
 //! it starts and one info event when it ends (target `mcp_connect::store`),

@@ -6,8 +6,8 @@ use std::fmt;
 use http::header::HeaderMap;
 use http::Uri;
 
-use crate::transport::redact::SafeUri;
-use crate::transport::StdioCommand;
+use super::redact::SafeUri;
+use super::StdioCommand;
 
 /// Where the server is.
 #[derive(Clone)]
