@@ -357,8 +357,32 @@ pub(crate) struct Args {
 
     /// With --config in watch mode: read the file again when it changes
     /// (as on SIGHUP), once it has been quiet for 200 ms.
-    #[arg(long, requires_all = ["config", "call_tool"])]
+    #[arg(long, requires = "config")]
     pub(crate) watch_config: bool,
+
+    /// `serve` was the first word: the --config file's servers served as
+    /// one MCP server.
+    #[arg(skip)]
+    pub(crate) serve: bool,
+
+    /// With serve: where to listen, Streamable HTTP at http://ADDR/mcp
+    /// (loopback only: the gateway has no authentication yet).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "config",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub(crate) listen: std::net::SocketAddr,
+
+    /// With serve: how long a client's session may go unused before it is
+    /// gone.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    pub(crate) session_idle_timeout: Duration,
+
+    /// With serve: how many client sessions may be open at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) max_sessions: usize,
 
     /// With --config: remember each server's listing in FILE, or in Redis
     /// (`redis://...`, sealed like --token-store), and start the servers

@@ -33,14 +33,15 @@ use super::request::{handler_from, http_client, recovery_from, with_limits_and_v
 use super::signals::{Received, Signals};
 use super::{usage, CLOSE_BOUND};
 use calls::{call_tool, wait_for_start, Route, Start};
-use lines::{list_tools, not_established, reload};
+pub(super) use lines::reload;
+use lines::{list_tools, not_established};
 
 /// The config file as read, and what reading it again (a reload) needs.
 pub(super) struct ConfigFile {
     pub(super) config: ServersConfig,
-    path: std::path::PathBuf,
+    pub(super) path: std::path::PathBuf,
     answers: Answers,
-    client: HttpClient,
+    pub(super) client: HttpClient,
     options: RegistryOptions,
 }
 
@@ -81,22 +82,22 @@ impl ConfigFile {
     }
 
     /// The file read again, for a reload: nothing is asked.
-    async fn reread(&mut self) -> Result<ServersConfig, ConfigFileError> {
+    pub(super) async fn reread(&mut self) -> Result<ServersConfig, ConfigFileError> {
         self.answers.reread(&self.client, &self.options).await
     }
 }
 
 /// How the group gets a server of the file: the same on a reload, so an
 /// entry that did not change is the same revision.
-struct Members<'a> {
-    args: &'a Args,
-    stack: Establish,
-    handler: ClientHandler,
-    cancel: CancellationToken,
+pub(super) struct Members<'a> {
+    pub(super) args: &'a Args,
+    pub(super) stack: Establish,
+    pub(super) handler: ClientHandler,
+    pub(super) cancel: CancellationToken,
 }
 
 impl Members<'_> {
-    fn member(&self, server: &ServerConfig) -> Server {
+    pub(super) fn member(&self, server: &ServerConfig) -> Server {
         let mut request = with_limits_and_versions(server.request(), self.args);
         if let Some(oauth) = server.oauth() {
             request = super::authorize::with_oauth(request, server.name(), oauth);
@@ -323,7 +324,7 @@ impl<'a> GroupRun<'a> {
 }
 
 /// The lines of the entries the file got wrong, and of those it turned off.
-fn unusable<'a>(
+pub(super) fn unusable<'a>(
     printer: &Printer,
     invalid: impl Iterator<Item = &'a EntryError>,
     disabled: &[&ServerConfig],

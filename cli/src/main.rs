@@ -22,6 +22,7 @@ mod prompt;
 mod reload;
 mod request;
 mod run;
+mod serve;
 mod signals;
 mod single;
 mod stores;

@@ -1,7 +1,8 @@
 //! What the command was asked to do, one function each: a probe (connect,
 //! list what is asked, close), a tool call, a watch (the call repeated
 //! through the long-lived client, which reconnects after a lost session),
-//! a config file's servers as one group, and a config file checked.
+//! a config file's servers as one group, a config file checked, and a
+//! config file's servers served as one MCP server.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,12 +29,15 @@ pub(super) enum Mode<'a> {
     Group { path: &'a Path },
     /// `--config --check`: the file validated, nothing started.
     Check { path: &'a Path },
+    /// `serve --config`: the file's servers served as one MCP server.
+    Serve { path: &'a Path },
 }
 
 impl<'a> Mode<'a> {
     /// The mode the arguments ask for.
     pub(super) fn of(args: &'a Args) -> Self {
         match (&args.config, args.call_tool.as_deref()) {
+            (Some(path), _) if args.serve => Mode::Serve { path },
             (Some(path), _) if args.check => Mode::Check { path },
             (Some(path), _) => Mode::Group { path },
             (None, Some(tool)) if args.repeat > 1 => Mode::Watch {
@@ -61,7 +65,7 @@ pub(super) async fn work(
     let called = match mode {
         Mode::Call { tool } => call(tool, 1).await,
         Mode::Watch { tool, repeat } => call(tool, repeat).await,
-        Mode::Probe | Mode::Group { .. } | Mode::Check { .. } => true,
+        Mode::Probe | Mode::Group { .. } | Mode::Check { .. } | Mode::Serve { .. } => true,
     };
     probed && called
 }

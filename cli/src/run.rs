@@ -15,7 +15,14 @@ use super::signals::Signals;
 use super::usage;
 
 pub(crate) fn main() -> ExitCode {
-    let args = Args::parse();
+    // `mcp-connect serve ...`: the one word before the options.
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let serve = argv.get(1).is_some_and(|word| word == "serve");
+    if serve {
+        argv.remove(1);
+    }
+    let mut args = Args::parse_from(argv);
+    args.serve = serve;
     install_tracing();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -71,7 +78,17 @@ async fn run(args: Args) -> ExitCode {
         }
     };
     let printer = Arc::new(Printer::new(args.json));
+    if args.serve && args.config.is_none() {
+        return usage("serve needs --config FILE: the servers to serve");
+    }
+    if args.watch_config && args.call_tool.is_none() && !args.serve {
+        return usage("--watch-config is for serve, or for --config with --call-tool");
+    }
     match Mode::of(&args) {
+        Mode::Serve { path } => match ConfigFile::read(&args, path, &cancel, &signals).await {
+            Ok(file) => super::serve::run(&args, file, &printer, &cancel, &signals).await,
+            Err(code) => code,
+        },
         Mode::Check { path } => match ConfigFile::read(&args, path, &cancel, &signals).await {
             Ok(file) => super::check::run(&file.config, &printer),
             Err(code) => code,

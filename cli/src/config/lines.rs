@@ -15,7 +15,7 @@ use super::super::output::{chain, failure_json, shown, Printer};
 /// Applies the file read again to the group as a difference, and says
 /// what changed by server name (never a URL, a header or a variable). A
 /// file that cannot be read now changes nothing.
-pub(super) async fn reload(
+pub(crate) async fn reload(
     printer: &Printer,
     group: &ServerGroup,
     reloaded: Result<ServersConfig, mcp_connect::config::ConfigFileError>,

@@ -1,0 +1,104 @@
+//! `mcp-connect serve` (issue 66): the config file's servers served as one
+//! MCP server; a client of either era lists and calls through it; a
+//! non-loopback `--listen` and a missing `--config` are usage errors; the
+//! first signal ends it.
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use crate::support::cli::{command, finish, run};
+use mcp_connect::demo::DemoServer;
+use mcp_connect::protocol::{Era, ProtocolVersion};
+use mcp_connect::{ConnectRequest, Connector};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_clients_of_both_eras_until_the_first_signal() {
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    let mut child = command(&[
+        "serve",
+        "--config",
+        &config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+    ])
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        (line, stdout)
+    });
+    let (line, stdout) = tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .expect("the serving line")
+        .unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(serving["event"], "serving", "{line}");
+    let url = serving["url"].as_str().unwrap().to_owned();
+    for pin in [Some(ProtocolVersion::V2025_11_25), None] {
+        let mut request = ConnectRequest::http(&url).unwrap();
+        if let Some(version) = &pin {
+            request = request.with_pin(version.clone());
+        }
+        let session = Connector::new().connect(request).await.unwrap();
+        assert_eq!(
+            session.era(),
+            if pin.is_some() {
+                Era::Legacy
+            } else {
+                Era::Modern
+            }
+        );
+        // The member may still be starting: its tools show once it is ready.
+        let mut names = Vec::new();
+        for _ in 0..200 {
+            let listed = session.list_tools().await.unwrap();
+            names = listed.tools.iter().map(|t| t.name.clone()).collect();
+            if !names.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(names, ["add", "echo"]);
+        let sum = session
+            .call_tool("add", &json!({ "a": 1, "b": 2 }))
+            .await
+            .unwrap();
+        assert_eq!(sum.text(), "3");
+        session.close().await.unwrap();
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    drop(stdout);
+    let output = tokio::task::spawn_blocking(move || finish(child, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn serve_refuses_another_address_than_loopback_and_needs_a_config() {
+    let dir =
+        std::env::temp_dir().join(format!("mcp-connect-serve-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    std::fs::write(&config, r#"{ "mcpServers": {} }"#).unwrap();
+    let config = config.to_str().unwrap();
+    let output = run(&["serve", "--config", config, "--listen", "0.0.0.0:0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("loopback"));
+    let output = run(&["serve"]);
+    assert_eq!(output.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}

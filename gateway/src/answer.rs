@@ -1,0 +1,159 @@
+//! Each request's answer: the handshake's (`initialize`, `server/discover`)
+//! and `ping` the gateway's own; the listings the group's catalogue; a
+//! call, a prompt or a resource routed to the member the catalogue names
+//! and its answer forwarded as it came.
+//!
+//! A member that is down leaves the others' items listed (the catalogue
+//! keeps what each usable member listed); only when no member is usable
+//! is a listing an error, so a client never mistakes an outage for an
+//! empty server.
+
+use mcp_connect::group::{GroupError, ServerGroup};
+use mcp_connect::protocol::{codes, meta_keys, ProtocolVersion, RawRequest, RequestKind};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use crate::reply::RpcFailure;
+
+/// What a request is answered with: a result's JSON, or an error.
+pub(crate) type Answer = Result<Box<RawValue>, RpcFailure>;
+
+/// The server's capabilities, the same in both eras.
+pub(crate) fn capabilities() -> Value {
+    json!({
+        "tools": { "listChanged": false },
+        "prompts": { "listChanged": false },
+        "resources": { "listChanged": false, "subscribe": true },
+    })
+}
+
+fn raw(value: &Value) -> Answer {
+    serde_json::value::to_raw_value(value)
+        .map_err(|_| RpcFailure::new(codes::INTERNAL_ERROR, "the answer could not be written"))
+}
+
+/// `initialize`'s result under `version`.
+pub(crate) fn initialized(version: &str, name: &str, server_version: &str) -> Answer {
+    raw(&json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(),
+        "serverInfo": { "name": name, "version": server_version },
+    }))
+}
+
+/// `server/discover`'s result.
+pub(crate) fn discovered(name: &str, server_version: &str) -> Answer {
+    let mut meta = Map::new();
+    meta.insert(
+        meta_keys::SERVER_INFO.into(),
+        json!({ "name": name, "version": server_version }),
+    );
+    raw(&json!({
+        "supportedVersions": [ProtocolVersion::LATEST_MODERN.as_str()],
+        "capabilities": capabilities(),
+        "resultType": "complete",
+        "_meta": meta,
+    }))
+}
+
+/// The answer to any request but the handshake's.
+pub(crate) async fn answer(group: &ServerGroup, method: &str, params: Option<Value>) -> Answer {
+    let kind = RequestKind::of(method);
+    match kind {
+        RequestKind::Ping => raw(&json!({})),
+        RequestKind::ListTools
+        | RequestKind::ListPrompts
+        | RequestKind::ListResources
+        | RequestKind::ListResourceTemplates => listing(group, kind),
+        RequestKind::CallTool
+        | RequestKind::GetPrompt
+        | RequestKind::ReadResource
+        | RequestKind::Subscribe
+        | RequestKind::Unsubscribe => group
+            .send(RawRequest::new(method.to_owned(), params))
+            .await
+            .map_err(|error| routed_failure(&error)),
+        _ => Err(RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found")),
+    }
+}
+
+/// A listing from the catalogue: every usable member's items, tools and
+/// prompts under their catalogue names.
+fn listing(group: &ServerGroup, kind: RequestKind) -> Answer {
+    let healths = group.healths();
+    if !healths.is_empty() && !healths.iter().any(|(_, h)| h.state.is_usable()) {
+        return Err(RpcFailure::new(
+            codes::INTERNAL_ERROR,
+            "no server behind the gateway is usable now",
+        ));
+    }
+    let catalogue = group.catalogue();
+    let renamed = |item: Value, name: &str| match item {
+        Value::Object(mut fields) => {
+            fields.insert("name".into(), Value::String(name.to_owned()));
+            Value::Object(fields)
+        }
+        other => other,
+    };
+    let (key, items): (&str, Vec<Value>) = match kind {
+        RequestKind::ListTools => (
+            "tools",
+            (catalogue.tools().iter())
+                .map(|t| renamed(serde_json::to_value(&*t.item).unwrap_or_default(), &t.name))
+                .collect(),
+        ),
+        RequestKind::ListPrompts => (
+            "prompts",
+            (catalogue.prompts().iter())
+                .map(|p| renamed(serde_json::to_value(&*p.item).unwrap_or_default(), &p.name))
+                .collect(),
+        ),
+        RequestKind::ListResources => (
+            "resources",
+            (catalogue.resources().iter())
+                .map(|r| serde_json::to_value(&*r.item).unwrap_or_default())
+                .collect(),
+        ),
+        _ => (
+            "resourceTemplates",
+            (catalogue.resource_templates().iter())
+                .map(|r| serde_json::to_value(&*r.item).unwrap_or_default())
+                .collect(),
+        ),
+    };
+    raw(&json!({ key: items }))
+}
+
+/// What a routed request's failure tells the client: a member's own
+/// JSON-RPC error as it sent it; the gateway's words for the rest (its
+/// kind, never a member's text or an address).
+fn routed_failure(error: &GroupError) -> RpcFailure {
+    match error {
+        GroupError::UnknownTool { .. } => RpcFailure::new(codes::INVALID_PARAMS, "Unknown tool"),
+        GroupError::UnknownPrompt { .. } => {
+            RpcFailure::new(codes::INVALID_PARAMS, "Unknown prompt")
+        }
+        GroupError::UnknownResource => {
+            RpcFailure::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
+        }
+        GroupError::AmbiguousResource { .. } => RpcFailure::new(
+            codes::INVALID_PARAMS,
+            "the resource is offered by more than one server",
+        ),
+        GroupError::Call { error, .. } => match error.call_error().and_then(|e| e.rpc_error()) {
+            Some(rpc) => RpcFailure {
+                code: rpc.code(),
+                message: rpc.message().to_owned(),
+                data: rpc.data().cloned(),
+            },
+            None => RpcFailure::new(
+                codes::INTERNAL_ERROR,
+                format!("the server failed: {}", error.failure().kind.as_str()),
+            ),
+        },
+        GroupError::NotUsable { .. } | GroupError::NoneUsable => {
+            RpcFailure::new(codes::INTERNAL_ERROR, "the server is not usable now")
+        }
+        _ => RpcFailure::new(codes::INTERNAL_ERROR, "the request could not be routed"),
+    }
+}

@@ -1,0 +1,103 @@
+//! The gateway's configuration: fixed when it is built, as every
+//! configuration of this project is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_connect::group::ServerGroup;
+
+use crate::checks::Allowed;
+use crate::service::{Gateway, Inner};
+use crate::sessions::Sessions;
+
+/// Builds a [`Gateway`].
+#[derive(Debug)]
+#[must_use]
+pub struct GatewayBuilder {
+    group: ServerGroup,
+    idle: Duration,
+    max_sessions: usize,
+    max_body: usize,
+    hosts: Allowed,
+    origins: Allowed,
+    name: String,
+    version: String,
+}
+
+impl Gateway {
+    /// A gateway over `group`, set up by the builder's methods.
+    pub fn builder(group: ServerGroup) -> GatewayBuilder {
+        GatewayBuilder::new(group)
+    }
+}
+
+impl GatewayBuilder {
+    fn new(group: ServerGroup) -> Self {
+        GatewayBuilder {
+            group,
+            idle: Duration::from_secs(600),
+            max_sessions: 10_000,
+            max_body: 4 << 20,
+            hosts: Allowed::Loopback,
+            origins: Allowed::Loopback,
+            name: "mcp-connect-gateway".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+
+    /// How long a 2025 session may go unused before it is gone (default
+    /// 10 minutes).
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
+    }
+
+    /// How many 2025 sessions may be open at once (default 10,000); one
+    /// more `initialize` gets 503 until one ends or idles out.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+
+    /// The largest request body read (default 4 MiB); a larger one gets 413.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The `Host` names answered (default [`Allowed::Loopback`]).
+    pub fn allowed_hosts(mut self, hosts: Allowed) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    /// The `Origin`s answered when a request has one (default
+    /// [`Allowed::Loopback`]); a request without one (not from a browser)
+    /// is answered.
+    pub fn allowed_origins(mut self, origins: Allowed) -> Self {
+        self.origins = origins;
+        self
+    }
+
+    /// The name and version the gateway gives itself.
+    pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// The gateway.
+    pub fn build(self) -> Gateway {
+        Gateway {
+            inner: Arc::new(Inner {
+                group: self.group,
+                sessions: Sessions::new(self.idle, self.max_sessions),
+                max_body: self.max_body,
+                hosts: self.hosts,
+                origins: self.origins,
+                name: self.name,
+                version: self.version,
+            }),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! What the gateway answers with: an HTTP status alone, or a JSON-RPC
+//! message as `application/json`.
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use http_body_util::Full;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+/// A response of the gateway.
+pub(crate) type Reply = Response<Full<Bytes>>;
+
+/// A JSON-RPC error the gateway answers with: its code, a message of the
+/// gateway's own words (or a member's, forwarded), the data.
+#[derive(Debug, Clone)]
+pub(crate) struct RpcFailure {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
+}
+
+impl RpcFailure {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcFailure {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+pub(crate) fn status(code: StatusCode) -> Reply {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = code;
+    response
+}
+
+fn json_body(code: StatusCode, body: String) -> Reply {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = code;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A result for request `id`, its JSON written once around the member's
+/// own bytes when it is forwarded.
+pub(crate) fn result(id: &Value, result: &RawValue) -> Reply {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+    json_body(
+        StatusCode::OK,
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, result.get()),
+    )
+}
+
+/// An error for request `id` (`null` when it could not be read), with the
+/// HTTP status it travels under.
+pub(crate) fn error(code: StatusCode, id: Option<&Value>, failure: &RpcFailure) -> Reply {
+    let mut error = json!({ "code": failure.code, "message": failure.message });
+    if let Some(data) = &failure.data {
+        error["data"] = data.clone();
+    }
+    let id = id.cloned().unwrap_or(Value::Null);
+    json_body(
+        code,
+        json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string(),
+    )
+}

@@ -1,0 +1,342 @@
+//! The gateway mounted in a hyper server on loopback, in front of demo
+//! servers: this project's own client of either era lists and calls
+//! through it, and the HTTP rules hold for a raw client.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use mcp_connect::demo::DemoServer;
+use mcp_connect::group::{Server, ServerGroup};
+use mcp_connect::protocol::{Era, ProtocolVersion};
+use mcp_connect::{ConnectRequest, Connector, EstablishBuilder};
+use mcp_connect_gateway::Gateway;
+use serde_json::{json, Value};
+use tower_service::Service as _;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// Serves `gateway` at `http://ADDR/mcp` until the test ends.
+async fn serve(gateway: Gateway) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let gateway = gateway.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let mut gateway = gateway.clone();
+                    async move { gateway.call(request).await }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+fn member(url: &str, name: &str) -> Server {
+    let stack = EstablishBuilder::new(Connector::new())
+        .with_deadline(Duration::from_secs(5))
+        .build();
+    Server::new(stack, ConnectRequest::http(url).unwrap().with_name(name))
+}
+
+/// A group of two demo servers, settled, and the gateway over it.
+async fn two_demos() -> (Vec<DemoServer>, ServerGroup, SocketAddr) {
+    let demos = vec![
+        DemoServer::start().await.unwrap(),
+        DemoServer::start().await.unwrap(),
+    ];
+    let group = ServerGroup::new();
+    group.add(member(&demos[0].url(), "one")).unwrap();
+    group.add(member(&demos[1].url(), "two")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let addr = serve(Gateway::builder(group.clone()).build()).await;
+    (demos, group, addr)
+}
+
+#[tokio::test]
+async fn a_client_of_either_era_lists_and_calls_two_members_through_the_gateway() {
+    let (demos, _group, addr) = two_demos().await;
+    let url = format!("http://{addr}/mcp");
+    for pin in [Some(ProtocolVersion::V2025_11_25), None] {
+        let mut request = ConnectRequest::http(&url).unwrap();
+        if let Some(version) = &pin {
+            request = request.with_pin(version.clone());
+        }
+        let session = tokio::time::timeout(LIMIT, Connector::new().connect(request))
+            .await
+            .unwrap()
+            .unwrap();
+        let era = if pin.is_some() {
+            Era::Legacy
+        } else {
+            Era::Modern
+        };
+        assert_eq!(session.era(), era);
+        let listed = session.list_tools().await.unwrap();
+        let mut names: Vec<_> = listed.tools.iter().map(|t| t.name.as_str()).collect();
+        names.sort();
+        // Both members offer `add` and `echo`: each under its server's name.
+        assert_eq!(names, ["one__add", "one__echo", "two__add", "two__echo"]);
+        let sum = session
+            .call_tool("two__add", &json!({ "a": 2, "b": 3 }))
+            .await
+            .unwrap();
+        assert_eq!(sum.text(), "5", "{era:?}");
+        let echoed = session
+            .call_tool("one__echo", &json!({ "message": "hi" }))
+            .await
+            .unwrap();
+        assert_eq!(echoed.text(), "hi");
+        let unknown = session
+            .call_tool("three__add", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.jsonrpc_code(), Some(-32602), "{unknown:?}");
+        session.close().await.unwrap();
+    }
+    // Each member served its own calls.
+    assert!(demos.iter().all(|d| d.requests() > 0));
+}
+
+/// A raw exchange with the gateway: the status, the session header and
+/// the JSON body (`Null` when empty).
+async fn exchange(
+    addr: SocketAddr,
+    method: http::Method,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, Option<String>, Value) {
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}/mcp"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status();
+    let session =
+        (response.headers().get("mcp-session-id")).map(|v| v.to_str().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, session, body)
+}
+
+const JSON_IN: (&str, &str) = ("content-type", "application/json");
+const BOTH_OUT: (&str, &str) = ("accept", "application/json, text/event-stream");
+
+fn initialize() -> String {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "1" } } })
+    .to_string()
+}
+
+#[tokio::test]
+async fn the_http_rules_hold_for_a_raw_client() {
+    let group = ServerGroup::new();
+    let gateway = Gateway::builder(group)
+        .max_body(4096)
+        .max_sessions(2)
+        .build();
+    let addr = serve(gateway).await;
+    let post = http::Method::POST;
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
+
+    // DNS rebinding: a foreign Host or Origin is refused before anything.
+    let (status, ..) = exchange(
+        addr,
+        post.clone(),
+        &[("host", "evil.example"), JSON_IN, BOTH_OUT],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let origin = ("origin", "https://evil.example");
+    let (status, ..) = exchange(
+        addr,
+        post.clone(),
+        &[origin, JSON_IN, BOTH_OUT],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // JSON in, JSON and SSE accepted out, a bounded body.
+    let (status, ..) = exchange(
+        addr,
+        post.clone(),
+        &[("content-type", "text/plain"), BOTH_OUT],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let (status, ..) = exchange(
+        addr,
+        post.clone(),
+        &[JSON_IN, ("accept", "application/json")],
+        &initialize(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &"x".repeat(5000)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let (status, _, body) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], "{ not json").await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::BAD_REQUEST, &json!(-32700))
+    );
+    let (status, ..) = exchange(
+        addr,
+        post.clone(),
+        &[JSON_IN, BOTH_OUT, ("mcp-protocol-version", "1999-01-01")],
+        &list,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // Sessions: none is 400, an unknown one 404, DELETE ends one.
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &list).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, ..) = exchange(
+        addr,
+        post.clone(),
+        &[JSON_IN, BOTH_OUT, ("mcp-session-id", "nope")],
+        &list,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, session, body) =
+        exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &initialize()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["result"]["protocolVersion"], "2025-06-18");
+    let session = session.expect("a session id");
+    assert_eq!(session.len(), 32);
+    let with = ("mcp-session-id", session.as_str());
+    let initialized =
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string();
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT, with], &initialized).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    // No member is usable (there is none): the listing is empty, not an error.
+    let (status, _, body) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT, with], &list).await;
+    assert_eq!(
+        (status, &body["result"]["tools"]),
+        (StatusCode::OK, &json!([]))
+    );
+    let (status, ..) = exchange(
+        addr,
+        http::Method::GET,
+        &[with, ("accept", "text/event-stream")],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    // The cap: two sessions at most.
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &initialize()).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &initialize()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let (status, ..) = exchange(addr, http::Method::DELETE, &[with], "").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT, with], &list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &initialize()).await;
+    assert_eq!(status, StatusCode::OK, "a closed session frees its place");
+
+    // 2026-07-28: the version and method headers must match the request.
+    let discover = json!({ "jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } } })
+    .to_string();
+    let modern = [
+        JSON_IN,
+        BOTH_OUT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let (status, _, body) = exchange(addr, post.clone(), &modern, &discover).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["result"]["supportedVersions"], json!(["2026-07-28"]));
+    let wrong = [
+        JSON_IN,
+        BOTH_OUT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let (status, _, body) = exchange(addr, post.clone(), &wrong, &discover).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::BAD_REQUEST, &json!(-32020))
+    );
+}
+
+#[tokio::test]
+async fn a_dead_member_hides_no_tools_and_none_usable_is_an_error() {
+    let alive = DemoServer::start().await.unwrap();
+    // A port nothing listens on: the member's establishment is refused.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let group = ServerGroup::new();
+    group.add(member(&alive.url(), "alive")).unwrap();
+    group
+        .add(member(&format!("http://{closed}/mcp"), "dead"))
+        .unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let addr = serve(Gateway::builder(group).build()).await;
+    let (_, session, _) = exchange(
+        addr,
+        http::Method::POST,
+        &[JSON_IN, BOTH_OUT],
+        &initialize(),
+    )
+    .await;
+    let session = session.unwrap();
+    let with = ("mcp-session-id", session.as_str());
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
+    let (_, _, body) = exchange(addr, http::Method::POST, &[JSON_IN, BOTH_OUT, with], &list).await;
+    let names: Vec<_> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("add"), json!("echo")], "{body}");
+
+    let only_dead = ServerGroup::new();
+    only_dead
+        .add(member(&format!("http://{closed}/mcp"), "dead"))
+        .unwrap();
+    tokio::time::timeout(LIMIT, only_dead.settled())
+        .await
+        .unwrap();
+    let addr = serve(Gateway::builder(only_dead).build()).await;
+    let (_, session, _) = exchange(
+        addr,
+        http::Method::POST,
+        &[JSON_IN, BOTH_OUT],
+        &initialize(),
+    )
+    .await;
+    let session = session.unwrap();
+    let with = ("mcp-session-id", session.as_str());
+    let (status, _, body) =
+        exchange(addr, http::Method::POST, &[JSON_IN, BOTH_OUT, with], &list).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["error"]["code"], json!(-32603), "{body}");
+    drop(alive);
+}
