@@ -375,6 +375,11 @@ pub(crate) struct Args {
     )]
     pub(crate) listen: std::net::SocketAddr,
 
+    /// With serve: serve one client on stdin and stdout instead of
+    /// listening (the lines the command prints go to stderr).
+    #[arg(long, requires = "config")]
+    pub(crate) stdio: bool,
+
     /// With serve: how long a client's session may go unused before it is
     /// gone.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]

@@ -16,13 +16,22 @@ mod shown;
 pub(crate) use shown::{shown, shown_lines};
 
 /// Prints stage events as they happen and the final summary.
-#[derive(Debug)]
 pub(crate) struct Printer {
     json: bool,
-    out: Mutex<std::io::Stdout>,
+    /// Standard output, or standard error where stdout is the protocol
+    /// (`serve --stdio`).
+    out: Mutex<Box<dyn Write + Send>>,
     last_attempt: AtomicU32,
     /// The server is reached over a Unix socket (a 421 then gets a hint).
     over_socket: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Printer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Printer")
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where the command connects, as its first line says it.
@@ -63,9 +72,18 @@ pub(super) fn failure_json(f: &Failure) -> Value {
 
 impl Printer {
     pub(crate) fn new(json: bool) -> Self {
+        Self::to(json, Box::new(std::io::stdout()))
+    }
+
+    /// The lines on standard error: stdout carries the protocol.
+    pub(crate) fn on_stderr(json: bool) -> Self {
+        Self::to(json, Box::new(std::io::stderr()))
+    }
+
+    fn to(json: bool, out: Box<dyn Write + Send>) -> Self {
         Printer {
             json,
-            out: Mutex::new(std::io::stdout()),
+            out: Mutex::new(out),
             last_attempt: AtomicU32::new(1),
             over_socket: Default::default(),
         }

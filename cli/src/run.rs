@@ -77,7 +77,10 @@ async fn run(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let printer = Arc::new(Printer::new(args.json));
+    let printer = Arc::new(match args.serve && args.stdio {
+        true => Printer::on_stderr(args.json),
+        false => Printer::new(args.json),
+    });
     if args.serve && args.config.is_none() {
         return usage("serve needs --config FILE: the servers to serve");
     }

@@ -1,6 +1,7 @@
 //! `mcp-connect serve --config FILE --listen ADDR`: the file's servers as
 //! one group, served as one MCP server over Streamable HTTP at
-//! `http://ADDR/mcp` (`mcp-connect-gateway`), until the first signal; the
+//! `http://ADDR/mcp` (`mcp-connect-gateway`), or with `--stdio` to one
+//! client on stdin and stdout, until the first signal (or stdin's end); the
 //! file read again on SIGHUP (and, with `--watch-config`, when it changes).
 //!
 //! Loopback only: the gateway has no authentication yet, and one on
@@ -35,7 +36,7 @@ pub(super) async fn run(
     cancel: &CancellationToken,
     signals: &Signals,
 ) -> ExitCode {
-    if !args.listen.ip().is_loopback() {
+    if !args.stdio && !args.listen.ip().is_loopback() {
         return usage("--listen: a loopback address only (the gateway has no authentication yet)");
     }
     let mut triggers = match ReloadTriggers::new(&file.path, args.watch_config) {
@@ -63,6 +64,24 @@ pub(super) async fn run(
         // Names in a config file are unique: this cannot be a duplicate.
         let _ = group.add(members.member(server));
     }
+    let gateway = Gateway::builder(group.clone())
+        .session_idle_timeout(args.session_idle_timeout)
+        .max_sessions(args.max_sessions)
+        .build();
+    if args.stdio {
+        let serving = gateway.serve_stdio(tokio::io::stdin(), tokio::io::stdout());
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {}
+            _ = serving => {}
+        }
+        group.shutdown_within(CLOSE_BOUND).await;
+        return match signals.received() {
+            Some(signal) => ExitCode::from(signal.exit_code()),
+            // The client closed stdin: the end of a stdio server's life.
+            None => ExitCode::SUCCESS,
+        };
+    }
     let listener = match TcpListener::bind(args.listen).await {
         Ok(listener) => listener,
         Err(error) => {
@@ -76,10 +95,6 @@ pub(super) async fn run(
         &format!("serving {} servers at {url}", group.names().len()),
         json!({ "event": "serving", "url": url, "servers": group.names().len() }),
     );
-    let gateway = Gateway::builder(group.clone())
-        .session_idle_timeout(args.session_idle_timeout)
-        .max_sessions(args.max_sessions)
-        .build();
     let accepting = accept(listener, gateway);
     tokio::pin!(accepting);
     let far = || Instant::now() + std::time::Duration::from_secs(86_400);

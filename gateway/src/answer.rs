@@ -5,10 +5,10 @@
 //!
 //! A member that is down leaves the others' items listed (the catalogue
 //! keeps what each usable member listed); only when no member is usable
-//! is a listing an error, so a client never mistakes an outage for an
-//! empty server.
+//! or starting is a listing an error, so a client never mistakes an
+//! outage for an empty server.
 
-use mcp_connect::group::{GroupError, ServerGroup};
+use mcp_connect::group::{GroupError, HealthState, ServerGroup};
 use mcp_connect::protocol::{codes, meta_keys, ProtocolVersion, RawRequest, RequestKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -39,6 +39,19 @@ pub(crate) fn initialized(version: &str, name: &str, server_version: &str) -> An
         "capabilities": capabilities(),
         "serverInfo": { "name": name, "version": server_version },
     }))
+}
+
+/// The version `initialize` asked for when this crate speaks it (a 2025
+/// one), else the latest 2025 one.
+pub(crate) fn negotiated(params: Option<&Value>) -> ProtocolVersion {
+    let asked = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .map(ProtocolVersion::new);
+    match asked {
+        Some(v) if v.is_supported() && v != ProtocolVersion::LATEST_MODERN => v,
+        _ => ProtocolVersion::LATEST_LEGACY,
+    }
 }
 
 /// `server/discover`'s result.
@@ -80,8 +93,12 @@ pub(crate) async fn answer(group: &ServerGroup, method: &str, params: Option<Val
 /// A listing from the catalogue: every usable member's items, tools and
 /// prompts under their catalogue names.
 fn listing(group: &ServerGroup, kind: RequestKind) -> Answer {
+    // An error only when every member has settled and none is usable: a
+    // member still starting is not an outage (its items show once it is
+    // ready).
     let healths = group.healths();
-    if !healths.is_empty() && !healths.iter().any(|(_, h)| h.state.is_usable()) {
+    let hope = |state: &HealthState| state.is_usable() || state.is_connecting();
+    if !healths.is_empty() && !healths.iter().any(|(_, h)| hope(&h.state)) {
         return Err(RpcFailure::new(
             codes::INTERNAL_ERROR,
             "no server behind the gateway is usable now",

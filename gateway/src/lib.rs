@@ -24,11 +24,13 @@
 //!   empty success.
 //! - DNS-rebinding protection: a `Host` or an `Origin` outside the allowed
 //!   ones (loopback by default) gets 403 before anything is read.
+//! - The same over stdio ([`Gateway::serve_stdio`]): the connection is the
+//!   session.
 //!
 //! Not yet (issue 66 goes on): answers as SSE streams, the standalone GET
 //! stream (GET is 405, which the specification allows), server-to-client
 //! requests and notifications relayed downstream, cancellation and
-//! progress end to end, stdio serving, sessions shared by replicas.
+//! progress end to end, sessions shared by replicas.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {
@@ -51,7 +53,9 @@ mod checks;
 mod reply;
 mod service;
 mod sessions;
+mod stdio;
 
 pub use builder::GatewayBuilder;
 pub use checks::Allowed;
 pub use service::{Gateway, ResponseFuture};
+pub use stdio::IN_FLIGHT as STDIO_IN_FLIGHT;

@@ -175,14 +175,7 @@ impl Inner {
     /// `initialize`: the version asked for when this gateway speaks it
     /// (else its latest 2025 one), and a new session.
     fn initialize(&self, exchange: &Exchange<'_>, params: Option<&Value>) -> Reply {
-        let asked = params
-            .and_then(|p| p.get("protocolVersion"))
-            .and_then(Value::as_str)
-            .map(ProtocolVersion::new);
-        let version = match asked {
-            Some(v) if v.is_supported() && v != ProtocolVersion::LATEST_MODERN => v,
-            _ => ProtocolVersion::LATEST_LEGACY,
-        };
+        let version = crate::answer::negotiated(params);
         match self.sessions.open(version.as_str()) {
             Ok(session) => {
                 let answer = initialized(version.as_str(), &self.name, &self.version);

@@ -340,3 +340,62 @@ async fn a_dead_member_hides_no_tools_and_none_usable_is_an_error() {
     assert_eq!(body["error"]["code"], json!(-32603), "{body}");
     drop(alive);
 }
+
+#[tokio::test]
+async fn over_stdio_the_connection_is_the_session() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (_demos, group, _) = two_demos().await;
+    let gateway = Gateway::builder(group).build();
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let (server_in, server_out) = tokio::io::split(server);
+    let serving = tokio::spawn(async move { gateway.serve_stdio(server_in, server_out).await });
+    let (client_in, mut client_out) = tokio::io::split(client);
+    let modern = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
+    let requests = [
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": { "name": "t", "version": "1" } } }),
+        // A notification gets no line.
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }),
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": { "name": "one__add", "arguments": { "a": 4, "b": 5 } } }),
+        json!({ "jsonrpc": "2.0", "id": 4, "method": "server/discover",
+            "params": { "_meta": modern } }),
+        json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/list",
+            "params": { "_meta": { "io.modelcontextprotocol/protocolVersion": "2030-01-01" } } }),
+    ];
+    for request in &requests {
+        client_out
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    client_out.write_all(b"not json\n").await.unwrap();
+    let mut lines = BufReader::new(client_in).lines();
+    let mut answers = std::collections::BTreeMap::new();
+    for _ in 0..6 {
+        let line = tokio::time::timeout(LIMIT, lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        answers.insert(answer["id"].to_string(), answer);
+    }
+    assert_eq!(answers["1"]["result"]["protocolVersion"], "2025-03-26");
+    assert_eq!(answers["2"]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(answers["3"]["result"]["content"][0]["text"], "9");
+    assert_eq!(
+        answers["4"]["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+    assert_eq!(answers["5"]["error"]["code"], json!(-32022));
+    assert_eq!(answers["null"]["error"]["code"], json!(-32700));
+    client_out.shutdown().await.unwrap();
+    tokio::time::timeout(LIMIT, serving)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

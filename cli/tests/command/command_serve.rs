@@ -102,3 +102,48 @@ fn serve_refuses_another_address_than_loopback_and_needs_a_config() {
     assert_eq!(output.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `serve --stdio`: this project's client starts the command as its stdio
+/// server and lists and calls through it, in both eras; nothing but the
+/// protocol goes to stdout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_over_stdio_answers_a_client_that_starts_it() {
+    use mcp_connect::transport::StdioCommand;
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-serve-stdio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let program = option_env!("CARGO_BIN_EXE_mcp-connect").expect("the command's tests");
+    for pin in [Some(ProtocolVersion::V2025_11_25), None] {
+        let command = StdioCommand::new(program).args([
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--stdio",
+        ]);
+        let mut request = ConnectRequest::stdio(command);
+        if let Some(version) = &pin {
+            request = request.with_pin(version.clone());
+        }
+        let session = Connector::new().connect(request).await.unwrap();
+        let mut names = Vec::new();
+        for _ in 0..200 {
+            let listed = session.list_tools().await.unwrap();
+            names = listed.tools.iter().map(|t| t.name.clone()).collect();
+            if !names.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(names, ["add", "echo"], "{pin:?}");
+        let sum = session
+            .call_tool("add", &json!({ "a": 20, "b": 22 }))
+            .await
+            .unwrap();
+        assert_eq!(sum.text(), "42");
+        session.close().await.unwrap();
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
