@@ -43,44 +43,16 @@ pub(super) async fn run(
         Ok(triggers) => triggers,
         Err(error) => return usage(&format!("--watch-config: {}", chain(&error))),
     };
-    let handler = match handler_from(args) {
-        Ok(handler) => handler,
-        Err(message) => return usage(&message),
+    let (group, members) = match started(args, &file, printer, cancel) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
-    let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
-        .with_recovery(recovery_from(args))
-        .with_deadline(args.deadline)
-        .build();
-    let members = Members {
-        args,
-        stack,
-        handler,
-        cancel: cancel.clone(),
-    };
-    let disabled: Vec<_> = file.config.disabled().collect();
-    unusable(printer, file.config.errors(), &disabled);
-    let group = ServerGroup::new();
-    for server in file.config.servers() {
-        // Names in a config file are unique: this cannot be a duplicate.
-        let _ = group.add(members.member(server));
-    }
     let gateway = Gateway::builder(group.clone())
         .session_idle_timeout(args.session_idle_timeout)
         .max_sessions(args.max_sessions)
         .build();
     if args.stdio {
-        let serving = gateway.serve_stdio(tokio::io::stdin(), tokio::io::stdout());
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => {}
-            _ = serving => {}
-        }
-        group.shutdown_within(CLOSE_BOUND).await;
-        return match signals.received() {
-            Some(signal) => ExitCode::from(signal.exit_code()),
-            // The client closed stdin: the end of a stdio server's life.
-            None => ExitCode::SUCCESS,
-        };
+        return on_stdio(gateway, &group, cancel, signals).await;
     }
     let listener = match TcpListener::bind(args.listen).await {
         Ok(listener) => listener,
@@ -113,6 +85,57 @@ pub(super) async fn run(
     match signals.received() {
         Some(signal) => ExitCode::from(signal.exit_code()),
         None => ExitCode::FAILURE,
+    }
+}
+
+/// The group of the file's servers, each started as `--config` starts
+/// it; the lines of the entries not usable.
+fn started<'a>(
+    args: &'a Args,
+    file: &ConfigFile,
+    printer: &Printer,
+    cancel: &CancellationToken,
+) -> Result<(ServerGroup, Members<'a>), ExitCode> {
+    let handler = handler_from(args).map_err(|message| usage(&message))?;
+    let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
+        .with_recovery(recovery_from(args))
+        .with_deadline(args.deadline)
+        .build();
+    let members = Members {
+        args,
+        stack,
+        handler,
+        cancel: cancel.clone(),
+    };
+    let disabled: Vec<_> = file.config.disabled().collect();
+    unusable(printer, file.config.errors(), &disabled);
+    let group = ServerGroup::new();
+    for server in file.config.servers() {
+        // Names in a config file are unique: this cannot be a duplicate.
+        let _ = group.add(members.member(server));
+    }
+    Ok((group, members))
+}
+
+/// `--stdio`: one client on stdin and stdout, until stdin ends (exit 0)
+/// or the first signal.
+async fn on_stdio(
+    gateway: Gateway,
+    group: &ServerGroup,
+    cancel: &CancellationToken,
+    signals: &Signals,
+) -> ExitCode {
+    let serving = gateway.serve_stdio(tokio::io::stdin(), tokio::io::stdout());
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => {}
+        _ = serving => {}
+    }
+    group.shutdown_within(CLOSE_BOUND).await;
+    match signals.received() {
+        Some(signal) => ExitCode::from(signal.exit_code()),
+        // The client closed stdin: the end of a stdio server's life.
+        None => ExitCode::SUCCESS,
     }
 }
 

@@ -115,7 +115,7 @@ async fn serve_over_stdio_answers_a_client_that_starts_it() {
     let config = dir.join("servers.json");
     let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
     std::fs::write(&config, servers.to_string()).unwrap();
-    let program = option_env!("CARGO_BIN_EXE_mcp-connect").expect("the command's tests");
+    let program = env!("CARGO_BIN_EXE_mcp-connect");
     for pin in [Some(ProtocolVersion::V2025_11_25), None] {
         let command = StdioCommand::new(program).args([
             "serve",
