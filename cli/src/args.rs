@@ -366,7 +366,7 @@ pub(crate) struct Args {
     pub(crate) serve: bool,
 
     /// With serve: where to listen, Streamable HTTP at http://ADDR/mcp
-    /// (loopback only: the gateway has no authentication yet).
+    /// (another address than loopback needs --bearer-token-env).
     #[arg(
         long,
         value_name = "ADDR",
@@ -374,6 +374,18 @@ pub(crate) struct Args {
         default_value = "127.0.0.1:8080"
     )]
     pub(crate) listen: std::net::SocketAddr,
+
+    /// With serve: requests must carry `Authorization: Bearer` with one
+    /// of the tokens in this environment variable (comma-separated; never
+    /// on the command line). Needed to --listen on another address than
+    /// loopback.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) bearer_token_env: Option<String>,
+
+    /// With serve: a Host name clients may reach the gateway by, besides
+    /// the --listen address (repeatable). Others get 403 (DNS rebinding).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) allowed_host: Vec<String>,
 
     /// With serve: serve one client on stdin and stdout instead of
     /// listening (the lines the command prints go to stderr).

@@ -4,8 +4,9 @@
 //! client on stdin and stdout, until the first signal (or stdin's end); the
 //! file read again on SIGHUP (and, with `--watch-config`, when it changes).
 //!
-//! Loopback only: the gateway has no authentication yet, and one on
-//! another address would serve whoever reaches it.
+//! On another address than loopback it needs bearer tokens
+//! (`--bearer-token-env`): a gateway with no authentication there would
+//! serve whoever reaches it.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use hyper_util::rt::TokioIo;
 use mcp_connect::group::ServerGroup;
 use mcp_connect::{Connector, EstablishBuilder};
-use mcp_connect_gateway::Gateway;
+use mcp_connect_gateway::{Allowed, Gateway};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -36,12 +37,14 @@ pub(super) async fn run(
     cancel: &CancellationToken,
     signals: &Signals,
 ) -> ExitCode {
-    if !args.stdio && !args.listen.ip().is_loopback() {
-        return usage("--listen: a loopback address only (the gateway has no authentication yet)");
-    }
     let mut triggers = match ReloadTriggers::new(&file.path, args.watch_config) {
         Ok(triggers) => triggers,
         Err(error) => return usage(&format!("--watch-config: {}", chain(&error))),
+    };
+    // Checked before anything starts: a usage error sends nothing.
+    let (tokens, hosts) = match access(args) {
+        Ok(access) => access,
+        Err(message) => return usage(&message),
     };
     let (group, members) = match started(args, &file, printer, cancel) {
         Ok(started) => started,
@@ -50,6 +53,8 @@ pub(super) async fn run(
     let gateway = Gateway::builder(group.clone())
         .session_idle_timeout(args.session_idle_timeout)
         .max_sessions(args.max_sessions)
+        .allowed_hosts(hosts)
+        .bearer_tokens(tokens)
         .build();
     if args.stdio {
         return on_stdio(gateway, &group, cancel, signals).await;
@@ -86,6 +91,47 @@ pub(super) async fn run(
         Some(signal) => ExitCode::from(signal.exit_code()),
         None => ExitCode::FAILURE,
     }
+}
+
+/// Who may call, as the options say: the bearer tokens and the Host names
+/// answered. Another address than loopback needs tokens: a gateway anyone
+/// on the network reaches must know who calls. The Host names are the
+/// listen address's and `--allowed-host`'s (loopback's on loopback).
+fn access(args: &Args) -> Result<(Vec<String>, Allowed), String> {
+    let tokens: Vec<String> = match &args.bearer_token_env {
+        Some(name) => std::env::var(name)
+            .map_err(|_| format!("--bearer-token-env: {name} is not set"))?
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => Vec::new(),
+    };
+    if args.bearer_token_env.is_some() && tokens.is_empty() {
+        return Err("--bearer-token-env: the variable holds no token".into());
+    }
+    let loopback = args.listen.ip().is_loopback();
+    if !args.stdio && !loopback && tokens.is_empty() {
+        return Err("--listen: another address than loopback needs --bearer-token-env".into());
+    }
+    let hosts = match (loopback, args.allowed_host.is_empty()) {
+        (true, true) => Allowed::Loopback,
+        (true, false) => {
+            let mut names = args.allowed_host.clone();
+            names.extend(["localhost", "127.0.0.1", "::1", "[::1]"].map(String::from));
+            Allowed::Only(names)
+        }
+        (false, _) => {
+            let mut names = args.allowed_host.clone();
+            names.push(match args.listen.ip() {
+                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                ip => ip.to_string(),
+            });
+            Allowed::Only(names)
+        }
+    };
+    Ok((tokens, hosts))
 }
 
 /// The group of the file's servers, each started as `--config` starts

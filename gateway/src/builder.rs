@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mcp_connect::group::ServerGroup;
 
-use crate::checks::Allowed;
+use crate::checks::{Allowed, BearerTokens};
 use crate::service::{Gateway, Inner};
 use crate::sessions::Sessions;
 
@@ -20,6 +20,7 @@ pub struct GatewayBuilder {
     max_body: usize,
     hosts: Allowed,
     origins: Allowed,
+    tokens: BearerTokens,
     name: String,
     version: String,
 }
@@ -40,6 +41,7 @@ impl GatewayBuilder {
             max_body: 4 << 20,
             hosts: Allowed::Loopback,
             origins: Allowed::Loopback,
+            tokens: BearerTokens::default(),
             name: "mcp-connect-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
@@ -79,6 +81,15 @@ impl GatewayBuilder {
         self
     }
 
+    /// Requests must carry `Authorization: Bearer` with one of `tokens`
+    /// (else 401); none by default. A static list until the gateway is a
+    /// full OAuth resource server; the tokens are compared in constant
+    /// time and never reach a member.
+    pub fn bearer_tokens<T: Into<String>>(mut self, tokens: impl IntoIterator<Item = T>) -> Self {
+        self.tokens = BearerTokens(tokens.into_iter().map(|t| t.into().into_bytes()).collect());
+        self
+    }
+
     /// The name and version the gateway gives itself.
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.name = name.into();
@@ -95,6 +106,7 @@ impl GatewayBuilder {
                 max_body: self.max_body,
                 hosts: self.hosts,
                 origins: self.origins,
+                tokens: self.tokens,
                 name: self.name,
                 version: self.version,
             }),

@@ -87,6 +87,52 @@ fn without_port(host: &str) -> &str {
     }
 }
 
+/// The bearer tokens requests must carry; `Debug` shows how many, never
+/// one of them.
+#[derive(Default)]
+pub(crate) struct BearerTokens(pub(crate) Vec<Vec<u8>>);
+
+impl std::fmt::Debug for BearerTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BearerTokens({})", self.0.len())
+    }
+}
+
+/// The request's `Authorization: Bearer` token, when the gateway has a
+/// list: one of them (compared in constant time), or 401 with a
+/// `WWW-Authenticate` challenge. The token goes no further: no member
+/// ever sees it.
+pub(crate) fn bearer(headers: &HeaderMap, tokens: &BearerTokens) -> Result<(), Refusal> {
+    let tokens = &tokens.0;
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            let (scheme, token) = value.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+    let known = presented.is_some_and(|token| {
+        // Every token compared, so the time says nothing of which matched.
+        (tokens.iter()).fold(false, |found, t| found | same(t, token.as_bytes()))
+    });
+    match known {
+        true => Ok(()),
+        false => Err((
+            StatusCode::UNAUTHORIZED,
+            RpcFailure::new(codes::INVALID_REQUEST, "a valid bearer token is required"),
+        )),
+    }
+}
+
+/// Whether `a` and `b` are equal, in a time that depends on their lengths
+/// only.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
 /// A POST's `Content-Type` (JSON) and `Accept` (JSON and SSE, which the
 /// specification asks every client to accept).
 pub(crate) fn post_headers(headers: &HeaderMap) -> Result<(), Refusal> {
@@ -190,6 +236,24 @@ mod tests {
             Err(StatusCode::FORBIDDEN)
         );
         assert_eq!(check(&[]), Err(StatusCode::FORBIDDEN));
+    }
+
+    #[test]
+    fn a_bearer_list_admits_its_tokens_only() {
+        let tokens = BearerTokens(vec![b"first-token".to_vec(), b"second".to_vec()]);
+        let check = |value: &str| {
+            bearer(&headers(&[("authorization", value)]), &tokens).map_err(|(s, _)| s)
+        };
+        assert!(check("Bearer first-token").is_ok());
+        assert!(check("bearer second").is_ok());
+        assert_eq!(check("Bearer first"), Err(StatusCode::UNAUTHORIZED));
+        assert_eq!(check("Basic second"), Err(StatusCode::UNAUTHORIZED));
+        assert_eq!(
+            bearer(&HeaderMap::new(), &tokens).map_err(|(s, _)| s),
+            Err(StatusCode::UNAUTHORIZED)
+        );
+        assert!(bearer(&HeaderMap::new(), &BearerTokens::default()).is_ok());
+        assert_eq!(format!("{tokens:?}"), "BearerTokens(2)");
     }
 
     #[test]

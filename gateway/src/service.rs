@@ -18,7 +18,7 @@ use mcp_connect::protocol::{codes, meta_keys, Incoming, ProtocolVersion, Request
 use serde_json::Value;
 
 use crate::answer::{answer, discovered, initialized};
-use crate::checks::{self, Allowed};
+use crate::checks::{self, Allowed, BearerTokens};
 use crate::reply::{self, Reply, RpcFailure};
 use crate::sessions::{Refused, Sessions};
 
@@ -36,6 +36,7 @@ pub(crate) struct Inner {
     pub(crate) max_body: usize,
     pub(crate) hosts: Allowed,
     pub(crate) origins: Allowed,
+    pub(crate) tokens: BearerTokens,
     pub(crate) name: String,
     pub(crate) version: String,
 }
@@ -82,6 +83,13 @@ impl Inner {
             checks::host_and_origin(&parts.headers, &parts.uri, &self.hosts, &self.origins)
         {
             return refused(refusal);
+        }
+        if let Err(refusal) = checks::bearer(&parts.headers, &self.tokens) {
+            let mut response = refused(refusal);
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
         }
         match parts.method {
             Method::POST => {}

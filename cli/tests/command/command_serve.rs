@@ -147,3 +147,62 @@ async fn serve_over_stdio_answers_a_client_that_starts_it() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--bearer-token-env`: a request without one of the tokens gets 401, one
+/// with it is served; the token never reaches the member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_bearer_tokens_admits_their_holders_only() {
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-serve-bearer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    let mut serve = command(&[
+        "serve",
+        "--config",
+        &config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--bearer-token-env",
+        "GATEWAY_TOKENS",
+    ]);
+    serve.env("GATEWAY_TOKENS", "first-secret, second-secret");
+    let mut child = serve.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = serving["url"].as_str().unwrap().to_owned();
+    let pinned = || {
+        ConnectRequest::http(&url)
+            .unwrap()
+            .with_pin(ProtocolVersion::V2025_11_25)
+    };
+    let refused = Connector::new().connect(pinned()).await.unwrap_err();
+    assert_eq!(refused.failure().http_status, Some(401), "{refused:?}");
+    let wrong = pinned()
+        .with_header("Authorization", "Bearer first")
+        .unwrap();
+    let refused = Connector::new().connect(wrong).await.unwrap_err();
+    assert_eq!(refused.failure().http_status, Some(401));
+    let holder = pinned()
+        .with_header("Authorization", "Bearer second-secret")
+        .unwrap();
+    let session = Connector::new().connect(holder).await.unwrap();
+    session.close().await.unwrap();
+    assert!(!demo.saw_header("authorization"), "the token went upstream");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = tokio::task::spawn_blocking(move || finish(child, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let _ = std::fs::remove_dir_all(dir);
+}
