@@ -31,6 +31,7 @@ mod cheap;
 mod clients;
 mod flags;
 mod floor;
+mod gateway;
 mod group;
 mod instructions;
 mod lazy;
@@ -119,6 +120,7 @@ fn main() {
             args[3].parse().unwrap(),
         )),
         Some("lazy") => runtime.block_on(lazy::run(&args[2..])),
+        Some("gateway") => runtime.block_on(gateway::run(&args[2..])),
         Some("scale") => runtime.block_on(scale::run(&args[2..])),
         Some("scale-calls") => runtime.block_on(scale::calls(&args[2..])),
         Some("scale-once") => runtime.block_on(scale::once(args[2].parse().unwrap())),
