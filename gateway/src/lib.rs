@@ -23,7 +23,9 @@
 //!   tools; with no member usable a listing is a JSON-RPC error, never an
 //!   empty success.
 //! - DNS-rebinding protection: a `Host` or an `Origin` outside the allowed
-//!   ones (loopback by default) gets 403 before anything is read.
+//!   ones (loopback by default) gets 403 before anything is read; with
+//!   [`GatewayBuilder::bearer_tokens`], a request without one of them 401.
+//!   A client's token never reaches a member.
 //! - The same over stdio ([`Gateway::serve_stdio`]): the connection is the
 //!   session.
 //!
