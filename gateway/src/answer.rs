@@ -9,7 +9,7 @@
 //! outage for an empty server.
 
 use mcp_connect::group::{GroupError, HealthState, ServerGroup};
-use mcp_connect::protocol::{codes, meta_keys, ProtocolVersion, RawRequest, RequestKind};
+use mcp_connect::protocol::{codes, meta_keys, methods, ProtocolVersion, RawRequest, RequestKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -18,12 +18,26 @@ use crate::reply::RpcFailure;
 /// What a request is answered with: a result's JSON, or an error.
 pub(crate) type Answer = Result<Box<RawValue>, RpcFailure>;
 
-/// The server's capabilities, the same in both eras.
+/// The server's capabilities in a 2025 session.
 pub(crate) fn capabilities() -> Value {
     json!({
         "tools": { "listChanged": false },
         "prompts": { "listChanged": false },
         "resources": { "listChanged": false, "subscribe": true },
+        "completions": {},
+        "logging": {},
+    })
+}
+
+/// The server's capabilities in the 2026-07-28 era, which has neither
+/// resource subscriptions nor logging levels (nor, here, a
+/// `subscriptions/listen` stream yet).
+fn modern_capabilities() -> Value {
+    json!({
+        "tools": {},
+        "prompts": {},
+        "resources": {},
+        "completions": {},
     })
 }
 
@@ -63,7 +77,7 @@ pub(crate) fn discovered(name: &str, server_version: &str) -> Answer {
     );
     raw(&json!({
         "supportedVersions": [ProtocolVersion::LATEST_MODERN.as_str()],
-        "capabilities": capabilities(),
+        "capabilities": modern_capabilities(),
         "resultType": "complete",
         "_meta": meta,
     }))
@@ -78,6 +92,9 @@ pub(crate) async fn answer(group: &ServerGroup, method: &str, params: Option<Val
         | RequestKind::ListPrompts
         | RequestKind::ListResources
         | RequestKind::ListResourceTemplates => listing(group, kind),
+        // The gateway keeps a session's level itself (see `crate::relay`).
+        RequestKind::SetLoggingLevel => raw(&json!({})),
+        RequestKind::Complete => complete(group, params).await,
         RequestKind::CallTool
         | RequestKind::GetPrompt
         | RequestKind::ReadResource
@@ -88,6 +105,50 @@ pub(crate) async fn answer(group: &ServerGroup, method: &str, params: Option<Val
             .map_err(|error| routed_failure(&error)),
         _ => Err(RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found")),
     }
+}
+
+/// `completion/complete`, sent to the member whose prompt or resource
+/// template it names (a prompt under the name that member gave it).
+async fn complete(group: &ServerGroup, params: Option<Value>) -> Answer {
+    let unknown = || RpcFailure::new(codes::INVALID_PARAMS, "Unknown reference");
+    let mut params = params.ok_or_else(unknown)?;
+    let reference = params.get_mut("ref").ok_or_else(unknown)?;
+    let catalogue = group.catalogue();
+    let server = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = reference
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
+            reference["name"] = Value::String(prompt.item.name.clone());
+            prompt.server.clone()
+        }
+        Some("ref/resource") => {
+            let uri = reference
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            (catalogue.resource_templates().iter())
+                .find(|t| t.item.uri_template == uri)
+                .map(|t| t.server.clone())
+                .or_else(|| catalogue.resource_servers(uri).into_iter().next())
+                .ok_or_else(unknown)?
+        }
+        _ => return Err(unknown()),
+    };
+    let client = group.client(&server).ok_or_else(unknown)?;
+    let request = RawRequest::new(methods::COMPLETION_COMPLETE.to_owned(), Some(params));
+    client.send(request).await.map_err(|error| {
+        match error.call_error().and_then(|e| e.rpc_error()) {
+            Some(rpc) => RpcFailure {
+                code: rpc.code(),
+                message: rpc.message().to_owned(),
+                data: rpc.data().cloned(),
+            },
+            None => RpcFailure::new(codes::INTERNAL_ERROR, "the server is not usable now"),
+        }
+    })
 }
 
 /// A listing from the catalogue: every usable member's items, tools and

@@ -7,6 +7,7 @@ use std::time::Duration;
 use mcp_connect::group::ServerGroup;
 
 use crate::checks::{Allowed, BearerTokens};
+use crate::modern::CacheHints;
 use crate::service::{Gateway, Inner};
 use crate::sessions::Sessions;
 
@@ -21,6 +22,7 @@ pub struct GatewayBuilder {
     hosts: Allowed,
     origins: Allowed,
     tokens: BearerTokens,
+    listing_ttl: Duration,
     name: String,
     version: String,
 }
@@ -42,6 +44,7 @@ impl GatewayBuilder {
             hosts: Allowed::Loopback,
             origins: Allowed::Loopback,
             tokens: BearerTokens::default(),
+            listing_ttl: Duration::from_secs(60),
             name: "mcp-connect-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
@@ -90,6 +93,14 @@ impl GatewayBuilder {
         self
     }
 
+    /// How long a 2026-07-28 client may keep a listing (its `ttlMs`;
+    /// default a minute). The scope is `private` when the gateway asks for
+    /// bearer tokens, else `public`.
+    pub fn listing_ttl(mut self, ttl: Duration) -> Self {
+        self.listing_ttl = ttl;
+        self
+    }
+
     /// The name and version the gateway gives itself.
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.name = name.into();
@@ -106,6 +117,10 @@ impl GatewayBuilder {
                 max_body: self.max_body,
                 hosts: self.hosts,
                 origins: self.origins,
+                cache_hints: CacheHints {
+                    ttl_ms: u64::try_from(self.listing_ttl.as_millis()).unwrap_or(u64::MAX),
+                    private: !self.tokens.0.is_empty(),
+                },
                 tokens: self.tokens,
                 name: self.name,
                 version: self.version,

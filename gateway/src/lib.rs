@@ -52,6 +52,7 @@
 mod answer;
 mod builder;
 mod checks;
+mod modern;
 mod reply;
 mod service;
 mod sessions;

@@ -14,11 +14,12 @@ use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode
 use http_body::Body;
 use http_body_util::{BodyExt, Full, Limited};
 use mcp_connect::group::ServerGroup;
-use mcp_connect::protocol::{codes, meta_keys, Incoming, ProtocolVersion, RequestKind};
+use mcp_connect::protocol::{codes, Incoming, RequestKind};
 use serde_json::Value;
 
 use crate::answer::{answer, discovered, initialized};
 use crate::checks::{self, Allowed, BearerTokens};
+use crate::modern::{self, CacheHints};
 use crate::reply::{self, Reply, RpcFailure};
 use crate::sessions::{Refused, Sessions};
 
@@ -37,6 +38,7 @@ pub(crate) struct Inner {
     pub(crate) hosts: Allowed,
     pub(crate) origins: Allowed,
     pub(crate) tokens: BearerTokens,
+    pub(crate) cache_hints: CacheHints,
     pub(crate) name: String,
     pub(crate) version: String,
 }
@@ -100,10 +102,6 @@ impl Inner {
         if let Err(refusal) = checks::post_headers(&parts.headers) {
             return refused(refusal);
         }
-        let header_version = match checks::version_header(&parts.headers) {
-            Ok(version) => version,
-            Err(refusal) => return refused(refusal),
-        };
         let bytes = match Limited::new(body, self.max_body).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(_) => {
@@ -131,53 +129,56 @@ impl Inner {
             };
         };
         let id = serde_json::to_value(&id).unwrap_or(Value::Null);
-        let request = Exchange {
+        let exchange = Exchange {
             id: &id,
             method: &method,
             headers: &parts.headers,
-            header_version,
             session,
         };
-        self.request(request, params).await
+        self.request(exchange, params).await
     }
 
-    /// A request, in its era: modern when its `_meta` names a version.
+    /// A request, in its era (see [`modern::is_modern`]).
     async fn request(&self, exchange: Exchange<'_>, params: Option<Value>) -> Reply {
         let kind = RequestKind::of(exchange.method);
-        let modern = params
-            .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
-            .map(|v| v.as_str().map(ProtocolVersion::new));
         let id = Some(exchange.id);
-        match modern {
-            Some(version) => {
-                if let Err((status, failure)) = exchange.modern_headers(version) {
-                    return reply::error(status, id, &failure);
-                }
-                let answer = match kind {
-                    RequestKind::Discover => discovered(&self.name, &self.version),
-                    RequestKind::Initialize => Err(RpcFailure::new(
-                        codes::INVALID_REQUEST,
-                        "initialize is not part of 2026-07-28",
-                    )),
-                    _ => answer(&self.group, exchange.method, params).await,
-                };
-                exchange.answered(answer, None)
+        let header_version = exchange
+            .headers
+            .get("mcp-protocol-version")
+            .map(|v| v.to_str().unwrap_or("?"));
+        if modern::is_modern(params.as_ref(), header_version) {
+            if let Err((status, failure)) =
+                modern::check(exchange.headers, exchange.method, params.as_ref())
+            {
+                return reply::error(status, id, &failure);
             }
-            None if kind == RequestKind::Initialize => self.initialize(&exchange, params.as_ref()),
-            None => {
-                let Some(session) = exchange.session else {
-                    let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
-                    return reply::error(StatusCode::BAD_REQUEST, id, &failure);
-                };
-                if self.sessions.touch(session).is_none() {
-                    return session_not_found(id);
-                }
-                let answer = answer(&self.group, exchange.method, params).await;
-                exchange.answered(answer, None)
+            if !modern::has_method(kind) {
+                let failure = RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found");
+                return reply::error(StatusCode::NOT_FOUND, id, &failure);
             }
+            let answer = match kind {
+                RequestKind::Discover => discovered(&self.name, &self.version),
+                _ => answer(&self.group, exchange.method, params)
+                    .await
+                    .map(|result| modern::dressed(result, kind, self.cache_hints)),
+            };
+            return exchange.answered(answer, None);
         }
+        if let Err((status, failure)) = checks::version_header(exchange.headers) {
+            return reply::error(status, id, &failure);
+        }
+        if kind == RequestKind::Initialize {
+            return self.initialize(&exchange, params.as_ref());
+        }
+        let Some(session) = exchange.session else {
+            let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
+            return reply::error(StatusCode::BAD_REQUEST, id, &failure);
+        };
+        if self.sessions.touch(session).is_none() {
+            return session_not_found(id);
+        }
+        let answer = answer(&self.group, exchange.method, params).await;
+        exchange.answered(answer, None)
     }
 
     /// `initialize`: the version asked for when this gateway speaks it
@@ -218,36 +219,10 @@ struct Exchange<'a> {
     id: &'a Value,
     method: &'a str,
     headers: &'a HeaderMap,
-    header_version: Option<ProtocolVersion>,
     session: Option<&'a str>,
 }
 
 impl Exchange<'_> {
-    /// A 2026-07-28 request's version (in `_meta`) and headers: the same
-    /// version in `MCP-Protocol-Version`, its method in `Mcp-Method`.
-    fn modern_headers(&self, version: Option<ProtocolVersion>) -> Result<(), checks::Refusal> {
-        let version = version.filter(|v| *v == ProtocolVersion::LATEST_MODERN);
-        let Some(version) = version else {
-            let failure = RpcFailure::new(
-                codes::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(
-                serde_json::json!({ "supported": [ProtocolVersion::LATEST_MODERN.as_str()] }),
-            );
-            return Err((StatusCode::BAD_REQUEST, failure));
-        };
-        let method_header = self.headers.get("mcp-method").and_then(|v| v.to_str().ok());
-        if self.header_version.as_ref() != Some(&version) || method_header != Some(self.method) {
-            let failure = RpcFailure::new(
-                codes::HEADER_MISMATCH,
-                "MCP-Protocol-Version and Mcp-Method must match the request",
-            );
-            return Err((StatusCode::BAD_REQUEST, failure));
-        }
-        Ok(())
-    }
-
     /// The answer as the response: 200 with its result or error, and the
     /// new session's id when one was opened.
     fn answered(&self, answer: crate::answer::Answer, session: Option<String>) -> Reply {

@@ -259,7 +259,8 @@ async fn the_http_rules_hold_for_a_raw_client() {
 
     // 2026-07-28: the version and method headers must match the request.
     let discover = json!({ "jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {
-        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } } })
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                   "io.modelcontextprotocol/clientCapabilities": {} } } })
     .to_string();
     let modern = [
         JSON_IN,
@@ -278,9 +279,48 @@ async fn the_http_rules_hold_for_a_raw_client() {
     ];
     let (status, _, body) = exchange(addr, post.clone(), &wrong, &discover).await;
     assert_eq!(
-        (status, &body["error"]["code"]),
-        (StatusCode::BAD_REQUEST, &json!(-32020))
+        (status, &body["error"]["code"], &body["id"]),
+        (StatusCode::BAD_REQUEST, &json!(-32020), &json!(3))
     );
+    // No `_meta` under the modern header: invalid params, with the id.
+    let bare = json!({ "jsonrpc": "2.0", "id": 4, "method": "server/discover" }).to_string();
+    let (status, _, body) = exchange(addr, post.clone(), &modern, &bare).await;
+    assert_eq!(
+        (status, &body["error"]["code"], &body["id"]),
+        (StatusCode::BAD_REQUEST, &json!(-32602), &json!(4))
+    );
+    // A method the era removed: 404 with method-not-found.
+    let ping = json!({ "jsonrpc": "2.0", "id": 5, "method": "ping", "params": {
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                   "io.modelcontextprotocol/clientCapabilities": {} } } })
+    .to_string();
+    let ping_headers = [
+        JSON_IN,
+        BOTH_OUT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "ping"),
+    ];
+    let (status, _, body) = exchange(addr, post.clone(), &ping_headers, &ping).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::NOT_FOUND, &json!(-32601))
+    );
+    // A listing says how long it may be kept, and by whom.
+    let list = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                   "io.modelcontextprotocol/clientCapabilities": {} } } })
+    .to_string();
+    let list_headers = [
+        JSON_IN,
+        BOTH_OUT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let (status, _, body) = exchange(addr, post.clone(), &list_headers, &list).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["result"]["cacheScope"], "public");
+    assert_eq!(body["result"]["ttlMs"], 60_000);
+    assert_eq!(body["result"]["resultType"], "complete");
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ mod index;
 mod parts;
 #[cfg(test)]
 mod reference;
+mod uri_template;
 mod vendor_names;
 
 use std::sync::{Arc, OnceLock};
@@ -223,15 +224,25 @@ impl Catalogue {
         find(self.prompts(), name)
     }
 
-    /// The servers whose listing has a resource at exactly `uri`.
+    /// The servers whose listing has a resource at exactly `uri`; when
+    /// none has, the servers with a resource template that `uri` matches.
     pub fn resource_servers(&self, uri: &str) -> Vec<Arc<str>> {
         // On the routing path: sort the few that match, not every server.
-        let mut servers: Vec<Arc<str>> = (self.parts.iter())
-            .filter(|(_, part)| part.resources.iter().any(|listed| listed.item.uri == uri))
-            .map(|(server, _)| Arc::clone(server))
-            .collect();
-        servers.sort_unstable();
-        servers
+        let servers = |owns: &dyn Fn(&Part) -> bool| {
+            let mut servers: Vec<Arc<str>> = (self.parts.iter())
+                .filter(|(_, part)| owns(part))
+                .map(|(server, _)| Arc::clone(server))
+                .collect();
+            servers.sort_unstable();
+            servers
+        };
+        let listed = servers(&|part| part.resources.iter().any(|r| r.item.uri == uri));
+        if !listed.is_empty() {
+            return listed;
+        }
+        servers(&|part| {
+            (part.templates.iter()).any(|t| uri_template::matches(&t.item.uri_template, uri))
+        })
     }
 
     pub(crate) fn is_settled(&self) -> bool {
