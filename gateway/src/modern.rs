@@ -181,6 +181,7 @@ pub(crate) fn dressed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_connect::protocol::methods::TOOLS_CALL as CALL;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -208,13 +209,15 @@ mod tests {
 
     #[test]
     fn each_broken_rule_gets_its_own_code_in_the_specified_order() {
+        // The method with the spaces HTTP allows around a value.
+        let spaced = format!(" {CALL} ");
         let good = headers(&[
             ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", " tools/call "),
+            ("mcp-method", &spaced),
             ("mcp-name", "echo"),
         ]);
-        assert!(check(&good, "tools/call", Some(&meta("2026-07-28"))).is_ok());
-        let code = |h: &HeaderMap, p: Option<&Value>| check(h, "tools/call", p).unwrap_err().1.code;
+        assert!(check(&good, CALL, Some(&meta("2026-07-28"))).is_ok());
+        let code = |h: &HeaderMap, p: Option<&Value>| check(h, CALL, p).unwrap_err().1.code;
         assert_eq!(code(&good, None), codes::INVALID_PARAMS);
         assert_eq!(
             code(&good, Some(&json!({"_meta": {}}))),
@@ -228,27 +231,21 @@ mod tests {
             code(&good, Some(&meta("2099-01-01"))),
             codes::HEADER_MISMATCH
         );
-        let future = headers(&[
-            ("mcp-protocol-version", "2099-01-01"),
-            ("mcp-method", "tools/call"),
-        ]);
+        let future = headers(&[("mcp-protocol-version", "2099-01-01"), ("mcp-method", CALL)]);
         assert_eq!(
             code(&future, Some(&meta("2099-01-01"))),
             codes::UNSUPPORTED_PROTOCOL_VERSION
         );
         let wrong_name = headers(&[
             ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
+            ("mcp-method", CALL),
             ("mcp-name", "other"),
         ]);
         assert_eq!(
             code(&wrong_name, Some(&meta("2026-07-28"))),
             codes::HEADER_MISMATCH
         );
-        let no_name = headers(&[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-        ]);
+        let no_name = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", CALL)]);
         assert_eq!(
             code(&no_name, Some(&meta("2026-07-28"))),
             codes::HEADER_MISMATCH
