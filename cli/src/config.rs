@@ -20,7 +20,7 @@ use mcp_connect::inbound::ClientHandler;
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::registry::RegistryOptions;
 use mcp_connect::transport::HttpClient;
-use mcp_connect::{Connector, Establish, EstablishBuilder};
+use mcp_connect::{ConnectRequest, Connector, Establish, EstablishBuilder};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -98,16 +98,21 @@ pub(super) struct Members<'a> {
 
 impl Members<'_> {
     pub(super) fn member(&self, server: &ServerConfig) -> Server {
+        let request = self.request(server).with_handler(self.handler.clone());
+        Server::new(self.stack.clone(), request).configured_by(server)
+    }
+
+    /// What an entry's server is reached with: its request with the
+    /// options' limits and versions, its OAuth, the run's cancellation.
+    pub(super) fn request(&self, server: &ServerConfig) -> ConnectRequest {
         let mut request = with_limits_and_versions(server.request(), self.args);
         if let Some(oauth) = server.oauth() {
             request = super::authorize::with_oauth(request, server.name(), oauth);
         }
         let limits = server.limits_over(*request.limits());
-        let request = request
+        request
             .with_limits(limits)
-            .with_handler(self.handler.clone())
-            .with_cancellation(self.cancel.clone());
-        Server::new(self.stack.clone(), request).configured_by(server)
+            .with_cancellation(self.cancel.clone())
     }
 }
 

@@ -26,6 +26,7 @@ use super::config::{reload, unusable, ConfigFile, Members};
 use super::output::{chain, Printer};
 use super::reload::ReloadTriggers;
 use super::request::{handler_from, recovery_from};
+use super::serve_sessions::Entries;
 use super::signals::Signals;
 use super::{usage, CLOSE_BOUND};
 
@@ -50,11 +51,14 @@ pub(super) async fn run(
         Ok(started) => started,
         Err(code) => return code,
     };
+    let entries = Entries::default();
+    entries.refresh(&file.config, &members);
     let gateway = Gateway::builder(group.clone())
         .session_idle_timeout(args.session_idle_timeout)
         .max_sessions(args.max_sessions)
         .allowed_hosts(hosts)
         .bearer_tokens(tokens)
+        .session_clients(entries.maker(members.stack.clone()))
         .build();
     if args.stdio {
         return on_stdio(gateway, &group, cancel, signals).await;
@@ -82,6 +86,9 @@ pub(super) async fn run(
             () = &mut accepting => break,
             Some(()) = triggers.before(far()) => {
                 let reloaded = file.reread().await;
+                if let Ok(config) = &reloaded {
+                    entries.refresh(config, &members);
+                }
                 reload(printer, &group, reloaded, &|_| true, &|s| members.member(s)).await;
             }
         }

@@ -8,12 +8,28 @@
 //! or starting is a listing an error, so a client never mistakes an
 //! outage for an empty server.
 
-use mcp_connect::group::{GroupError, HealthState, ServerGroup};
+use std::sync::Arc;
+
+use mcp_connect::client::ClientError;
+use mcp_connect::group::{Catalogue, GroupError, HealthState, ServerGroup};
 use mcp_connect::protocol::{codes, meta_keys, methods, ProtocolVersion, RawRequest, RequestKind};
+use mcp_connect::session::{Call, RequestOptions};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use crate::downstream::Downstream;
+use crate::relay;
 use crate::reply::RpcFailure;
+use crate::SessionClients;
+
+/// Where a request goes: the group, and when the gateway makes each
+/// downstream session clients of its own, the session and the function
+/// that makes them.
+#[derive(Clone, Copy)]
+pub(crate) struct Upstream<'a> {
+    pub(crate) group: &'a ServerGroup,
+    pub(crate) session: Option<(&'a Arc<Downstream>, &'a SessionClients)>,
+}
 
 /// What a request is answered with: a result's JSON, or an error.
 pub(crate) type Answer = Result<Box<RawValue>, RpcFailure>;
@@ -83,27 +99,130 @@ pub(crate) fn discovered(name: &str, server_version: &str) -> Answer {
     }))
 }
 
-/// The answer to any request but the handshake's.
-pub(crate) async fn answer(group: &ServerGroup, method: &str, params: Option<Value>) -> Answer {
+/// The answer to any request but the handshake's; `options` carry the
+/// request's progress callback and cancellation to the member.
+pub(crate) async fn answer(
+    upstream: Upstream<'_>,
+    method: &str,
+    params: Option<Value>,
+    options: RequestOptions,
+) -> Answer {
     let kind = RequestKind::of(method);
     match kind {
         RequestKind::Ping => raw(&json!({})),
         RequestKind::ListTools
         | RequestKind::ListPrompts
         | RequestKind::ListResources
-        | RequestKind::ListResourceTemplates => listing(group, kind),
-        // The gateway keeps a session's level itself (see `crate::relay`).
+        | RequestKind::ListResourceTemplates => listing(upstream.group, kind),
+        // The level is the session's own (`crate::relay` filters by it).
         RequestKind::SetLoggingLevel => raw(&json!({})),
-        RequestKind::Complete => complete(group, params).await,
+        RequestKind::Complete => complete(upstream.group, params).await,
         RequestKind::CallTool
         | RequestKind::GetPrompt
         | RequestKind::ReadResource
         | RequestKind::Subscribe
-        | RequestKind::Unsubscribe => group
-            .send(RawRequest::new(method.to_owned(), params))
-            .await
-            .map_err(|error| routed_failure(&error)),
+        | RequestKind::Unsubscribe => routed(upstream, kind, method, params, options).await,
         _ => Err(RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found")),
+    }
+}
+
+/// A request the catalogue routes: through the session's own client of
+/// the member when there is one, else through the group.
+async fn routed(
+    upstream: Upstream<'_>,
+    kind: RequestKind,
+    method: &str,
+    params: Option<Value>,
+    options: RequestOptions,
+) -> Answer {
+    let Some((down, make)) = upstream.session else {
+        let call = Call::new(RawRequest::new(method.to_owned(), params)).with_options(options);
+        return (upstream.group.send(call).await).map_err(|error| routed_failure(&error));
+    };
+    let mut params = params.unwrap_or_else(|| json!({}));
+    let server = route(&upstream.group.catalogue(), kind, &mut params)?;
+    let usable = (upstream.group.health(&server)).is_some_and(|h| h.state.is_usable());
+    if !usable {
+        return Err(RpcFailure::new(
+            codes::INTERNAL_ERROR,
+            "the server is not usable now",
+        ));
+    }
+    let client = down.client(&server, || make(&server, relay::session_relay(down)));
+    let Some(client) = client else {
+        return Err(RpcFailure::new(
+            codes::INTERNAL_ERROR,
+            "the server is not usable now",
+        ));
+    };
+    let request = RawRequest::new(method.to_owned(), Some(params));
+    (client.send(Call::new(request).with_options(options)).await)
+        .map_err(|error| client_failure(&error))
+}
+
+/// The member a request goes to, its target renamed as that member named
+/// it (the group's own routing, for a session's own clients).
+fn route(
+    catalogue: &Catalogue,
+    kind: RequestKind,
+    params: &mut Value,
+) -> Result<Arc<str>, RpcFailure> {
+    let field = if kind == RequestKind::CallTool || kind == RequestKind::GetPrompt {
+        "name"
+    } else {
+        "uri"
+    };
+    let target = params
+        .get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let (server, own) = match kind {
+        RequestKind::CallTool => {
+            let tool = catalogue
+                .tool(&target)
+                .ok_or_else(|| RpcFailure::new(codes::INVALID_PARAMS, "Unknown tool"))?;
+            (Arc::clone(&tool.server), tool.item.name.clone())
+        }
+        RequestKind::GetPrompt => {
+            let prompt = catalogue
+                .prompt(&target)
+                .ok_or_else(|| RpcFailure::new(codes::INVALID_PARAMS, "Unknown prompt"))?;
+            (Arc::clone(&prompt.server), prompt.item.name.clone())
+        }
+        _ => {
+            let mut servers = catalogue.resource_servers(&target);
+            return match servers.len() {
+                0 => Err(RpcFailure::new(
+                    codes::RESOURCE_NOT_FOUND,
+                    "Resource not found",
+                )),
+                1 => Ok(servers.remove(0)),
+                _ => Err(RpcFailure::new(
+                    codes::INVALID_PARAMS,
+                    "the resource is offered by more than one server",
+                )),
+            };
+        }
+    };
+    params[field] = Value::String(own);
+    Ok(server)
+}
+
+/// What a member's client's failure tells the client: the member's own
+/// JSON-RPC error as it sent it, else the failure's kind in the gateway's
+/// words.
+fn client_failure(error: &ClientError) -> RpcFailure {
+    match error.call_error().and_then(|e| e.rpc_error()) {
+        Some(rpc) => RpcFailure {
+            code: rpc.code(),
+            message: rpc.message().to_owned(),
+            data: rpc.data().cloned(),
+        },
+        None => RpcFailure::new(
+            codes::INTERNAL_ERROR,
+            format!("the server failed: {}", error.failure().kind.as_str()),
+        ),
     }
 }
 
@@ -218,17 +337,7 @@ fn routed_failure(error: &GroupError) -> RpcFailure {
             codes::INVALID_PARAMS,
             "the resource is offered by more than one server",
         ),
-        GroupError::Call { error, .. } => match error.call_error().and_then(|e| e.rpc_error()) {
-            Some(rpc) => RpcFailure {
-                code: rpc.code(),
-                message: rpc.message().to_owned(),
-                data: rpc.data().cloned(),
-            },
-            None => RpcFailure::new(
-                codes::INTERNAL_ERROR,
-                format!("the server failed: {}", error.failure().kind.as_str()),
-            ),
-        },
+        GroupError::Call { error, .. } => client_failure(error),
         GroupError::NotUsable { .. } | GroupError::NoneUsable => {
             RpcFailure::new(codes::INTERNAL_ERROR, "the server is not usable now")
         }

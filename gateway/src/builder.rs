@@ -5,14 +5,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::group::ServerGroup;
+use mcp_connect::McpClient;
 
 use crate::checks::{Allowed, BearerTokens};
+use crate::inner::Inner;
 use crate::modern::CacheHints;
-use crate::service::{Gateway, Inner};
+use crate::service::Gateway;
 use crate::sessions::Sessions;
+use crate::{SessionClients, SessionRelay};
 
 /// Builds a [`Gateway`].
-#[derive(Debug)]
 #[must_use]
 pub struct GatewayBuilder {
     group: ServerGroup,
@@ -23,8 +25,20 @@ pub struct GatewayBuilder {
     origins: Allowed,
     tokens: BearerTokens,
     listing_ttl: Duration,
+    keepalive: Duration,
+    session_clients: Option<SessionClients>,
     name: String,
     version: String,
+}
+
+impl std::fmt::Debug for GatewayBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayBuilder")
+            .field("idle", &self.idle)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_clients", &self.session_clients.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Gateway {
@@ -45,6 +59,8 @@ impl GatewayBuilder {
             origins: Allowed::Loopback,
             tokens: BearerTokens::default(),
             listing_ttl: Duration::from_secs(60),
+            keepalive: Duration::from_secs(15),
+            session_clients: None,
             name: "mcp-connect-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
@@ -101,6 +117,32 @@ impl GatewayBuilder {
         self
     }
 
+    /// How often an open event stream with nothing to say sends a comment
+    /// (default 15 s), so that a proxy does not cut it as idle.
+    pub fn keepalive(mut self, every: Duration) -> Self {
+        self.keepalive = every;
+        self
+    }
+
+    /// Gives each 2025 session clients of its own, one per member it uses,
+    /// made by `make` from the member's name and the [`SessionRelay`] to
+    /// put on its request ([`SessionRelay::apply`]: the handler that asks
+    /// the session's client what the member asks, the listener that relays
+    /// its log messages, the session's version as the cap): `make` returns
+    /// the client, or `None` for a member it does not know.
+    ///
+    /// Without it, every session's requests go through the group's own
+    /// clients: progress and cancellation still reach the client, but a
+    /// member's questions have nobody to go to, and no upstream session
+    /// ends with a downstream one.
+    pub fn session_clients(
+        mut self,
+        make: impl Fn(&str, SessionRelay) -> Option<McpClient> + Send + Sync + 'static,
+    ) -> Self {
+        self.session_clients = Some(Arc::new(make));
+        self
+    }
+
     /// The name and version the gateway gives itself.
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.name = name.into();
@@ -124,6 +166,9 @@ impl GatewayBuilder {
                 tokens: self.tokens,
                 name: self.name,
                 version: self.version,
+                keepalive: self.keepalive,
+                session_clients: self.session_clients,
+                sweeping: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -133,6 +133,16 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
+/// Whether `Accept` names `wanted` (or `*/*`).
+pub(crate) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    headers.get_all(header::ACCEPT).iter().any(|value| {
+        value.to_str().unwrap_or_default().split(',').any(|item| {
+            let item = item.split(';').next().unwrap_or_default().trim();
+            item.eq_ignore_ascii_case(wanted) || item == "*/*"
+        })
+    })
+}
+
 /// A POST's `Content-Type` (JSON) and `Accept` (JSON and SSE, which the
 /// specification asks every client to accept).
 pub(crate) fn post_headers(headers: &HeaderMap) -> Result<(), Refusal> {
@@ -148,15 +158,7 @@ pub(crate) fn post_headers(headers: &HeaderMap) -> Result<(), Refusal> {
         );
         return Err((StatusCode::UNSUPPORTED_MEDIA_TYPE, failure));
     }
-    let accepts = |wanted: &str| {
-        headers.get_all(header::ACCEPT).iter().any(|value| {
-            value.to_str().unwrap_or_default().split(',').any(|item| {
-                let item = item.split(';').next().unwrap_or_default().trim();
-                item.eq_ignore_ascii_case(wanted) || item == "*/*"
-            })
-        })
-    };
-    if !(accepts("application/json") && accepts("text/event-stream")) {
+    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
         let failure = RpcFailure::new(
             codes::INVALID_REQUEST,
             "Accept must name application/json and text/event-stream",

@@ -50,15 +50,27 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod answer;
+mod body;
 mod builder;
 mod checks;
+mod downstream;
+mod inner;
 mod modern;
+mod relay;
 mod reply;
 mod service;
 mod sessions;
 mod stdio;
+mod streamed;
 
+pub use body::ReplyBody;
 pub use builder::GatewayBuilder;
 pub use checks::Allowed;
+pub use relay::SessionRelay;
 pub use service::{Gateway, ResponseFuture};
 pub use stdio::IN_FLIGHT as STDIO_IN_FLIGHT;
+
+/// Makes a 2025 session's own client of one member (see
+/// [`GatewayBuilder::session_clients`]).
+pub type SessionClients =
+    std::sync::Arc<dyn Fn(&str, SessionRelay) -> Option<mcp_connect::McpClient> + Send + Sync>;

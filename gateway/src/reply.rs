@@ -1,14 +1,17 @@
-//! What the gateway answers with: an HTTP status alone, or a JSON-RPC
-//! message as `application/json`.
+//! What the gateway answers with: an HTTP status alone, a JSON-RPC message
+//! as `application/json`, or a stream of them as `text/event-stream`.
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
-use http_body_util::Full;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+use crate::body::ReplyBody;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// A response of the gateway.
-pub(crate) type Reply = Response<Full<Bytes>>;
+pub(crate) type Reply = Response<ReplyBody>;
 
 /// A JSON-RPC error the gateway answers with: its code, a message of the
 /// gateway's own words (or a member's, forwarded), the data.
@@ -35,13 +38,13 @@ impl RpcFailure {
 }
 
 pub(crate) fn status(code: StatusCode) -> Reply {
-    let mut response = Response::new(Full::new(Bytes::new()));
+    let mut response = Response::new(ReplyBody::whole(Bytes::new()));
     *response.status_mut() = code;
     response
 }
 
 fn json_body(code: StatusCode, body: String) -> Reply {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+    let mut response = Response::new(ReplyBody::whole(Bytes::from(body)));
     *response.status_mut() = code;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -50,26 +53,43 @@ fn json_body(code: StatusCode, body: String) -> Reply {
     response
 }
 
-/// A result for request `id`, its JSON written once around the member's
-/// own bytes when it is forwarded.
-pub(crate) fn result(id: &Value, result: &RawValue) -> Reply {
-    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
-    json_body(
-        StatusCode::OK,
-        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, result.get()),
-    )
+/// A stream of server-sent events, each what `events` receives.
+pub(crate) fn events(events: mpsc::Receiver<Bytes>, keepalive: Duration) -> Reply {
+    let mut response = Response::new(ReplyBody::events(events, keepalive));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
-/// An error for request `id` (`null` when it could not be read), with the
-/// HTTP status it travels under.
-pub(crate) fn error(code: StatusCode, id: Option<&Value>, failure: &RpcFailure) -> Reply {
+/// A result's JSON-RPC message for request `id`, written once around the
+/// member's own bytes.
+pub(crate) fn result_message(id: &Value, result: &RawValue) -> String {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, result.get())
+}
+
+/// An error's JSON-RPC message for request `id` (`null` when unknown).
+pub(crate) fn error_message(id: Option<&Value>, failure: &RpcFailure) -> String {
     let mut error = json!({ "code": failure.code, "message": failure.message });
     if let Some(data) = &failure.data {
         error["data"] = data.clone();
     }
     let id = id.cloned().unwrap_or(Value::Null);
-    json_body(
-        code,
-        json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string(),
-    )
+    json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string()
+}
+
+/// A result for request `id`, its JSON written once around the member's
+/// own bytes when it is forwarded.
+pub(crate) fn result(id: &Value, result: &RawValue) -> Reply {
+    json_body(StatusCode::OK, result_message(id, result))
+}
+
+/// An error for request `id` (`null` when it could not be read), with the
+/// HTTP status it travels under.
+pub(crate) fn error(code: StatusCode, id: Option<&Value>, failure: &RpcFailure) -> Reply {
+    json_body(code, error_message(id, failure))
 }

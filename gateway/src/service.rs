@@ -1,27 +1,35 @@
 //! The gateway as a tower `Service`: one HTTP exchange in, one response
-//! out. POST carries JSON-RPC (each request answered as JSON, each
-//! notification or response with 202), DELETE ends a 2025 session, GET is
-//! 405 (no standalone stream yet, which the specification allows).
+//! out. POST carries JSON-RPC: a request routed to a member is answered
+//! as a stream of events (`crate::streamed`; in the 2026-07-28 era only
+//! when it asked for progress), any other as JSON; a notification or a
+//! client's answer to a member's question gets 202. GET opens a 2025
+//! session's own stream, DELETE ends the session.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use mcp_connect::group::ServerGroup;
-use mcp_connect::protocol::{codes, Incoming, RequestKind};
+use mcp_connect::protocol::{codes, Incoming, NotificationKind, RequestId, RequestKind};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
-use crate::answer::{answer, discovered, initialized};
-use crate::checks::{self, Allowed, BearerTokens};
-use crate::modern::{self, CacheHints};
+use crate::answer::{answer, discovered, initialized, Upstream};
+use crate::body::ReplyBody;
+use crate::checks;
+use crate::downstream::{level_rank, Downstream};
+use crate::inner::Inner;
+use crate::modern;
 use crate::reply::{self, Reply, RpcFailure};
-use crate::sessions::{Refused, Sessions};
+use crate::sessions::Refused;
+use crate::streamed::{streamed, Era};
 
 /// A [`ServerGroup`] served as one MCP server; cheap to clone (clones
 /// share the sessions). See the crate's docs.
@@ -30,36 +38,29 @@ pub struct Gateway {
     pub(crate) inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) group: ServerGroup,
-    pub(crate) sessions: Sessions,
-    pub(crate) max_body: usize,
-    pub(crate) hosts: Allowed,
-    pub(crate) origins: Allowed,
-    pub(crate) tokens: BearerTokens,
-    pub(crate) cache_hints: CacheHints,
-    pub(crate) name: String,
-    pub(crate) version: String,
-}
-
 impl Gateway {
     /// The group it serves.
     pub fn group(&self) -> &ServerGroup {
         &self.inner.group
     }
+
+    /// How many 2025 sessions are open, and how many upstream clients
+    /// they hold between them (each a session with one member).
+    pub fn sessions(&self) -> (usize, usize) {
+        self.inner.sessions.counts()
+    }
 }
 
 /// The gateway's response future.
 pub type ResponseFuture =
-    Pin<Box<dyn Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<Response<ReplyBody>, Infallible>> + Send>>;
 
 impl<B> tower_service::Service<Request<B>> for Gateway
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    type Response = Response<Full<Bytes>>;
+    type Response = Response<ReplyBody>;
     type Error = Infallible;
     type Future = ResponseFuture;
 
@@ -74,7 +75,7 @@ where
 }
 
 impl Inner {
-    async fn exchange<B>(&self, request: Request<B>) -> Reply
+    async fn exchange<B>(self: &Arc<Self>, request: Request<B>) -> Reply
     where
         B: Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -95,8 +96,8 @@ impl Inner {
         }
         match parts.method {
             Method::POST => {}
-            Method::DELETE => return self.delete(&parts.headers),
-            Method::GET => return not_allowed(),
+            Method::DELETE => return self.delete(&parts.headers).await,
+            Method::GET => return self.listen(&parts.headers),
             _ => return not_allowed(),
         }
         if let Err(refusal) = checks::post_headers(&parts.headers) {
@@ -121,12 +122,9 @@ impl Inner {
             }
         };
         let session = checks::session_id(&parts.headers);
-        let Incoming::Request { id, method, params } = message else {
-            // A notification or a client's response: taken, nothing to say.
-            return match session {
-                Some(session) if self.sessions.touch(session).is_none() => session_not_found(None),
-                _ => reply::status(StatusCode::ACCEPTED),
-            };
+        let (id, method, params) = match message {
+            Incoming::Request { id, method, params } => (id, method, params),
+            other => return self.taken(session, other),
         };
         let id = serde_json::to_value(&id).unwrap_or(Value::Null);
         let exchange = Exchange {
@@ -138,8 +136,45 @@ impl Inner {
         self.request(exchange, params).await
     }
 
+    /// A notification or a client's answer: 202 (404 for a session that
+    /// is gone). A cancellation cancels the session's request it names; an
+    /// answer goes to the member that asked.
+    fn taken(&self, session: Option<&str>, message: Incoming) -> Reply {
+        let down = match session {
+            Some(session) => match self.sessions.touch(session) {
+                Some((_, down)) => Some(down),
+                None => return session_not_found(None),
+            },
+            None => None,
+        };
+        if let Some(down) = down {
+            let number = |id: &RequestId| serde_json::to_value(id).ok().and_then(|v| v.as_u64());
+            match message {
+                Incoming::Notification { method, params }
+                    if NotificationKind::of(&method) == NotificationKind::Cancelled =>
+                {
+                    if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
+                        down.cancel(&id.to_string());
+                    }
+                }
+                Incoming::Response { id, result } => {
+                    let result = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+                    number(&id).map(|id| down.answered(id, Ok(result)));
+                }
+                Incoming::Error {
+                    id: Some(id),
+                    error,
+                } => {
+                    number(&id).map(|id| down.answered(id, Err(error)));
+                }
+                _ => {}
+            }
+        }
+        reply::status(StatusCode::ACCEPTED)
+    }
+
     /// A request, in its era (see [`modern::is_modern`]).
-    async fn request(&self, exchange: Exchange<'_>, params: Option<Value>) -> Reply {
+    async fn request(self: &Arc<Self>, exchange: Exchange<'_>, params: Option<Value>) -> Reply {
         let kind = RequestKind::of(exchange.method);
         let id = Some(exchange.id);
         let header_version = exchange
@@ -156,9 +191,20 @@ impl Inner {
                 let failure = RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found");
                 return reply::error(StatusCode::NOT_FOUND, id, &failure);
             }
+            let progress = (params.as_ref())
+                .and_then(|p| p.pointer("/_meta/progressToken"))
+                .is_some();
+            if routed(kind) && progress {
+                let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
+                return streamed(self, id, method, params, Era::Modern);
+            }
+            let upstream = Upstream {
+                group: &self.group,
+                session: None,
+            };
             let answer = match kind {
                 RequestKind::Discover => discovered(&self.name, &self.version),
-                _ => answer(&self.group, exchange.method, params)
+                _ => answer(upstream, exchange.method, params, Default::default())
                     .await
                     .map(|result| modern::dressed(result, kind, self.cache_hints)),
             };
@@ -174,18 +220,50 @@ impl Inner {
             let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
             return reply::error(StatusCode::BAD_REQUEST, id, &failure);
         };
-        if self.sessions.touch(session).is_none() {
+        let Some((_, down)) = self.sessions.touch(session) else {
             return session_not_found(id);
+        };
+        if routed(kind) {
+            let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
+            return streamed(self, id, method, params, Era::Session(down));
         }
-        let answer = answer(&self.group, exchange.method, params).await;
+        if kind == RequestKind::SetLoggingLevel {
+            let level = params
+                .as_ref()
+                .and_then(|p| p.get("level"))
+                .and_then(Value::as_str);
+            match level.and_then(level_rank) {
+                Some(rank) => down.set_level(rank),
+                None => {
+                    let failure = RpcFailure::new(codes::INVALID_PARAMS, "Unknown level");
+                    return exchange.answered(Err(failure), None);
+                }
+            }
+        }
+        // A subscription is the session's own, made in its member session.
+        let upstream = Upstream {
+            group: &self.group,
+            session: (self.session_clients.as_ref()).map(|make| (&down, make)),
+        };
+        let answer = answer(upstream, exchange.method, params, Default::default()).await;
         exchange.answered(answer, None)
     }
 
     /// `initialize`: the version asked for when this gateway speaks it
-    /// (else its latest 2025 one), and a new session.
-    fn initialize(&self, exchange: &Exchange<'_>, params: Option<&Value>) -> Reply {
+    /// (else its latest 2025 one), and a new session that keeps what the
+    /// client declared it can do.
+    fn initialize(self: &Arc<Self>, exchange: &Exchange<'_>, params: Option<&Value>) -> Reply {
+        self.sweeping.get_or_init(|| {
+            tokio::spawn(sweep(Arc::downgrade(self)));
+        });
         let version = crate::answer::negotiated(params);
-        match self.sessions.open(version.as_str()) {
+        let capabilities = (params.and_then(|p| p.get("capabilities")))
+            .cloned()
+            .unwrap_or(Value::Null);
+        match self.sessions.open(
+            version.as_str(),
+            Downstream::new(capabilities, version.clone()),
+        ) {
             Ok(session) => {
                 let answer = initialized(version.as_str(), &self.name, &self.version);
                 exchange.answered(answer, Some(session))
@@ -201,10 +279,37 @@ impl Inner {
         }
     }
 
-    /// DELETE: the session named ends (200), or there is none (404).
-    fn delete(&self, headers: &HeaderMap) -> Reply {
+    /// GET: a 2025 session's own stream, for what its members say outside
+    /// a request; 405 without a session (the 2026-07-28 era has none).
+    fn listen(&self, headers: &HeaderMap) -> Reply {
+        let Some(session) = checks::session_id(headers) else {
+            return not_allowed();
+        };
+        if !checks::accepts(headers, "text/event-stream") {
+            let failure =
+                RpcFailure::new(codes::INVALID_REQUEST, "Accept must name text/event-stream");
+            return reply::error(StatusCode::NOT_ACCEPTABLE, None, &failure);
+        }
+        let Some((_, down)) = self.sessions.touch(session) else {
+            return session_not_found(None);
+        };
+        let (sender, events) = mpsc::channel(64);
+        // A client back for a request stream it lost gets the rest of it.
+        let resumed = (headers.get("last-event-id"))
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+            .is_some_and(|no| down.resume(no, sender.clone()));
+        if !resumed {
+            down.open_listening(sender);
+        }
+        reply::events(events, self.keepalive)
+    }
+
+    /// DELETE: the session named ends (200), its upstream sessions closed
+    /// first, or there is none (404).
+    async fn delete(&self, headers: &HeaderMap) -> Reply {
         match checks::session_id(headers) {
-            Some(session) if self.sessions.close(session) => reply::status(StatusCode::OK),
+            Some(session) if self.sessions.close(session).await => reply::status(StatusCode::OK),
             Some(_) => session_not_found(None),
             None => {
                 let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
@@ -237,6 +342,32 @@ impl Exchange<'_> {
     }
 }
 
+/// Whether a request goes to a member (and so may cause what a stream
+/// carries before its answer).
+fn routed(kind: RequestKind) -> bool {
+    matches!(
+        kind,
+        RequestKind::CallTool
+            | RequestKind::GetPrompt
+            | RequestKind::ReadResource
+            | RequestKind::Complete
+    )
+}
+
+/// Ends the sessions idle past their bound, every quarter of it, while
+/// the gateway lives.
+async fn sweep(inner: Weak<Inner>) {
+    let period = match inner.upgrade() {
+        Some(inner) => (inner.sessions.idle() / 4).max(Duration::from_millis(100)),
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.sessions.sweep();
+    }
+}
+
 fn session_not_found(id: Option<&Value>) -> Reply {
     let failure = RpcFailure::new(codes::INVALID_REQUEST, "Session not found");
     reply::error(StatusCode::NOT_FOUND, id, &failure)
@@ -246,6 +377,6 @@ fn not_allowed() -> Reply {
     let mut response = reply::status(StatusCode::METHOD_NOT_ALLOWED);
     response
         .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
     response
 }

@@ -1,21 +1,26 @@
 //! The 2025 sessions the gateway gave out: each an id of 128 random bits,
-//! the version it was opened under and when it was last used. Bounded
-//! twice: a session idle past its bound is gone at its next use (or when
-//! the table is full), and the table never holds more than its cap. No
-//! upstream session belongs to a downstream one yet: the group's members
-//! are shared by every client of this (unauthenticated) gateway.
+//! the version it was opened under, when it was last used and its own
+//! state ([`Downstream`]: its upstream clients, streams, questions).
+//! Bounded twice: a session idle past its bound is gone (at its next use,
+//! when the table is full, or at the sweep the gateway runs every quarter
+//! of the bound), and the table never holds more than its cap. A session
+//! that ends, however it ends, closes its upstream clients: each member
+//! sees its own session end.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::downstream::Downstream;
 
 /// One session.
 #[derive(Debug)]
 struct Entry {
     version: String,
     last: Instant,
+    downstream: Arc<Downstream>,
 }
 
 /// Why no session was opened.
@@ -49,42 +54,73 @@ impl Sessions {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new session under `version`, its id.
-    pub(crate) fn open(&self, version: &str) -> Result<String, Refused> {
+    /// The bound a session may stay unused for.
+    pub(crate) fn idle(&self) -> Duration {
+        self.idle
+    }
+
+    /// A new session under `version` with its own state, its id.
+    pub(crate) fn open(&self, version: &str, downstream: Downstream) -> Result<String, Refused> {
         let id = new_id().ok_or(Refused::NoRandomness)?;
-        let now = Instant::now();
+        if self.table().len() >= self.cap {
+            self.sweep();
+        }
         let mut table = self.table();
         if table.len() >= self.cap {
-            table.retain(|_, entry| now.duration_since(entry.last) < self.idle);
-            if table.len() >= self.cap {
-                return Err(Refused::Full);
-            }
+            return Err(Refused::Full);
         }
         let entry = Entry {
             version: version.to_owned(),
-            last: now,
+            last: Instant::now(),
+            downstream: Arc::new(downstream),
         };
         table.insert(id.clone(), entry);
         Ok(id)
     }
 
-    /// The version of session `id` when it is open (it counts as used
+    /// Session `id`'s version and state when it is open (it counts as used
     /// now); `None` when there is no such session or it idled out.
-    pub(crate) fn touch(&self, id: &str) -> Option<String> {
+    pub(crate) fn touch(&self, id: &str) -> Option<(String, Arc<Downstream>)> {
         let now = Instant::now();
         let mut table = self.table();
         let entry = table.get_mut(id)?;
         if now.duration_since(entry.last) >= self.idle {
-            table.remove(id);
+            let gone = table.remove(id).map(|entry| entry.downstream);
+            drop(table);
+            retire(gone);
             return None;
         }
         entry.last = now;
-        Some(entry.version.clone())
+        Some((entry.version.clone(), Arc::clone(&entry.downstream)))
     }
 
-    /// Ends session `id`; whether it was open.
-    pub(crate) fn close(&self, id: &str) -> bool {
-        self.table().remove(id).is_some()
+    /// Ends session `id` (its upstream clients closed before this
+    /// returns); whether it was open.
+    pub(crate) async fn close(&self, id: &str) -> bool {
+        let gone = self.table().remove(id);
+        match gone {
+            Some(entry) => {
+                entry.downstream.close().await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every session idle past the bound; how many.
+    pub(crate) fn sweep(&self) -> usize {
+        let now = Instant::now();
+        let mut gone = Vec::new();
+        self.table().retain(|_, entry| {
+            let keep = now.duration_since(entry.last) < self.idle;
+            if !keep {
+                gone.push(Arc::clone(&entry.downstream));
+            }
+            keep
+        });
+        let count = gone.len();
+        retire(gone);
+        count
     }
 
     /// How many sessions the table holds (idle ones not yet swept
@@ -92,6 +128,22 @@ impl Sessions {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.table().len()
+    }
+
+    /// How many sessions are open, and how many upstream clients they
+    /// hold.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let table = self.table();
+        let clients = table.values().map(|e| e.downstream.clients()).sum();
+        (table.len(), clients)
+    }
+}
+
+/// Closes sessions that ended on the way (idled out), in a task of their
+/// own: the request that found them is not made to wait.
+fn retire(gone: impl IntoIterator<Item = Arc<Downstream>>) {
+    for downstream in gone {
+        tokio::spawn(async move { downstream.close().await });
     }
 }
 
@@ -105,23 +157,28 @@ fn new_id() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_connect::protocol::ProtocolVersion;
 
     #[tokio::test(start_paused = true)]
     async fn an_idle_session_is_gone_and_a_full_table_refuses_until_one_idles_out() {
         let sessions = Sessions::new(Duration::from_secs(60), 2);
-        let a = sessions.open("2025-11-25").unwrap();
-        let b = sessions.open("2025-06-18").unwrap();
+        let state = || Downstream::new(serde_json::Value::Null, ProtocolVersion::LATEST_LEGACY);
+        let a = sessions.open("2025-11-25", state()).unwrap();
+        let b = sessions.open("2025-06-18", state()).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert_eq!(sessions.open("2025-11-25"), Err(Refused::Full));
+        assert_eq!(sessions.open("2025-11-25", state()), Err(Refused::Full));
         tokio::time::sleep(Duration::from_secs(30)).await;
-        assert_eq!(sessions.touch(&a).as_deref(), Some("2025-11-25"));
+        assert_eq!(sessions.touch(&a).unwrap().0, "2025-11-25");
         tokio::time::sleep(Duration::from_secs(31)).await;
         // `b` idled out; `a` was used 31 s ago.
         assert!(sessions.touch(&b).is_none());
-        assert!(sessions.open("2025-11-25").is_ok());
+        assert!(sessions.open("2025-11-25", state()).is_ok());
         assert_eq!(sessions.len(), 2);
-        assert!(sessions.close(&a));
-        assert!(!sessions.close(&a));
+        assert!(sessions.close(&a).await);
+        assert!(!sessions.close(&a).await);
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        assert_eq!(sessions.sweep(), 1);
+        assert_eq!(sessions.len(), 0);
     }
 }

@@ -16,9 +16,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{FramedRead, LinesCodec};
 
-use crate::answer::{answer, discovered, initialized, negotiated, Answer};
+use crate::answer::{answer, discovered, initialized, negotiated, Answer, Upstream};
+use crate::inner::Inner;
 use crate::reply::RpcFailure;
-use crate::service::{Gateway, Inner};
+use crate::service::Gateway;
 
 /// How many requests of one stdio connection run at once; the next waits.
 pub const IN_FLIGHT: usize = 64;
@@ -110,14 +111,23 @@ impl Inner {
                     codes::INVALID_REQUEST,
                     "initialize is not part of 2026-07-28",
                 )),
-                _ => answer(&self.group, method, params).await,
+                _ => answer(self.upstream(), method, params, Default::default()).await,
             };
         }
         if kind == RequestKind::Initialize {
             let version = negotiated(params.as_ref());
             return initialized(version.as_str(), &self.name, &self.version);
         }
-        answer(&self.group, method, params).await
+        answer(self.upstream(), method, params, Default::default()).await
+    }
+
+    /// Over stdio every request goes through the group's own clients (a
+    /// member's questions are not relayed to a stdio client yet).
+    fn upstream(&self) -> Upstream<'_> {
+        Upstream {
+            group: &self.group,
+            session: None,
+        }
     }
 }
 

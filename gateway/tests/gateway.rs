@@ -137,6 +137,23 @@ async fn exchange(
     (status, session, body)
 }
 
+/// A GET's status and content type, its body left unread.
+async fn opened(addr: SocketAddr, headers: &[(&str, &str)]) -> (StatusCode, Option<String>) {
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let mut request = Request::builder().uri(format!("http://{addr}/mcp"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = client
+        .request(request.body(Full::default()).unwrap())
+        .await
+        .unwrap();
+    let content_type =
+        (response.headers().get("content-type")).map(|v| v.to_str().unwrap().to_owned());
+    (response.status(), content_type)
+}
+
 const JSON_IN: (&str, &str) = ("content-type", "application/json");
 const BOTH_OUT: (&str, &str) = ("accept", "application/json, text/event-stream");
 
@@ -237,13 +254,14 @@ async fn the_http_rules_hold_for_a_raw_client() {
         (status, &body["result"]["tools"]),
         (StatusCode::OK, &json!([]))
     );
-    let (status, ..) = exchange(
-        addr,
-        http::Method::GET,
-        &[with, ("accept", "text/event-stream")],
-        "",
-    )
-    .await;
+    // The session's own stream opens (its body is read no further: it
+    // stays open while the session lives); without a session, 405.
+    let (status, content_type) = opened(addr, &[with, ("accept", "text/event-stream")]).await;
+    assert_eq!(
+        (status, content_type.as_deref()),
+        (StatusCode::OK, Some("text/event-stream"))
+    );
+    let (status, _) = opened(addr, &[("accept", "text/event-stream")]).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     // The cap: two sessions at most.
     let (status, ..) = exchange(addr, post.clone(), &[JSON_IN, BOTH_OUT], &initialize()).await;

@@ -1,0 +1,39 @@
+//! What a gateway is made of once built: its group, its sessions and its
+//! configuration, shared by every clone of the service and every task a
+//! request starts.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use mcp_connect::group::ServerGroup;
+
+use crate::checks::{Allowed, BearerTokens};
+use crate::modern::CacheHints;
+use crate::sessions::Sessions;
+use crate::SessionClients;
+
+pub(crate) struct Inner {
+    pub(crate) group: ServerGroup,
+    pub(crate) sessions: Sessions,
+    pub(crate) max_body: usize,
+    pub(crate) hosts: Allowed,
+    pub(crate) origins: Allowed,
+    pub(crate) tokens: BearerTokens,
+    pub(crate) cache_hints: CacheHints,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) keepalive: Duration,
+    pub(crate) session_clients: Option<SessionClients>,
+    /// Set once the idle sweep runs (from the first session on).
+    pub(crate) sweeping: OnceLock<()>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("group", &self.group)
+            .field("sessions", &self.sessions)
+            .field("session_clients", &self.session_clients.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,126 @@
+//! A routed request answered as a stream of server-sent events: what the
+//! request causes (progress under the client's token; in a 2025 session,
+//! the member's questions and log messages) goes out before its answer,
+//! and the stream ends with the answer.
+//!
+//! The request runs in a task of its own, so that it ends the way the
+//! protocol says whatever the connection does: in a 2025 session a client
+//! that goes away has not cancelled (the specification says so; it sends
+//! `notifications/cancelled`, which cancels the member's request), while a
+//! 2026-07-28 client cancels by closing its stream, which cancels the
+//! member's request here.
+
+use std::sync::Arc;
+
+use mcp_connect::protocol::{ProtocolVersion, RequestKind};
+use mcp_connect::session::RequestOptions;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::answer::{answer, Upstream};
+use crate::body::event;
+use crate::downstream::Downstream;
+use crate::inner::Inner;
+use crate::modern;
+use crate::relay;
+use crate::reply::{self, Reply};
+
+/// How many events of one stream wait for a slow reader.
+const QUEUE: usize = 64;
+
+/// The era a streamed request is in.
+pub(crate) enum Era {
+    /// A 2025 session's request.
+    Session(Arc<Downstream>),
+    /// A 2026-07-28 request: its result dressed for the era.
+    Modern,
+}
+
+/// The first event of a 2025-11-25 request stream: its number as the id a
+/// client resumes from, no data, and how soon to come back (SEP-1699).
+fn priming(no: u64, keepalive: std::time::Duration) -> bytes::Bytes {
+    let retry = keepalive.as_millis().min(5_000);
+    bytes::Bytes::from(format!("id: {no}\nretry: {retry}\ndata: \n\n"))
+}
+
+/// `method` answered on a stream (see the module's docs).
+pub(crate) fn streamed(
+    inner: &Arc<Inner>,
+    id: Value,
+    method: String,
+    params: Option<Value>,
+    era: Era,
+) -> Reply {
+    let (sender, events) = mpsc::channel(QUEUE);
+    let token = CancellationToken::new();
+    let mut options = RequestOptions::new().with_cancellation(token.clone());
+    // The client's progress token stays here: the member is given one of
+    // the library's own, and its reports go out under the client's.
+    let mut params = params;
+    let progress = (params.as_mut())
+        .and_then(|p| p.get_mut("_meta"))
+        .and_then(Value::as_object_mut)
+        .and_then(|meta| meta.remove("progressToken"));
+    if let Some(progress) = progress {
+        options = options.with_progress(relay::progress(sender.clone(), progress));
+    }
+    let stream = match &era {
+        Era::Session(down) => {
+            let key = id.to_string();
+            let no = down.open_request(key, sender.clone(), token.clone());
+            if down.version >= ProtocolVersion::V2025_11_25 {
+                // A fresh channel has room for its first event.
+                let _ = sender.try_send(priming(no, inner.keepalive));
+            }
+            Some((Arc::clone(down), no))
+        }
+        Era::Modern => None,
+    };
+    let keepalive = inner.keepalive;
+    let inner = Arc::clone(inner);
+    tokio::spawn(async move {
+        let session = match &era {
+            Era::Session(down) => inner.session_clients.as_ref().map(|make| (down, make)),
+            Era::Modern => None,
+        };
+        let upstream = Upstream {
+            group: &inner.group,
+            session,
+        };
+        let kind = RequestKind::of(&method);
+        let answering = answer(upstream, &method, params, options);
+        let answered = match era {
+            Era::Modern => tokio::select! {
+                answered = answering => Some(answered),
+                // The client closed its stream: that is its cancellation.
+                () = sender.closed() => None,
+            },
+            Era::Session(_) => Some(answering.await),
+        };
+        let message = match answered {
+            Some(Ok(result)) => {
+                let result = match stream {
+                    Some(_) => result,
+                    None => modern::dressed(result, kind, inner.cache_hints),
+                };
+                reply::result_message(&id, &result)
+            }
+            Some(Err(failure)) => reply::error_message(Some(&id), &failure),
+            None => {
+                token.cancel();
+                return;
+            }
+        };
+        match stream {
+            Some((down, no)) => {
+                drop(sender);
+                down.finish(no, event(&message)).await;
+            }
+            None => {
+                let _ = sender.send(event(&message)).await;
+            }
+        }
+    });
+    reply::events(events, keepalive)
+}
