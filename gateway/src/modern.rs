@@ -16,6 +16,8 @@
 //!   the resource subscriptions) or never had: 404 with `-32601`.
 
 use http::{HeaderMap, StatusCode};
+use mcp_connect::group::Catalogue;
+use mcp_connect::protocol::header_params::HeaderParams;
 use mcp_connect::protocol::{codes, meta_keys, ProtocolVersion, RequestKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -113,6 +115,35 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+/// A `tools/call`'s `Mcp-Param-*` headers against its arguments, for a
+/// tool whose schema mirrors arguments into headers (SEP-2243): a header
+/// that disagrees with the body, is left out or does not decode is 400
+/// with `-32020`, before the member sees the call.
+pub(crate) fn check_params(
+    headers: &HeaderMap,
+    params: Option<&Value>,
+    catalogue: &Catalogue,
+) -> Result<(), Refusal> {
+    let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    let Some(tool) = name.and_then(|name| catalogue.tool(name)) else {
+        return Ok(());
+    };
+    let Ok(Some(mirrored)) = HeaderParams::from_input_schema(&tool.item.input_schema) else {
+        return Ok(());
+    };
+    let empty = json!({});
+    let arguments = params.and_then(|p| p.get("arguments")).unwrap_or(&empty);
+    if mirrored.agree(arguments, |name| header(headers, name)) {
+        Ok(())
+    } else {
+        Err(refused(
+            StatusCode::BAD_REQUEST,
+            codes::HEADER_MISMATCH,
+            "the Mcp-Param headers must match the arguments",
+        ))
+    }
 }
 
 /// Whether the era has this method: the ones it removed and the unknown

@@ -187,6 +187,14 @@ impl Inner {
             {
                 return reply::error(status, id, &failure);
             }
+            if kind == RequestKind::CallTool {
+                let catalogue = self.group.catalogue();
+                if let Err((status, failure)) =
+                    modern::check_params(exchange.headers, params.as_ref(), &catalogue)
+                {
+                    return reply::error(status, id, &failure);
+                }
+            }
             if !modern::has_method(kind) {
                 let failure = RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found");
                 return reply::error(StatusCode::NOT_FOUND, id, &failure);

@@ -163,6 +163,58 @@ impl HeaderParams {
     }
 }
 
+impl HeaderParams {
+    /// The server's side (a gateway's, a server's): whether the
+    /// `Mcp-Param-*` headers a request came with agree with its
+    /// `arguments`. `header` gives a header's value by its whole name
+    /// (case-insensitive, as HTTP has it). Every declared argument present
+    /// (and not `null`) needs its header, whose value decoded (a
+    /// `=?base64?...?=` wrapper undone, strictly; anything else taken as it
+    /// is, spaces around it trimmed) is the argument's text: the string
+    /// itself, or the JSON text of a number or boolean (numbers compared as
+    /// numbers). A header for an argument that is absent is a mismatch too.
+    pub fn agree<'h>(&self, arguments: &Value, header: impl Fn(&str) -> Option<&'h str>) -> bool {
+        self.params.iter().all(|param| {
+            let value = (param.path.iter()).try_fold(arguments, |value, key| value.get(key));
+            let sent = header(&param.header).map(str::trim);
+            match (value, sent) {
+                (None | Some(Value::Null), None) => true,
+                (Some(value), Some(sent)) => match decode_value(sent) {
+                    Some(text) => same(value, &text),
+                    None => false,
+                },
+                _ => false,
+            }
+        })
+    }
+}
+
+/// A header value as the text it carries: the wrapper's base64 (standard
+/// alphabet, padded) decoded to UTF-8, or the value itself; `None` when a
+/// wrapper does not decode.
+pub fn decode_value(sent: &str) -> Option<Cow<'_, str>> {
+    let Some(inner) = (sent.strip_prefix("=?base64?")).and_then(|s| s.strip_suffix("?=")) else {
+        return Some(Cow::Borrowed(sent));
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(inner)
+        .ok()?;
+    String::from_utf8(bytes).ok().map(Cow::Owned)
+}
+
+/// Whether a header's text is an argument's value.
+fn same(value: &Value, text: &str) -> bool {
+    match value {
+        Value::String(expected) => expected == text,
+        Value::Bool(flag) => text == if *flag { "true" } else { "false" },
+        Value::Number(number) => match (number.as_f64(), text.parse::<f64>()) {
+            (Some(expected), Ok(sent)) => expected == sent,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 #[derive(Default)]
 struct Found {
     params: Vec<HeaderParam>,

@@ -178,3 +178,66 @@ fn a_property_named_like_the_keyword_is_just_a_property() {
         Ok(None)
     );
 }
+
+#[test]
+fn a_server_finds_headers_and_body_agree_or_not() {
+    let schema = json!({ "type": "object", "properties": {
+        "region": { "type": "string", "x-mcp-header": "Region" },
+        "count": { "type": "integer", "x-mcp-header": "Count" },
+        "debug": { "type": "boolean", "x-mcp-header": "Debug" },
+    }});
+    let params = HeaderParams::from_input_schema(&schema).unwrap().unwrap();
+    let arguments = json!({ "region": "Hello", "count": 42, "debug": true });
+    let sent = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            (pairs.iter())
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| *v)
+        }
+    };
+    const ALL: &[(&str, &str)] = &[
+        ("mcp-param-region", "Hello"),
+        ("mcp-param-count", "42"),
+        ("mcp-param-debug", "true"),
+    ];
+    assert!(params.agree(
+        &arguments,
+        sent(&[
+            ("mcp-param-region", "Hello"),
+            ("mcp-param-count", " 42 "),
+            ("mcp-param-debug", "true")
+        ])
+    ));
+    assert!(params.agree(
+        &arguments,
+        sent(&[
+            ("mcp-param-region", "=?base64?SGVsbG8=?="),
+            ("mcp-param-count", "42.0"),
+            ("mcp-param-debug", "true")
+        ])
+    ));
+    // A wrapper that does not decode, a value that differs, a header left out.
+    assert!(!params.agree(
+        &arguments,
+        sent(&[
+            ("mcp-param-region", "=?base64?SGVsbG8?="),
+            ("mcp-param-count", "42"),
+            ("mcp-param-debug", "true")
+        ])
+    ));
+    assert!(!params.agree(
+        &arguments,
+        sent(&[
+            ("mcp-param-region", "World"),
+            ("mcp-param-count", "42"),
+            ("mcp-param-debug", "true")
+        ])
+    ));
+    assert!(!params.agree(
+        &arguments,
+        sent(&[("mcp-param-count", "42"), ("mcp-param-debug", "true")])
+    ));
+    // A header for an argument the body does not have.
+    assert!(!params.agree(&json!({ "count": 42, "debug": true }), sent(ALL)));
+    assert!(params.agree(&json!({ "region": null }), sent(&[])));
+}
