@@ -17,6 +17,7 @@ mod command_otlp;
 mod command_proxy;
 mod command_redirects;
 mod command_serve;
+mod command_serve_sessions;
 mod command_server_traffic;
 mod command_servers_file;
 mod command_signals;

@@ -161,16 +161,25 @@ where
     http
 }
 
-/// hyper-util's pooled client, idle connections kept 90 s. The pool needs
-/// a timer to evict them: without one, an idle connection the server
-/// closed stays in the pool until the next request to the same host, so a
-/// client that meets many hosts grows without bound (found by the soak:
-/// about 7 KiB per host).
+/// How many idle connections to one host the pool keeps. A burst (a
+/// gateway's 2,000 sessions each with its own member session, found by
+/// issue 66's hygiene test) opens hundreds; keeping them all for the idle
+/// timeout held about 14 MB after the burst was over. The next burst past
+/// this many connects again, which on the paths this crate serves costs
+/// far less than the memory.
+pub(crate) const MAX_IDLE_PER_HOST: usize = 32;
+
+/// hyper-util's pooled client, idle connections kept 90 s, at most
+/// [`MAX_IDLE_PER_HOST`] a host. The pool needs a timer to evict them:
+/// without one, an idle connection the server closed stays in the pool
+/// until the next request to the same host, so a client that meets many
+/// hosts grows without bound (found by the soak: about 7 KiB per host).
 pub(super) fn pooled() -> hyper_util::client::legacy::Builder {
     let mut builder =
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
     builder
         .pool_idle_timeout(Duration::from_secs(90))
+        .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
         .pool_timer(hyper_util::rt::TokioTimer::new());
     builder
 }
