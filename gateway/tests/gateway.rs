@@ -133,7 +133,10 @@ async fn exchange(
     let session =
         (response.headers().get("mcp-session-id")).map(|v| v.to_str().unwrap().to_owned());
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    // A stream's answer is its last event.
+    let text = String::from_utf8_lossy(&bytes);
+    let last = text.lines().rev().find_map(|l| l.strip_prefix("data: "));
+    let body = serde_json::from_str(last.unwrap_or(&text)).unwrap_or(Value::Null);
     (status, session, body)
 }
 
@@ -349,13 +352,33 @@ async fn a_dead_member_hides_no_tools_and_none_usable_is_an_error() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap()
     };
+    // A server that accepts and never answers: its member stays connecting
+    // until its deadline (5 s).
+    let stalled = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stalled_addr = stalled.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = stalled.accept().await {
+            held.push(stream);
+        }
+    });
     let group = ServerGroup::new();
     group.add(member(&alive.url(), "alive")).unwrap();
     group
         .add(member(&format!("http://{closed}/mcp"), "dead"))
         .unwrap();
-    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
-    let addr = serve(Gateway::builder(group).build()).await;
+    group
+        .add(member(&format!("http://{stalled_addr}/mcp"), "stalled"))
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    while !group.health("alive").unwrap().state.is_usable() {
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "alive never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let addr = serve(Gateway::builder(group.clone()).build()).await;
     let (_, session, _) = exchange(
         addr,
         http::Method::POST,
@@ -374,6 +397,19 @@ async fn a_dead_member_hides_no_tools_and_none_usable_is_an_error() {
         .map(|t| t["name"].clone())
         .collect();
     assert_eq!(names, [json!("add"), json!("echo")], "{body}");
+    // The healthy member's call, while the stalled one still connects.
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "add", "arguments": { "a": 2, "b": 2 } } })
+    .to_string();
+    let (status, _, body) =
+        exchange(addr, http::Method::POST, &[JSON_IN, BOTH_OUT, with], &call).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["result"]["content"][0]["text"], "4", "{body}");
+    assert!(
+        group.health("stalled").unwrap().state.is_connecting(),
+        "the stalled member is still starting: nothing waited for it"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
 
     let only_dead = ServerGroup::new();
     only_dead

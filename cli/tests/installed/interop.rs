@@ -1146,3 +1146,5 @@ mod call_policies {
         .await;
     }
 }
+
+mod gateway_clients;

@@ -1,0 +1,143 @@
+//! Real SDK clients through `mcp-connect serve` (issue 66): the Python
+//! SDK's and the TypeScript SDK v2's, each in both eras, in front of two
+//! members (server-everything over HTTP and over stdio). Each client is a
+//! script in `gateway/tests/clients/` that exits non-zero at the first
+//! thing that is not so: both members listed and called, progress
+//! received, a call cancelled, and in a 2025 session a member's sampling
+//! and elicitation answered by the client.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use super::*;
+use crate::support::cli::command;
+
+/// `mcp-connect serve` in front of an HTTP and a stdio server-everything,
+/// answering the members' own sampling and elicitation with canned replies
+/// (so that server-everything lists the tools gated on them to the
+/// gateway); its URL, and what to keep alive.
+async fn serve_two_everythings(test: &str) -> (String, Peer, std::process::Child, tempdir::Dir) {
+    let http = everything_http().await;
+    // A folder of this test's own: two tests writing one config file
+    // would each serve the other's members.
+    let dir = tempdir::Dir::new(test);
+    let config = dir.path().join("servers.json");
+    let servers = json!({ "mcpServers": {
+        "http": { "url": http.url("/mcp") },
+        "stdio": { "command": "node", "args": [everything_entry(), "stdio"] },
+    }});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    let mut child = command(&[
+        "serve",
+        "--config",
+        &config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--sample",
+        "gateway canned reply",
+        "--elicit",
+        "defaults",
+    ])
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line
+    });
+    let line = watchdog(LIMIT, line).await.unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = serving["url"].as_str().unwrap().to_owned();
+    (url, http, child, dir)
+}
+
+/// Runs a client script to its end: its output, or the test fails with it.
+async fn client(program: &std::path::Path, script: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = watchdog(LIMIT * 3, output).await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{} {args:?}: {}\n{stdout}\n{}",
+        script.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn clients_dir() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../gateway/tests/clients"
+    ))
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn the_python_sdk_client_in_both_eras_through_serve() {
+    let (url, http, mut serve, _dir) = serve_two_everythings("python-client").await;
+    let script = clients_dir().join("python_client.py");
+    let legacy = client(&python(), &script, &[&url, "legacy"]).await;
+    assert!(
+        legacy.contains("answered a member's sampling and elicitation"),
+        "{legacy}"
+    );
+    let modern = client(&python(), &script, &[&url, "2026-07-28"]).await;
+    assert!(modern.contains("cancelled a call"), "{modern}");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    http.stop().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn the_typescript_sdk_client_in_both_eras_through_serve() {
+    let (url, http, mut serve, _dir) = serve_two_everythings("ts-client").await;
+    // Node resolves the SDK from the script's own folder: the script runs
+    // from the folder the SDK is installed in.
+    let script = peers().join("node-client/gateway_ts_client.mjs");
+    std::fs::copy(clients_dir().join("ts_client.mjs"), &script).unwrap();
+    let legacy = client(std::path::Path::new("node"), &script, &[&url, "legacy"]).await;
+    assert!(
+        legacy.contains("answered a member's sampling and elicitation"),
+        "{legacy}"
+    );
+    let modern = client(std::path::Path::new("node"), &script, &[&url, "auto"]).await;
+    assert!(modern.contains("cancelled a call"), "{modern}");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    http.stop().await;
+}
+
+/// A folder of the test's own, removed when it drops.
+mod tempdir {
+    pub(super) struct Dir(std::path::PathBuf);
+
+    impl Dir {
+        pub(super) fn new(name: &str) -> Dir {
+            let path =
+                std::env::temp_dir().join(format!("mcp-connect-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&path).unwrap();
+            Dir(path)
+        }
+
+        pub(super) fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
