@@ -401,6 +401,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub(crate) max_sessions: usize,
 
+    /// With serve: how often an open event stream with nothing to say
+    /// sends a comment, so that a proxy does not cut it as idle.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]
+    pub(crate) keepalive: Duration,
+
     /// With --config: remember each server's listing in FILE, or in Redis
     /// (`redis://...`, sealed like --token-store), and start the servers
     /// whose entry says `"lazy": true` from it: their tools are listed at

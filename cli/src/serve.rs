@@ -56,6 +56,7 @@ pub(super) async fn run(
     let gateway = Gateway::builder(group.clone())
         .session_idle_timeout(args.session_idle_timeout)
         .max_sessions(args.max_sessions)
+        .keepalive(args.keepalive)
         .allowed_hosts(hosts)
         .bearer_tokens(tokens)
         .session_clients(entries.maker(members.stack.clone()))

@@ -270,3 +270,115 @@ async fn python_sdk_modern_over_stdio() {
         .args([repository("tests/peers/python_server.py"), "stdio".into()]);
     python_round_trip(ConnectRequest::stdio(command), "2026-07-28").await;
 }
+
+/// Issue 66: rmcp's client through the gateway (the library crate, served
+/// by hyper here) in front of two members, server-everything over HTTP and
+/// over stdio, in both eras: both members' tools listed and called under
+/// their members' names, progress to rmcp's handler, and in a 2025 session
+/// a member's sampling request answered by rmcp's handler.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn rmcp_client_through_the_gateway_in_both_eras() {
+    use mcp_connect::group::{Server, ServerGroup};
+    use mcp_connect::inbound::ClientHandler;
+    use mcp_connect::protocol::server_requests::CreateMessageResult;
+    use mcp_connect_gateway::Gateway;
+    use tower_service::Service as _;
+
+    let http = Peer::everything("streamableHttp").await;
+    let stack = EstablishBuilder::new(Connector::new()).build();
+    let members = [
+        ConnectRequest::http(&http.url("/mcp"))
+            .unwrap()
+            .with_name("http"),
+        ConnectRequest::stdio(
+            StdioCommand::new("node").args([everything().display().to_string(), "stdio".into()]),
+        )
+        .with_name("stdio"),
+    ];
+    // The group's own clients answer sampling too, so that server-everything
+    // lists the tool gated on it.
+    let canned = ClientHandler::new()
+        .on_sampling(|_| async { Ok(CreateMessageResult::text("canned", "gateway canned")) });
+    let group = ServerGroup::new();
+    for request in &members {
+        let request = request.clone().with_handler(canned.clone());
+        group.add(Server::new(stack.clone(), request)).unwrap();
+    }
+    within(group.settled()).await;
+    let made = members.clone();
+    let gateway = Gateway::builder(group.clone())
+        .session_clients(move |name, relay| {
+            let request = made.iter().find(|r| r.name() == name)?.clone();
+            Some(mcp_connect::McpClient::builder(stack.clone(), relay.apply(request)).build())
+        })
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let gateway = gateway.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let mut gateway = gateway.clone();
+                    async move { gateway.call(request).await }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+
+    for legacy in [true, false] {
+        let handler = support::Handler::default();
+        let mut request = ConnectRequest::http(&url).unwrap();
+        if legacy {
+            request = request.with_pin(ProtocolVersion::V2025_11_25);
+        }
+        let client = connect(request, &handler).await;
+        let names: Vec<String> = within(client.list_all_tools())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        for member in ["http", "stdio"] {
+            let name = format!("{member}__get-sum");
+            assert!(names.contains(&name), "{names:?}");
+            let sum = within(client.call_tool(call(&name, json!({ "a": 2, "b": 3 }))))
+                .await
+                .unwrap();
+            assert!(text(&sum).contains('5'), "{}", text(&sum));
+        }
+        let params: CallToolRequestParams = serde_json::from_value(json!({
+            "name": "http__trigger-long-running-operation",
+            "arguments": { "duration": 1, "steps": 4 },
+            "_meta": { "progressToken": "through-the-gateway" }
+        }))
+        .unwrap();
+        within(client.call_tool(params)).await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while handler.progress.lock().unwrap().len() < 4 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            handler.progress.lock().unwrap().len(),
+            4,
+            "legacy: {legacy}"
+        );
+        if legacy {
+            let sampled = within(client.call_tool(call(
+                "http__trigger-sampling-request",
+                json!({ "prompt": "hi", "maxTokens": 5 }),
+            )))
+            .await
+            .unwrap();
+            let all = serde_json::to_string(&sampled).unwrap();
+            assert!(all.contains("from the model"), "{all}");
+            assert_eq!(handler.sampled.load(Ordering::Relaxed), 1);
+        }
+        within(client.cancel()).await.unwrap();
+    }
+    group.shutdown().await;
+}

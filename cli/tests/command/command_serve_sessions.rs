@@ -79,6 +79,72 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     panic!("not within 30 s: {what}");
 }
 
+/// `serve --config F --listen 127.0.0.1:0` with `extra`: the child and
+/// the URL it serves.
+async fn serve(config: &str, extra: &[&str]) -> (std::process::Child, String) {
+    let mut args = vec![
+        "serve",
+        "--config",
+        config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = command(&args).spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line
+    });
+    let line = tokio::time::timeout(Duration::from_secs(30), line)
+        .await
+        .unwrap()
+        .unwrap();
+    let serving: Value = serde_json::from_str(&line).unwrap();
+    (child, serving["url"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_stream_carries_keepalive_comments() {
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-keepalive-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let (mut child, url) = serve(config.to_str().unwrap(), &["--keepalive", "200ms"]).await;
+    let client: Raw = Client::builder(TokioExecutor::new()).build_http();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "keepalive", "version": "1" } } });
+    let (id, _) = post(&client, &url, None, initialize).await;
+    let get = http::Request::get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", id.unwrap())
+        .body(Full::default())
+        .unwrap();
+    let mut body = client.request(get).await.unwrap().into_body();
+    let started = std::time::Instant::now();
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .expect("a frame within 5 s")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        frame.into_data().unwrap(),
+        Bytes::from_static(b": keepalive\n\n")
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        started.elapsed()
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_ended_or_abandoned_ends_its_members_sessions_and_gives_back_its_memory() {
     let demo = DemoServer::start().await.unwrap();
