@@ -11,17 +11,26 @@
 //! - 2025-11-25 and earlier: `initialize` opens a session (`Mcp-Session-Id`,
 //!   128 random bits), every later request names it, `DELETE` ends it; a
 //!   session idle for longer than its bound is gone (404), and the table
-//!   holds at most a set number (a new one past the cap gets 503).
+//!   holds at most a set number (a new one past the cap gets 503). With
+//!   [`GatewayBuilder::session_clients`] each session has its own members'
+//!   sessions, closed with it.
 //! - 2026-07-28: `server/discover`, and every request standing alone, its
 //!   version in `_meta` and in `MCP-Protocol-Version`, its method in
-//!   `Mcp-Method` (a mismatch is 400 with `-32020`).
+//!   `Mcp-Method`, its target in `Mcp-Name`, a tool's mirrored arguments
+//!   in `Mcp-Param-*` (each error in the specification's order and code).
 //! - The group's catalogue as the listings (tools and prompts under their
 //!   catalogue names, resources and templates as their servers list them),
-//!   and `tools/call`, `prompts/get`, `resources/read` and the
-//!   subscriptions routed to the member the catalogue names, its answer
+//!   and `tools/call`, `prompts/get`, `resources/read`, completions and
+//!   the subscriptions routed to the member the catalogue names, its answer
 //!   forwarded as it came. A member that is down never hides another's
 //!   tools; with no member usable a listing is a JSON-RPC error, never an
 //!   empty success.
+//! - What a member says toward the client reaches the client that caused
+//!   it: a routed request is answered as a stream of events with its
+//!   progress, the member's log messages and its own requests (sampling,
+//!   elicitation, roots, answered back); cancellation goes the other way.
+//!   Streams start with a priming event a broken connection resumes from
+//!   (`Last-Event-ID`), and carry keepalive comments when quiet.
 //! - DNS-rebinding protection: a `Host` or an `Origin` outside the allowed
 //!   ones (loopback by default) gets 403 before anything is read; with
 //!   [`GatewayBuilder::bearer_tokens`], a request without one of them 401.
@@ -29,10 +38,9 @@
 //! - The same over stdio ([`Gateway::serve_stdio`]): the connection is the
 //!   session.
 //!
-//! Not yet (issue 66 goes on): answers as SSE streams, the standalone GET
-//! stream (GET is 405, which the specification allows), server-to-client
-//! requests and notifications relayed downstream, cancellation and
-//! progress end to end, sessions shared by replicas.
+//! Not yet (issue 66 goes on; docs/GATEWAY.md lists it): a 2025 member's
+//! questions to a 2026-07-28 client, sessions shared by replicas,
+//! server-side telemetry.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {
