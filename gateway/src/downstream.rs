@@ -35,6 +35,9 @@ pub(crate) type StreamNo = u64;
 /// How many answers a session keeps for a client that lost its stream.
 pub(crate) const PARKED: usize = 16;
 
+/// How many of a member's questions may wait for one session's client.
+pub(crate) const QUESTIONS: usize = 64;
+
 /// What a question to the client is answered with.
 pub(crate) type Answered = Result<Value, RpcError>;
 
@@ -223,12 +226,18 @@ impl Downstream {
         false
     }
 
-    /// A new question's id, and where its answer arrives.
-    pub(crate) fn ask(&self) -> (u64, oneshot::Receiver<Answered>) {
+    /// A new question's id, and where its answer arrives; `None` when
+    /// [`QUESTIONS`] wait already (those whose asker gave up let go first).
+    pub(crate) fn ask(&self) -> Option<(u64, oneshot::Receiver<Answered>)> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = oneshot::channel();
-        self.state().questions.insert(id, answer);
-        (id, answered)
+        let mut state = self.state();
+        state.questions.retain(|_, waiting| !waiting.is_closed());
+        if state.questions.len() >= QUESTIONS {
+            return None;
+        }
+        state.questions.insert(id, answer);
+        Some((id, answered))
     }
 
     /// The client answered question `id`; whether it was one.
@@ -336,11 +345,16 @@ mod tests {
     #[tokio::test]
     async fn a_question_is_answered_once_and_a_closed_session_answers_none() {
         let down = Downstream::new(Value::Null, ProtocolVersion::LATEST_LEGACY);
-        let (id, answer) = down.ask();
+        let (id, answer) = down.ask().unwrap();
         assert!(down.answered(id, Ok(Value::Bool(true))));
         assert!(!down.answered(id, Ok(Value::Null)), "answered once");
         assert_eq!(answer.await.unwrap().unwrap(), Value::Bool(true));
-        let (_, waiting) = down.ask();
+        // Questions past the bound are refused; one whose asker gave up
+        // makes room.
+        let waiting: Vec<_> = (0..QUESTIONS).map(|_| down.ask().unwrap()).collect();
+        assert!(down.ask().is_none());
+        drop(waiting);
+        let (_, waiting) = down.ask().unwrap();
         down.close().await;
         assert!(waiting.await.is_err(), "the asker learns no answer comes");
     }

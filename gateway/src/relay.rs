@@ -114,7 +114,10 @@ async fn ask(
 ) -> Result<Value, RpcError> {
     let gone = || RpcError::new(codes::INTERNAL_ERROR, "the client is gone", None);
     let down = down.upgrade().ok_or_else(gone)?;
-    let (id, answer) = down.ask();
+    let Some((id, answer)) = down.ask() else {
+        let message = "too many questions wait for the client";
+        return Err(RpcError::new(codes::INTERNAL_ERROR, message, None));
+    };
     let question = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
     if !down.send(event(&question.to_string())) {
         down.forget(id);
