@@ -35,6 +35,9 @@ pub(crate) type StreamNo = u64;
 /// How many answers a session keeps for a client that lost its stream.
 pub(crate) const PARKED: usize = 16;
 
+/// How many routed requests one session may have running at once.
+pub(crate) const IN_FLIGHT: usize = 64;
+
 /// How many of a member's questions may wait for one session's client.
 pub(crate) const QUESTIONS: usize = 64;
 
@@ -138,15 +141,20 @@ impl Downstream {
 
     /// A request's stream opens: it is where what the request causes goes
     /// until it closes. Its cancellation is `token`.
+    /// `None` when [`IN_FLIGHT`] requests of the session run already.
     pub(crate) fn open_request(
         &self,
         id: String,
         sender: mpsc::Sender<Bytes>,
         token: CancellationToken,
-    ) -> StreamNo {
+    ) -> Option<StreamNo> {
         let no = self.next.fetch_add(1, Ordering::Relaxed);
-        self.state().requests.push((no, id, sender, token));
-        no
+        let mut state = self.state();
+        if state.requests.len() >= IN_FLIGHT {
+            return None;
+        }
+        state.requests.push((no, id, sender, token));
+        Some(no)
     }
 
     /// A GET stream opens (those whose reader went away are let go).
@@ -302,10 +310,14 @@ mod tests {
         let (get, mut got) = mpsc::channel(4);
         down.open_listening(get);
         let (first, mut first_rx) = mpsc::channel(4);
-        let a = down.open_request("1".into(), first, CancellationToken::new());
+        let a = down
+            .open_request("1".into(), first, CancellationToken::new())
+            .unwrap();
         let (second, second_rx) = mpsc::channel(4);
         let token = CancellationToken::new();
-        let b = down.open_request("2".into(), second, token.clone());
+        let b = down
+            .open_request("2".into(), second, token.clone())
+            .unwrap();
         drop(second_rx); // its reader went away
         assert!(down.send(Bytes::from_static(b"one")));
         assert_eq!(&first_rx.recv().await.unwrap()[..], b"one");
@@ -323,7 +335,9 @@ mod tests {
     async fn a_stream_resumed_by_its_number_gets_the_answer_even_after_it_came() {
         let down = Downstream::new(Value::Null, ProtocolVersion::LATEST_LEGACY);
         let (post, post_rx) = mpsc::channel(4);
-        let no = down.open_request("1".into(), post, CancellationToken::new());
+        let no = down
+            .open_request("1".into(), post, CancellationToken::new())
+            .unwrap();
         drop(post_rx); // the connection broke
         let (get, mut got) = mpsc::channel(4);
         assert!(down.resume(no, get));
@@ -331,7 +345,9 @@ mod tests {
         assert_eq!(&got.recv().await.unwrap()[..], b"answer");
         // The answer came while nobody read: kept for the GET.
         let (post, post_rx) = mpsc::channel(4);
-        let no = down.open_request("2".into(), post, CancellationToken::new());
+        let no = down
+            .open_request("2".into(), post, CancellationToken::new())
+            .unwrap();
         drop(post_rx);
         down.finish(no, Bytes::from_static(b"kept")).await;
         let (get, mut got) = mpsc::channel(4);
@@ -340,6 +356,19 @@ mod tests {
         let (get, _) = mpsc::channel(4);
         assert!(!down.resume(no, get), "given once");
         assert!(!down.resume(999, mpsc::channel(1).0));
+    }
+
+    #[test]
+    fn a_session_runs_a_bounded_number_of_requests_at_once() {
+        let down = Downstream::new(Value::Null, ProtocolVersion::LATEST_LEGACY);
+        let (sender, _events) = mpsc::channel(1);
+        for i in 0..IN_FLIGHT {
+            let opened = down.open_request(i.to_string(), sender.clone(), CancellationToken::new());
+            assert!(opened.is_some());
+        }
+        assert!(down
+            .open_request("one more".into(), sender, CancellationToken::new())
+            .is_none());
     }
 
     #[tokio::test]

@@ -206,7 +206,8 @@ mod tests {
         assert!(handler.capabilities().get("sampling").is_some());
         assert!(handler.capabilities().get("elicitation").is_none());
         let (stream, mut events) = mpsc::channel(4);
-        down.open_request("7".into(), stream, CancellationToken::new());
+        down.open_request("7".into(), stream, CancellationToken::new())
+            .unwrap();
         let asking = tokio::spawn(ask(
             Arc::downgrade(&down),
             methods::SAMPLING_CREATE_MESSAGE,

@@ -12,7 +12,8 @@
 
 use std::sync::Arc;
 
-use mcp_connect::protocol::{ProtocolVersion, RequestKind};
+use http::StatusCode;
+use mcp_connect::protocol::{codes, ProtocolVersion, RequestKind};
 use mcp_connect::session::RequestOptions;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -24,7 +25,7 @@ use crate::downstream::Downstream;
 use crate::inner::Inner;
 use crate::modern;
 use crate::relay;
-use crate::reply::{self, Reply};
+use crate::reply::{self, Reply, RpcFailure};
 
 /// How many events of one stream wait for a slow reader.
 const QUEUE: usize = 64;
@@ -68,7 +69,13 @@ pub(crate) fn streamed(
     let stream = match &era {
         Era::Session(down) => {
             let key = id.to_string();
-            let no = down.open_request(key, sender.clone(), token.clone());
+            let Some(no) = down.open_request(key, sender.clone(), token.clone()) else {
+                let failure = RpcFailure::new(
+                    codes::INTERNAL_ERROR,
+                    "too many requests of this session are running",
+                );
+                return reply::error(StatusCode::TOO_MANY_REQUESTS, Some(&id), &failure);
+            };
             if down.version >= ProtocolVersion::V2025_11_25 {
                 // A fresh channel has room for its first event.
                 let _ = sender.try_send(priming(no, inner.keepalive));
