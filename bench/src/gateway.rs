@@ -38,6 +38,8 @@ async fn mount(gateway: Gateway) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
+            // As `serve` does: events are small writes (see docs/GATEWAY.md).
+            let _ = stream.set_nodelay(true);
             let gateway = gateway.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {

@@ -226,6 +226,9 @@ fn trim() {}
 /// 404 elsewhere. Ends only when the listener fails.
 async fn accept(listener: TcpListener, gateway: Gateway) {
     while let Ok((stream, _)) = listener.accept().await {
+        // A stream's events are small writes: without TCP_NODELAY, Nagle
+        // holds each behind the client's delayed ACK (40 ms a call).
+        let _ = stream.set_nodelay(true);
         let gateway = gateway.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request: http::Request<_>| {

@@ -36,7 +36,7 @@ pub(crate) type StreamNo = u64;
 pub(crate) const PARKED: usize = 16;
 
 /// How many routed requests one session may have running at once.
-pub(crate) const IN_FLIGHT: usize = 64;
+pub(crate) const IN_FLIGHT: usize = 256;
 
 /// How many of a member's questions may wait for one session's client.
 pub(crate) const QUESTIONS: usize = 64;

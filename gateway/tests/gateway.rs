@@ -28,6 +28,7 @@ async fn serve(gateway: Gateway) -> SocketAddr {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
+            let _ = stream.set_nodelay(true);
             let gateway = gateway.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
