@@ -21,6 +21,35 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
+/// `mcp-connect serve --config CONFIG --listen 127.0.0.1:0 --json` with
+/// `extra`: the running child and the URL its first line says it serves
+/// (the line read within [`COMMAND_LIMIT`]).
+pub async fn serve(config: &str, extra: &[&str]) -> (Child, String) {
+    let mut args = vec![
+        "serve",
+        "--config",
+        config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = command(&args).spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        line
+    });
+    let line = tokio::time::timeout(COMMAND_LIMIT, line)
+        .await
+        .expect("the serving line")
+        .unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(serving["event"], "serving", "{line}");
+    (child, serving["url"].as_str().unwrap().to_owned())
+}
+
 /// Runs the command to completion; kills it and fails the test if it is
 /// still running after [`COMMAND_LIMIT`].
 pub fn run(args: &[&str]) -> Output {

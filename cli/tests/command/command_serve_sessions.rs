@@ -4,7 +4,6 @@
 //! without one end at the idle bound, the member's with them, and the
 //! gateway's memory comes back to within 5 MB of where it was.
 
-use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,7 +14,7 @@ use hyper_util::rt::TokioExecutor;
 use mcp_connect::demo::DemoServer;
 use serde_json::{json, Value};
 
-use crate::support::cli::command;
+use crate::support::cli::serve;
 
 type Raw = Client<HttpConnector, Full<Bytes>>;
 
@@ -79,33 +78,6 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     panic!("not within 30 s: {what}");
 }
 
-/// `serve --config F --listen 127.0.0.1:0` with `extra`: the child and
-/// the URL it serves.
-async fn serve(config: &str, extra: &[&str]) -> (std::process::Child, String) {
-    let mut args = vec![
-        "serve",
-        "--config",
-        config,
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let mut child = command(&args).spawn().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line
-    });
-    let line = tokio::time::timeout(Duration::from_secs(30), line)
-        .await
-        .unwrap()
-        .unwrap();
-    let serving: Value = serde_json::from_str(&line).unwrap();
-    (child, serving["url"].as_str().unwrap().to_owned())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_stream_carries_keepalive_comments() {
     let demo = DemoServer::start().await.unwrap();
@@ -154,33 +126,12 @@ async fn a_session_ended_or_abandoned_ends_its_members_sessions_and_gives_back_i
     let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
     std::fs::write(&config, servers.to_string()).unwrap();
     let config = config.to_str().unwrap().to_owned();
-    let mut child = command(&[
-        "serve",
-        "--config",
+    let (mut child, url) = serve(
         &config,
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-        "--session-idle-timeout",
-        "2s",
-        "--max-sessions",
-        "5000",
-    ])
-    .spawn()
-    .unwrap();
+        &["--session-idle-timeout", "2s", "--max-sessions", "5000"],
+    )
+    .await;
     let pid = child.id();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line
-    });
-    let line = tokio::time::timeout(Duration::from_secs(30), line)
-        .await
-        .unwrap()
-        .unwrap();
-    let serving: Value = serde_json::from_str(&line).unwrap();
-    let url = serving["url"].as_str().unwrap().to_owned();
     let client: Raw = Client::builder(TokioExecutor::new()).build_http();
     // The member may still be starting: a listing shows it once it is.
     // (The group's own client speaks 2026-07-28 with it: no session.)

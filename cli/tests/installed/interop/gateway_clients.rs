@@ -6,11 +6,10 @@
 //! received, a call cancelled, and in a 2025 session a member's sampling
 //! and elicitation answered by the client.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use super::*;
-use crate::support::cli::command;
+use crate::support::cli::serve;
 
 /// `mcp-connect serve` in front of an HTTP and a stdio server-everything,
 /// answering the members' own sampling and elicitation with canned replies
@@ -28,29 +27,11 @@ async fn serve_two_everythings(test: &str) -> (String, Peer, std::process::Child
     }});
     std::fs::write(&config, servers.to_string()).unwrap();
     let config = config.to_str().unwrap().to_owned();
-    let mut child = command(&[
-        "serve",
-        "--config",
+    let (child, url) = serve(
         &config,
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-        "--sample",
-        "gateway canned reply",
-        "--elicit",
-        "defaults",
-    ])
-    .spawn()
-    .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line
-    });
-    let line = watchdog(LIMIT, line).await.unwrap();
-    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let url = serving["url"].as_str().unwrap().to_owned();
+        &["--sample", "gateway canned reply", "--elicit", "defaults"],
+    )
+    .await;
     (url, http, child, dir)
 }
 
