@@ -401,6 +401,23 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub(crate) max_sessions: usize,
 
+    /// With serve: share client sessions with the other replicas of this
+    /// gateway through Redis (`redis://...`, sealed with --store-key-env):
+    /// a session opened on one replica is served by whichever one a load
+    /// balancer picks (it stays held where it was opened).
+    #[arg(
+        long,
+        value_name = "redis://URL",
+        requires = "config",
+        conflicts_with = "stdio"
+    )]
+    pub(crate) state_store: Option<String>,
+
+    /// With --state-store: this replica's address as the other replicas
+    /// reach it (default: http://LISTEN/mcp).
+    #[arg(long, value_name = "URL", requires = "state_store")]
+    pub(crate) replica_url: Option<String>,
+
     /// With serve: how often an open event stream with nothing to say
     /// sends a comment, so that a proxy does not cut it as idle.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]

@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
 use mcp_connect::group::ServerGroup;
+use mcp_connect::store::redis::RedisStores;
 use mcp_connect::{Connector, EstablishBuilder};
-use mcp_connect_gateway::{Allowed, Gateway};
+use mcp_connect_gateway::{Allowed, Gateway, GatewayBuilder};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -47,6 +48,10 @@ pub(super) async fn run(
         Ok(access) => access,
         Err(message) => return usage(&message),
     };
+    let replicas = match super::stores::replica_owners(args) {
+        Ok(replicas) => replicas,
+        Err(message) => return usage(&message),
+    };
     let (group, members) = match started(args, &file, printer, cancel) {
         Ok(started) => started,
         Err(code) => return code,
@@ -59,10 +64,9 @@ pub(super) async fn run(
         .keepalive(args.keepalive)
         .allowed_hosts(hosts)
         .bearer_tokens(tokens)
-        .session_clients(entries.maker(members.stack.clone()))
-        .build();
+        .session_clients(entries.maker(members.stack.clone()));
     if args.stdio {
-        return on_stdio(gateway, &group, cancel, signals).await;
+        return on_stdio(gateway.build(), &group, cancel, signals).await;
     }
     let listener = match TcpListener::bind(args.listen).await {
         Ok(listener) => listener,
@@ -72,6 +76,10 @@ pub(super) async fn run(
         }
     };
     let addr = listener.local_addr().unwrap_or(args.listen);
+    let gateway = match shared(gateway, replicas, addr, &file).await {
+        Ok(gateway) => gateway,
+        Err(code) => return code,
+    };
     let url = format!("http://{addr}/mcp");
     printer.line(
         &format!("serving {} servers at {url}", group.names().len()),
@@ -100,6 +108,39 @@ pub(super) async fn run(
         Some(signal) => ExitCode::from(signal.exit_code()),
         None => ExitCode::FAILURE,
     }
+}
+
+/// The gateway, with `--state-store` sharing its sessions with the other
+/// replicas through the Redis `stores`, this one reached at `me` (by
+/// default the address it listens on). A Redis that refuses the login or
+/// the fleet's key ends the run now; one that does not answer yet is a
+/// warning.
+async fn shared(
+    gateway: GatewayBuilder,
+    replicas: Option<(RedisStores, Option<http::Uri>)>,
+    addr: std::net::SocketAddr,
+    file: &ConfigFile,
+) -> Result<Gateway, ExitCode> {
+    let Some((stores, me)) = replicas else {
+        return Ok(gateway.build());
+    };
+    match stores.check().await {
+        Err(error) if error.is_configuration() => {
+            eprintln!("mcp-connect: --state-store: {error}");
+            return Err(ExitCode::FAILURE);
+        }
+        Err(_) => eprintln!(
+            "mcp-connect: --state-store: Redis does not answer yet; each session stays on the replica it was opened on until it does"
+        ),
+        Ok(()) => {}
+    }
+    let me = me.unwrap_or_else(|| {
+        let url = format!("http://{addr}/mcp");
+        url.parse().expect("a socket address makes a URL")
+    });
+    Ok(gateway
+        .replicas(stores.owners(), &me, file.client.clone())
+        .build())
 }
 
 /// Who may call, as the options say: the bearer tokens and the Host names

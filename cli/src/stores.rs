@@ -76,6 +76,43 @@ fn redis_url_problem(option: &str, error: &mcp_connect::store::StoreError) -> St
     }
 }
 
+/// `serve --state-store`: the Redis stores the sessions' owners are kept
+/// in ([`RedisStores::owners`]), and this replica's address as the others
+/// reach it when `--replica-url` gives it (else the one it listens on). Sealing is required: a replica hands
+/// a client's request (and its token) to the address it reads there.
+pub(super) fn replica_owners(
+    args: &Args,
+) -> Result<Option<(RedisStores, Option<http::Uri>)>, String> {
+    let Some(place) = &args.state_store else {
+        return Ok(None);
+    };
+    let option = "--state-store";
+    let Some(url) = redis_url(place, option)? else {
+        return Err(format!(
+            "{option}: a Redis URL (redis://... or rediss://...)"
+        ));
+    };
+    if args.store_in_clear {
+        return Err(format!(
+            "{option}: replicas hand requests to the address Redis holds; it must be sealed (--store-key-env, not --store-in-clear)"
+        ));
+    }
+    if args.replica_url.is_none() && args.listen.ip().is_unspecified() {
+        return Err(format!(
+            "{option}: --listen on every address needs --replica-url"
+        ));
+    }
+    let me = (args.replica_url.as_ref())
+        .map(|me| {
+            me.parse()
+                .ok()
+                .filter(|u: &http::Uri| matches!(u.scheme_str(), Some("http" | "https")))
+                .ok_or("--replica-url: not an http(s) URL")
+        })
+        .transpose()?;
+    Ok(Some((redis_stores(args, &url, option)?, me)))
+}
+
 /// The `--cacert` file, which a `rediss://` store trusts too.
 fn redis_cacert(args: &Args) -> Result<Option<Vec<u8>>, String> {
     args.cacert

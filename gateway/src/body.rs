@@ -32,6 +32,9 @@ enum Kind {
         events: mpsc::Receiver<Bytes>,
         keepalive: Interval,
     },
+    /// Another replica's answer, relayed as it comes; a body that breaks
+    /// ends here.
+    Relayed(mcp_connect::transport::HttpBody),
 }
 
 impl ReplyBody {
@@ -52,6 +55,15 @@ impl ReplyBody {
         keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
         ReplyBody {
             kind: Kind::Events { events, keepalive },
+        }
+    }
+}
+
+impl ReplyBody {
+    /// `body` (another replica's answer), as it comes.
+    pub(crate) fn relayed(body: mcp_connect::transport::HttpBody) -> Self {
+        ReplyBody {
+            kind: Kind::Relayed(body),
         }
     }
 }
@@ -91,11 +103,20 @@ impl Body for ReplyBody {
                     Poll::Pending => Poll::Pending,
                 },
             },
+            Kind::Relayed(body) => match Pin::new(body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+                Poll::Ready(Some(Err(_)) | None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.kind, Kind::Whole(None))
+        match &self.kind {
+            Kind::Whole(bytes) => bytes.is_none(),
+            Kind::Relayed(body) => body.is_end_stream(),
+            Kind::Events { .. } => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -104,6 +125,7 @@ impl Body for ReplyBody {
                 SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
             }
             Kind::Events { .. } => SizeHint::default(),
+            Kind::Relayed(body) => body.size_hint(),
         }
     }
 }
@@ -113,6 +135,7 @@ impl fmt::Debug for ReplyBody {
         let kind = match self.kind {
             Kind::Whole(_) => "whole",
             Kind::Events { .. } => "events",
+            Kind::Relayed(_) => "relayed",
         };
         f.debug_struct("ReplyBody").field("kind", &kind).finish()
     }

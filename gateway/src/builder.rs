@@ -5,11 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_connect::group::ServerGroup;
+use mcp_connect::store::OwnerStore;
+use mcp_connect::transport::HttpClient;
 use mcp_connect::McpClient;
 
 use crate::checks::{Allowed, BearerTokens};
 use crate::inner::Inner;
 use crate::modern::CacheHints;
+use crate::replicas::Replicas;
 use crate::service::Gateway;
 use crate::sessions::Sessions;
 use crate::{SessionClients, SessionRelay};
@@ -27,6 +30,7 @@ pub struct GatewayBuilder {
     listing_ttl: Duration,
     keepalive: Duration,
     session_clients: Option<SessionClients>,
+    replicas: Option<Replicas>,
     name: String,
     version: String,
 }
@@ -61,6 +65,7 @@ impl GatewayBuilder {
             listing_ttl: Duration::from_secs(60),
             keepalive: Duration::from_secs(15),
             session_clients: None,
+            replicas: None,
             name: "mcp-connect-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
@@ -143,6 +148,24 @@ impl GatewayBuilder {
         self
     }
 
+    /// Serves 2025 sessions together with other replicas of this gateway
+    /// behind one load balancer: each session this one opens is claimed in
+    /// `owners` (shared by every replica: Redis, sealed with the fleet's
+    /// key) under `this_replica`, its address as the other replicas reach
+    /// it (its `/mcp` URL), and a request for a session another replica
+    /// holds is handed to that one through `client` and its answer relayed
+    /// (see docs/GATEWAY.md, "Replicas", for the trade-off). 2026-07-28
+    /// requests need none of it.
+    pub fn replicas(
+        mut self,
+        owners: impl OwnerStore,
+        this_replica: &http::Uri,
+        client: HttpClient,
+    ) -> Self {
+        self.replicas = Some(Replicas::new(Arc::new(owners), this_replica, client));
+        self
+    }
+
     /// The name and version the gateway gives itself.
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.name = name.into();
@@ -155,7 +178,7 @@ impl GatewayBuilder {
         Gateway {
             inner: Arc::new(Inner {
                 group: self.group,
-                sessions: Sessions::new(self.idle, self.max_sessions),
+                sessions: Sessions::new(self.idle, self.max_sessions, self.replicas),
                 max_body: self.max_body,
                 hosts: self.hosts,
                 origins: self.origins,

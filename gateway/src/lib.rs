@@ -37,10 +37,13 @@
 //!   A client's token never reaches a member.
 //! - The same over stdio ([`Gateway::serve_stdio`]): the connection is the
 //!   session.
+//! - Replicas ([`GatewayBuilder::replicas`]): a 2025 session stays on the
+//!   replica that opened it, claimed in a shared
+//!   [`OwnerStore`](mcp_connect::store::OwnerStore); another replica hands
+//!   it the requests that reach it and relays the answers.
 //!
 //! Not yet (issue 66 goes on; docs/GATEWAY.md lists it): a 2025 member's
-//! questions to a 2026-07-28 client, sessions shared by replicas,
-//! server-side telemetry.
+//! questions to a 2026-07-28 client, server-side telemetry.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {
@@ -65,6 +68,7 @@ mod downstream;
 mod inner;
 mod modern;
 mod relay;
+mod replicas;
 mod reply;
 mod service;
 mod sessions;

@@ -94,6 +94,11 @@ impl Inner {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return response;
         }
+        // A 2025 session another replica holds is served there.
+        let (parts, body) = match self.held_elsewhere(parts, body).await {
+            Ok(reply) => return reply,
+            Err(request) => request,
+        };
         match parts.method {
             Method::POST => {}
             Method::DELETE => return self.delete(&parts.headers).await,
@@ -222,7 +227,7 @@ impl Inner {
             return reply::error(status, id, &failure);
         }
         if kind == RequestKind::Initialize {
-            return self.initialize(&exchange, params.as_ref());
+            return self.initialize(&exchange, params.as_ref()).await;
         }
         let Some(session) = exchange.session else {
             let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
@@ -260,7 +265,11 @@ impl Inner {
     /// `initialize`: the version asked for when this gateway speaks it
     /// (else its latest 2025 one), and a new session that keeps what the
     /// client declared it can do.
-    fn initialize(self: &Arc<Self>, exchange: &Exchange<'_>, params: Option<&Value>) -> Reply {
+    async fn initialize(
+        self: &Arc<Self>,
+        exchange: &Exchange<'_>,
+        params: Option<&Value>,
+    ) -> Reply {
         self.sweeping.get_or_init(|| {
             tokio::spawn(sweep(Arc::downgrade(self)));
         });
@@ -273,6 +282,10 @@ impl Inner {
             Downstream::new(capabilities, version.clone()),
         ) {
             Ok(session) => {
+                // Claimed before the client can name it to another replica.
+                if let Some(replicas) = self.sessions.replicas() {
+                    replicas.claim(&session, self.sessions.claim_ttl()).await;
+                }
                 let answer = initialized(version.as_str(), &self.name, &self.version);
                 exchange.answered(answer, Some(session))
             }
@@ -376,7 +389,7 @@ async fn sweep(inner: Weak<Inner>) {
     }
 }
 
-fn session_not_found(id: Option<&Value>) -> Reply {
+pub(crate) fn session_not_found(id: Option<&Value>) -> Reply {
     let failure = RpcFailure::new(codes::INVALID_REQUEST, "Session not found");
     reply::error(StatusCode::NOT_FOUND, id, &failure)
 }

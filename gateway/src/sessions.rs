@@ -5,7 +5,9 @@
 //! when the table is full, or at the sweep the gateway runs every quarter
 //! of the bound), and the table never holds more than its cap. A session
 //! that ends, however it ends, closes its upstream clients: each member
-//! sees its own session end.
+//! sees its own session end. With replicas, a session's claim in the
+//! owner store follows it: renewed at the sweep after it was used, dropped
+//! when it ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,12 +16,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::downstream::Downstream;
+use crate::replicas::Replicas;
 
 /// One session.
 #[derive(Debug)]
 struct Entry {
     version: String,
     last: Instant,
+    /// When its owner claim was last renewed.
+    claimed: Instant,
     downstream: Arc<Downstream>,
 }
 
@@ -38,15 +43,33 @@ pub(crate) struct Sessions {
     idle: Duration,
     cap: usize,
     table: Mutex<HashMap<String, Entry>>,
+    replicas: Option<Replicas>,
 }
 
 impl Sessions {
-    pub(crate) fn new(idle: Duration, cap: usize) -> Self {
+    pub(crate) fn new(idle: Duration, cap: usize, replicas: Option<Replicas>) -> Self {
         Sessions {
             idle,
             cap,
             table: Mutex::new(HashMap::new()),
+            replicas,
         }
+    }
+
+    /// The replicas this one shares sessions with, if any.
+    pub(crate) fn replicas(&self) -> Option<&Replicas> {
+        self.replicas.as_ref()
+    }
+
+    /// How long a claim lasts: twice the idle bound, so a session used
+    /// just before a sweep is still claimed after the next one.
+    pub(crate) fn claim_ttl(&self) -> Duration {
+        self.idle * 2
+    }
+
+    /// Whether session `id` is held here (idle or not).
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.table().contains_key(id)
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -69,9 +92,11 @@ impl Sessions {
         if table.len() >= self.cap {
             return Err(Refused::Full);
         }
+        let now = Instant::now();
         let entry = Entry {
             version: version.to_owned(),
-            last: Instant::now(),
+            last: now,
+            claimed: now,
             downstream: Arc::new(downstream),
         };
         table.insert(id.clone(), entry);
@@ -88,6 +113,7 @@ impl Sessions {
             let gone = table.remove(id).map(|entry| entry.downstream);
             drop(table);
             retire(gone);
+            self.release(vec![id.to_owned()]);
             return None;
         }
         entry.last = now;
@@ -100,6 +126,7 @@ impl Sessions {
         let gone = self.table().remove(id);
         match gone {
             Some(entry) => {
+                self.release(vec![id.to_owned()]);
                 entry.downstream.close().await;
                 true
             }
@@ -107,20 +134,36 @@ impl Sessions {
         }
     }
 
-    /// Ends every session idle past the bound; how many.
+    /// Ends every session idle past the bound (and renews the claims of
+    /// those used since their last one); how many ended.
     pub(crate) fn sweep(&self) -> usize {
         let now = Instant::now();
-        let mut gone = Vec::new();
-        self.table().retain(|_, entry| {
+        let (mut gone, mut ended, mut used) = (Vec::new(), Vec::new(), Vec::new());
+        self.table().retain(|id, entry| {
             let keep = now.duration_since(entry.last) < self.idle;
             if !keep {
                 gone.push(Arc::clone(&entry.downstream));
+                ended.push(id.clone());
+            } else if entry.last > entry.claimed {
+                entry.claimed = now;
+                used.push(id.clone());
             }
             keep
         });
         let count = gone.len();
         retire(gone);
+        self.release(ended);
+        if let Some(replicas) = &self.replicas {
+            replicas.reclaim(used, self.claim_ttl());
+        }
         count
+    }
+
+    /// Drops the claims of `ended` sessions.
+    fn release(&self, ended: Vec<String>) {
+        if let Some(replicas) = &self.replicas {
+            replicas.release(ended);
+        }
     }
 
     /// How many sessions the table holds (idle ones not yet swept
@@ -161,7 +204,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_idle_session_is_gone_and_a_full_table_refuses_until_one_idles_out() {
-        let sessions = Sessions::new(Duration::from_secs(60), 2);
+        let sessions = Sessions::new(Duration::from_secs(60), 2, None);
         let state = || Downstream::new(serde_json::Value::Null, ProtocolVersion::LATEST_LEGACY);
         let a = sessions.open("2025-11-25", state()).unwrap();
         let b = sessions.open("2025-06-18", state()).unwrap();

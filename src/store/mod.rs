@@ -7,6 +7,7 @@
 //! | [`EraStore`] | what each server speaks ([`Verdict`]) | the [`EraCache`](crate::era_cache::EraCache) itself | [`EraCache::to_json`](crate::era_cache::EraCache::to_json) | [`RedisEraStore`](redis::RedisEraStore) |
 //! | [`ResponseStore`] | cached results ([`CacheKey`], [`CachedResult`]) | [`MemoryResponseStore`] | - | [`RedisResponseStore`](redis::RedisResponseStore) |
 //! | [`ListingStore`] | a group's remembered listings | the [`RememberedListings`](crate::group::RememberedListings) themselves | [`RememberedListings::file`](crate::group::RememberedListings::file) | [`RedisListingStore`](redis::RedisListingStore) |
+//! | [`OwnerStore`] | which replica holds a session it gave out (a gateway's) | [`MemoryOwnerStore`] | - | [`RedisOwnerStore`](redis::RedisOwnerStore) |
 //!
 //! Here too is what they all share: the one error a store fails with
 //! ([`StoreError`]), how a failing store is said (once per outage), and
@@ -18,6 +19,7 @@ mod eras;
 mod file;
 mod health;
 mod listings;
+mod owners;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
@@ -32,6 +34,7 @@ pub use eras::{EraStore, RememberedDiscover, Verdict};
 pub(crate) use file::write_private;
 pub(crate) use health::StoreHealth;
 pub use listings::{ListingStore, StoredListings};
+pub use owners::{MemoryOwnerStore, OwnerStore};
 pub use response_memory::MemoryResponseStore;
 pub(crate) use responses::canonical;
 pub use responses::{CacheKey, CachedResult, Invalidation, ResponseStore, MAX_TTL};

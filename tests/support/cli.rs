@@ -25,6 +25,11 @@ pub fn command(args: &[&str]) -> Command {
 /// `extra`: the running child and the URL its first line says it serves
 /// (the line read within [`COMMAND_LIMIT`]).
 pub async fn serve(config: &str, extra: &[&str]) -> (Child, String) {
+    serve_with_env(config, extra, &[]).await
+}
+
+/// [`serve`] with `env` set for the command.
+pub async fn serve_with_env(config: &str, extra: &[&str], env: &[(&str, &str)]) -> (Child, String) {
     let mut args = vec![
         "serve",
         "--config",
@@ -34,7 +39,7 @@ pub async fn serve(config: &str, extra: &[&str]) -> (Child, String) {
         "--json",
     ];
     args.extend_from_slice(extra);
-    let mut child = command(&args).spawn().unwrap();
+    let mut child = command(&args).envs(env.iter().copied()).spawn().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let line = tokio::task::spawn_blocking(move || {
         let mut line = String::new();

@@ -220,3 +220,41 @@ async fn a_session_ended_or_abandoned_ends_its_members_sessions_and_gives_back_i
     );
     let _ = child.wait();
 }
+
+/// `--state-store` shares sessions through Redis only, sealed: a replica
+/// hands a client's request (and its token) to the address Redis holds.
+#[test]
+fn shared_sessions_need_a_sealed_redis_and_an_address() {
+    let config =
+        std::env::temp_dir().join(format!("mcp-connect-state-{}.json", std::process::id()));
+    std::fs::write(&config, r#"{ "mcpServers": {} }"#).unwrap();
+    let config = config.to_str().unwrap();
+    let redis = "redis://:store-canary@127.0.0.1:1/";
+    for (extra, said) in [
+        (&["--state-store", "/tmp/file"][..], "a Redis URL"),
+        (
+            &["--state-store", redis, "--store-in-clear"][..],
+            "must be sealed",
+        ),
+        (&["--state-store", redis][..], "--store-key-env"),
+        (
+            &[
+                "--state-store",
+                redis,
+                "--store-in-clear",
+                "--listen",
+                "0.0.0.0:0",
+            ][..],
+            "--bearer-token-env",
+        ),
+    ] {
+        let mut args = vec!["serve", "--config", config];
+        args.extend_from_slice(extra);
+        let output = crate::support::cli::run(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(said), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("store-canary"), "{stderr}");
+    }
+    let _ = std::fs::remove_file(config);
+}

@@ -14,6 +14,8 @@
 
 use crate::support;
 
+mod replicas;
+
 use std::sync::Arc;
 use std::time::Duration;
 

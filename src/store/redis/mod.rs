@@ -17,6 +17,8 @@
 //! - [`RedisListingStore`]: the listings lazy servers start from, for
 //!   [`RememberedListings::from_store`](crate::group::RememberedListings::from_store):
 //!   a replica lists a server another replica reached, without connecting.
+//! - [`RedisOwnerStore`]: which replica holds each session a gateway gave
+//!   out, so the one a load balancer picks hands the request to it.
 //!
 //! Every Redis operation is bounded ([`RedisStores::with_timeout`]): a
 //! Redis that is down or slow is a [`StoreError`]
@@ -38,6 +40,7 @@
 mod connection;
 mod eras;
 mod listings;
+mod owners;
 mod responses;
 mod seal;
 mod token_writes;
@@ -48,6 +51,7 @@ use std::time::Duration;
 pub use connection::StoreConfigError;
 pub use eras::RedisEraStore;
 pub use listings::RedisListingStore;
+pub use owners::RedisOwnerStore;
 pub use responses::RedisResponseStore;
 pub use seal::{SealError, SealingKey};
 pub use tokens::RedisTokenStore;
@@ -166,6 +170,12 @@ impl RedisStores {
     /// [`RememberedListings::from_store`](crate::group::RememberedListings::from_store).
     pub fn listings(&self) -> RedisListingStore {
         RedisListingStore::over(self.connection())
+    }
+
+    /// Which replica holds each session (a gateway's), for
+    /// [`OwnerStore`](crate::store::OwnerStore).
+    pub fn owners(&self) -> RedisOwnerStore {
+        RedisOwnerStore::over(self.connection())
     }
 
     /// Cached results, for

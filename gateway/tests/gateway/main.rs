@@ -17,11 +17,18 @@ use mcp_connect_gateway::Gateway;
 use serde_json::{json, Value};
 use tower_service::Service as _;
 
+mod replicas;
+
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// Serves `gateway` at `http://ADDR/mcp` until the test ends.
 async fn serve(gateway: Gateway) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(listener, gateway)
+}
+
+/// Serves `gateway` on `listener` until the test ends.
+fn serve_on(listener: tokio::net::TcpListener, gateway: Gateway) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
