@@ -32,7 +32,7 @@ pub const TOLERANCE: f64 = 0.03;
 const ALLOCATIONS: &str = "allocations ";
 
 /// Lifecycles or calls before the counted ones, in both run lengths.
-const WARM_UP: usize = 20;
+pub(crate) const WARM_UP: usize = 20;
 
 /// What one child process does `n` times after the warm-up.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub fn child(args: &[String]) {
 
 /// What is counted of a child's run.
 #[derive(Clone, Copy)]
-enum Counter {
+pub(crate) enum Counter {
     /// Instructions executed (callgrind).
     Instructions,
     /// Heap blocks allocated (valgrind's dhat).
@@ -103,8 +103,26 @@ enum Counter {
 fn collected(counter: Counter, which: &str, era: Era, url: &str, work: Work, n: usize) -> u64 {
     let child = std::env::current_exe().expect("this program");
     let child_args = ["count", which, era.name(), url, work.name(), &n.to_string()];
-    let summary = std::env::temp_dir().join(format!("strace-{}", std::process::id()));
-    let mut command = match counter {
+    let summary = summary_path();
+    let output = counting(counter, &summary)
+        .arg(child)
+        .args(child_args)
+        .output()
+        .unwrap_or_else(|e| panic!("valgrind or strace (apt-get install valgrind strace): {e}"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "counting failed: {stderr}");
+    count_of(counter, &stderr, &summary)
+}
+
+/// Where `strace -c` writes its summary for this process.
+pub(crate) fn summary_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("strace-{}", std::process::id()))
+}
+
+/// The counting tool for `counter`, ready for the program and its
+/// arguments (`strace` writes its summary to `summary`).
+pub(crate) fn counting(counter: Counter, summary: &std::path::Path) -> Command {
+    match counter {
         Counter::Instructions | Counter::Allocations => {
             let mut command = Command::new("valgrind");
             command.args(match counter {
@@ -115,23 +133,21 @@ fn collected(counter: Counter, which: &str, era: Era, url: &str, work: Work, n: 
         }
         Counter::Syscalls => {
             let mut command = Command::new("strace");
-            command.args(["-f", "-c", "-o"]).arg(&summary);
+            command.args(["-f", "-c", "-o"]).arg(summary);
             command
         }
-    };
-    let output = command
-        .arg(child)
-        .args(child_args)
-        .output()
-        .unwrap_or_else(|e| panic!("valgrind or strace (apt-get install valgrind strace): {e}"));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "counting failed: {stderr}");
+    }
+}
+
+/// The figure `counter` reported: in valgrind's `stderr`, or in strace's
+/// `summary` file.
+pub(crate) fn count_of(counter: Counter, stderr: &str, summary: &std::path::Path) -> u64 {
     let (text, marker) = match counter {
-        Counter::Instructions => (stderr.into_owned(), "Collected :"),
-        Counter::Allocations => (stderr.into_owned(), "Total:"),
+        Counter::Instructions => (stderr.to_owned(), "Collected :"),
+        Counter::Allocations => (stderr.to_owned(), "Total:"),
         Counter::Syscalls => {
-            let text = std::fs::read_to_string(&summary).expect("strace's summary");
-            let _ = std::fs::remove_file(&summary);
+            let text = std::fs::read_to_string(summary).expect("strace's summary");
+            let _ = std::fs::remove_file(summary);
             (text, " total")
         }
     };
@@ -242,10 +258,33 @@ pub async fn run(args: &[String]) {
                 measured.insert(key, figure);
             }
         }
+        // The demo server answers listings (the canned one does not), in
+        // this process, outside the count.
+        let demo = mcp_connect::demo::DemoServer::start().await.unwrap();
+        for era in [Era::Legacy, Era::Modern] {
+            let url = &demo.url();
+            for (counter, prefix) in [
+                (Counter::Instructions, ""),
+                (Counter::Allocations, ALLOCATIONS),
+            ] {
+                let figure = crate::gateway_count::per_call(counter, era, url, n).await;
+                let key = format!("{prefix}gateway demo {} call", era.name());
+                measured.insert(
+                    key,
+                    if prefix.is_empty() {
+                        figure.round()
+                    } else {
+                        figure
+                    },
+                );
+            }
+        }
         baseline(&measured, write);
         return;
     }
     println!("{}", table(&rows));
+    let demo = mcp_connect::demo::DemoServer::start().await.unwrap();
+    println!("{}", gateway_rows(&demo.url(), n).await);
     println!("{}", resources(&rmcp.url, n));
 }
 
@@ -273,6 +312,24 @@ fn resources(url: &str, n: usize) -> String {
                 figures[0] / figures[3],
             ));
         }
+    }
+    out
+}
+
+/// Instructions and allocations per call forwarded by the gateway (the
+/// demo server behind it, in this process).
+async fn gateway_rows(url: &str, n: usize) -> String {
+    let mut out = String::from(
+        "| forwarded call, demo server | gateway instructions | gateway allocations |\n|---|---|---|\n",
+    );
+    for era in [Era::Legacy, Era::Modern] {
+        let instructions = crate::gateway_count::per_call(Counter::Instructions, era, url, n).await;
+        let allocations = crate::gateway_count::per_call(Counter::Allocations, era, url, n).await;
+        out.push_str(&format!(
+            "| {} | {:.1}k | {allocations:.1} |\n",
+            year(era),
+            instructions / 1000.0
+        ));
     }
     out
 }
@@ -345,7 +402,7 @@ fn baseline(measured: &BTreeMap<String, f64>, write: bool) {
     let mut worse = 0;
     for (key, figure) in measured {
         let Some(base) = expected.get(key) else {
-            eprintln!("{key}: no baseline figure");
+            eprintln!("{key}: {figure:.1}, no baseline figure");
             worse += 1;
             continue;
         };

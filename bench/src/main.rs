@@ -32,6 +32,7 @@ mod clients;
 mod flags;
 mod floor;
 mod gateway;
+mod gateway_count;
 mod group;
 mod instructions;
 mod lazy;
@@ -106,6 +107,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).is_some_and(|a| a == "count") {
         return instructions::child(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == "gateway-count") {
+        return gateway_count::child(&args[2..]);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
