@@ -94,6 +94,8 @@ pub(super) struct Members<'a> {
     pub(super) stack: Establish,
     pub(super) handler: ClientHandler,
     pub(super) cancel: CancellationToken,
+    /// `serve --otlp`: what each member's requests are instrumented with.
+    pub(super) telemetry: Option<mcp_connect::telemetry::Telemetry>,
 }
 
 impl Members<'_> {
@@ -108,6 +110,9 @@ impl Members<'_> {
         let mut request = with_limits_and_versions(server.request(), self.args);
         if let Some(oauth) = server.oauth() {
             request = super::authorize::with_oauth(request, server.name(), oauth);
+        }
+        if let Some(telemetry) = &self.telemetry {
+            request = request.with_telemetry(telemetry.clone());
         }
         let limits = server.limits_over(*request.limits());
         request
@@ -177,6 +182,7 @@ pub(super) async fn run(
         stack,
         handler,
         cancel: cancel.clone(),
+        telemetry: None,
     };
     for server in &servers {
         // Names in a config file are unique: this cannot be a duplicate.

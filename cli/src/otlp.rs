@@ -122,6 +122,13 @@ impl Otlp {
         Telemetry::new(&self.tracers, &self.meters).with_propagator(TraceContextPropagator::new())
     }
 
+    /// What `serve`'s gateway is instrumented with: its SERVER spans the
+    /// parents of the members' CLIENT spans, on the same providers.
+    pub(super) fn server_telemetry(&self) -> mcp_connect_gateway::ServerTelemetry {
+        mcp_connect_gateway::ServerTelemetry::new(&self.tracers, &self.meters)
+            .with_propagator(TraceContextPropagator::new())
+    }
+
     /// Flushes and stops both providers; an export that failed is one line
     /// on stderr.
     pub(super) fn shutdown(self) {

@@ -24,6 +24,7 @@ use tower_service::Service as _;
 
 use super::args::Args;
 use super::config::{reload, unusable, ConfigFile, Members};
+use super::otlp::Otlp;
 use super::output::{chain, Printer};
 use super::reload::ReloadTriggers;
 use super::request::{handler_from, recovery_from};
@@ -44,29 +45,32 @@ pub(super) async fn run(
         Err(error) => return usage(&format!("--watch-config: {}", chain(&error))),
     };
     // Checked before anything starts: a usage error sends nothing.
-    let (tokens, hosts) = match access(args) {
-        Ok(access) => access,
+    let checked = match checked(args, &file) {
+        Ok(checked) => checked,
         Err(message) => return usage(&message),
     };
-    let replicas = match super::stores::replica_owners(args) {
-        Ok(replicas) => replicas,
-        Err(message) => return usage(&message),
-    };
-    let (group, members) = match started(args, &file, printer, cancel) {
+    let (otlp, replicas) = (checked.otlp, checked.replicas);
+    let (group, members) = match started(args, &file, printer, cancel, otlp.as_ref()) {
         Ok(started) => started,
         Err(code) => return code,
     };
     let entries = Entries::default();
     entries.refresh(&file.config, &members);
-    let gateway = Gateway::builder(group.clone())
+    let mut gateway = Gateway::builder(group.clone())
         .session_idle_timeout(args.session_idle_timeout)
         .max_sessions(args.max_sessions)
         .keepalive(args.keepalive)
-        .allowed_hosts(hosts)
-        .bearer_tokens(tokens)
+        .allowed_hosts(checked.hosts)
+        .bearer_tokens(checked.tokens)
         .session_clients(entries.maker(members.stack.clone()));
+    if let Some(otlp) = &otlp {
+        gateway = gateway.telemetry(otlp.server_telemetry());
+    }
     if args.stdio {
-        return on_stdio(gateway.build(), &group, cancel, signals).await;
+        return flushed(
+            otlp,
+            on_stdio(gateway.build(), &group, cancel, signals).await,
+        );
     }
     let listener = match TcpListener::bind(args.listen).await {
         Ok(listener) => listener,
@@ -85,7 +89,6 @@ pub(super) async fn run(
         &format!("serving {} servers at {url}", group.names().len()),
         json!({ "event": "serving", "url": url, "servers": group.names().len() }),
     );
-    tokio::spawn(give_back_memory(gateway.clone()));
     let accepting = accept(listener, gateway);
     tokio::pin!(accepting);
     let far = || Instant::now() + std::time::Duration::from_secs(86_400);
@@ -104,10 +107,42 @@ pub(super) async fn run(
         }
     }
     group.shutdown_within(CLOSE_BOUND).await;
-    match signals.received() {
+    let code = match signals.received() {
         Some(signal) => ExitCode::from(signal.exit_code()),
         None => ExitCode::FAILURE,
+    };
+    flushed(otlp, code)
+}
+
+/// What `serve` checks before anything starts: who may call, the replicas
+/// it shares sessions with, where its telemetry goes.
+struct Checked {
+    tokens: Vec<String>,
+    hosts: Allowed,
+    replicas: Option<(RedisStores, Option<http::Uri>)>,
+    otlp: Option<Otlp>,
+}
+
+fn checked(args: &Args, file: &ConfigFile) -> Result<Checked, String> {
+    let (tokens, hosts) = access(args)?;
+    let replicas = super::stores::replica_owners(args)?;
+    let otlp = (args.otlp.as_deref())
+        .map(|url| Otlp::start(url, &file.client))
+        .transpose()?;
+    Ok(Checked {
+        tokens,
+        hosts,
+        replicas,
+        otlp,
+    })
+}
+
+/// `code`, once `--otlp`'s last spans and metrics are exported.
+fn flushed(otlp: Option<Otlp>, code: ExitCode) -> ExitCode {
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
     }
+    code
 }
 
 /// The gateway, with `--state-store` sharing its sessions with the other
@@ -191,6 +226,7 @@ fn started<'a>(
     file: &ConfigFile,
     printer: &Printer,
     cancel: &CancellationToken,
+    otlp: Option<&Otlp>,
 ) -> Result<(ServerGroup, Members<'a>), ExitCode> {
     let handler = handler_from(args).map_err(|message| usage(&message))?;
     let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
@@ -202,6 +238,7 @@ fn started<'a>(
         stack,
         handler,
         cancel: cancel.clone(),
+        telemetry: otlp.map(Otlp::telemetry),
     };
     let disabled: Vec<_> = file.config.disabled().collect();
     unusable(printer, file.config.errors(), &disabled);
@@ -266,6 +303,7 @@ fn trim() {}
 /// Serves each connection on a task of its own: the gateway at `/mcp`,
 /// 404 elsewhere. Ends only when the listener fails.
 async fn accept(listener: TcpListener, gateway: Gateway) {
+    tokio::spawn(give_back_memory(gateway.clone()));
     while let Ok((stream, _)) = listener.accept().await {
         // A stream's events are small writes: without TCP_NODELAY, Nagle
         // holds each behind the client's delayed ACK (40 ms a call).

@@ -31,6 +31,8 @@ pub struct GatewayBuilder {
     keepalive: Duration,
     session_clients: Option<SessionClients>,
     replicas: Option<Replicas>,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::ServerTelemetry>,
     name: String,
     version: String,
 }
@@ -66,6 +68,8 @@ impl GatewayBuilder {
             keepalive: Duration::from_secs(15),
             session_clients: None,
             replicas: None,
+            #[cfg(feature = "otel")]
+            telemetry: None,
             name: "mcp-connect-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
@@ -166,6 +170,15 @@ impl GatewayBuilder {
         self
     }
 
+    /// Instruments the gateway (feature `otel`): a SERVER span per request
+    /// it answers, the parent of the member's CLIENT span, and its metrics
+    /// (see [`ServerTelemetry`](crate::ServerTelemetry)).
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: crate::ServerTelemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
     /// The name and version the gateway gives itself.
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.name = name.into();
@@ -175,24 +188,29 @@ impl GatewayBuilder {
 
     /// The gateway.
     pub fn build(self) -> Gateway {
-        Gateway {
-            inner: Arc::new(Inner {
-                group: self.group,
-                sessions: Sessions::new(self.idle, self.max_sessions, self.replicas),
-                max_body: self.max_body,
-                hosts: self.hosts,
-                origins: self.origins,
-                cache_hints: CacheHints {
-                    ttl_ms: u64::try_from(self.listing_ttl.as_millis()).unwrap_or(u64::MAX),
-                    private: !self.tokens.0.is_empty(),
-                },
-                tokens: self.tokens,
-                name: self.name,
-                version: self.version,
-                keepalive: self.keepalive,
-                session_clients: self.session_clients,
-                sweeping: std::sync::OnceLock::new(),
-            }),
+        let inner = Arc::new(Inner {
+            group: self.group,
+            sessions: Sessions::new(self.idle, self.max_sessions, self.replicas),
+            max_body: self.max_body,
+            hosts: self.hosts,
+            origins: self.origins,
+            cache_hints: CacheHints {
+                ttl_ms: u64::try_from(self.listing_ttl.as_millis()).unwrap_or(u64::MAX),
+                private: !self.tokens.0.is_empty(),
+            },
+            tokens: self.tokens,
+            name: self.name,
+            version: self.version,
+            keepalive: self.keepalive,
+            session_clients: self.session_clients,
+            sweeping: std::sync::OnceLock::new(),
+            #[cfg(feature = "otel")]
+            telemetry: self.telemetry,
+        });
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = &inner.telemetry {
+            telemetry.observe_sessions(Arc::downgrade(&inner));
         }
+        Gateway { inner }
     }
 }

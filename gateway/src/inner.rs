@@ -26,6 +26,26 @@ pub(crate) struct Inner {
     pub(crate) session_clients: Option<SessionClients>,
     /// Set once the idle sweep runs (from the first session on).
     pub(crate) sweeping: OnceLock<()>,
+    #[cfg(feature = "otel")]
+    pub(crate) telemetry: Option<crate::telemetry::ServerTelemetry>,
+}
+
+#[cfg(not(feature = "otel"))]
+impl Inner {
+    /// `answering` with `params` (in a span with the `otel` feature).
+    pub(crate) async fn traced<F>(
+        &self,
+        _: &serde_json::Value,
+        _: &str,
+        params: &mut Option<serde_json::Value>,
+        _: &str,
+        answering: impl FnOnce(Option<serde_json::Value>) -> F,
+    ) -> crate::answer::Answer
+    where
+        F: std::future::Future<Output = crate::answer::Answer>,
+    {
+        answering(params.take()).await
+    }
 }
 
 impl std::fmt::Debug for Inner {

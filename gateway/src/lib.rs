@@ -42,8 +42,13 @@
 //!   [`OwnerStore`](mcp_connect::store::OwnerStore); another replica hands
 //!   it the requests that reach it and relays the answers.
 //!
+//! - Telemetry (feature `otel`, [`GatewayBuilder::telemetry`]): a SERVER
+//!   span per request under the client's trace context, the parent of the
+//!   member's CLIENT span; `mcp.server.operation.duration` by tool and
+//!   member; the open sessions.
+//!
 //! Not yet (issue 66 goes on; docs/GATEWAY.md lists it): a 2025 member's
-//! questions to a 2026-07-28 client, server-side telemetry.
+//! questions to a 2026-07-28 client.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {
@@ -74,6 +79,8 @@ mod service;
 mod sessions;
 mod stdio;
 mod streamed;
+#[cfg(feature = "otel")]
+mod telemetry;
 
 pub use body::ReplyBody;
 pub use builder::GatewayBuilder;
@@ -81,6 +88,8 @@ pub use checks::Allowed;
 pub use relay::SessionRelay;
 pub use service::{Gateway, ResponseFuture};
 pub use stdio::IN_FLIGHT as STDIO_IN_FLIGHT;
+#[cfg(feature = "otel")]
+pub use telemetry::{ServerTelemetry, OPERATION_DURATION, SESSIONS};
 
 /// Makes a 2025 session's own client of one member (see
 /// [`GatewayBuilder::session_clients`]).

@@ -17,7 +17,9 @@ use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use mcp_connect::group::ServerGroup;
-use mcp_connect::protocol::{codes, Incoming, NotificationKind, RequestId, RequestKind};
+use mcp_connect::protocol::{
+    codes, Incoming, NotificationKind, ProtocolVersion, RequestId, RequestKind,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -217,9 +219,19 @@ impl Inner {
             };
             let answer = match kind {
                 RequestKind::Discover => discovered(&self.name, &self.version),
-                _ => answer(upstream, exchange.method, params, Default::default())
+                _ => {
+                    let (mut params, method) = (params, exchange.method);
+                    let answering = |params| answer(upstream, method, params, Default::default());
+                    (self.traced(
+                        exchange.id,
+                        method,
+                        &mut params,
+                        ProtocolVersion::LATEST_MODERN.as_str(),
+                        answering,
+                    ))
                     .await
-                    .map(|result| modern::dressed(result, kind, self.cache_hints)),
+                    .map(|result| modern::dressed(result, kind, self.cache_hints))
+                }
             };
             return exchange.answered(answer, None);
         }
@@ -233,7 +245,7 @@ impl Inner {
             let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
             return reply::error(StatusCode::BAD_REQUEST, id, &failure);
         };
-        let Some((_, down)) = self.sessions.touch(session) else {
+        let Some((version, down)) = self.sessions.touch(session) else {
             return session_not_found(id);
         };
         if routed(kind) {
@@ -258,7 +270,9 @@ impl Inner {
             group: &self.group,
             session: (self.session_clients.as_ref()).map(|make| (&down, make)),
         };
-        let answer = answer(upstream, exchange.method, params, Default::default()).await;
+        let (mut params, method) = (params, exchange.method);
+        let answering = |params| answer(upstream, method, params, Default::default());
+        let answer = (self.traced(exchange.id, method, &mut params, &version, answering)).await;
         exchange.answered(answer, None)
     }
 

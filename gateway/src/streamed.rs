@@ -96,7 +96,13 @@ pub(crate) fn streamed(
             session,
         };
         let kind = RequestKind::of(&method);
-        let answering = answer(upstream, &method, params, options);
+        let version = match &era {
+            Era::Session(down) => down.version.clone(),
+            Era::Modern => ProtocolVersion::LATEST_MODERN,
+        };
+        let mut params = params;
+        let answering = |params| answer(upstream, &method, params, options);
+        let answering = inner.traced(&id, &method, &mut params, version.as_str(), answering);
         let answered = match era {
             Era::Modern => tokio::select! {
                 answered = answering => Some(answered),

@@ -61,6 +61,33 @@ async fn used_session(client: &Raw, url: &str) -> String {
     id
 }
 
+/// A new session at `url` that called `add` once, once the gateway lists
+/// it (the member settles after `serve` says where it serves): its id.
+pub(crate) async fn used_session_at(url: &str) -> String {
+    let client: Raw = Client::builder(TokioExecutor::new()).build_http();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "otlp", "version": "1" } } });
+    let (id, _) = post(&client, url, None, initialize).await;
+    let id = id.expect("a session");
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    for _ in 0..200 {
+        let (_, listed) = post(&client, url, Some(&id), list.clone()).await;
+        if listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": { "name": "add", "arguments": { "a": 1, "b": 2 } } });
+            let (_, answer) = post(&client, url, Some(&id), call).await;
+            assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}");
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the gateway listed no tool within 10 s");
+}
+
 /// The process's resident memory, in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 use tower_service::Service as _;
 
 mod replicas;
+#[cfg(feature = "otel")]
+mod telemetry;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
