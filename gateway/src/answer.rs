@@ -37,9 +37,9 @@ pub(crate) type Answer = Result<Box<RawValue>, RpcFailure>;
 /// The server's capabilities in a 2025 session.
 pub(crate) fn capabilities() -> Value {
     json!({
-        "tools": { "listChanged": false },
-        "prompts": { "listChanged": false },
-        "resources": { "listChanged": false, "subscribe": true },
+        "tools": { "listChanged": true },
+        "prompts": { "listChanged": true },
+        "resources": { "listChanged": true, "subscribe": true },
         "completions": {},
         "logging": {},
     })
@@ -272,7 +272,7 @@ async fn complete(group: &ServerGroup, params: Option<Value>) -> Answer {
 
 /// A listing from the catalogue: every usable member's items, tools and
 /// prompts under their catalogue names.
-fn listing(group: &ServerGroup, kind: RequestKind) -> Answer {
+pub(crate) fn listing(group: &ServerGroup, kind: RequestKind) -> Answer {
     // An error only when every member has settled and none is usable: a
     // member still starting is not an outage (its items show once it is
     // ready).

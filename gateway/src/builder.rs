@@ -209,7 +209,9 @@ impl GatewayBuilder {
         });
         #[cfg(feature = "otel")]
         if let Some(telemetry) = &inner.telemetry {
-            telemetry.observe_sessions(Arc::downgrade(&inner));
+            let weak = Arc::downgrade(&inner);
+            let open = move || weak.upgrade().map(|inner| inner.sessions.counts().0 as u64);
+            telemetry.observe_sessions(open);
         }
         Gateway { inner }
     }

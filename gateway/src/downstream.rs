@@ -166,6 +166,19 @@ impl Downstream {
         no
     }
 
+    /// Sends `event` (a notification unrelated to any request) on the
+    /// newest GET stream whose reader is still there; whether one took it.
+    pub(crate) fn notify(&self, event: Bytes) -> bool {
+        let state = self.state();
+        let open = state.listening.iter().rev().map(|(_, s)| s);
+        for sender in open {
+            if !sender.is_closed() {
+                return sender.try_send(event).is_ok();
+            }
+        }
+        false
+    }
+
     /// A GET with `Last-Event-ID`: the stream `no` continues on `sender`.
     /// Whether there was such a stream (still running, or with its answer
     /// kept, which is sent at once).

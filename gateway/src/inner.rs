@@ -24,30 +24,36 @@ pub(crate) struct Inner {
     pub(crate) version: String,
     pub(crate) keepalive: Duration,
     pub(crate) session_clients: Option<SessionClients>,
-    /// Set once the idle sweep runs (from the first session on).
+    /// Set once the idle sweep and the `list_changed` forwarder run (from
+    /// the first session on).
     pub(crate) sweeping: OnceLock<()>,
     #[cfg(feature = "otel")]
     pub(crate) telemetry: Option<crate::telemetry::ServerTelemetry>,
 }
 
-#[cfg(not(feature = "otel"))]
 impl Inner {
-    /// `answering` with `params` (in a span with the `otel` feature).
+    /// `answering` with `params` (request `id`'s `method`, in a session of
+    /// `version`): with telemetry, in a SERVER span and counted.
     pub(crate) async fn traced<F>(
         &self,
-        _: &serde_json::Value,
-        _: &str,
+        id: &serde_json::Value,
+        method: &str,
         params: &mut Option<serde_json::Value>,
-        _: &str,
+        version: &str,
         answering: impl FnOnce(Option<serde_json::Value>) -> F,
     ) -> crate::answer::Answer
     where
         F: std::future::Future<Output = crate::answer::Answer>,
     {
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = &self.telemetry {
+            let group = &self.group;
+            return (telemetry.traced(group, id, method, params, version, answering)).await;
+        }
+        let _ = (id, method, version);
         answering(params.take()).await
     }
 }
-
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")

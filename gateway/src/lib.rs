@@ -68,8 +68,10 @@
 mod answer;
 mod body;
 mod builder;
+mod changes;
 mod checks;
 mod downstream;
+mod handoff;
 mod inner;
 mod modern;
 mod relay;

@@ -93,3 +93,12 @@ pub(crate) fn result(id: &Value, result: &RawValue) -> Reply {
 pub(crate) fn error(code: StatusCode, id: Option<&Value>, failure: &RpcFailure) -> Reply {
     json_body(code, error_message(id, failure))
 }
+
+/// 404: the session named is not (or no longer) open.
+pub(crate) fn session_not_found(id: Option<&Value>) -> Reply {
+    let failure = RpcFailure::new(
+        mcp_connect::protocol::codes::INVALID_REQUEST,
+        "Session not found",
+    );
+    error(StatusCode::NOT_FOUND, id, &failure)
+}

@@ -150,7 +150,7 @@ impl Inner {
         let down = match session {
             Some(session) => match self.sessions.touch(session) {
                 Some((_, down)) => Some(down),
-                None => return session_not_found(None),
+                None => return reply::session_not_found(None),
             },
             None => None,
         };
@@ -246,7 +246,7 @@ impl Inner {
             return reply::error(StatusCode::BAD_REQUEST, id, &failure);
         };
         let Some((version, down)) = self.sessions.touch(session) else {
-            return session_not_found(id);
+            return reply::session_not_found(id);
         };
         if routed(kind) {
             let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
@@ -286,6 +286,7 @@ impl Inner {
     ) -> Reply {
         self.sweeping.get_or_init(|| {
             tokio::spawn(sweep(Arc::downgrade(self)));
+            tokio::spawn(crate::changes::forward(Arc::downgrade(self)));
         });
         let version = crate::answer::negotiated(params);
         let capabilities = (params.and_then(|p| p.get("capabilities")))
@@ -326,7 +327,7 @@ impl Inner {
             return reply::error(StatusCode::NOT_ACCEPTABLE, None, &failure);
         }
         let Some((_, down)) = self.sessions.touch(session) else {
-            return session_not_found(None);
+            return reply::session_not_found(None);
         };
         let (sender, events) = mpsc::channel(64);
         // A client back for a request stream it lost gets the rest of it.
@@ -345,7 +346,7 @@ impl Inner {
     async fn delete(&self, headers: &HeaderMap) -> Reply {
         match checks::session_id(headers) {
             Some(session) if self.sessions.close(session).await => reply::status(StatusCode::OK),
-            Some(_) => session_not_found(None),
+            Some(_) => reply::session_not_found(None),
             None => {
                 let failure = RpcFailure::new(codes::INVALID_REQUEST, "Missing session id");
                 reply::error(StatusCode::BAD_REQUEST, None, &failure)
@@ -401,11 +402,6 @@ async fn sweep(inner: Weak<Inner>) {
         let Some(inner) = inner.upgrade() else { return };
         inner.sessions.sweep();
     }
-}
-
-pub(crate) fn session_not_found(id: Option<&Value>) -> Reply {
-    let failure = RpcFailure::new(codes::INVALID_REQUEST, "Session not found");
-    reply::error(StatusCode::NOT_FOUND, id, &failure)
 }
 
 fn not_allowed() -> Reply {

@@ -166,6 +166,14 @@ impl Sessions {
         }
     }
 
+    /// Every open session's state.
+    pub(crate) fn all(&self) -> Vec<Arc<Downstream>> {
+        self.table()
+            .values()
+            .map(|e| Arc::clone(&e.downstream))
+            .collect()
+    }
+
     /// How many sessions the table holds (idle ones not yet swept
     /// included).
     #[cfg(test)]

@@ -14,10 +14,10 @@
 //! client's own trace fields are taken out of `params._meta` before the
 //! request goes on, so that the member's parent is the gateway's span.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_connect::group::Catalogue;
+use mcp_connect::group::{Catalogue, ServerGroup};
 use mcp_connect::protocol::RequestKind;
 use mcp_connect::telemetry::{names, DURATION_BUCKETS};
 use opentelemetry::global::BoxedTracer;
@@ -30,7 +30,6 @@ use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use serde_json::Value;
 
 use crate::answer::Answer;
-use crate::inner::Inner;
 
 /// The name of the gauge of open 2025 sessions.
 pub const SESSIONS: &str = "mcp_connect.gateway.sessions";
@@ -111,14 +110,15 @@ impl ServerTelemetry {
         self
     }
 
-    /// Registers the sessions gauge, reading `inner` while it lives.
-    pub(crate) fn observe_sessions(&self, inner: Weak<Inner>) {
+    /// Registers the sessions gauge, `open` saying how many there are
+    /// (`None` once the gateway is gone).
+    pub(crate) fn observe_sessions(&self, open: impl Fn() -> Option<u64> + Send + Sync + 'static) {
         self.meter
             .u64_observable_gauge(SESSIONS)
             .with_description("2025 sessions open at the gateway")
             .with_callback(move |observer| {
-                if let Some(inner) = inner.upgrade() {
-                    observer.observe(inner.sessions.counts().0 as u64, &[]);
+                if let Some(open) = open() {
+                    observer.observe(open, &[]);
                 }
             })
             .build();
@@ -203,12 +203,13 @@ fn tool_failed(result: &serde_json::value::RawValue) -> bool {
     serde_json::from_str::<Outcome>(result.get()).is_ok_and(|o| o.is_error)
 }
 
-impl Inner {
-    /// `answering` (request `id`'s `method` with `params`), in a SERVER
-    /// span and counted, when the gateway has telemetry; `params` lose the
-    /// client's trace fields first.
+impl ServerTelemetry {
+    /// `answering` (request `id`'s `method` with `params`, to `group`), in
+    /// a SERVER span and counted; `params` lose the client's trace fields
+    /// first.
     pub(crate) async fn traced<F>(
         &self,
+        group: &ServerGroup,
         id: &Value,
         method: &str,
         params: &mut Option<Value>,
@@ -218,15 +219,13 @@ impl Inner {
     where
         F: std::future::Future<Output = Answer>,
     {
-        let Some(telemetry) = &self.telemetry else {
-            return answering(params.take()).await;
-        };
+        let telemetry = self;
         let started = Instant::now();
         let parent = telemetry.parent(params.as_mut());
         let Described {
             name,
             mut attributes,
-        } = described(&self.group.catalogue(), method, params.as_ref(), version);
+        } = described(&group.catalogue(), method, params.as_ref(), version);
         let mut span_attributes = attributes.clone();
         span_attributes.push(KeyValue::new(names::REQUEST_ID, id.to_string()));
         let tracer = &telemetry.tracer;

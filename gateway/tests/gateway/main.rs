@@ -17,6 +17,7 @@ use mcp_connect_gateway::Gateway;
 use serde_json::{json, Value};
 use tower_service::Service as _;
 
+mod changes;
 mod replicas;
 #[cfg(feature = "otel")]
 mod telemetry;

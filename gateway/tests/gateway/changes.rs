@@ -1,0 +1,84 @@
+//! `list_changed` reaches a 2025 session's GET stream, once per burst of
+//! changes: two members added together are one notification, a member
+//! removed is another, and a session that lists nothing new hears nothing.
+
+use std::sync::{Arc, Mutex};
+
+use http::Method;
+
+use super::*;
+
+/// Opens session `session`'s GET stream; what it carries, as it comes.
+async fn listen(addr: SocketAddr, session: &str) -> Arc<Mutex<String>> {
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let request = Request::builder()
+        .uri(format!("http://{addr}/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(Full::default())
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let heard = Arc::new(Mutex::new(String::new()));
+    let into = Arc::clone(&heard);
+    tokio::spawn(async move {
+        let mut body = response.into_body();
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Ok(data) = frame.into_data() {
+                into.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    });
+    heard
+}
+
+fn count(heard: &Mutex<String>, method: &str) -> usize {
+    heard.lock().unwrap().matches(method).count()
+}
+
+#[tokio::test]
+async fn members_added_together_are_one_list_changed_and_one_removed_another() {
+    let demos = [
+        DemoServer::start().await.unwrap(),
+        DemoServer::start().await.unwrap(),
+        DemoServer::start().await.unwrap(),
+    ];
+    let group = ServerGroup::new();
+    group.add(member(&demos[0].url(), "one")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let addr = serve(Gateway::builder(group.clone()).build()).await;
+    let (_, session, answer) =
+        exchange(addr, Method::POST, &[JSON_IN, BOTH_OUT], &initialize()).await;
+    assert_eq!(
+        answer["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+    let heard = listen(addr, &session.unwrap()).await;
+    let tools = "notifications/tools/list_changed";
+
+    group.add(member(&demos[1].url(), "two")).unwrap();
+    group.add(member(&demos[2].url(), "three")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    for _ in 0..100 {
+        if count(&heard, tools) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Past the settling window: nothing more came of the same burst.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(count(&heard, tools), 1, "{}", heard.lock().unwrap());
+
+    group.remove("three").await.unwrap();
+    for _ in 0..100 {
+        if count(&heard, tools) > 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(&heard, tools), 2, "{}", heard.lock().unwrap());
+}
