@@ -162,7 +162,7 @@ async fn routed(
 
 /// The member a request goes to, its target renamed as that member named
 /// it (the group's own routing, for a session's own clients).
-fn route(
+pub(crate) fn route(
     catalogue: &Catalogue,
     kind: RequestKind,
     params: &mut Value,
@@ -212,7 +212,7 @@ fn route(
 /// What a member's client's failure tells the client: the member's own
 /// JSON-RPC error as it sent it, else the failure's kind in the gateway's
 /// words.
-fn client_failure(error: &ClientError) -> RpcFailure {
+pub(crate) fn client_failure(error: &ClientError) -> RpcFailure {
     match error.call_error().and_then(|e| e.rpc_error()) {
         Some(rpc) => RpcFailure {
             code: rpc.code(),

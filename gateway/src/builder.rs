@@ -203,6 +203,7 @@ impl GatewayBuilder {
             version: self.version,
             keepalive: self.keepalive,
             session_clients: self.session_clients,
+            rounds: Default::default(),
             sweeping: std::sync::OnceLock::new(),
             #[cfg(feature = "otel")]
             telemetry: self.telemetry,

@@ -47,8 +47,11 @@
 //!   member's CLIENT span; `mcp.server.operation.duration` by tool and
 //!   member; the open sessions.
 //!
-//! Not yet (issue 66 goes on; docs/GATEWAY.md lists it): a 2025 member's
-//! questions to a 2026-07-28 client.
+//! - A member's questions to a 2026-07-28 client as `input_required`
+//!   rounds (`crate::rounds`), -32021 for a capability it did not declare.
+//!
+//! Not yet (issue 66 goes on; docs/GATEWAY.md lists it): the 2026-07-28
+//! `subscriptions/listen` stream, a member's questions over stdio.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {
@@ -74,9 +77,11 @@ mod downstream;
 mod handoff;
 mod inner;
 mod modern;
+mod modern_call;
 mod relay;
 mod replicas;
 mod reply;
+mod rounds;
 mod service;
 mod sessions;
 mod stdio;

@@ -39,6 +39,18 @@ pub struct SessionRelay {
 }
 
 impl SessionRelay {
+    pub(crate) fn new(
+        handler: ClientHandler,
+        notifications: NotificationSender,
+        version: ProtocolVersion,
+    ) -> Self {
+        SessionRelay {
+            handler,
+            notifications,
+            version,
+        }
+    }
+
     /// `request` with the relay on it; a request whose versions are
     /// already capped or pinned keeps its own rule.
     pub fn apply(self, request: ConnectRequest) -> ConnectRequest {

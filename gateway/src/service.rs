@@ -213,15 +213,12 @@ impl Inner {
                 let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
                 return streamed(self, id, method, params, Era::Modern);
             }
-            let upstream = Upstream {
-                group: &self.group,
-                session: None,
-            };
             let answer = match kind {
                 RequestKind::Discover => discovered(&self.name, &self.version),
                 _ => {
                     let (mut params, method) = (params, exchange.method);
-                    let answering = |params| answer(upstream, method, params, Default::default());
+                    let answering =
+                        |params| self.modern_answer(kind, method, params, Default::default());
                     (self.traced(
                         exchange.id,
                         method,
@@ -233,6 +230,11 @@ impl Inner {
                     .map(|result| modern::dressed(result, kind, self.cache_hints))
                 }
             };
+            if let Err(failure) = &answer {
+                if failure.code == codes::MISSING_REQUIRED_CAPABILITY {
+                    return reply::error(StatusCode::BAD_REQUEST, id, failure);
+                }
+            }
             return exchange.answered(answer, None);
         }
         if let Err((status, failure)) = checks::version_header(exchange.headers) {

@@ -199,7 +199,7 @@ fn retire(gone: impl IntoIterator<Item = Arc<Downstream>>) {
 }
 
 /// 128 random bits as 32 hex digits.
-fn new_id() -> Option<String> {
+pub(crate) fn new_id() -> Option<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).ok()?;
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())

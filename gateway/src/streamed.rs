@@ -101,7 +101,13 @@ pub(crate) fn streamed(
             Era::Modern => ProtocolVersion::LATEST_MODERN,
         };
         let mut params = params;
-        let answering = |params| answer(upstream, &method, params, options);
+        let era_of = &era;
+        let answering = |params| async {
+            match era_of {
+                Era::Modern => inner.modern_answer(kind, &method, params, options).await,
+                Era::Session(_) => answer(upstream, &method, params, options).await,
+            }
+        };
         let answering = inner.traced(&id, &method, &mut params, version.as_str(), answering);
         let answered = match era {
             Era::Modern => tokio::select! {

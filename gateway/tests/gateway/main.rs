@@ -19,6 +19,7 @@ use tower_service::Service as _;
 
 mod changes;
 mod replicas;
+mod rounds;
 #[cfg(feature = "otel")]
 mod telemetry;
 

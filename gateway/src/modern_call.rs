@@ -1,0 +1,44 @@
+//! A 2026-07-28 request's answer: a routed one through a round
+//! (`crate::rounds`) when the gateway makes clients of its own, so that
+//! the member may ask the client; anything else through the group.
+
+use mcp_connect::protocol::RequestKind;
+use mcp_connect::session::RequestOptions;
+use serde_json::Value;
+
+use crate::answer::{answer, Answer, Upstream};
+use crate::inner::Inner;
+use crate::rounds::own_meta_only;
+
+impl Inner {
+    /// A 2026-07-28 request's answer: a routed one through a round when
+    /// the gateway makes clients of its own, anything else through the
+    /// group.
+    pub(crate) async fn modern_answer(
+        &self,
+        kind: RequestKind,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Answer {
+        let rounds = matches!(
+            kind,
+            RequestKind::CallTool | RequestKind::GetPrompt | RequestKind::ReadResource
+        );
+        if let (true, Some(make)) = (rounds, self.session_clients.as_ref()) {
+            return (self
+                .rounds
+                .round(&self.group, make, kind, method, params, options))
+            .await;
+        }
+        let upstream = Upstream {
+            group: &self.group,
+            session: None,
+        };
+        let mut params = params;
+        if let Some(params) = params.as_mut() {
+            own_meta_only(params);
+        }
+        answer(upstream, method, params, options).await
+    }
+}

@@ -1,0 +1,333 @@
+//! A member's questions to a 2026-07-28 client: `input_required` rounds
+//! (SEP-2322). A 2026-07-28 request stands alone, so a member's question
+//! (sampling, elicitation, roots) cannot be sent to the client as a
+//! request of its own: the gateway answers the client's request with an
+//! `input_required` result carrying the question and a `requestState`,
+//! and the client sends the request again with its `inputResponses`.
+//!
+//! Meanwhile the member's call goes on: each routed 2026-07-28 request
+//! runs on a client of its own (made like a 2025 session's, through
+//! [`GatewayBuilder::session_clients`](crate::GatewayBuilder::session_clients)),
+//! whose handler hands the member's question to the request's [`Round`]
+//! and waits for the answer the retry brings. The round is kept under
+//! its `requestState` (128 random bits) for [`ROUND_IDLE`] at most, and
+//! [`MAX_ROUNDS`] rounds wait at once; one that expires cancels the
+//! member's call.
+//!
+//! The client's capabilities are its request's: the member is offered
+//! sampling and elicitation whatever the client declared, and a question
+//! of one the client did not declare ends the request with
+//! `MissingRequiredClientCapability` (-32021) naming it; roots are offered
+//! only when declared (members ask for them at start, not for a call).
+//!
+//! A round lives in one process: a retry that reaches another replica
+//! finds no round (-32602), and the client starts the request anew.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_connect::inbound::{notification_channel, ClientHandler, RequestKind as Question};
+use mcp_connect::protocol::{codes, methods, ProtocolVersion, RawRequest, RequestKind, RpcError};
+use mcp_connect::session::{Call, RequestOptions};
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use mcp_connect::group::ServerGroup;
+
+use crate::answer::{client_failure, route, Answer};
+use crate::relay::SessionRelay;
+use crate::reply::RpcFailure;
+use crate::SessionClients;
+
+/// How long a round waits for the client's retry.
+pub(crate) const ROUND_IDLE: Duration = Duration::from_secs(60);
+
+/// How many rounds wait for a retry at once; one more request asking for
+/// input is refused.
+pub(crate) const MAX_ROUNDS: usize = 1024;
+
+/// What the member's side of a round says.
+enum Said {
+    /// A question for the client, and where its answer goes.
+    Asked(
+        &'static str,
+        Value,
+        oneshot::Sender<Result<Value, RpcError>>,
+    ),
+    /// A question of a capability the client did not declare.
+    Missing(&'static str),
+}
+
+/// One routed request's member call and the questions it asks.
+pub(crate) struct Round {
+    said: tokio::sync::Mutex<(mpsc::Receiver<Said>, Option<oneshot::Receiver<Answer>>)>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>,
+    next: std::sync::atomic::AtomicU64,
+    cancel: CancellationToken,
+    until: Mutex<Instant>,
+}
+
+impl Drop for Round {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The rounds that wait for a retry, by `requestState`.
+#[derive(Default)]
+pub(crate) struct Rounds(Mutex<HashMap<String, Arc<Round>>>);
+
+impl std::fmt::Debug for Rounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rounds").finish_non_exhaustive()
+    }
+}
+
+impl Rounds {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Round>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps `round` under a new state; `None` when too many wait.
+    fn keep(&self, round: Arc<Round>) -> Option<String> {
+        let state = crate::sessions::new_id()?;
+        let now = Instant::now();
+        let mut table = self.table();
+        table.retain(|_, r| *r.until.lock().unwrap_or_else(PoisonError::into_inner) > now);
+        if table.len() >= MAX_ROUNDS {
+            return None;
+        }
+        table.insert(state.clone(), round);
+        Some(state)
+    }
+
+    fn take(&self, state: &str) -> Option<Arc<Round>> {
+        let round = self.table().remove(state)?;
+        let live = *round.until.lock().unwrap_or_else(PoisonError::into_inner) > Instant::now();
+        live.then_some(round)
+    }
+}
+
+/// The handler of a round's member client: sampling and elicitation
+/// always offered, roots when the client declared them.
+fn handler(capabilities: &Value, said: mpsc::Sender<Said>) -> ClientHandler {
+    let mut handler = ClientHandler::new();
+    let kinds = [
+        (
+            Question::Sampling,
+            "sampling",
+            methods::SAMPLING_CREATE_MESSAGE,
+        ),
+        (
+            Question::Elicitation,
+            "elicitation",
+            methods::ELICITATION_CREATE,
+        ),
+        (Question::Roots, "roots", methods::ROOTS_LIST),
+    ];
+    for (kind, capability, method) in kinds {
+        let declared = capabilities.get(capability).is_some();
+        if kind == Question::Roots && !declared {
+            continue;
+        }
+        let said = said.clone();
+        handler = handler.on_raw(kind, move |params| {
+            let said = said.clone();
+            async move {
+                if !declared {
+                    let _ = said.send(Said::Missing(capability)).await;
+                    let data = json!({ "requiredCapabilities": { capability: {} } });
+                    let message = "the client did not declare this capability";
+                    return Err(RpcError::new(
+                        codes::MISSING_REQUIRED_CAPABILITY,
+                        message,
+                        Some(data),
+                    ));
+                }
+                let (reply, answer) = oneshot::channel();
+                let gone = || RpcError::new(codes::INTERNAL_ERROR, "the client is gone", None);
+                said.send(Said::Asked(method, params, reply))
+                    .await
+                    .map_err(|_| gone())?;
+                answer.await.unwrap_or_else(|_| Err(gone()))
+            }
+        });
+    }
+    if capabilities.pointer("/elicitation/url").is_some() {
+        handler = handler.with_url_elicitation();
+    }
+    handler
+}
+
+impl Rounds {
+    /// A routed 2026-07-28 request (`kind`, `method`, `params`) through a
+    /// round: a first request starts the member's call on a client of its
+    /// own; a retry (its `requestState`) brings the answers to the
+    /// round's questions. Either way, the member's final answer, its next
+    /// question as an `input_required` result, or -32021.
+    pub(crate) async fn round(
+        &self,
+        group: &ServerGroup,
+        make: &SessionClients,
+        kind: RequestKind,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Answer {
+        let mut params = match params {
+            Some(Value::Object(params)) => params,
+            _ => Map::new(),
+        };
+        let state = params.remove("requestState");
+        let responses = params.remove("inputResponses");
+        let round = match state {
+            Some(state) => {
+                let round = (state.as_str()).and_then(|state| self.take(state));
+                let Some(round) = round else {
+                    let message = "requestState names no round waiting here";
+                    return Err(RpcFailure::new(codes::INVALID_PARAMS, message));
+                };
+                round.answered(responses);
+                round
+            }
+            None => Round::start(group, make, kind, method, params, options)?,
+        };
+        round.step(self).await
+    }
+}
+
+impl Round {
+    /// Starts the member's call on a client of its own.
+    fn start(
+        group: &ServerGroup,
+        make: &SessionClients,
+        kind: RequestKind,
+        method: &str,
+        params: Map<String, Value>,
+        options: RequestOptions,
+    ) -> Result<Arc<Round>, RpcFailure> {
+        let unusable = || RpcFailure::new(codes::INTERNAL_ERROR, "the server is not usable now");
+        let capabilities = (params.get("_meta"))
+            .and_then(|m| m.get(mcp_connect::protocol::meta_keys::CLIENT_CAPABILITIES))
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let mut params = Value::Object(params);
+        own_meta_only(&mut params);
+        let server = route(&group.catalogue(), kind, &mut params)?;
+        if !(group.health(&server)).is_some_and(|h| h.state.is_usable()) {
+            return Err(unusable());
+        }
+        let (said, heard) = mpsc::channel(4);
+        let (notifications, _) = notification_channel(1);
+        let relay = SessionRelay::new(
+            handler(&capabilities, said),
+            notifications,
+            ProtocolVersion::LATEST_MODERN,
+        );
+        let client = make(&server, relay).ok_or_else(unusable)?;
+        let cancel = CancellationToken::new();
+        let (done, outcome) = oneshot::channel();
+        let options = options.with_cancellation(cancel.clone());
+        let request = RawRequest::new(method.to_owned(), Some(params));
+        tokio::spawn(async move {
+            let answer = client.send(Call::new(request).with_options(options)).await;
+            let _ = done.send(answer.map_err(|error| client_failure(&error)));
+            let _ = client.close().await;
+        });
+        Ok(Arc::new(Round {
+            said: tokio::sync::Mutex::new((heard, Some(outcome))),
+            pending: Mutex::default(),
+            next: std::sync::atomic::AtomicU64::new(1),
+            cancel,
+            until: Mutex::new(Instant::now() + ROUND_IDLE),
+        }))
+    }
+
+    /// What comes next of `round`: its final answer, or its next question
+    /// (the round kept for the retry), or -32021.
+    async fn step(self: Arc<Self>, rounds: &Rounds) -> Answer {
+        let round = self;
+        let said = {
+            let mut guard = round.said.lock().await;
+            let (heard, outcome) = &mut *guard;
+            let Some(final_answer) = outcome.as_mut() else {
+                return Err(RpcFailure::new(codes::INTERNAL_ERROR, "the round ended"));
+            };
+            tokio::select! {
+                // A question said before the call ended is the answer's
+                // cause (the -32021 of an undeclared capability).
+                // (Once the member's client is gone nobody says more.)
+                biased;
+                Some(said) = heard.recv() => said,
+                answer = final_answer => {
+                    *outcome = None;
+                    return answer.unwrap_or_else(|_| {
+                        Err(RpcFailure::new(codes::INTERNAL_ERROR, "the server's call ended"))
+                    });
+                }
+            }
+        };
+        match said {
+            Said::Asked(method, params, reply) => {
+                let key = format!(
+                    "q{}",
+                    round
+                        .next
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                );
+                (round.pending.lock().unwrap_or_else(PoisonError::into_inner))
+                    .insert(key.clone(), reply);
+                *round.until.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Instant::now() + ROUND_IDLE;
+                let Some(state) = rounds.keep(Arc::clone(&round)) else {
+                    let message = "too many requests wait for input";
+                    return Err(RpcFailure::new(codes::INTERNAL_ERROR, message));
+                };
+                let result = json!({
+                    "resultType": "input_required",
+                    "inputRequests": { key: { "method": method, "params": params } },
+                    "requestState": state,
+                });
+                serde_json::value::to_raw_value(&result)
+                    .map_err(|_| RpcFailure::new(codes::INTERNAL_ERROR, "unwritable"))
+            }
+            Said::Missing(capability) => {
+                round.cancel.cancel();
+                let data = json!({ "requiredCapabilities": { capability: {} } });
+                Err(RpcFailure::new(
+                    codes::MISSING_REQUIRED_CAPABILITY,
+                    "the server needs a capability the client did not declare",
+                )
+                .with_data(data))
+            }
+        }
+    }
+}
+
+/// Takes the client's protocol fields (`io.modelcontextprotocol/...`: its
+/// version, capabilities, identity, log level) out of `params._meta`: the
+/// member's client is the gateway's, which says its own.
+pub(crate) fn own_meta_only(params: &mut Value) {
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+    }
+}
+
+impl Round {
+    /// Hands each answer of a retry's `inputResponses` to the question it
+    /// answers.
+    fn answered(&self, responses: Option<Value>) {
+        let Some(Value::Object(responses)) = responses else {
+            return;
+        };
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        for (key, response) in responses {
+            if let Some(reply) = pending.remove(&key) {
+                let _ = reply.send(Ok(response));
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! A member's question during a 2026-07-28 client's call: the client gets
+//! an `input_required` result, answers it, and the member's call goes on
+//! with the answer; a question of a capability the client did not declare
+//! is -32021 naming it.
+
+use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
+use mcp_connect::protocol::server_requests::ElicitResult;
+use mcp_connect::testkit::{error, result, Recorded, Script, ScriptServer};
+use mcp_connect::McpClient;
+
+use super::*;
+
+/// A 2026-07-28 member whose `greet` asks the client's name once, then
+/// greets whoever the answer names.
+fn member_server(request: &Recorded) -> Script {
+    let answer = match request.rpc_method() {
+        "server/discover" => json!({ "supportedVersions": ["2026-07-28"],
+            "capabilities": { "tools": {} } }),
+        "tools/list" => json!({ "tools": [{ "name": "greet",
+            "inputSchema": { "type": "object" } }] }),
+        "tools/call" => match request.body["params"]["inputResponses"]["ask"].get("content") {
+            Some(content) => json!({ "resultType": "complete", "content": [{ "type": "text",
+                "text": format!("hello {}", content["name"].as_str().unwrap_or("?")) }] }),
+            None => json!({ "resultType": "input_required", "requestState": "member-state",
+                "inputRequests": { "ask": { "method": "elicitation/create", "params": {
+                    "message": "name?", "requestedSchema": { "type": "object",
+                        "properties": { "name": { "type": "string", "default": "Ada" } } } } } } }),
+        },
+        _ => return Script::Json(200, error(request, -32601, None)),
+    };
+    Script::Json(200, result(request, answer))
+}
+
+async fn gateway_over(url: &str) -> SocketAddr {
+    let group = ServerGroup::new();
+    group.add(member(url, "one")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let url = url.to_owned();
+    let gateway = Gateway::builder(group)
+        .session_clients(move |_, relay| {
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
+            Some(McpClient::builder(stack, request).build())
+        })
+        .build();
+    serve(gateway).await
+}
+
+#[tokio::test]
+async fn a_members_question_is_an_input_round_for_a_2026_client() {
+    let server = ScriptServer::start(member_server).await;
+    let addr = gateway_over(&server.url()).await;
+    let handler = ClientHandler::new().on_elicitation(|request| async move {
+        Ok(ElicitResult::accept(elicitation_defaults(&request)))
+    });
+    let request = ConnectRequest::http(&format!("http://{addr}/mcp"))
+        .unwrap()
+        .with_handler(handler);
+    let session = tokio::time::timeout(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.era(), Era::Modern);
+    let greeted = tokio::time::timeout(LIMIT, session.call_tool("greet", &json!({})))
+        .await
+        .unwrap();
+    let greeted = greeted.unwrap_or_else(|e| {
+        panic!(
+            "{}; upstream: {:?}",
+            e.report(),
+            server
+                .recorded()
+                .iter()
+                .map(|r| r.body.clone())
+                .collect::<Vec<_>>()
+        )
+    });
+    assert_eq!(greeted.text(), "hello Ada");
+    // The member asked once and was answered once: two calls upstream.
+    assert_eq!(server.recorded_for("tools/call").len(), 2);
+
+    // A client that cannot be asked: -32021, naming what it lacks.
+    let bare = ConnectRequest::http(&format!("http://{addr}/mcp")).unwrap();
+    let bare = Connector::new().connect(bare).await.unwrap();
+    let refused = tokio::time::timeout(LIMIT, bare.call_tool("greet", &json!({})))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.jsonrpc_code(), Some(-32021), "{refused:?}");
+}
