@@ -367,17 +367,17 @@ async fn rmcp_client_through_the_gateway_in_both_eras() {
             4,
             "legacy: {legacy}"
         );
-        if legacy {
-            let sampled = within(client.call_tool(call(
-                "http__trigger-sampling-request",
-                json!({ "prompt": "hi", "maxTokens": 5 }),
-            )))
-            .await
-            .unwrap();
-            let all = serde_json::to_string(&sampled).unwrap();
-            assert!(all.contains("from the model"), "{all}");
-            assert_eq!(handler.sampled.load(Ordering::Relaxed), 1);
-        }
+        // Both eras: in 2026-07-28 the member's question is an
+        // input_required round, answered by the same rmcp handler.
+        let sampled = within(client.call_tool(call(
+            "http__trigger-sampling-request",
+            json!({ "prompt": "hi", "maxTokens": 5 }),
+        )))
+        .await
+        .unwrap();
+        let all = serde_json::to_string(&sampled).unwrap();
+        assert!(all.contains("from the model"), "legacy {legacy}: {all}");
+        assert_eq!(handler.sampled.load(Ordering::Relaxed), 1);
         within(client.cancel()).await.unwrap();
     }
     group.shutdown().await;

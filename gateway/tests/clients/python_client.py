@@ -1,8 +1,9 @@
 """The Python SDK's client (mcp 2.3.0) through `mcp-connect serve`: lists
 and calls the tools of two members (an HTTP and a stdio server-everything,
 each tool under its member's name), receives progress, cancels a call, and
-in a 2025 session answers the sampling and elicitation requests a member
-sends. Exits non-zero at the first thing that is not so.
+answers the sampling and elicitation requests a member sends (in a 2025
+session as requests on the call's stream, in 2026-07-28 as input_required
+rounds). Exits non-zero at the first thing that is not so.
 
 usage: python python_client.py URL (legacy | 2026-07-28)
 """
@@ -35,12 +36,11 @@ def text(result) -> str:
 
 
 async def main(url: str, mode: str) -> None:
-    legacy = mode == "legacy"
     async with Client(
         url,
         mode=mode,
-        sampling_callback=sampled if legacy else None,
-        elicitation_callback=elicited if legacy else None,
+        sampling_callback=sampled,
+        elicitation_callback=elicited,
     ) as client:
         # Both members may still be starting: their tools show once they are
         # (a tool both offer, under each member's name).
@@ -85,13 +85,12 @@ async def main(url: str, mode: str) -> None:
         assert "2" in text(summed), text(summed)
         print("cancelled a call")
 
-        if legacy:
-            assert "http__trigger-sampling-request" in names, sorted(names)
-            result = await client.call_tool("http__trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
-            assert "python canned reply" in text(result), text(result)
-            result = await client.call_tool("http__trigger-elicitation-request", {})
-            assert not result.is_error, text(result)
-            print("answered a member's sampling and elicitation")
+        assert "http__trigger-sampling-request" in names, sorted(names)
+        result = await client.call_tool("http__trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
+        assert "python canned reply" in text(result), text(result)
+        result = await client.call_tool("http__trigger-elicitation-request", {})
+        assert not result.is_error, text(result)
+        print(f"answered a member's sampling and elicitation ({mode})")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 // The TypeScript SDK v2 client (@modelcontextprotocol/client 2.4.0)
 // through `mcp-connect serve`: lists and calls the tools of two members
 // (an HTTP and a stdio server-everything, each tool under its member's
-// name), receives progress, cancels a call, and in a 2025 session answers
-// the sampling and elicitation requests a member sends. Exits non-zero at
-// the first thing that is not so.
+// name), receives progress, cancels a call, and answers the sampling and
+// elicitation requests a member sends (in a 2025 session as requests, in
+// 2026-07-28 as input_required rounds). Exits non-zero at the first thing
+// that is not so.
 //
 // usage: node ts_client.mjs URL (legacy | auto)
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -16,23 +17,21 @@ const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 setTimeout(() => fail('not within 120 s'), 120_000).unref();
 
 const options = {
-  capabilities: legacy ? { sampling: {}, elicitation: { form: {} } } : {},
+  capabilities: { sampling: {}, elicitation: { form: {} } },
   ...(legacy ? {} : { versionNegotiation: { mode: 'auto' } }),
 };
 const client = new Client({ name: 'gateway-interop', version: '1' }, options);
-if (legacy) {
-  client.setRequestHandler('sampling/createMessage', async () => ({
-    model: 'canned', role: 'assistant', content: { type: 'text', text: 'ts canned reply' },
-  }));
-  client.setRequestHandler('elicitation/create', async (request) => {
-    const properties = request.params.requestedSchema?.properties ?? {};
-    const content = {};
-    for (const [name, schema] of Object.entries(properties)) {
-      if (schema.default !== undefined) content[name] = schema.default;
-    }
-    return { action: 'accept', content };
-  });
-}
+client.setRequestHandler('sampling/createMessage', async () => ({
+  model: 'canned', role: 'assistant', content: { type: 'text', text: 'ts canned reply' },
+}));
+client.setRequestHandler('elicitation/create', async (request) => {
+  const properties = request.params.requestedSchema?.properties ?? {};
+  const content = {};
+  for (const [name, schema] of Object.entries(properties)) {
+    if (schema.default !== undefined) content[name] = schema.default;
+  }
+  return { action: 'accept', content };
+});
 await client.connect(new StreamableHTTPClientTransport(new URL(url)));
 // `auto` ends on 2026-07-28 with this gateway (it answers server/discover).
 if (!legacy && !client.getDiscoverResult()) fail('auto did not end on 2026-07-28');
@@ -73,13 +72,11 @@ const after = await client.callTool({ name: 'http__get-sum', arguments: { a: 1, 
 if (!text(after).includes('2')) fail(text(after));
 console.log('cancelled a call');
 
-if (legacy) {
-  const sampled = await client.callTool({
-    name: 'http__trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 5 },
-  });
-  if (!text(sampled).includes('ts canned reply')) fail(text(sampled));
-  const elicited = await client.callTool({ name: 'http__trigger-elicitation-request', arguments: {} });
-  if (elicited.isError) fail(text(elicited));
-  console.log("answered a member's sampling and elicitation");
-}
+const sampled = await client.callTool({
+  name: 'http__trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 5 },
+});
+if (!text(sampled).includes('ts canned reply')) fail(text(sampled));
+const elicited = await client.callTool({ name: 'http__trigger-elicitation-request', arguments: {} });
+if (elicited.isError) fail(text(elicited));
+console.log(`answered a member's sampling and elicitation (${mode})`);
 await client.close();

@@ -3,8 +3,8 @@
 //! members (server-everything over HTTP and over stdio). Each client is a
 //! script in `gateway/tests/clients/` that exits non-zero at the first
 //! thing that is not so: both members listed and called, progress
-//! received, a call cancelled, and in a 2025 session a member's sampling
-//! and elicitation answered by the client.
+//! received, a call cancelled, and a member's sampling and elicitation
+//! answered by the client (in 2026-07-28 as input_required rounds).
 
 use std::process::Stdio;
 
@@ -74,6 +74,10 @@ async fn the_python_sdk_client_in_both_eras_through_serve() {
     );
     let modern = client(&python(), &script, &[&url, "2026-07-28"]).await;
     assert!(modern.contains("cancelled a call"), "{modern}");
+    assert!(
+        modern.contains("answered a member's sampling and elicitation (2026-07-28)"),
+        "{modern}"
+    );
     let _ = serve.kill();
     let _ = serve.wait();
     http.stop().await;
@@ -94,6 +98,10 @@ async fn the_typescript_sdk_client_in_both_eras_through_serve() {
     );
     let modern = client(std::path::Path::new("node"), &script, &[&url, "auto"]).await;
     assert!(modern.contains("cancelled a call"), "{modern}");
+    assert!(
+        modern.contains("answered a member's sampling and elicitation (auto)"),
+        "{modern}"
+    );
     let _ = serve.kill();
     let _ = serve.wait();
     http.stop().await;
