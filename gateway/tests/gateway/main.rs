@@ -17,6 +17,7 @@ use mcp_connect_gateway::Gateway;
 use serde_json::{json, Value};
 use tower_service::Service as _;
 
+mod cancelled;
 mod changes;
 mod replicas;
 mod rounds;
