@@ -36,7 +36,7 @@
 //!   [`GatewayBuilder::bearer_tokens`], a request without one of them 401.
 //!   A client's token never reaches a member.
 //! - The same over stdio ([`Gateway::serve_stdio`]): the connection is the
-//!   session.
+//!   session, a member's questions lines to the client and back.
 //! - Replicas ([`GatewayBuilder::replicas`]): a 2025 session stays on the
 //!   replica that opened it, claimed in a shared
 //!   [`OwnerStore`](mcp_connect::store::OwnerStore); another replica hands
@@ -50,8 +50,8 @@
 //! - A member's questions to a 2026-07-28 client as `input_required`
 //!   rounds (`crate::rounds`), -32021 for a capability it did not declare.
 //!
-//! Not yet (issue 66 goes on; docs/GATEWAY.md lists it): the 2026-07-28
-//! `subscriptions/listen` stream, a member's questions over stdio.
+//! Not yet (docs/GATEWAY.md lists it): the 2026-07-28
+//! `subscriptions/listen` stream and log level.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {

@@ -382,7 +382,7 @@ impl Exchange<'_> {
 
 /// Whether a request goes to a member (and so may cause what a stream
 /// carries before its answer).
-fn routed(kind: RequestKind) -> bool {
+pub(crate) fn routed(kind: RequestKind) -> bool {
     matches!(
         kind,
         RequestKind::CallTool

@@ -21,6 +21,7 @@ mod cancelled;
 mod changes;
 mod replicas;
 mod rounds;
+mod stdio_relay;
 #[cfg(feature = "otel")]
 mod telemetry;
 
