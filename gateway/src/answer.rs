@@ -46,13 +46,13 @@ pub(crate) fn capabilities() -> Value {
 }
 
 /// The server's capabilities in the 2026-07-28 era, which has neither
-/// resource subscriptions nor logging levels (nor, here, a
-/// `subscriptions/listen` stream yet).
+/// resource subscriptions nor logging levels; list changes come on a
+/// `subscriptions/listen` stream.
 fn modern_capabilities() -> Value {
     json!({
-        "tools": {},
-        "prompts": {},
-        "resources": {},
+        "tools": { "listChanged": true },
+        "prompts": { "listChanged": true },
+        "resources": { "listChanged": true },
         "completions": {},
     })
 }

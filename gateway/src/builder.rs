@@ -204,6 +204,7 @@ impl GatewayBuilder {
             keepalive: self.keepalive,
             session_clients: self.session_clients,
             rounds: Default::default(),
+            listeners: Default::default(),
             sweeping: std::sync::OnceLock::new(),
             #[cfg(feature = "otel")]
             telemetry: self.telemetry,

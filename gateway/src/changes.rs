@@ -1,7 +1,9 @@
-//! `list_changed` for 2025 sessions: when the group's listings change (a
-//! member settles, reconnects with other tools, is added or removed at a
-//! reload), every session's GET stream hears `notifications/tools/list_changed`
-//! (and the prompts' and resources' own) once.
+//! `list_changed`: when the group's listings change (a member settles,
+//! reconnects with other tools, is added or removed at a reload), every
+//! 2025 session's GET stream, and every 2026-07-28 `subscriptions/listen`
+//! stream that asked for it (`crate::listen`), hears
+//! `notifications/tools/list_changed` (and the prompts' and resources'
+//! own) once.
 //!
 //! Coalesced: the group publishes a new catalogue at each member's change,
 //! and a reload touches many members at once, so the gateway waits
@@ -24,7 +26,8 @@ use crate::inner::Inner;
 /// How long after a change the gateway waits for the ones that follow it.
 pub(crate) const SETTLE: Duration = Duration::from_millis(200);
 
-/// Each notification and the listings it covers.
+/// Each notification and the listings it covers (in the order of
+/// `crate::listen::FILTER_KEYS`).
 const WATCHED: [(&str, &[RequestKind]); 3] = [
     (
         methods::NOTIFICATION_TOOLS_LIST_CHANGED,
@@ -65,12 +68,14 @@ pub(crate) async fn forward(inner: Weak<Inner>) {
         changes.borrow_and_update();
         let Some(inner) = inner.upgrade() else { return };
         let now = snapshot(&inner.group);
-        for ((method, _), (before, after)) in WATCHED.iter().zip(said.iter().zip(&now)) {
+        let changed = WATCHED.iter().zip(said.iter().zip(&now)).enumerate();
+        for (which, ((method, _), (before, after))) in changed {
             if before != after {
                 let message = json!({ "jsonrpc": "2.0", "method": method }).to_string();
                 for down in inner.sessions.all() {
                     down.notify(event(&message));
                 }
+                inner.listeners.notify(which, method);
             }
         }
         said = now;

@@ -24,6 +24,8 @@ pub(crate) struct Inner {
     pub(crate) version: String,
     pub(crate) keepalive: Duration,
     pub(crate) session_clients: Option<SessionClients>,
+    /// The open 2026-07-28 `subscriptions/listen` streams.
+    pub(crate) listeners: crate::listen::Listeners,
     /// 2026-07-28 requests waiting for the client's input.
     pub(crate) rounds: crate::rounds::Rounds,
     /// Set once the idle sweep and the `list_changed` forwarder run (from

@@ -50,8 +50,11 @@
 //! - A member's questions to a 2026-07-28 client as `input_required`
 //!   rounds (`crate::rounds`), -32021 for a capability it did not declare.
 //!
-//! Not yet (docs/GATEWAY.md lists it): the 2026-07-28
-//! `subscriptions/listen` stream and log level.
+//! - `list_changed` when the listings change: on a 2025 session's GET
+//!   stream, on a 2026-07-28 `subscriptions/listen` stream.
+//!
+//! Not yet (docs/GATEWAY.md lists it): resource updates on a listen
+//! stream, the 2026-07-28 log level.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {
@@ -76,6 +79,7 @@ mod checks;
 mod downstream;
 mod handoff;
 mod inner;
+mod listen;
 mod modern;
 mod modern_call;
 mod relay;

@@ -156,7 +156,6 @@ pub(crate) fn has_method(kind: RequestKind) -> bool {
             | RequestKind::SetLoggingLevel
             | RequestKind::Subscribe
             | RequestKind::Unsubscribe
-            | RequestKind::Listen
             | RequestKind::Other
     )
 }

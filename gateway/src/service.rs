@@ -206,6 +206,10 @@ impl Inner {
                 let failure = RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found");
                 return reply::error(StatusCode::NOT_FOUND, id, &failure);
             }
+            if kind == RequestKind::Listen {
+                self.background();
+                return (self.listeners).listen(exchange.id, params.as_ref(), self.keepalive);
+            }
             let progress = (params.as_ref())
                 .and_then(|p| p.pointer("/_meta/progressToken"))
                 .is_some();
@@ -286,10 +290,7 @@ impl Inner {
         exchange: &Exchange<'_>,
         params: Option<&Value>,
     ) -> Reply {
-        self.sweeping.get_or_init(|| {
-            tokio::spawn(sweep(Arc::downgrade(self)));
-            tokio::spawn(crate::changes::forward(Arc::downgrade(self)));
-        });
+        self.background();
         let version = crate::answer::negotiated(params);
         let capabilities = (params.and_then(|p| p.get("capabilities")))
             .cloned()
@@ -390,6 +391,17 @@ pub(crate) fn routed(kind: RequestKind) -> bool {
             | RequestKind::ReadResource
             | RequestKind::Complete
     )
+}
+
+impl Inner {
+    /// Starts, once, what runs beside the requests while the gateway
+    /// lives: the idle sweep and the `list_changed` forwarder.
+    fn background(self: &Arc<Self>) {
+        self.sweeping.get_or_init(|| {
+            tokio::spawn(sweep(Arc::downgrade(self)));
+            tokio::spawn(crate::changes::forward(Arc::downgrade(self)));
+        });
+    }
 }
 
 /// Ends the sessions idle past their bound, every quarter of it, while

@@ -82,3 +82,42 @@ async fn members_added_together_are_one_list_changed_and_one_removed_another() {
     }
     assert_eq!(count(&heard, tools), 2, "{}", heard.lock().unwrap());
 }
+
+#[tokio::test]
+async fn a_2026_client_listening_hears_list_changed_on_its_subscription() {
+    let demos = [
+        DemoServer::start().await.unwrap(),
+        DemoServer::start().await.unwrap(),
+    ];
+    let group = ServerGroup::new();
+    group.add(member(&demos[0].url(), "one")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let addr = serve(Gateway::builder(group.clone()).build()).await;
+    // A client that reads notifications opens subscriptions/listen for the
+    // list changes the gateway offers, acknowledged before it is ready.
+    let (listener, mut heard) = mcp_connect::inbound::notification_channel(16);
+    let request = ConnectRequest::http(&format!("http://{addr}/mcp"))
+        .unwrap()
+        .with_notifications(listener);
+    let session = tokio::time::timeout(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.era(), Era::Modern);
+
+    group.add(member(&demos[1].url(), "two")).unwrap();
+    let changed = tokio::time::timeout(LIMIT, async {
+        loop {
+            let notification = heard.recv().await.expect("the subscription is open");
+            if notification.method == "notifications/tools/list_changed" {
+                return notification;
+            }
+        }
+    })
+    .await
+    .expect("a tools list_changed within the limit");
+    assert!(changed
+        .params
+        .as_ref()
+        .is_some_and(|p| p["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number()));
+}
