@@ -6,10 +6,12 @@
 //! and the client sends the request again with its `inputResponses`.
 //!
 //! Meanwhile the member's call goes on: each routed 2026-07-28 request
-//! runs on a client of its own (made like a 2025 session's, through
-//! [`GatewayBuilder::session_clients`](crate::GatewayBuilder::session_clients)),
-//! whose handler hands the member's question to the request's [`Round`]
-//! and waits for the answer the retry brings. The round is kept under
+//! runs on a member client that no other request uses meanwhile (made
+//! like a 2025 session's, through
+//! [`GatewayBuilder::session_clients`](crate::GatewayBuilder::session_clients),
+//! and kept for later rounds: [`RoundClients`]), whose handler hands the
+//! member's question to the request's [`Round`] and waits for the answer
+//! the retry brings. The round is kept under
 //! its `requestState` (128 random bits) for [`ROUND_IDLE`] at most, and
 //! [`MAX_ROUNDS`] rounds wait at once; one that expires cancels the
 //! member's call.
@@ -30,6 +32,7 @@ use std::time::Duration;
 use mcp_connect::inbound::{notification_channel, ClientHandler, RequestKind as Question};
 use mcp_connect::protocol::{codes, methods, ProtocolVersion, RawRequest, RequestKind, RpcError};
 use mcp_connect::session::{Call, RequestOptions};
+use mcp_connect::McpClient;
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -76,9 +79,13 @@ impl Drop for Round {
     }
 }
 
-/// The rounds that wait for a retry, by `requestState`.
+/// The rounds that wait for a retry, by `requestState`, and the member
+/// clients kept between rounds.
 #[derive(Default)]
-pub(crate) struct Rounds(Mutex<HashMap<String, Arc<Round>>>);
+pub(crate) struct Rounds {
+    waiting: Mutex<HashMap<String, Arc<Round>>>,
+    clients: Arc<RoundClients>,
+}
 
 impl std::fmt::Debug for Rounds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,7 +95,7 @@ impl std::fmt::Debug for Rounds {
 
 impl Rounds {
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Round>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Keeps `round` under a new state; `None` when too many wait.
@@ -111,9 +118,14 @@ impl Rounds {
     }
 }
 
+/// What a pooled client's handler asks through while a round uses it:
+/// the round's channel and its client's declared capabilities.
+type Slot = Arc<Mutex<Option<(mpsc::Sender<Said>, Value)>>>;
+
 /// The handler of a round's member client: sampling and elicitation
-/// always offered, roots when the client declared them.
-fn handler(capabilities: &Value, said: mpsc::Sender<Said>) -> ClientHandler {
+/// always offered, roots when `roots`; each question goes to the round
+/// that holds the client now (`slot`), or is refused between rounds.
+fn handler(roots: bool, url: bool, slot: Slot) -> ClientHandler {
     let mut handler = ClientHandler::new();
     let kinds = [
         (
@@ -129,15 +141,16 @@ fn handler(capabilities: &Value, said: mpsc::Sender<Said>) -> ClientHandler {
         (Question::Roots, "roots", methods::ROOTS_LIST),
     ];
     for (kind, capability, method) in kinds {
-        let declared = capabilities.get(capability).is_some();
-        if kind == Question::Roots && !declared {
+        if kind == Question::Roots && !roots {
             continue;
         }
-        let said = said.clone();
+        let slot = Arc::clone(&slot);
         handler = handler.on_raw(kind, move |params| {
-            let said = said.clone();
+            let link = slot.lock().unwrap_or_else(PoisonError::into_inner).clone();
             async move {
-                if !declared {
+                let gone = || RpcError::new(codes::INTERNAL_ERROR, "the client is gone", None);
+                let (said, capabilities) = link.ok_or_else(gone)?;
+                if capabilities.get(capability).is_none() {
                     let _ = said.send(Said::Missing(capability)).await;
                     let data = json!({ "requiredCapabilities": { capability: {} } });
                     let message = "the client did not declare this capability";
@@ -148,7 +161,6 @@ fn handler(capabilities: &Value, said: mpsc::Sender<Said>) -> ClientHandler {
                     ));
                 }
                 let (reply, answer) = oneshot::channel();
-                let gone = || RpcError::new(codes::INTERNAL_ERROR, "the client is gone", None);
                 said.send(Said::Asked(method, params, reply))
                     .await
                     .map_err(|_| gone())?;
@@ -156,10 +168,70 @@ fn handler(capabilities: &Value, said: mpsc::Sender<Said>) -> ClientHandler {
             }
         });
     }
-    if capabilities.pointer("/elicitation/url").is_some() {
+    if url {
         handler = handler.with_url_elicitation();
     }
     handler
+}
+
+/// How many idle member clients are kept per member and kind.
+const POOLED: usize = 8;
+
+/// How long an idle member client is kept.
+const POOL_IDLE: Duration = Duration::from_secs(60);
+
+/// Which kept clients fit a round: the member, and whether roots and URL
+/// elicitation are offered.
+type PoolKey = (Arc<str>, bool, bool);
+
+/// Member clients between rounds, so that a round does not open a
+/// member session (or start a process) of its own: a 2025 member's
+/// session, a stdio member's process, serve round after round.
+#[derive(Default)]
+pub(crate) struct RoundClients(Mutex<Pool>);
+
+/// Kept clients by key: each with its slot and since when it is idle.
+type Pool = HashMap<PoolKey, Vec<(McpClient, Slot, Instant)>>;
+
+impl RoundClients {
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A kept client for `key` (those idle too long closed on the way).
+    fn take(&self, key: &PoolKey) -> Option<(McpClient, Slot)> {
+        let now = Instant::now();
+        let mut pool = self.pool();
+        let mut stale = Vec::new();
+        for kept in pool.values_mut() {
+            kept.retain(|(client, _, since)| {
+                let fresh = now.duration_since(*since) < POOL_IDLE;
+                if !fresh {
+                    stale.push(client.clone());
+                }
+                fresh
+            });
+        }
+        pool.retain(|_, kept| !kept.is_empty());
+        let taken = pool.get_mut(key).and_then(Vec::pop);
+        drop(pool);
+        for client in stale {
+            tokio::spawn(async move { client.close().await });
+        }
+        taken.map(|(client, slot, _)| (client, slot))
+    }
+
+    /// Keeps `client` for the next round, or closes it when enough are kept.
+    fn give_back(&self, key: PoolKey, client: McpClient, slot: Slot) {
+        let mut pool = self.pool();
+        let kept = pool.entry(key).or_default();
+        if kept.len() < POOLED {
+            kept.push((client, slot, Instant::now()));
+        } else {
+            drop(pool);
+            tokio::spawn(async move { client.close().await });
+        }
+    }
 }
 
 impl Rounds {
@@ -193,7 +265,10 @@ impl Rounds {
                 round.answered(responses);
                 round
             }
-            None => Round::start(group, make, kind, method, params, options)?,
+            None => {
+                let clients = Arc::clone(&self.clients);
+                Round::start(group, make, clients, kind, method, params, options)?
+            }
         };
         round.step(self).await
     }
@@ -204,6 +279,7 @@ impl Round {
     fn start(
         group: &ServerGroup,
         make: &SessionClients,
+        clients: Arc<RoundClients>,
         kind: RequestKind,
         method: &str,
         params: Map<String, Value>,
@@ -221,21 +297,30 @@ impl Round {
             return Err(unusable());
         }
         let (said, heard) = mpsc::channel(4);
-        let (notifications, _) = notification_channel(1);
-        let relay = SessionRelay::new(
-            handler(&capabilities, said),
-            notifications,
-            ProtocolVersion::LATEST_MODERN,
-        );
-        let client = make(&server, relay).ok_or_else(unusable)?;
+        let roots = capabilities.get("roots").is_some();
+        let url = capabilities.pointer("/elicitation/url").is_some();
+        let key = (Arc::clone(&server), roots, url);
+        let (client, slot) = match clients.take(&key) {
+            Some(kept) => kept,
+            None => {
+                let slot = Slot::default();
+                let (notifications, _) = notification_channel(1);
+                let handler = handler(roots, url, Arc::clone(&slot));
+                let relay =
+                    SessionRelay::new(handler, notifications, ProtocolVersion::LATEST_MODERN);
+                (make(&server, relay).ok_or_else(unusable)?, slot)
+            }
+        };
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((said, capabilities));
         let cancel = CancellationToken::new();
         let (done, outcome) = oneshot::channel();
         let options = options.with_cancellation(cancel.clone());
         let request = RawRequest::new(method.to_owned(), Some(params));
         tokio::spawn(async move {
             let answer = client.send(Call::new(request).with_options(options)).await;
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = None;
             let _ = done.send(answer.map_err(|error| client_failure(&error)));
-            let _ = client.close().await;
+            clients.give_back(key, client, slot);
         });
         Ok(Arc::new(Round {
             said: tokio::sync::Mutex::new((heard, Some(outcome))),

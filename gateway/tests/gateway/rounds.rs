@@ -78,6 +78,15 @@ async fn a_members_question_is_an_input_round_for_a_2026_client() {
     assert_eq!(greeted.text(), "hello Ada");
     // The member asked once and was answered once: two calls upstream.
     assert_eq!(server.recorded_for("tools/call").len(), 2);
+    // A second request's round runs on the member client the first one
+    // used: no new establishment (one discover by the group's client, one
+    // by the round's).
+    let again = tokio::time::timeout(LIMIT, session.call_tool("greet", &json!({})))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.text(), "hello Ada");
+    assert_eq!(server.recorded_for("server/discover").len(), 2);
 
     // A client that cannot be asked: -32021, naming what it lacks.
     let bare = ConnectRequest::http(&format!("http://{addr}/mcp")).unwrap();
