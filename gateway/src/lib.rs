@@ -54,7 +54,7 @@
 //!   stream, on a 2026-07-28 `subscriptions/listen` stream.
 //!
 //! Not yet (docs/GATEWAY.md lists it): resource updates on a listen
-//! stream, the 2026-07-28 log level.
+//! stream.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {

@@ -1,6 +1,8 @@
 //! A 2026-07-28 request's answer: a routed one through a round
 //! (`crate::rounds`) when the gateway makes clients of its own, so that
-//! the member may ask the client; anything else through the group.
+//! the member may ask the client (and its log messages reach a request
+//! that asked for them with its `logLevel`); anything else through the
+//! group.
 
 use mcp_connect::protocol::RequestKind;
 use mcp_connect::session::RequestOptions;
@@ -8,7 +10,7 @@ use serde_json::Value;
 
 use crate::answer::{answer, Answer, Upstream};
 use crate::inner::Inner;
-use crate::rounds::own_meta_only;
+use crate::rounds::{own_meta_only, Logs};
 
 impl Inner {
     /// A 2026-07-28 request's answer: a routed one through a round when
@@ -20,6 +22,7 @@ impl Inner {
         method: &str,
         params: Option<Value>,
         options: RequestOptions,
+        logs: Option<Logs>,
     ) -> Answer {
         let rounds = matches!(
             kind,
@@ -28,7 +31,7 @@ impl Inner {
         if let (true, Some(make)) = (rounds, self.session_clients.as_ref()) {
             return (self
                 .rounds
-                .round(&self.group, make, kind, method, params, options))
+                .round(&self.group, make, kind, method, params, (options, logs)))
             .await;
         }
         let upstream = Upstream {

@@ -29,8 +29,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_connect::inbound::{notification_channel, ClientHandler, RequestKind as Question};
-use mcp_connect::protocol::{codes, methods, ProtocolVersion, RawRequest, RequestKind, RpcError};
+use bytes::Bytes;
+use mcp_connect::inbound::{
+    notification_channel, ClientHandler, Notifications, RequestKind as Question, ServerNotification,
+};
+use mcp_connect::protocol::{
+    codes, methods, NotificationKind, ProtocolVersion, RawRequest, RequestKind, RpcError,
+};
 use mcp_connect::session::{Call, RequestOptions};
 use mcp_connect::McpClient;
 use serde_json::{json, Map, Value};
@@ -41,6 +46,8 @@ use tokio_util::sync::CancellationToken;
 use mcp_connect::group::ServerGroup;
 
 use crate::answer::{client_failure, route, Answer};
+use crate::body::event;
+use crate::downstream::level_rank;
 use crate::relay::SessionRelay;
 use crate::reply::RpcFailure;
 use crate::SessionClients;
@@ -118,9 +125,36 @@ impl Rounds {
     }
 }
 
-/// What a pooled client's handler asks through while a round uses it:
-/// the round's channel and its client's declared capabilities.
-type Slot = Arc<Mutex<Option<(mpsc::Sender<Said>, Value)>>>;
+/// What a kept client's handler goes through while a round uses it.
+struct Link {
+    /// The round's channel.
+    said: mpsc::Sender<Said>,
+    /// The client's declared capabilities.
+    capabilities: Value,
+}
+
+/// A stream a request's log messages go out on, and the least level.
+pub(crate) type Logs = (mpsc::Sender<Bytes>, u8);
+
+type Slot = Arc<Mutex<Option<Link>>>;
+
+/// Sends `notification` on the request's stream when it is a log message
+/// at or above the request's level.
+fn forward_log(logs: Option<&Logs>, notification: ServerNotification) {
+    let Some((stream, floor)) = logs else { return };
+    if notification.kind() != NotificationKind::Message {
+        return;
+    }
+    let level = (notification.params.as_ref())
+        .and_then(|p| p.get("level"))
+        .and_then(Value::as_str)
+        .and_then(level_rank);
+    if level.is_some_and(|level| level >= *floor) {
+        let message = json!({ "jsonrpc": "2.0", "method": notification.method,
+            "params": notification.params });
+        let _ = stream.try_send(event(&message.to_string()));
+    }
+}
 
 /// The handler of a round's member client: sampling and elicitation
 /// always offered, roots when `roots`; each question goes to the round
@@ -146,7 +180,9 @@ fn handler(roots: bool, url: bool, slot: Slot) -> ClientHandler {
         }
         let slot = Arc::clone(&slot);
         handler = handler.on_raw(kind, move |params| {
-            let link = slot.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let link = (slot.lock().unwrap_or_else(PoisonError::into_inner))
+                .as_ref()
+                .map(|link| (link.said.clone(), link.capabilities.clone()));
             async move {
                 let gone = || RpcError::new(codes::INTERNAL_ERROR, "the client is gone", None);
                 let (said, capabilities) = link.ok_or_else(gone)?;
@@ -174,6 +210,19 @@ fn handler(roots: bool, url: bool, slot: Slot) -> ClientHandler {
     handler
 }
 
+/// A round's request: its kind, method, params (without the round's
+/// fields), options and where its log messages go.
+type RoundCall<'a> = (
+    RequestKind,
+    &'a str,
+    Map<String, Value>,
+    RequestOptions,
+    Option<Logs>,
+);
+
+/// How many of a member's notifications wait for its round to read them.
+const QUEUE: usize = 64;
+
 /// How many idle member clients are kept per member and kind.
 const POOLED: usize = 8;
 
@@ -191,7 +240,11 @@ type PoolKey = (Arc<str>, bool, bool);
 pub(crate) struct RoundClients(Mutex<Pool>);
 
 /// Kept clients by key: each with its slot and since when it is idle.
-type Pool = HashMap<PoolKey, Vec<(McpClient, Slot, Instant)>>;
+type Pool = HashMap<PoolKey, Vec<(Kept, Instant)>>;
+
+/// A member client between rounds: the client, its handler's slot and the
+/// notifications it hears (a round reads them while it runs).
+type Kept = (McpClient, Slot, Notifications);
 
 impl RoundClients {
     fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
@@ -199,12 +252,12 @@ impl RoundClients {
     }
 
     /// A kept client for `key` (those idle too long closed on the way).
-    fn take(&self, key: &PoolKey) -> Option<(McpClient, Slot)> {
+    fn take(&self, key: &PoolKey) -> Option<Kept> {
         let now = Instant::now();
         let mut pool = self.pool();
         let mut stale = Vec::new();
         for kept in pool.values_mut() {
-            kept.retain(|(client, _, since)| {
+            kept.retain(|((client, ..), since)| {
                 let fresh = now.duration_since(*since) < POOL_IDLE;
                 if !fresh {
                     stale.push(client.clone());
@@ -218,18 +271,18 @@ impl RoundClients {
         for client in stale {
             tokio::spawn(async move { client.close().await });
         }
-        taken.map(|(client, slot, _)| (client, slot))
+        taken.map(|(kept, _)| kept)
     }
 
     /// Keeps `client` for the next round, or closes it when enough are kept.
-    fn give_back(&self, key: PoolKey, client: McpClient, slot: Slot) {
+    fn give_back(&self, key: PoolKey, client: Kept) {
         let mut pool = self.pool();
         let kept = pool.entry(key).or_default();
         if kept.len() < POOLED {
-            kept.push((client, slot, Instant::now()));
+            kept.push((client, Instant::now()));
         } else {
             drop(pool);
-            tokio::spawn(async move { client.close().await });
+            tokio::spawn(async move { client.0.close().await });
         }
     }
 }
@@ -247,7 +300,7 @@ impl Rounds {
         kind: RequestKind,
         method: &str,
         params: Option<Value>,
-        options: RequestOptions,
+        (options, logs): (RequestOptions, Option<Logs>),
     ) -> Answer {
         let mut params = match params {
             Some(Value::Object(params)) => params,
@@ -267,7 +320,8 @@ impl Rounds {
             }
             None => {
                 let clients = Arc::clone(&self.clients);
-                Round::start(group, make, clients, kind, method, params, options)?
+                let call = (kind, method, params, options, logs);
+                Round::start(group, make, clients, call)?
             }
         };
         round.step(self).await
@@ -280,10 +334,7 @@ impl Round {
         group: &ServerGroup,
         make: &SessionClients,
         clients: Arc<RoundClients>,
-        kind: RequestKind,
-        method: &str,
-        params: Map<String, Value>,
-        options: RequestOptions,
+        (kind, method, params, options, logs): RoundCall<'_>,
     ) -> Result<Arc<Round>, RpcFailure> {
         let unusable = || RpcFailure::new(codes::INTERNAL_ERROR, "the server is not usable now");
         let capabilities = (params.get("_meta"))
@@ -300,27 +351,43 @@ impl Round {
         let roots = capabilities.get("roots").is_some();
         let url = capabilities.pointer("/elicitation/url").is_some();
         let key = (Arc::clone(&server), roots, url);
-        let (client, slot) = match clients.take(&key) {
+        let (client, slot, mut notes) = match clients.take(&key) {
             Some(kept) => kept,
             None => {
                 let slot = Slot::default();
-                let (notifications, _) = notification_channel(1);
+                let (notifications, notes) = notification_channel(QUEUE);
                 let handler = handler(roots, url, Arc::clone(&slot));
                 let relay =
                     SessionRelay::new(handler, notifications, ProtocolVersion::LATEST_MODERN);
-                (make(&server, relay).ok_or_else(unusable)?, slot)
+                (make(&server, relay).ok_or_else(unusable)?, slot, notes)
             }
         };
-        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((said, capabilities));
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(Link { said, capabilities });
         let cancel = CancellationToken::new();
         let (done, outcome) = oneshot::channel();
         let options = options.with_cancellation(cancel.clone());
         let request = RawRequest::new(method.to_owned(), Some(params));
         tokio::spawn(async move {
-            let answer = client.send(Call::new(request).with_options(options)).await;
+            // The member's log messages go out as they come, those said
+            // before its answer all before it.
+            let answer = {
+                let mut call =
+                    std::pin::pin!(client.send(Call::new(request).with_options(options)));
+                loop {
+                    tokio::select! {
+                        biased;
+                        answer = &mut call => break answer,
+                        Some(notification) = notes.recv() => forward_log(logs.as_ref(), notification),
+                    }
+                }
+            };
+            while let Some(notification) = notes.try_recv() {
+                forward_log(logs.as_ref(), notification);
+            }
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            drop(logs);
             let _ = done.send(answer.map_err(|error| client_failure(&error)));
-            clients.give_back(key, client, slot);
+            clients.give_back(key, (client, slot, notes));
         });
         Ok(Arc::new(Round {
             said: tokio::sync::Mutex::new((heard, Some(outcome))),

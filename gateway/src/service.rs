@@ -18,7 +18,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use mcp_connect::group::ServerGroup;
 use mcp_connect::protocol::{
-    codes, Incoming, NotificationKind, ProtocolVersion, RequestId, RequestKind,
+    codes, meta_keys, Incoming, NotificationKind, ProtocolVersion, RequestId, RequestKind,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -210,10 +210,11 @@ impl Inner {
                 self.background();
                 return (self.listeners).listen(exchange.id, params.as_ref(), self.keepalive);
             }
-            let progress = (params.as_ref())
-                .and_then(|p| p.pointer("/_meta/progressToken"))
-                .is_some();
-            if routed(kind) && progress {
+            // Progress and log messages need a stream to go out on.
+            let meta = (params.as_ref()).and_then(|p| p.get("_meta"));
+            let progress = meta.and_then(|m| m.get("progressToken")).is_some();
+            let logs = meta.and_then(|m| m.get(meta_keys::LOG_LEVEL)).is_some();
+            if routed(kind) && (progress || logs) {
                 let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
                 return streamed(self, id, method, params, Era::Modern);
             }
@@ -222,7 +223,7 @@ impl Inner {
                 _ => {
                     let (mut params, method) = (params, exchange.method);
                     let answering =
-                        |params| self.modern_answer(kind, method, params, Default::default());
+                        |params| self.modern_answer(kind, method, params, Default::default(), None);
                     (self.traced(
                         exchange.id,
                         method,

@@ -202,7 +202,8 @@ impl Inner {
                     "initialize is not part of 2026-07-28",
                 )),
                 _ => {
-                    self.modern_answer(kind, method, params, Default::default())
+                    let options = Default::default();
+                    self.modern_answer(kind, method, params, options, None)
                         .await
                 }
             }));

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use http::StatusCode;
-use mcp_connect::protocol::{codes, ProtocolVersion, RequestKind};
+use mcp_connect::protocol::{codes, meta_keys, ProtocolVersion, RequestKind};
 use mcp_connect::session::RequestOptions;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::answer::{answer, Upstream};
 use crate::body::event;
-use crate::downstream::Downstream;
+use crate::downstream::{level_rank, Downstream};
 use crate::inner::Inner;
 use crate::modern;
 use crate::relay;
@@ -54,6 +54,12 @@ pub(crate) fn streamed(
     era: Era,
 ) -> Reply {
     let (sender, events) = mpsc::channel(QUEUE);
+    // A 2026-07-28 request's log level: the member's messages from it on.
+    let log_floor = (params.as_ref())
+        .and_then(|p| p.pointer("/_meta"))
+        .and_then(|m| m.get(meta_keys::LOG_LEVEL))
+        .and_then(Value::as_str)
+        .and_then(level_rank);
     let token = CancellationToken::new();
     let mut options = RequestOptions::new().with_cancellation(token.clone());
     // The client's progress token stays here: the member is given one of
@@ -104,7 +110,12 @@ pub(crate) fn streamed(
         let era_of = &era;
         let answering = |params| async {
             match era_of {
-                Era::Modern => inner.modern_answer(kind, &method, params, options).await,
+                Era::Modern => {
+                    let logs = log_floor.map(|floor| (sender.clone(), floor));
+                    inner
+                        .modern_answer(kind, &method, params, options, logs)
+                        .await
+                }
                 Era::Session(_) => answer(upstream, &method, params, options).await,
             }
         };

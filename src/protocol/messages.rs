@@ -23,6 +23,9 @@ pub mod meta_keys {
     /// The id of the `subscriptions/listen` request a notification belongs
     /// to.
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The least severe log level a request wants to hear of while it runs
+    /// (none without it).
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 }
 
 /// The client's name and version.

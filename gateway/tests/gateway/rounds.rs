@@ -97,3 +97,79 @@ async fn a_members_question_is_an_input_round_for_a_2026_client() {
         .unwrap_err();
     assert_eq!(refused.jsonrpc_code(), Some(-32021), "{refused:?}");
 }
+
+/// A 2026-07-28 member whose `chatty` logs at two levels while it runs.
+fn chatty_member(request: &Recorded) -> Script {
+    let log = |level: &str, data: &str| {
+        let message = json!({ "jsonrpc": "2.0", "method": "notifications/message",
+            "params": { "level": level, "data": data } });
+        format!("data: {message}\n\n")
+    };
+    match request.rpc_method() {
+        "tools/call" => {
+            let done = result(
+                request,
+                json!({ "resultType": "complete",
+                "content": [{ "type": "text", "text": "done" }] }),
+            );
+            Script::Sse(vec![
+                log("info", "info-canary"),
+                log("debug", "debug-canary"),
+                format!("data: {done}\n\n"),
+            ])
+        }
+        "tools/list" => Script::Json(
+            200,
+            result(
+                request,
+                json!({ "tools": [{ "name": "chatty",
+                "inputSchema": { "type": "object" } }] }),
+            ),
+        ),
+        _ => member_server(request),
+    }
+}
+
+#[tokio::test]
+async fn a_2026_request_hears_the_members_log_messages_at_its_level_only() {
+    let server = ScriptServer::start(chatty_member).await;
+    let addr = gateway_over(&server.url()).await;
+    let headers = [
+        JSON_IN,
+        BOTH_OUT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "chatty"),
+    ];
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let mut said = Vec::new();
+    for level in [Some("info"), None] {
+        let mut meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {} });
+        if let Some(level) = level {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "chatty", "arguments": {}, "_meta": meta } });
+        let mut request = Request::post(format!("http://{addr}/mcp"));
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(call.to_string())))
+            .unwrap();
+        let response = tokio::time::timeout(LIMIT, client.request(request))
+            .await
+            .unwrap()
+            .unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        said.push(String::from_utf8_lossy(&body).into_owned());
+    }
+    assert!(said[0].contains("info-canary"), "{}", said[0]);
+    assert!(!said[0].contains("debug-canary"), "{}", said[0]);
+    assert!(said[0].contains("done"), "{}", said[0]);
+    // No level: no log message, only the answer.
+    assert!(!said[1].contains("canary"), "{}", said[1]);
+    assert!(said[1].contains("done"), "{}", said[1]);
+}
