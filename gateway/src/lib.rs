@@ -53,8 +53,7 @@
 //! - `list_changed` when the listings change: on a 2025 session's GET
 //!   stream, on a 2026-07-28 `subscriptions/listen` stream.
 //!
-//! Not yet (docs/GATEWAY.md lists it): resource updates on a listen
-//! stream.
+//! docs/GATEWAY.md says what it does not do yet.
 //!
 //! ```no_run
 //! # async fn run(group: mcp_connect::group::ServerGroup) {

@@ -1,27 +1,42 @@
 //! `subscriptions/listen` (2026-07-28): the stream a client opens to hear
 //! what no request of its own causes. Its first event acknowledges which
-//! of the asked notifications the gateway will send (the list changes of
-//! tools, prompts and resources; not resource updates yet), every event
-//! carries the listen request's id as its `subscriptionId`, and the
+//! of the asked notifications the gateway will send, every event carries
+//! the listen request's id as its `subscriptionId`, and the
 //! `list_changed` the group's listings cause (`crate::changes`) go to
-//! every stream whose filter names them. At most [`MAX_LISTENERS`]
-//! streams are open at once; one whose reader went away is let go at the
-//! next change or the next listen.
+//! every stream whose filter names them. A resource the client subscribes
+//! to (`resourceSubscriptions`, at most [`MAX_RESOURCES`]) is subscribed
+//! to at the member that offers it, on a member client of the stream's
+//! own (with `session_clients`), before the acknowledgement, which names
+//! the ones subscribed; the member's `notifications/resources/updated`
+//! for it go out on the stream, and the member client ends with the
+//! stream. At most [`MAX_LISTENERS`] streams are open at once; one whose
+//! reader went away is let go at the next change or the next listen.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future::join_all;
 use http::StatusCode;
-use mcp_connect::protocol::{codes, meta_keys, methods};
+use mcp_connect::group::ServerGroup;
+use mcp_connect::inbound::{notification_channel, ClientHandler};
+use mcp_connect::protocol::{codes, meta_keys, methods, NotificationKind, ProtocolVersion};
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use crate::body::event;
+use crate::relay::SessionRelay;
 use crate::reply::{self, Reply, RpcFailure};
+use crate::SessionClients;
 
 /// How many listen streams may be open at once.
 pub(crate) const MAX_LISTENERS: usize = 1024;
+
+/// How many resources one stream may subscribe to.
+pub(crate) const MAX_RESOURCES: usize = 64;
+
+/// How long the member subscriptions of one listen may take.
+const SUBSCRIBE_BOUND: Duration = Duration::from_secs(10);
 
 /// The filter keys, in the order of `crate::changes`'s notifications.
 pub(crate) const FILTER_KEYS: [&str; 3] = [
@@ -71,32 +86,113 @@ impl Listeners {
     }
 
     /// Answers the listen request `id` with `params`: its stream, which
-    /// starts with the acknowledgement.
-    pub(crate) fn listen(&self, id: &Value, params: Option<&Value>, keepalive: Duration) -> Reply {
+    /// starts with the acknowledgement (`members`: where its resource
+    /// subscriptions are made, when the gateway makes clients).
+    pub(crate) async fn listen(
+        &self,
+        id: &Value,
+        params: Option<&Value>,
+        keepalive: Duration,
+        members: Option<(&ServerGroup, &SessionClients)>,
+    ) -> Reply {
         let asked = params.and_then(|p| p.get("notifications"));
         let wants = FILTER_KEYS
             .map(|key| asked.and_then(|a| a.get(key)).and_then(Value::as_bool) == Some(true));
-        let honoured: Map<String, Value> = (FILTER_KEYS.iter().zip(wants))
+        let mut honoured: Map<String, Value> = (FILTER_KEYS.iter().zip(wants))
             .filter(|(_, wanted)| *wanted)
             .map(|(key, _)| ((*key).to_owned(), Value::Bool(true)))
             .collect();
+        {
+            let mut open = self.open();
+            open.retain(|l| !l.sender.is_closed());
+            if open.len() >= MAX_LISTENERS {
+                let failure = RpcFailure::new(codes::INTERNAL_ERROR, "too many open subscriptions");
+                return reply::error(StatusCode::SERVICE_UNAVAILABLE, Some(id), &failure);
+            }
+        }
         let (sender, events) = mpsc::channel(64);
-        let mut open = self.open();
-        open.retain(|l| !l.sender.is_closed());
-        if open.len() >= MAX_LISTENERS {
-            let failure = RpcFailure::new(codes::INTERNAL_ERROR, "too many open subscriptions");
-            return reply::error(StatusCode::SERVICE_UNAVAILABLE, Some(id), &failure);
+        let uris: Vec<&str> = (asked.and_then(|a| a.get("resourceSubscriptions")))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .take(MAX_RESOURCES)
+            .collect();
+        if let (Some((group, make)), false) = (members, uris.is_empty()) {
+            let subscribing = uris
+                .iter()
+                .map(|uri| subscribe(group, make, uri, id, &sender));
+            let subscribed = tokio::time::timeout(SUBSCRIBE_BOUND, join_all(subscribing)).await;
+            let subscribed: Vec<&str> = (uris.iter().zip(subscribed.unwrap_or_default()))
+                .filter(|(_, ok)| *ok)
+                .map(|(uri, _)| *uri)
+                .collect();
+            honoured.insert("resourceSubscriptions".into(), json!(subscribed));
         }
         let mut ack = Map::new();
         ack.insert("notifications".into(), Value::Object(honoured));
         let acknowledged = tagged(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, id, ack);
         // A fresh channel has room for its first event.
         let _ = sender.try_send(acknowledged);
-        open.push(Listener {
+        self.open().push(Listener {
             id: id.clone(),
             wants,
             sender,
         });
         reply::events(events, keepalive)
     }
+}
+
+/// Subscribes to `uri` at the member that offers it, on a member client
+/// of the stream's own, and relays its updates tagged with `id` on
+/// `stream` until the stream's reader is gone; whether it subscribed.
+async fn subscribe(
+    group: &ServerGroup,
+    make: &SessionClients,
+    uri: &str,
+    id: &Value,
+    stream: &mpsc::Sender<Bytes>,
+) -> bool {
+    let mut servers = group.catalogue().resource_servers(uri);
+    if servers.len() != 1 {
+        return false;
+    }
+    let server = servers.remove(0);
+    let (notifications, mut heard) = notification_channel(16);
+    let relay = SessionRelay::new(
+        ClientHandler::new(),
+        notifications,
+        ProtocolVersion::LATEST_MODERN,
+    );
+    let Some(client) = make(&server, relay) else {
+        return false;
+    };
+    if client.subscribe(uri).await.is_err() {
+        let _ = client.close().await;
+        return false;
+    }
+    let (uri, id, stream) = (uri.to_owned(), id.clone(), stream.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stream.closed() => break,
+                heard = heard.recv() => {
+                    let Some(notification) = heard else { break };
+                    let updated = notification.kind() == NotificationKind::ResourceUpdated
+                        && (notification.params.as_ref())
+                            .and_then(|p| p.get("uri"))
+                            .and_then(Value::as_str)
+                            == Some(uri.as_str());
+                    if updated {
+                        let mut params = Map::new();
+                        params.insert("uri".into(), Value::String(uri.clone()));
+                        let update = tagged(methods::NOTIFICATION_RESOURCES_UPDATED, &id, params);
+                        let _ = stream.try_send(update);
+                    }
+                }
+            }
+        }
+        let _ = client.close().await;
+    });
+    true
 }

@@ -208,7 +208,11 @@ impl Inner {
             }
             if kind == RequestKind::Listen {
                 self.background();
-                return (self.listeners).listen(exchange.id, params.as_ref(), self.keepalive);
+                let members = (self.session_clients.as_ref()).map(|make| (&self.group, make));
+                let (id, keepalive) = (exchange.id, self.keepalive);
+                return (self.listeners)
+                    .listen(id, params.as_ref(), keepalive, members)
+                    .await;
             }
             // Progress and log messages need a stream to go out on.
             let meta = (params.as_ref()).and_then(|p| p.get("_meta"));

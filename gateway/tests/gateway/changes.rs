@@ -121,3 +121,91 @@ async fn a_2026_client_listening_hears_list_changed_on_its_subscription() {
         .as_ref()
         .is_some_and(|p| p["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number()));
 }
+
+/// A 2025 member with one resource, whose GET stream the test writes to.
+fn watched_member(
+    legacy: mcp_connect::testkit::LegacyServer,
+    stream: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>>,
+) -> impl Fn(&mcp_connect::testkit::Recorded) -> mcp_connect::testkit::Script + Send + Sync {
+    use mcp_connect::testkit::{result, Script};
+    move |request| match (request.method.clone(), request.rpc_method()) {
+        (Method::GET, _) => {
+            let (sender, events) = tokio::sync::mpsc::unbounded_channel();
+            *stream.lock().unwrap() = Some(sender);
+            Script::SseLive(events)
+        }
+        (_, "resources/list") => Script::Json(
+            200,
+            result(
+                request,
+                json!({ "resources": [{ "uri": "test://watched",
+                "name": "watched" }] }),
+            ),
+        ),
+        (_, "tools/list") => Script::Json(200, result(request, json!({ "tools": [] }))),
+        // The legacy server's handshake, offering resources too.
+        (_, "initialize") => match legacy.respond(request) {
+            Script::JsonWith(status, mut body, headers) => {
+                body["result"]["capabilities"]["resources"] = json!({ "subscribe": true });
+                Script::JsonWith(status, body, headers)
+            }
+            other => other,
+        },
+        _ => legacy.respond(request),
+    }
+}
+
+#[tokio::test]
+async fn a_2026_client_subscribed_to_a_resource_hears_its_updates() {
+    let stream = Arc::new(Mutex::new(None));
+    let legacy = mcp_connect::testkit::LegacyServer::new();
+    let server =
+        mcp_connect::testkit::ScriptServer::start(watched_member(legacy, Arc::clone(&stream)))
+            .await;
+    let group = ServerGroup::new();
+    group.add(member(&server.url(), "one")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let url = server.url();
+    let gateway = Gateway::builder(group)
+        .session_clients(move |_, relay| {
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
+            Some(mcp_connect::McpClient::builder(stack, request).build())
+        })
+        .build();
+    let addr = serve(gateway).await;
+    let (listener, mut heard) = mcp_connect::inbound::notification_channel(16);
+    let request = ConnectRequest::http(&format!("http://{addr}/mcp"))
+        .unwrap()
+        .with_notifications(listener);
+    let session = tokio::time::timeout(LIMIT, Connector::new().connect(request))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.era(), Era::Modern);
+    tokio::time::timeout(LIMIT, session.subscribe("test://watched"))
+        .await
+        .unwrap()
+        .unwrap();
+    // The member subscribed, on a session of its own with a GET stream.
+    assert_eq!(server.recorded_for("resources/subscribe").len(), 1);
+    let update = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": { "uri": "test://watched" } });
+    let sender = stream
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the member's GET stream");
+    sender.send(format!("data: {update}\n\n")).unwrap();
+    let updated = tokio::time::timeout(LIMIT, async {
+        loop {
+            let notification = heard.recv().await.expect("the subscription is open");
+            if notification.method == "notifications/resources/updated" {
+                return notification;
+            }
+        }
+    })
+    .await
+    .expect("the update within the limit");
+    assert_eq!(updated.params.unwrap()["uri"], "test://watched");
+}
