@@ -27,6 +27,9 @@ use crate::modern;
 use crate::relay;
 use crate::reply::{self, Reply, RpcFailure};
 
+/// The 2026-07-28 version, to borrow for as long as the gateway runs.
+static MODERN: ProtocolVersion = ProtocolVersion::LATEST_MODERN;
+
 /// How many events of one stream wait for a slow reader.
 const QUEUE: usize = 64;
 
@@ -56,7 +59,7 @@ pub(crate) fn streamed(
     let (sender, events) = mpsc::channel(QUEUE);
     // A 2026-07-28 request's log level: the member's messages from it on.
     let log_floor = (params.as_ref())
-        .and_then(|p| p.pointer("/_meta"))
+        .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(meta_keys::LOG_LEVEL))
         .and_then(Value::as_str)
         .and_then(level_rank);
@@ -103,8 +106,8 @@ pub(crate) fn streamed(
         };
         let kind = RequestKind::of(&method);
         let version = match &era {
-            Era::Session(down) => down.version.clone(),
-            Era::Modern => ProtocolVersion::LATEST_MODERN,
+            Era::Session(down) => down.version.as_str(),
+            Era::Modern => MODERN.as_str(),
         };
         let mut params = params;
         let era_of = &era;
@@ -119,7 +122,7 @@ pub(crate) fn streamed(
                 Era::Session(_) => answer(upstream, &method, params, options).await,
             }
         };
-        let answering = inner.traced(&id, &method, &mut params, version.as_str(), answering);
+        let answering = inner.traced(&id, &method, &mut params, version, answering);
         let answered = match era {
             Era::Modern => tokio::select! {
                 answered = answering => Some(answered),
