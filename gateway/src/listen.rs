@@ -6,13 +6,14 @@
 //! every stream whose filter names them. A resource the client subscribes
 //! to (`resourceSubscriptions`, at most [`MAX_RESOURCES`]) is subscribed
 //! to at the member that offers it, on a member client of the stream's
-//! own (with `session_clients`), before the acknowledgement, which names
-//! the ones subscribed; the member's `notifications/resources/updated`
+//! own per member (with `session_clients`), before the acknowledgement,
+//! which names the ones subscribed; the member's `notifications/resources/updated`
 //! for it go out on the stream, and the member client ends with the
 //! stream. At most [`MAX_LISTENERS`] streams are open at once; one whose
 //! reader went away is let go at the next change or the next listen.
 
-use std::sync::{Mutex, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -119,14 +120,21 @@ impl Listeners {
             .take(MAX_RESOURCES)
             .collect();
         if let (Some((group, make)), false) = (members, uris.is_empty()) {
-            let subscribing = uris
-                .iter()
-                .map(|uri| subscribe(group, make, uri, id, &sender));
+            // One member client per member the stream subscribes at.
+            let catalogue = group.catalogue();
+            let mut by_member: BTreeMap<Arc<str>, Vec<String>> = BTreeMap::new();
+            for uri in uris {
+                if let [server] = catalogue.resource_servers(uri).as_slice() {
+                    by_member
+                        .entry(Arc::clone(server))
+                        .or_default()
+                        .push(uri.to_owned());
+                }
+            }
+            let subscribing = (by_member.into_iter())
+                .map(|(server, uris)| subscribe(make, server, uris, id, &sender));
             let subscribed = tokio::time::timeout(SUBSCRIBE_BOUND, join_all(subscribing)).await;
-            let subscribed: Vec<&str> = (uris.iter().zip(subscribed.unwrap_or_default()))
-                .filter(|(_, ok)| *ok)
-                .map(|(uri, _)| *uri)
-                .collect();
+            let subscribed: Vec<String> = subscribed.unwrap_or_default().concat();
             honoured.insert("resourceSubscriptions".into(), json!(subscribed));
         }
         let mut ack = Map::new();
@@ -143,21 +151,17 @@ impl Listeners {
     }
 }
 
-/// Subscribes to `uri` at the member that offers it, on a member client
-/// of the stream's own, and relays its updates tagged with `id` on
-/// `stream` until the stream's reader is gone; whether it subscribed.
+/// Subscribes to `uris` at `server`, the member that offers them, on a
+/// member client of the stream's own, and relays their updates tagged
+/// with `id` on `stream` until the stream's reader is gone; the ones it
+/// subscribed to.
 async fn subscribe(
-    group: &ServerGroup,
     make: &SessionClients,
-    uri: &str,
+    server: Arc<str>,
+    uris: Vec<String>,
     id: &Value,
     stream: &mpsc::Sender<Bytes>,
-) -> bool {
-    let mut servers = group.catalogue().resource_servers(uri);
-    if servers.len() != 1 {
-        return false;
-    }
-    let server = servers.remove(0);
+) -> Vec<String> {
     let (notifications, mut heard) = notification_channel(16);
     let relay = SessionRelay::new(
         ClientHandler::new(),
@@ -165,27 +169,32 @@ async fn subscribe(
         ProtocolVersion::LATEST_MODERN,
     );
     let Some(client) = make(&server, relay) else {
-        return false;
+        return Vec::new();
     };
-    if client.subscribe(uri).await.is_err() {
-        let _ = client.close().await;
-        return false;
+    let mut subscribed = Vec::new();
+    for uri in uris {
+        if client.subscribe(&uri).await.is_ok() {
+            subscribed.push(uri);
+        }
     }
-    let (uri, id, stream) = (uri.to_owned(), id.clone(), stream.clone());
+    if subscribed.is_empty() {
+        let _ = client.close().await;
+        return subscribed;
+    }
+    let (watched, id, stream) = (subscribed.clone(), id.clone(), stream.clone());
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 () = stream.closed() => break,
                 heard = heard.recv() => {
                     let Some(notification) = heard else { break };
-                    let updated = notification.kind() == NotificationKind::ResourceUpdated
-                        && (notification.params.as_ref())
-                            .and_then(|p| p.get("uri"))
-                            .and_then(Value::as_str)
-                            == Some(uri.as_str());
-                    if updated {
+                    let uri = (notification.params.as_ref())
+                        .and_then(|p| p.get("uri"))
+                        .and_then(Value::as_str)
+                        .filter(|uri| watched.iter().any(|w| w == uri));
+                    if let (NotificationKind::ResourceUpdated, Some(uri)) = (notification.kind(), uri) {
                         let mut params = Map::new();
-                        params.insert("uri".into(), Value::String(uri.clone()));
+                        params.insert("uri".into(), Value::String(uri.to_owned()));
                         let update = tagged(methods::NOTIFICATION_RESOURCES_UPDATED, &id, params);
                         let _ = stream.try_send(update);
                     }
@@ -194,5 +203,5 @@ async fn subscribe(
         }
         let _ = client.close().await;
     });
-    true
+    subscribed
 }

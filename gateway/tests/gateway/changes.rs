@@ -138,8 +138,9 @@ fn watched_member(
             200,
             result(
                 request,
-                json!({ "resources": [{ "uri": "test://watched",
-                "name": "watched" }] }),
+                json!({ "resources": [
+                    { "uri": "test://watched", "name": "watched" },
+                    { "uri": "test://other", "name": "other" }] }),
             ),
         ),
         (_, "tools/list") => Script::Json(200, result(request, json!({ "tools": [] }))),
@@ -208,4 +209,67 @@ async fn a_2026_client_subscribed_to_a_resource_hears_its_updates() {
     .await
     .expect("the update within the limit");
     assert_eq!(updated.params.unwrap()["uri"], "test://watched");
+}
+
+#[tokio::test]
+async fn a_listen_stream_subscribes_at_a_member_on_one_client_of_its_own() {
+    let legacy = mcp_connect::testkit::LegacyServer::new();
+    let server = mcp_connect::testkit::ScriptServer::start(watched_member(
+        legacy.clone(),
+        Arc::new(Mutex::new(None)),
+    ))
+    .await;
+    let group = ServerGroup::new();
+    group.add(member(&server.url(), "one")).unwrap();
+    tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
+    let url = server.url();
+    let gateway = Gateway::builder(group)
+        .session_clients(move |_, relay| {
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
+            Some(mcp_connect::McpClient::builder(stack, request).build())
+        })
+        .build();
+    let addr = serve(gateway).await;
+    let before = legacy.sessions_created();
+    let listen = json!({ "jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+        "params": { "notifications": { "resourceSubscriptions":
+            ["test://watched", "test://other", "test://unknown"] },
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let request = Request::post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(Full::new(Bytes::from(listen.to_string())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let first = tokio::time::timeout(LIMIT, body.frame())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let first = String::from_utf8(first.into_data().unwrap().to_vec()).unwrap();
+    let ack: Value = serde_json::from_str(first.split("data: ").nth(1).unwrap().trim()).unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(["test://watched", "test://other"]),
+        "the unknown URI is not acknowledged"
+    );
+    assert_eq!(
+        legacy.sessions_created() - before,
+        1,
+        "one member session for the stream"
+    );
+    assert_eq!(server.recorded_for("resources/subscribe").len(), 2);
 }
