@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
-use mcp_connect::protocol::{ProtocolVersion, RpcError};
+use mcp_connect::protocol::{Incoming, NotificationKind, ProtocolVersion, RequestId, RpcError};
 use mcp_connect::McpClient;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -220,6 +220,34 @@ impl Downstream {
                 }
                 state.parked.push((no, answer));
             }
+        }
+    }
+
+    /// A message from the client that is not a request, over either
+    /// transport: a `notifications/cancelled` cancels the request it
+    /// names, an answer goes to the member that asked; anything else is
+    /// let go.
+    pub(crate) fn take(&self, message: Incoming) {
+        let number = |id: &RequestId| serde_json::to_value(id).ok().and_then(|v| v.as_u64());
+        match message {
+            Incoming::Notification { method, params }
+                if NotificationKind::of(&method) == NotificationKind::Cancelled =>
+            {
+                if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
+                    self.cancel(&id.to_string());
+                }
+            }
+            Incoming::Response { id, result } => {
+                let result = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+                number(&id).map(|id| self.answered(id, Ok(result)));
+            }
+            Incoming::Error {
+                id: Some(id),
+                error,
+            } => {
+                number(&id).map(|id| self.answered(id, Err(error)));
+            }
+            _ => {}
         }
     }
 

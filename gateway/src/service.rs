@@ -17,9 +17,7 @@ use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use mcp_connect::group::ServerGroup;
-use mcp_connect::protocol::{
-    codes, meta_keys, Incoming, NotificationKind, ProtocolVersion, RequestId, RequestKind,
-};
+use mcp_connect::protocol::{codes, meta_keys, Incoming, ProtocolVersion, RequestKind};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -155,27 +153,7 @@ impl Inner {
             None => None,
         };
         if let Some(down) = down {
-            let number = |id: &RequestId| serde_json::to_value(id).ok().and_then(|v| v.as_u64());
-            match message {
-                Incoming::Notification { method, params }
-                    if NotificationKind::of(&method) == NotificationKind::Cancelled =>
-                {
-                    if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
-                        down.cancel(&id.to_string());
-                    }
-                }
-                Incoming::Response { id, result } => {
-                    let result = serde_json::from_str(result.get()).unwrap_or(Value::Null);
-                    number(&id).map(|id| down.answered(id, Ok(result)));
-                }
-                Incoming::Error {
-                    id: Some(id),
-                    error,
-                } => {
-                    number(&id).map(|id| down.answered(id, Err(error)));
-                }
-                _ => {}
-            }
+            down.take(message);
         }
         reply::status(StatusCode::ACCEPTED)
     }

@@ -18,9 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use mcp_connect::protocol::{
-    codes, meta_keys, Incoming, NotificationKind, ProtocolVersion, RequestId, RequestKind,
-};
+use mcp_connect::protocol::{codes, meta_keys, Incoming, ProtocolVersion, RequestKind};
 use mcp_connect::session::RequestOptions;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -142,27 +140,7 @@ impl Connection {
         let Some(down) = self.session.get() else {
             return;
         };
-        let number = |id: &RequestId| serde_json::to_value(id).ok().and_then(|v| v.as_u64());
-        match message {
-            Incoming::Notification { method, params }
-                if NotificationKind::of(&method) == NotificationKind::Cancelled =>
-            {
-                if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
-                    down.cancel(&id.to_string());
-                }
-            }
-            Incoming::Response { id, result } => {
-                let result = serde_json::from_str(result.get()).unwrap_or(Value::Null);
-                number(&id).map(|id| down.answered(id, Ok(result)));
-            }
-            Incoming::Error {
-                id: Some(id),
-                error,
-            } => {
-                number(&id).map(|id| down.answered(id, Err(error)));
-            }
-            _ => {}
-        }
+        down.take(message);
     }
 }
 
