@@ -168,11 +168,7 @@ async fn a_2026_client_subscribed_to_a_resource_hears_its_updates() {
     tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
     let url = server.url();
     let gateway = Gateway::builder(group)
-        .session_clients(move |_, relay| {
-            let stack = EstablishBuilder::new(Connector::new()).build();
-            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
-            Some(mcp_connect::McpClient::builder(stack, request).build())
-        })
+        .session_clients(own_clients(&url))
         .build();
     let addr = serve(gateway).await;
     let (listener, mut heard) = mcp_connect::inbound::notification_channel(16);
@@ -224,11 +220,7 @@ async fn a_listen_stream_subscribes_at_a_member_on_one_client_of_its_own() {
     tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
     let url = server.url();
     let gateway = Gateway::builder(group)
-        .session_clients(move |_, relay| {
-            let stack = EstablishBuilder::new(Connector::new()).build();
-            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
-            Some(mcp_connect::McpClient::builder(stack, request).build())
-        })
+        .session_clients(own_clients(&url))
         .build();
     let addr = serve(gateway).await;
     let before = legacy.sessions_created();

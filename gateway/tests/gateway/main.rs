@@ -57,6 +57,22 @@ fn serve_on(listener: tokio::net::TcpListener, gateway: Gateway) -> SocketAddr {
     addr
 }
 
+/// Each session's (or 2026-07-28 round's) own client of the member
+/// `one` at `url`, as `serve` makes them.
+fn own_clients(
+    url: &str,
+) -> impl Fn(&str, mcp_connect_gateway::SessionRelay) -> Option<mcp_connect::McpClient>
+       + Send
+       + Sync
+       + 'static {
+    let url = url.to_owned();
+    move |_, relay| {
+        let stack = EstablishBuilder::new(Connector::new()).build();
+        let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
+        Some(mcp_connect::McpClient::builder(stack, request).build())
+    }
+}
+
 fn member(url: &str, name: &str) -> Server {
     let stack = EstablishBuilder::new(Connector::new())
         .with_deadline(Duration::from_secs(5))

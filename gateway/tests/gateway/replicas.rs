@@ -7,7 +7,6 @@ use std::sync::Arc;
 use http::Method;
 use mcp_connect::store::{MemoryOwnerStore, OwnerStore};
 use mcp_connect::transport::HttpClient;
-use mcp_connect::McpClient;
 
 use super::*;
 
@@ -23,11 +22,7 @@ async fn replica(member_url: &str, owners: &Arc<MemoryOwnerStore>) -> SocketAddr
         .unwrap();
     let url = member_url.to_owned();
     let gateway = Gateway::builder(group)
-        .session_clients(move |_, relay| {
-            let stack = EstablishBuilder::new(Connector::new()).build();
-            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
-            Some(McpClient::builder(stack, request).build())
-        })
+        .session_clients(own_clients(&url))
         .replicas(Arc::clone(owners), &me, HttpClient::http_only())
         .build();
     serve_on(listener, gateway)

@@ -6,7 +6,6 @@
 use mcp_connect::inbound::{elicitation_defaults, ClientHandler};
 use mcp_connect::protocol::server_requests::ElicitResult;
 use mcp_connect::testkit::{error, result, Recorded, Script, ScriptServer};
-use mcp_connect::McpClient;
 
 use super::*;
 
@@ -37,11 +36,7 @@ async fn gateway_over(url: &str) -> SocketAddr {
     tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
     let url = url.to_owned();
     let gateway = Gateway::builder(group)
-        .session_clients(move |_, relay| {
-            let stack = EstablishBuilder::new(Connector::new()).build();
-            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
-            Some(McpClient::builder(stack, request).build())
-        })
+        .session_clients(own_clients(&url))
         .build();
     serve(gateway).await
 }

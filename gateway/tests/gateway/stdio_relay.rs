@@ -6,7 +6,6 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_connect::testkit::{result, LegacyServer, Recorded, Script, ScriptServer};
-use mcp_connect::McpClient;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
@@ -71,11 +70,7 @@ async fn over_stdio_a_members_question_is_a_line_and_its_answer_goes_back() {
     tokio::time::timeout(LIMIT, group.settled()).await.unwrap();
     let url = server.url();
     let gateway = Gateway::builder(group)
-        .session_clients(move |_, relay| {
-            let stack = EstablishBuilder::new(Connector::new()).build();
-            let request = relay.apply(ConnectRequest::http(&url).unwrap().with_name("one"));
-            Some(McpClient::builder(stack, request).build())
-        })
+        .session_clients(own_clients(&url))
         .build();
     let (client, served) = tokio::io::duplex(64 * 1024);
     let (served_in, served_out) = tokio::io::split(served);
