@@ -17,7 +17,7 @@ use crate::inbound::NotificationSender;
 const HEALTH_CAPACITY: usize = 1024;
 
 /// Configures a [`ServerGroup`].
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ServerGroupBuilder {
     naming: Naming,
     max_establishing: Option<usize>,
@@ -27,8 +27,21 @@ pub struct ServerGroupBuilder {
     /// The pace of trying a member again after an outage.
     retry: Option<Backoff>,
     remembered: Option<super::RememberedListings>,
+    ranker: Option<Arc<dyn super::Ranker>>,
     /// The telemetry of servers added without their own (feature `otel`).
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
+}
+
+impl std::fmt::Debug for ServerGroupBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerGroupBuilder")
+            .field("naming", &self.naming)
+            .field("max_establishing", &self.max_establishing)
+            .field("keepalive", &self.keepalive)
+            .field("retry", &self.retry)
+            .field("ranker", &self.ranker.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The default pace of trying a member again after an outage: full
@@ -126,6 +139,14 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// Ranks [`ServerGroup::search_tools`]'s results with `ranker` (by
+    /// default, BM25 alone).
+    #[must_use]
+    pub fn with_ranker(mut self, ranker: impl super::Ranker) -> Self {
+        self.ranker = Some(Arc::new(ranker));
+        self
+    }
+
     /// Instruments every server added whose request has no telemetry of
     /// its own (a config file's servers, say) with `telemetry` (feature
     /// `otel`).
@@ -160,6 +181,7 @@ impl ServerGroupBuilder {
                 built: AtomicU64::new(0),
                 publish_scheduled: AtomicBool::new(false),
                 index: Mutex::default(),
+                search: super::search::Search::new(self.ranker),
                 this: this.clone(),
             }),
         }

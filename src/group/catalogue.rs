@@ -141,6 +141,13 @@ pub(crate) struct Part {
     left_out: Vec<LeftOut>,
 }
 
+impl Part {
+    /// The server's tools under their catalogue names.
+    pub(crate) fn tools(&self) -> &[Named<Tool>] {
+        &self.tools
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct View {
     tools: Vec<Named<Tool>>,
@@ -243,6 +250,11 @@ impl Catalogue {
         servers(&|part| {
             (part.templates.iter()).any(|t| uri_template::matches(&t.item.uri_template, uri))
         })
+    }
+
+    /// Each server's part, in no particular order.
+    pub(crate) fn parts(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Part>)> {
+        self.parts.iter()
     }
 
     pub(crate) fn is_settled(&self) -> bool {

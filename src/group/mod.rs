@@ -90,6 +90,7 @@ mod refused;
 mod relisting;
 mod remembered;
 mod routing;
+mod search;
 mod server;
 mod storm;
 mod vendor;
@@ -108,6 +109,7 @@ pub use naming::{
 };
 pub use reconcile::Reconciled;
 pub use remembered::{RememberError, RememberedListings};
+pub use search::{Ranker, ToolHit};
 pub use server::{Keepalive, Server};
 pub use vendor::{vendor_name, VENDOR_NAME_MAX};
 
@@ -164,6 +166,8 @@ struct Shared {
     /// The catalogue's entries, changed one server at a time; held for
     /// one change or one publish, never across an `.await`.
     index: Mutex<catalogue::CatalogueIndex>,
+    /// The index behind [`ServerGroup::search_tools`].
+    search: search::Search,
     /// This, for the publish task.
     this: Weak<Shared>,
 }
