@@ -28,6 +28,8 @@ pub struct ServerGroupBuilder {
     retry: Option<Backoff>,
     remembered: Option<super::RememberedListings>,
     ranker: Option<Arc<dyn super::Ranker>>,
+    discovery: super::Discovery,
+    always_loaded: Vec<String>,
     /// The telemetry of servers added without their own (feature `otel`).
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
 }
@@ -40,6 +42,8 @@ impl std::fmt::Debug for ServerGroupBuilder {
             .field("keepalive", &self.keepalive)
             .field("retry", &self.retry)
             .field("ranker", &self.ranker.is_some())
+            .field("discovery", &self.discovery)
+            .field("always_loaded", &self.always_loaded)
             .finish_non_exhaustive()
     }
 }
@@ -147,6 +151,28 @@ impl ServerGroupBuilder {
         self
     }
 
+    /// When the group shows its three meta-tools instead of its catalogue
+    /// ([`ServerGroup::shown_tools`]; default: above
+    /// [`AUTO_TOKENS`](super::AUTO_TOKENS) estimated tokens).
+    #[must_use]
+    pub fn with_discovery(mut self, discovery: super::Discovery) -> Self {
+        self.discovery = discovery;
+        self
+    }
+
+    /// Tools shown beside the meta-tools while discovery is on: catalogue
+    /// names or globs (`*`, `?`).
+    #[must_use]
+    pub fn with_always_loaded<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.always_loaded
+            .extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
     /// Instruments every server added whose request has no telemetry of
     /// its own (a config file's servers, say) with `telemetry` (feature
     /// `otel`).
@@ -182,6 +208,10 @@ impl ServerGroupBuilder {
                 publish_scheduled: AtomicBool::new(false),
                 index: Mutex::default(),
                 search: super::search::Search::new(self.ranker),
+                discovery: self.discovery,
+                always_loaded: (self.always_loaded.iter())
+                    .map(|pattern| wildmatch::WildMatch::new(pattern))
+                    .collect(),
                 this: this.clone(),
             }),
         }

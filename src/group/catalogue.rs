@@ -129,6 +129,8 @@ pub struct Catalogue {
     view: OnceLock<View>,
     /// The tools' vendor names, made on the first ask.
     vendor: OnceLock<VendorNames>,
+    /// The tokens its tool definitions take, estimated on the first ask.
+    pub(super) tokens: OnceLock<usize>,
 }
 
 /// What one server shows in the catalogue, and what of it is left out.
@@ -165,6 +167,7 @@ impl Catalogue {
             settled,
             view: OnceLock::new(),
             vendor: OnceLock::new(),
+            tokens: OnceLock::new(),
         }
     }
 

@@ -75,6 +75,7 @@ use crate::inbound::NotificationSender;
 mod builder;
 mod catalogue;
 mod counts;
+mod discovery;
 mod error;
 mod failed;
 mod filter;
@@ -99,6 +100,10 @@ mod vendor_formats;
 use builder::Caches;
 pub use builder::ServerGroupBuilder;
 pub use catalogue::{Catalogue, ItemKind, LeftOut, LeftOutReason, Listed, Named};
+pub use discovery::{
+    Discovery, DiscoveryCall, DiscoveryModeError, ShownTool, AUTO_TOKENS, CALL_TOOL, DESCRIBE_TOOL,
+    SEARCH_TOOLS,
+};
 pub use error::GroupError;
 pub use filter::ToolFilter;
 pub use health::{HealthChange, HealthChanges, HealthState, ServerHealth};
@@ -166,6 +171,10 @@ struct Shared {
     /// The catalogue's entries, changed one server at a time; held for
     /// one change or one publish, never across an `.await`.
     index: Mutex<catalogue::CatalogueIndex>,
+    /// When the meta-tools are shown instead of the catalogue.
+    discovery: Discovery,
+    /// The tools shown beside the meta-tools, by catalogue name or glob.
+    always_loaded: Vec<wildmatch::WildMatch>,
     /// The index behind [`ServerGroup::search_tools`].
     search: search::Search,
     /// This, for the publish task.

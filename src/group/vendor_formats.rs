@@ -46,6 +46,47 @@ impl Catalogue {
 }
 
 impl ServerGroup {
+    /// The tools shown to a model ([`shown_tools`](Self::shown_tools):
+    /// the catalogue, or the meta-tools while discovery is on) as OpenAI's
+    /// Chat Completions API takes tools.
+    pub fn openai_tools(&self) -> Vec<Value> {
+        (self.vendor_shown().iter())
+            .map(|(name, tool)| {
+                json!({ "type": "function", "function": {
+                    "name": name, "description": description(tool),
+                    "parameters": object_schema(tool) } })
+            })
+            .collect()
+    }
+
+    /// The tools shown to a model as Anthropic's Messages API takes tools.
+    pub fn anthropic_tools(&self) -> Vec<Value> {
+        (self.vendor_shown().iter())
+            .map(|(name, tool)| {
+                json!({ "name": name, "description": description(tool),
+                        "input_schema": object_schema(tool) })
+            })
+            .collect()
+    }
+
+    /// The shown tools under their vendor names.
+    fn vendor_shown(&self) -> Vec<(String, std::sync::Arc<Tool>)> {
+        let catalogue = self.catalogue();
+        let vendor: std::collections::HashMap<&str, std::borrow::Cow<'_, str>> = (catalogue
+            .vendor_tools())
+        .map(|(vendor, tool)| (tool.name.as_str(), vendor))
+        .collect();
+        (self.shown_tools().into_iter())
+            .filter_map(|shown| {
+                let name = match shown.server {
+                    None => shown.name,
+                    Some(_) => vendor.get(shown.name.as_str())?.to_string(),
+                };
+                Some((name, shown.tool))
+            })
+            .collect()
+    }
+
     /// Answers one entry of an OpenAI assistant message's `tool_calls`
     /// with the `tool` message to send back: the call routed by its vendor
     /// name, its `arguments` (JSON text) parsed first.

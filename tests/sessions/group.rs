@@ -1821,3 +1821,109 @@ async fn a_listing_refused_as_the_last_session_was_keeps_the_tools() {
     })
     .await;
 }
+
+/// Issue 67, items 4 and 5: with discovery on, a model is shown the three
+/// meta-tools and the tools marked always loaded; `search_tools` finds a
+/// tool by its words, `describe_tool` gives its definition, `call_tool`
+/// reaches its server; a tool the server's filter left out is found by
+/// none of them and never reaches the server.
+#[tokio::test]
+async fn discovery_shows_three_tools_that_find_describe_and_call_the_rest() {
+    use mcp_connect::group::{Discovery, CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS};
+    watchdog(Duration::from_secs(30), async {
+        let gh = Scripted::new(
+            "gh",
+            &["create_issue", "list_pull_requests", "delete_repo"],
+            Duration::ZERO,
+        );
+        let fs = Scripted::new("fs", &["read_file", "write_file"], Duration::ZERO);
+        let (gh_server, fs_server) = (gh.start().await, fs.start().await);
+        let group = ServerGroup::builder()
+            .with_discovery(Discovery::Always)
+            .with_always_loaded(["read_*"])
+            .build();
+        let filtered = ToolFilter::new().exclude(["delete_*"]);
+        let member =
+            |url: &str, name: &str| Server::new(stack(Duration::from_secs(5)), named(url, name));
+        group
+            .add(member(&gh_server.url(), "gh").with_filter(filtered))
+            .unwrap();
+        group.add(member(&fs_server.url(), "fs")).unwrap();
+        group.settled().await;
+        let shown: Vec<String> = group.shown_tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(shown, [SEARCH_TOOLS, DESCRIBE_TOOL, CALL_TOOL, "read_file"]);
+        let openai = group.openai_tools();
+        assert_eq!(openai.len(), 4);
+        assert_eq!(openai[0]["function"]["name"], SEARCH_TOOLS);
+
+        let found = group
+            .call_vendor_tool(SEARCH_TOOLS, &json!({ "query": "pull requests" }))
+            .await
+            .unwrap();
+        let tools = found.structured_content.unwrap()["tools"].clone();
+        assert_eq!(tools[0]["name"], "list_pull_requests", "{tools}");
+        assert_eq!(tools[0]["server"], "gh");
+        let described = group
+            .call_vendor_tool(DESCRIBE_TOOL, &json!({ "name": "create_issue" }))
+            .await
+            .unwrap();
+        let definition = described.structured_content.unwrap();
+        assert_eq!(definition["tool"]["name"], "create_issue");
+        assert_eq!(definition["tool"]["inputSchema"]["type"], "object");
+        let called = group
+            .call_vendor_tool(
+                CALL_TOOL,
+                &json!({ "name": "create_issue", "arguments": {} }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(called.text(), "gh ran create_issue");
+
+        // The filtered tool: not found, not described, not called.
+        let none = group
+            .call_vendor_tool(SEARCH_TOOLS, &json!({ "query": "delete repo" }))
+            .await
+            .unwrap();
+        let names = none.structured_content.unwrap()["tools"].to_string();
+        assert!(!names.contains("delete_repo"), "{names}");
+        let unknown = group
+            .call_vendor_tool(DESCRIBE_TOOL, &json!({ "name": "delete_repo" }))
+            .await
+            .unwrap();
+        assert!(unknown.is_error);
+        let refused = group
+            .call_vendor_tool(CALL_TOOL, &json!({ "name": "delete_repo" }))
+            .await;
+        assert!(
+            matches!(refused, Err(GroupError::UnknownTool { .. })),
+            "{refused:?}"
+        );
+        assert!(matches!(
+            group.call_tool("delete_repo", &json!({})).await,
+            Err(GroupError::UnknownTool { .. })
+        ));
+        let calls = gh_server
+            .recorded()
+            .iter()
+            .filter(|r| r.rpc_method() == "tools/call")
+            .count();
+        assert_eq!(calls, 1, "only create_issue reached the server");
+
+        // Never: the catalogue as it is, and no name is the group's own.
+        let plain = ServerGroup::builder()
+            .with_discovery(Discovery::Never)
+            .build();
+        plain.add(member(&fs_server.url(), "fs")).unwrap();
+        plain.settled().await;
+        let shown: Vec<String> = plain.shown_tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(shown, ["read_file", "write_file"]);
+        assert!(plain.discovery_call(SEARCH_TOOLS, &json!({})).is_none());
+        // The default: auto, and two tools are far below its threshold.
+        let auto = ServerGroup::new();
+        auto.add(member(&fs_server.url(), "fs")).unwrap();
+        auto.settled().await;
+        assert!(!auto.discovery_active());
+        assert_eq!(auto.shown_tools().len(), 2);
+    })
+    .await;
+}
