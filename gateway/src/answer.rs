@@ -121,7 +121,13 @@ pub(crate) async fn answer(
         | RequestKind::GetPrompt
         | RequestKind::ReadResource
         | RequestKind::Subscribe
-        | RequestKind::Unsubscribe => routed(upstream, kind, method, params, options).await,
+        | RequestKind::Unsubscribe => {
+            let mut params = params;
+            if let Some(answer) = crate::discovery::answered(upstream.group, kind, &mut params) {
+                return answer;
+            }
+            routed(upstream, kind, method, params, options).await
+        }
         _ => Err(RpcFailure::new(codes::METHOD_NOT_FOUND, "Method not found")),
     }
 }
@@ -295,8 +301,8 @@ pub(crate) fn listing(group: &ServerGroup, kind: RequestKind) -> Answer {
     let (key, items): (&str, Vec<Value>) = match kind {
         RequestKind::ListTools => (
             "tools",
-            (catalogue.tools().iter())
-                .map(|t| renamed(serde_json::to_value(&*t.item).unwrap_or_default(), &t.name))
+            (group.shown_tools().tools().iter())
+                .map(|t| renamed(serde_json::to_value(&*t.tool).unwrap_or_default(), &t.name))
                 .collect(),
         ),
         RequestKind::ListPrompts => (

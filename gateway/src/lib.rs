@@ -75,6 +75,7 @@ mod body;
 mod builder;
 mod changes;
 mod checks;
+mod discovery;
 mod downstream;
 mod handoff;
 mod inner;

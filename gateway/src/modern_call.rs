@@ -29,6 +29,10 @@ impl Inner {
             RequestKind::CallTool | RequestKind::GetPrompt | RequestKind::ReadResource
         );
         if let (true, Some(make)) = (rounds, self.session_clients.as_ref()) {
+            let mut params = params;
+            if let Some(answer) = crate::discovery::answered(&self.group, kind, &mut params) {
+                return answer;
+            }
             return (self
                 .rounds
                 .round(&self.group, make, kind, method, params, (options, logs)))

@@ -6,7 +6,7 @@
 //! tool definitions shrinking from 55K tokens to 8K and from 135K to 3K
 //! this way, for one extra turn per tool found.
 //!
-//! The group exposes them ([`ServerGroup::shown_tools`]) when its
+//! The group shows them ([`ServerGroup::shown_tools`]) when its
 //! [`Discovery`] says so: by default when the catalogue's definitions are
 //! estimated above 10,000 tokens ([`AUTO_TOKENS`]; four bytes of JSON to a
 //! token, the bench checks the estimate against a real tokenizer). Tools
@@ -133,12 +133,51 @@ impl Catalogue {
     }
 }
 
+/// What a model or a downstream client is shown now, from one catalogue
+/// snapshot: the catalogue's tools, or, while discovery is on, the three
+/// meta-tools and the tools marked always loaded
+/// ([`ServerGroupBuilder::with_always_loaded`](super::ServerGroupBuilder::with_always_loaded)).
+/// Calls made with what was shown are answered with [`call`](Self::call).
+#[derive(Debug, Clone)]
+pub struct ShownTools {
+    group: ServerGroup,
+    catalogue: Arc<Catalogue>,
+    discovery: bool,
+    tools: Vec<ShownTool>,
+}
+
 impl ServerGroup {
-    /// Whether the meta-tools are shown now instead of the catalogue.
-    pub fn discovery_active(&self) -> bool {
-        self.discovery_active_in(&self.catalogue())
+    /// What a model or a downstream client is shown now (see
+    /// [`ShownTools`]).
+    pub fn shown_tools(&self) -> ShownTools {
+        let catalogue = self.catalogue();
+        let discovery = self.discovery_active_in(&catalogue);
+        let shown = |tool: &Named<Tool>| ShownTool {
+            name: tool.name.clone(),
+            tool: Arc::clone(&tool.item),
+            server: Some(Arc::clone(&tool.server)),
+        };
+        let tools = if discovery {
+            let mut tools = meta_tools();
+            let pinned = (catalogue.tools().iter())
+                .filter(|tool| !is_meta(&tool.name))
+                .filter(|tool| {
+                    (self.shared.always_loaded.iter()).any(|glob| glob.matches(&tool.name))
+                });
+            tools.extend(pinned.map(shown));
+            tools
+        } else {
+            catalogue.tools().iter().map(shown).collect()
+        };
+        ShownTools {
+            group: self.clone(),
+            catalogue,
+            discovery,
+            tools,
+        }
     }
 
+    /// Whether the meta-tools are shown with `catalogue`.
     pub(super) fn discovery_active_in(&self, catalogue: &Catalogue) -> bool {
         match self.shared.discovery {
             Discovery::Never => false,
@@ -147,36 +186,48 @@ impl ServerGroup {
         }
     }
 
-    /// The tools a model or a downstream client is shown: the catalogue's,
-    /// or, while discovery is on, the three meta-tools and the tools
-    /// marked always loaded ([`ServerGroupBuilder::with_always_loaded`](super::ServerGroupBuilder::with_always_loaded)).
-    pub fn shown_tools(&self) -> Vec<ShownTool> {
-        let catalogue = self.catalogue();
-        let shown = |tool: &Named<Tool>| ShownTool {
-            name: tool.name.clone(),
-            tool: Arc::clone(&tool.item),
-            server: Some(Arc::clone(&tool.server)),
-        };
-        if !self.discovery_active_in(&catalogue) {
-            return catalogue.tools().iter().map(shown).collect();
+    /// `call_tool`, meta-tools included, for a model shown
+    /// [`shown_tools`](Self::shown_tools).
+    pub(super) async fn call_shown_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<CallToolResult, GroupError> {
+        match self.shown_tools().call(name, arguments) {
+            Some(DiscoveryCall::Answered(result)) => Ok(result),
+            Some(DiscoveryCall::Call { name, arguments }) => {
+                self.call_tool(&name, &arguments).await
+            }
+            None => self.call_tool(name, arguments).await,
         }
-        let mut tools = meta_tools();
-        let pinned = (catalogue.tools().iter())
-            .filter(|tool| !is_meta(&tool.name))
-            .filter(|tool| (self.shared.always_loaded.iter()).any(|glob| glob.matches(&tool.name)));
-        tools.extend(pinned.map(shown));
-        tools
+    }
+}
+
+impl ShownTools {
+    /// The tools, meta-tools first.
+    pub fn tools(&self) -> &[ShownTool] {
+        &self.tools
+    }
+
+    /// Whether the meta-tools are shown instead of the catalogue.
+    pub fn is_discovery(&self) -> bool {
+        self.discovery
+    }
+
+    /// The catalogue snapshot they were shown from.
+    pub(super) fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
     }
 
     /// A call to `name` when it is one of the meta-tools the group answers
     /// (discovery on, or no tool of the catalogue has that name); `None`
     /// for any other call, which goes to the catalogue as it is.
-    pub fn discovery_call(&self, name: &str, arguments: &Value) -> Option<DiscoveryCall> {
-        if !is_meta(name) || self.shared.discovery == Discovery::Never {
+    pub fn call(&self, name: &str, arguments: &Value) -> Option<DiscoveryCall> {
+        if !is_meta(name) || self.group.shared.discovery == Discovery::Never {
             return None;
         }
-        let catalogue = self.catalogue();
-        if !self.discovery_active_in(&catalogue) && catalogue.tool(name).is_some() {
+        let catalogue = &self.catalogue;
+        if !self.discovery && catalogue.tool(name).is_some() {
             return None;
         }
         let text = |field: &str| arguments.get(field).and_then(Value::as_str);
@@ -184,7 +235,8 @@ impl ServerGroup {
             SEARCH_TOOLS => {
                 let limit = (arguments.get("limit").and_then(Value::as_u64))
                     .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
-                let hits = self.search_tools(text("query").unwrap_or_default(), limit);
+                let query = text("query").unwrap_or_default();
+                let hits = (self.group.shared.search).search(catalogue, query, limit);
                 let tools: Vec<Value> = (hits.iter())
                     .map(|hit| {
                         json!({ "name": hit.tool.name, "server": &*hit.tool.server,
@@ -207,30 +259,11 @@ impl ServerGroup {
             _ => match text("name") {
                 Some(name) => DiscoveryCall::Call {
                     name: name.to_owned(),
-                    arguments: arguments
-                        .get("arguments")
-                        .cloned()
-                        .unwrap_or_else(|| json!({})),
+                    arguments: (arguments.get("arguments").cloned()).unwrap_or_else(|| json!({})),
                 },
                 None => DiscoveryCall::Answered(failed("call_tool needs the name of a tool")),
             },
         })
-    }
-
-    /// `call_tool`, meta-tools included: [`call_tool`](Self::call_tool) for
-    /// a model that was shown [`shown_tools`](Self::shown_tools).
-    pub(super) async fn call_shown_tool(
-        &self,
-        name: &str,
-        arguments: &Value,
-    ) -> Result<CallToolResult, GroupError> {
-        match self.discovery_call(name, arguments) {
-            Some(DiscoveryCall::Answered(result)) => Ok(result),
-            Some(DiscoveryCall::Call { name, arguments }) => {
-                self.call_tool(&name, &arguments).await
-            }
-            None => self.call_tool(name, arguments).await,
-        }
     }
 }
 

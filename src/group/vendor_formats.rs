@@ -45,10 +45,10 @@ impl Catalogue {
     }
 }
 
-impl ServerGroup {
-    /// The tools shown to a model ([`shown_tools`](Self::shown_tools):
-    /// the catalogue, or the meta-tools while discovery is on) as OpenAI's
-    /// Chat Completions API takes tools.
+impl super::ShownTools {
+    /// The tools shown (the catalogue, or the meta-tools while discovery
+    /// is on) as OpenAI's Chat Completions API takes tools, under their
+    /// vendor names.
     pub fn openai_tools(&self) -> Vec<Value> {
         (self.vendor_shown().iter())
             .map(|(name, tool)| {
@@ -76,7 +76,7 @@ impl ServerGroup {
             .vendor_tools())
         .map(|(vendor, tool)| (tool.name.as_str(), vendor))
         .collect();
-        (self.shown_tools().into_iter())
+        (self.tools().iter().cloned())
             .filter_map(|shown| {
                 let name = match shown.server {
                     None => shown.name,
@@ -86,7 +86,9 @@ impl ServerGroup {
             })
             .collect()
     }
+}
 
+impl ServerGroup {
     /// Answers one entry of an OpenAI assistant message's `tool_calls`
     /// with the `tool` message to send back: the call routed by its vendor
     /// name, its `arguments` (JSON text) parsed first.

@@ -1850,9 +1850,11 @@ async fn discovery_shows_three_tools_that_find_describe_and_call_the_rest() {
             .unwrap();
         group.add(member(&fs_server.url(), "fs")).unwrap();
         group.settled().await;
-        let shown: Vec<String> = group.shown_tools().into_iter().map(|t| t.name).collect();
+        let shown_tools = group.shown_tools();
+        assert!(shown_tools.is_discovery());
+        let shown: Vec<String> = shown_tools.tools().iter().map(|t| t.name.clone()).collect();
         assert_eq!(shown, [SEARCH_TOOLS, DESCRIBE_TOOL, CALL_TOOL, "read_file"]);
-        let openai = group.openai_tools();
+        let openai = shown_tools.openai_tools();
         assert_eq!(openai.len(), 4);
         assert_eq!(openai[0]["function"]["name"], SEARCH_TOOLS);
 
@@ -1915,15 +1917,17 @@ async fn discovery_shows_three_tools_that_find_describe_and_call_the_rest() {
             .build();
         plain.add(member(&fs_server.url(), "fs")).unwrap();
         plain.settled().await;
-        let shown: Vec<String> = plain.shown_tools().into_iter().map(|t| t.name).collect();
+        let shown: Vec<String> = (plain.shown_tools().tools().iter())
+            .map(|t| t.name.clone())
+            .collect();
         assert_eq!(shown, ["read_file", "write_file"]);
-        assert!(plain.discovery_call(SEARCH_TOOLS, &json!({})).is_none());
+        assert!(plain.shown_tools().call(SEARCH_TOOLS, &json!({})).is_none());
         // The default: auto, and two tools are far below its threshold.
         let auto = ServerGroup::new();
         auto.add(member(&fs_server.url(), "fs")).unwrap();
         auto.settled().await;
-        assert!(!auto.discovery_active());
-        assert_eq!(auto.shown_tools().len(), 2);
+        assert!(!auto.shown_tools().is_discovery());
+        assert_eq!(auto.shown_tools().tools().len(), 2);
     })
     .await;
 }

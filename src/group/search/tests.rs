@@ -132,7 +132,7 @@ fn the_index_follows_servers_joining_and_leaving() {
         found(&search.search(&third, "write content", 1)),
         ["write_file"]
     );
-    let state = search.state.lock().unwrap();
+    let state = (search.state.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
     assert_eq!(
         state.0.tools().count(),
         3,
