@@ -40,6 +40,9 @@ pub enum ConfigFileError {
     /// The file is not UTF-8 text.
     #[error("the config file is not UTF-8 text")]
     NotUtf8,
+    /// The top-level `prefix` is not `never`, `always` or `conditional`.
+    #[error("the config file's `prefix` is not never, always or conditional")]
+    PrefixMode,
     /// The top level is not a JSON object.
     #[error("the config file is not a JSON object")]
     NotAnObject,

@@ -148,6 +148,8 @@ pub fn read_text(path: &Path) -> Result<String, ConfigFileError> {
 pub struct ServersConfig {
     entries: Vec<Result<ServerConfig, EntryError>>,
     inputs: Vec<Input>,
+    /// The top-level `"prefix"`: how the group names its tools.
+    naming: Option<crate::group::Naming>,
     /// The registry entries not resolved yet, as written.
     #[cfg(feature = "registry")]
     pending: Vec<(String, Map<String, Value>)>,
@@ -254,8 +256,18 @@ impl ServersConfig {
             return Err(ConfigFileError::NotAnObject);
         };
         let config = Self::from_servers(servers_of(&file)?, variables, standard);
+        let naming = match file.get("prefix") {
+            None => None,
+            Some(mode) => Some(match mode.as_str() {
+                Some("conditional") => crate::group::Naming::OnCollision,
+                Some("always") => crate::group::Naming::Always,
+                Some("never") => crate::group::Naming::Never,
+                _ => return Err(ConfigFileError::PrefixMode),
+            }),
+        };
         Ok(ServersConfig {
             inputs: inputs::read(&file),
+            naming,
             ..config
         })
     }
@@ -306,6 +318,7 @@ impl ServersConfig {
         ServersConfig {
             entries,
             inputs: Vec::new(),
+            naming: None,
             #[cfg(feature = "registry")]
             pending,
         }
@@ -334,6 +347,13 @@ impl ServersConfig {
     /// The entries that were refused, each naming its server.
     pub fn errors(&self) -> impl Iterator<Item = &EntryError> {
         self.entries.iter().filter_map(|entry| entry.as_ref().err())
+    }
+
+    /// How the file's top-level `"prefix"` (`never`, `always` or
+    /// `conditional`) names the group's tools, when it has one
+    /// ([`ServerGroupBuilder::with_naming`](crate::group::ServerGroupBuilder::with_naming)).
+    pub fn naming(&self) -> Option<crate::group::Naming> {
+        self.naming.clone()
     }
 
     /// The server called `name`, when it was read (enabled or not).

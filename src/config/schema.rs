@@ -42,6 +42,34 @@ struct ServersFile {
     /// The values `${input:ID}` asks for (VS Code); the application or the
     /// command supplies them.
     inputs: Option<Vec<Input>>,
+    /// How the group names tools (mcp-connect's own field): `conditional`
+    /// (bare unless two servers offer the name), `always` (`server__tool`)
+    /// or `never` (a name two servers offer is refused).
+    prefix: Option<PrefixMode>,
+}
+
+/// The top-level `prefix`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum PrefixMode {
+    /// Bare unless two servers offer the same name; a name once given stays.
+    Conditional,
+    /// `server__tool` for every tool.
+    Always,
+    /// Names as the servers give them; a collision is refused.
+    Never,
+}
+
+/// mcp-connect's `tools` block.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Tools {
+    /// Tool names or globs to show only.
+    include: Option<Vec<String>>,
+    /// Tool names or globs to leave out (they win over `include`).
+    exclude: Option<Vec<String>>,
 }
 
 /// One server: a `command` to start (stdio) or a `url` to reach.
@@ -115,6 +143,12 @@ struct Entry {
     /// TBXark's mcp-proxy filter.
     #[serde(rename = "toolFilter")]
     tool_filter: Option<ToolFilter>,
+    /// Tools to show only and to leave out (mcp-connect's own field).
+    tools: Option<Tools>,
+    /// What the server's tool names are prefixed with instead of its name
+    /// (mcp-connect's own field).
+    #[schemars(length(min = 1))]
+    prefix: Option<String>,
     /// How long start-up and the handshake may take, in seconds (Codex).
     #[schemars(range(min = 0.001))]
     startup_timeout_sec: Option<f64>,
@@ -429,6 +463,13 @@ fn entries() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
         Just(("excludeTools", json!("x"))),
         Just(("toolFilter", json!({ "mode": "allow", "list": ["x"] }))),
         Just(("toolFilter", json!({ "mode": "deny", "list": [] }))),
+        Just((
+            "tools",
+            json!({ "include": ["read_*"], "exclude": ["*_delete"] })
+        )),
+        Just(("tools", json!({ "allow": ["x"] }))),
+        Just(("prefix", json!("gh"))),
+        Just(("prefix", json!(""))),
         Just(("keepTrying", json!({ "baseMs": 500, "maxMs": 1000 }))),
         Just(("keepTrying", json!({ "baseMs": 1, "maxMs": 5 }))),
         Just(("coolDown", json!({ "baseMs": 500 }))),

@@ -33,6 +33,8 @@ pub(super) const FIELDS: &[&str] = &[
     "includeTools",
     "excludeTools",
     "toolFilter",
+    "tools",
+    "prefix",
     "include_tags",
     "exclude_tags",
     "tags",
@@ -58,6 +60,8 @@ pub(super) struct Settings {
     pub(super) exclude_tags: Vec<String>,
     /// The server's own labels.
     pub(super) tags: Vec<String>,
+    /// What the server's names are prefixed with instead of its name.
+    pub(super) prefix: Option<String>,
     /// The pace of trying again after an outage (`keepTrying`).
     pub(super) keep_trying: Option<Backoff>,
     /// The pace of reconnects after the session died (`coolDown`).
@@ -85,6 +89,23 @@ impl Settings {
             ..Settings::default()
         };
         settings.include_tools.extend(names(entry, "includeTools")?);
+        if let Some(tools) = entry.get("tools") {
+            let wrong = || EntryProblem::WrongType { field: "tools" };
+            let Value::Object(tools) = tools else {
+                return Err(wrong());
+            };
+            if tools.keys().any(|key| key != "include" && key != "exclude") {
+                return Err(wrong());
+            }
+            let list = |field| names(tools, field).map_err(|_| wrong());
+            settings.include_tools.extend(list("include")?);
+            settings.exclude_tools.extend(list("exclude")?);
+        }
+        settings.prefix = match entry.get("prefix") {
+            None => None,
+            Some(Value::String(prefix)) if !prefix.is_empty() => Some(prefix.clone()),
+            Some(_) => return Err(EntryProblem::WrongType { field: "prefix" }),
+        };
         settings.exclude_tools.extend(names(entry, "excludeTools")?);
         if let Some(filter) = entry.get("toolFilter") {
             let wrong = EntryProblem::WrongType {
@@ -159,6 +180,12 @@ impl super::ServerConfig {
     /// starts only the servers carrying a label.
     pub fn tags(&self) -> &[String] {
         &self.settings.tags
+    }
+
+    /// What the entry's `"prefix"` puts before its tools' names instead of
+    /// the server's name ([`Server::with_prefix`](crate::group::Server::with_prefix)).
+    pub fn prefix(&self) -> Option<&str> {
+        self.settings.prefix.as_deref()
     }
 
     /// Whether the server is labelled `tag`.
@@ -275,6 +302,14 @@ mod tests {
         assert_eq!(allow.include_tools, ["x"]);
         let block = read(json!({ "toolFilter": { "mode": "block", "list": ["y"] } })).unwrap();
         assert_eq!(block.exclude_tools, ["y"]);
+        let own = read(
+            json!({ "tools": { "include": ["read_*"], "exclude": ["*_delete"] },
+            "prefix": "gh" }),
+        )
+        .unwrap();
+        assert_eq!(own.include_tools, ["read_*"]);
+        assert_eq!(own.exclude_tools, ["*_delete"]);
+        assert_eq!(own.prefix.as_deref(), Some("gh"));
         let fastmcp =
             read(json!({ "include_tags": ["read"], "exclude_tags": ["admin"], "tags": ["web"] }))
                 .unwrap();
@@ -298,6 +333,11 @@ mod tests {
         assert!(problem(json!({ "enabled_tools": "read" })).contains("enabled_tools"));
         assert!(problem(json!({ "excludeTools": [1] })).contains("excludeTools"));
         assert!(problem(json!({ "toolFilter": ["x"] })).contains("toolFilter"));
+        assert!(problem(json!({ "tools": ["x"] })).contains("tools"));
+        assert!(problem(json!({ "tools": { "allow": ["x"] } })).contains("tools"));
+        assert!(problem(json!({ "tools": { "include": "x" } })).contains("tools"));
+        assert!(problem(json!({ "prefix": "" })).contains("prefix"));
+        assert!(problem(json!({ "prefix": 1 })).contains("prefix"));
         assert!(problem(json!({ "include_tags": "read" })).contains("include_tags"));
         assert!(problem(json!({ "tags": [true] })).contains("tags"));
         for bad in [

@@ -113,6 +113,9 @@ pub struct LeftOut {
     pub kind: ItemKind,
     /// Why it was left out.
     pub reason: LeftOutReason,
+    /// For a collision, the other servers whose items claimed the same
+    /// name when it was left out, by name.
+    pub others: Vec<Arc<str>>,
 }
 
 /// A snapshot of the group's catalogue. Tools and prompts are sorted by

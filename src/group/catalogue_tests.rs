@@ -228,6 +228,7 @@ fn the_index_names_as_a_full_rebuild_does() {
         [
             Naming::OnCollision,
             Naming::Always,
+            Naming::Never,
             Naming::custom(|r| {
                 if r.collides {
                     "same".into()
@@ -276,7 +277,13 @@ fn the_index_names_as_a_full_rebuild_does() {
                 let expected = reference::next(&step.catalogue, &step.listings, &naming);
                 step.publish(settled);
                 let sorted = |left_out: &[LeftOut]| {
-                    let mut left_out = left_out.to_vec();
+                    // Who else claimed a name is the index's own report.
+                    let mut left_out: Vec<LeftOut> = (left_out.iter())
+                        .map(|l| LeftOut {
+                            others: Vec::new(),
+                            ..l.clone()
+                        })
+                        .collect();
                     left_out.sort_by_key(|l| {
                         (
                             l.server.clone(),
@@ -298,5 +305,56 @@ fn the_index_names_as_a_full_rebuild_does() {
             }
         }
     }
-    assert_eq!(checked, 300 * 3 * 12);
+    assert_eq!(checked, 300 * 4 * 12);
+}
+
+/// Issue 67, item 1: under `never` a name two servers offer is refused
+/// on both, each naming the other; once settled, the holder keeps its
+/// name and only the newcomer is refused; names are never prefixed.
+#[test]
+fn never_refuses_a_collision_naming_both_servers() {
+    let never = Naming::Never;
+    let both = listings(&[("gh", &["search", "issue"]), ("web", &["search"])]);
+    let together = next(&Step::default(), &both, &never);
+    assert_eq!(names(&together), vec![("issue", "gh", "issue")]);
+    let refused: Vec<(&str, Vec<&str>)> = (together.left_out().iter())
+        .map(|l| (&*l.server, l.others.iter().map(|s| &**s).collect()))
+        .collect();
+    assert_eq!(refused, vec![("gh", vec!["web"]), ("web", vec!["gh"])]);
+    assert!(together
+        .left_out()
+        .iter()
+        .all(|l| l.reason == LeftOutReason::Collision("search".into())));
+
+    let alone = listings(&[("gh", &["search", "issue"])]);
+    let first = next(&Step::default(), &alone, &never);
+    let joined = next(&first, &both, &never);
+    assert_eq!(
+        names(&joined),
+        vec![("issue", "gh", "issue"), ("search", "gh", "search")],
+        "the holder keeps its name"
+    );
+    assert_eq!(joined.left_out().len(), 1);
+    assert_eq!(&*joined.left_out()[0].server, "web");
+    assert_eq!(joined.left_out()[0].others, vec![Arc::<str>::from("gh")]);
+}
+
+/// Issue 67, item 1: a server's own prefix replaces its name wherever
+/// the rule prefixes, and only there.
+#[test]
+fn a_servers_own_prefix_replaces_its_name() {
+    let mut step = Step::default();
+    step.index.set_prefix(&Arc::from("github"), Some("gh"));
+    let both = listings(&[("github", &["search", "issue"]), ("web", &["search"])]);
+    let catalogue = next(&step, &both, &Naming::OnCollision);
+    assert_eq!(
+        names(&catalogue),
+        vec![
+            ("gh__search", "github", "search"),
+            ("issue", "github", "issue"),
+            ("web__search", "web", "search"),
+        ]
+    );
+    let always = next(&step, &both, &Naming::Always);
+    assert_eq!(always.tools()[0].name, "gh__issue");
 }

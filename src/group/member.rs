@@ -73,6 +73,8 @@ pub(super) struct Member {
     /// Where its listing is remembered: its target's fingerprint; `None`
     /// for a server authorized with OAuth (see `remembered.rs`).
     pub(super) remember_as: Option<String>,
+    /// What its names are prefixed with instead of its name.
+    pub(super) prefix: Option<Arc<str>>,
     pub(super) client: McpClient,
     pub(super) filter: ToolFilter,
     pub(super) health: Mutex<ServerHealth>,
@@ -116,6 +118,7 @@ impl Member {
             calls: watch::channel(0).0,
             dropped_notifications: sender.drop_counter(),
             remember_as,
+            prefix: server.prefix,
             client: (server.call_layers.iter())
                 .fold(
                     McpClient::builder(server.stack, request),

@@ -93,6 +93,9 @@ fn holds_separator(name: &str) -> bool {
 pub struct NameRequest<'a> {
     /// The server's name in the group.
     pub server: &'a str,
+    /// What its names are prefixed with: its own prefix
+    /// ([`Server::with_prefix`](super::Server::with_prefix)), else its name.
+    pub prefix: &'a str,
     /// The name the server gave it.
     pub name: &'a str,
     /// Whether another server in the catalogue offers the same name (after
@@ -126,6 +129,13 @@ pub enum Naming {
     /// Every name becomes `server__name`: stable whatever other servers
     /// join, at the price of longer names.
     Always,
+    /// Names as the servers give them (made to fit), never prefixed: a
+    /// name two servers offer is refused, left out of the catalogue with
+    /// both servers named ([`LeftOut::others`](super::LeftOut::others)),
+    /// for the application to settle (a filter, a prefix of its own, or
+    /// another mode). Once the group has settled, a name handed out stays
+    /// with its holder and the newcomer's tool is the one refused.
+    Never,
     /// The application's own rule.
     Custom(Custom),
 }
@@ -144,7 +154,8 @@ impl Naming {
             Naming::OnCollision if !request.collides && !holds_separator(request.name) => {
                 fit(request.name).into_owned()
             }
-            Naming::OnCollision | Naming::Always => prefixed(request.server, request.name),
+            Naming::OnCollision | Naming::Always => prefixed(request.prefix, request.name),
+            Naming::Never => fit(request.name).into_owned(),
             Naming::Custom(rule) => rule(request),
         }
     }
@@ -155,6 +166,7 @@ impl fmt::Debug for Naming {
         f.write_str(match self {
             Naming::OnCollision => "OnCollision",
             Naming::Always => "Always",
+            Naming::Never => "Never",
             Naming::Custom(_) => "Custom",
         })
     }
@@ -184,6 +196,7 @@ mod tests {
         assert_eq!(prefixed("my files", "read"), "my_files__read");
         let request = |collides| NameRequest {
             server: "files",
+            prefix: "files",
             name: "read",
             collides,
         };
@@ -192,6 +205,13 @@ mod tests {
         assert_eq!(Naming::Always.name(&request(false)), "files__read");
         let dotted = Naming::custom(|r| format!("{}.{}", r.server, r.name));
         assert_eq!(dotted.name(&request(false)), "files.read");
+        assert_eq!(Naming::Never.name(&request(true)), "read");
+        let own = NameRequest {
+            prefix: "gh",
+            ..request(true)
+        };
+        assert_eq!(Naming::OnCollision.name(&own), "gh__read");
+        assert_eq!(Naming::Always.name(&own), "gh__read");
     }
 
     /// Issue 40, item 3: a server's name never holds the separator nor
@@ -204,6 +224,7 @@ mod tests {
         assert_eq!(prefixed("a_", "_b"), "a___b");
         let squatter = NameRequest {
             server: "evil",
+            prefix: "evil",
             name: "files__read",
             collides: false,
         };

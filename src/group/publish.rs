@@ -70,6 +70,7 @@ impl Shared {
         let given = {
             let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
             let memory = remembered.map(|(_, key)| (key, names.as_ref()));
+            index.set_prefix(&member.name, member.prefix.as_deref());
             let given = index.set(&member.name, listing, &self.naming, memory);
             self.listings_changed.fetch_add(1, Ordering::AcqRel);
             given

@@ -39,6 +39,9 @@ pub struct Server {
     pub(super) required: bool,
     /// Closed after this long without a routed call.
     pub(super) idle_close: Option<Duration>,
+    /// What its tools' and prompts' names are prefixed with, instead of
+    /// its name.
+    pub(super) prefix: Option<Arc<str>>,
 }
 
 /// Sets one thing up on a member's client (a layer of its call path, its
@@ -73,7 +76,17 @@ impl Server {
             lazy: false,
             required: false,
             idle_close: None,
+            prefix: None,
         }
+    }
+
+    /// Prefixes its tools' and prompts' names with `prefix` instead of
+    /// its name, where the group's [`Naming`](super::Naming) prefixes
+    /// (`gh__create_issue` for a server named `github`).
+    #[must_use]
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(Arc::from(prefix.into()));
+        self
     }
 
     /// What a config entry says of its server: its request, revision,
@@ -101,6 +114,9 @@ impl Server {
             .exclude_tags(server.excluded_tags().iter().cloned());
         if server.is_lazy() {
             self = self.lazy();
+        }
+        if let Some(prefix) = server.prefix() {
+            self = self.with_prefix(prefix);
         }
         if let Some(backoff) = server.keep_trying() {
             self = self.with_retry(backoff);

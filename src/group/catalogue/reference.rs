@@ -67,7 +67,7 @@ fn published<T>(
     name_of: impl Fn(&T) -> &String,
     naming: &Naming,
 ) -> HashMap<(Arc<str>, String), String> {
-    if !matches!(naming, Naming::OnCollision) {
+    if !matches!(naming, Naming::OnCollision | Naming::Never) {
         return HashMap::new();
     }
     previous
@@ -110,6 +110,7 @@ fn named<T>(
             let original = name_of(item);
             let request = NameRequest {
                 server,
+                prefix: server,
                 name: original,
                 collides: offered
                     .get(&fit(original))
@@ -126,6 +127,7 @@ fn named<T>(
                     name: original.clone(),
                     kind,
                     reason: LeftOutReason::InvalidName(name),
+                    others: Vec::new(),
                 });
                 continue;
             }
@@ -161,6 +163,7 @@ fn named<T>(
                 server: other.server,
                 kind,
                 reason: LeftOutReason::Collision(name.clone()),
+                others: Vec::new(),
             }));
             unique.push(entry);
             continue;
@@ -171,6 +174,7 @@ fn named<T>(
             server: entry.server,
             kind,
             reason: LeftOutReason::Collision(name.clone()),
+            others: Vec::new(),
         }));
     }
     unique

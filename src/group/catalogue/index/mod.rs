@@ -50,6 +50,8 @@ pub(crate) struct CatalogueIndex {
     changed: bool,
     /// Where each server's names are remembered (its listing's key).
     keys: HashMap<Arc<str>, String>,
+    /// The servers with a prefix of their own.
+    prefixes: HashMap<Arc<str>, Arc<str>>,
 }
 
 impl CatalogueIndex {
@@ -81,7 +83,8 @@ impl CatalogueIndex {
         };
         let rule = Rule {
             naming,
-            keeps: self.settled && matches!(naming, Naming::OnCollision),
+            prefixes: &self.prefixes,
+            keeps: self.settled && matches!(naming, Naming::OnCollision | Naming::Never),
         };
         let empty = Listing::default();
         let items = listing.as_deref().unwrap_or(&empty);
@@ -107,6 +110,15 @@ impl CatalogueIndex {
             }
         }
         given
+    }
+
+    /// Sets (or, `None`, clears) the prefix `server`'s names take instead
+    /// of its name; it applies from its next listing on.
+    pub(crate) fn set_prefix(&mut self, server: &Arc<str>, prefix: Option<&str>) {
+        match prefix {
+            Some(prefix) => self.prefixes.insert(Arc::clone(server), Arc::from(prefix)),
+            None => self.prefixes.remove(server),
+        };
     }
 
     /// Builds `server`'s part again from its slots and listing.

@@ -77,20 +77,28 @@ impl<T> Default for Names<T> {
 /// How the change under way names things.
 pub(super) struct Rule<'a> {
     pub(super) naming: &'a Naming,
+    /// The servers with a prefix of their own.
+    pub(super) prefixes: &'a HashMap<Arc<str>, Arc<str>>,
     /// Names handed out are kept: the default rule, once settled.
     pub(super) keeps: bool,
 }
 
 impl Rule<'_> {
+    /// What `server`'s names are prefixed with.
+    fn prefix<'s>(&'s self, server: &'s str) -> &'s str {
+        self.prefixes.get(server).map_or(server, |prefix| &**prefix)
+    }
+
     /// Whether the default rule could give `original`, of `server`, the
     /// name `name` now (bare, or under the server's prefix): a remembered
     /// name that still can is kept; one from another rule or another
     /// server name is not.
     fn could_give(&self, server: &str, original: &str, name: &str) -> bool {
-        matches!(self.naming, Naming::OnCollision)
+        matches!(self.naming, Naming::OnCollision | Naming::Never)
             && [false, true].into_iter().any(|collides| {
                 let request = NameRequest {
                     server,
+                    prefix: self.prefix(server),
                     name: original,
                     collides,
                 };
@@ -154,7 +162,7 @@ impl<T: Nameable> Names<T> {
                 let (name, kept, remembered) = match (kept.get(original.as_str()), from_memory) {
                     (Some(name), _) => ((*name).to_owned(), true, false),
                     (None, Some(name)) => (name.clone(), true, true),
-                    (None, None) => (self.name_for(server, item, rule.naming), false, false),
+                    (None, None) => (self.name_for(server, item, rule), false, false),
                 };
                 let state = if is_valid_tool_name(&name) {
                     self.claim(&name, server, index);
@@ -192,11 +200,12 @@ impl<T: Nameable> Names<T> {
         }
     }
 
-    pub(super) fn name_for(&self, server: &str, item: &T, naming: &Naming) -> String {
+    pub(super) fn name_for(&self, server: &str, item: &T, rule: &Rule<'_>) -> String {
         let original = item.original();
         let collides = (self.offered.get(&*fit(original))).is_some_and(|servers| servers.len() > 1);
-        naming.name(&NameRequest {
+        rule.naming.name(&NameRequest {
             server,
+            prefix: rule.prefix(server),
             name: original,
             collides,
         })
@@ -228,7 +237,7 @@ impl<T: Nameable> Names<T> {
             }
             let (name, kept) = match kept.get(slot.item.original()) {
                 Some(name) => (name.clone(), true),
-                None => (self.name_for(server, &slot.item, rule.naming), false),
+                None => (self.name_for(server, &slot.item, rule), false),
             };
             if name == slot.name {
                 continue;
@@ -343,11 +352,22 @@ impl<T: Nameable> Names<T> {
                 State::Invalid => LeftOutReason::InvalidName(slot.name.clone()),
                 State::New { .. } => unreachable!("every new item is resolved"),
             };
+            let others = match slot.state {
+                State::Collision => (self.claims.get(&slot.name).into_iter().flatten())
+                    .map(|(other, _)| other)
+                    .filter(|other| *other != server)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            };
             left_out.push(LeftOut {
                 server: Arc::clone(server),
                 name: slot.item.original().clone(),
                 kind: T::KIND,
                 reason,
+                others,
             });
         }
         named
