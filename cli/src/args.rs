@@ -247,6 +247,39 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) list_tools: bool,
 
+    /// With --config: the tools that best match QUERY (BM25 over their
+    /// names, descriptions and parameters), best first, from the catalogue
+    /// as it stands (lazy servers from --catalogue-cache, not connected).
+    #[arg(long, value_name = "QUERY", requires = "config")]
+    pub(crate) search_tools: Option<String>,
+
+    /// With --search-tools: at most N tools.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        requires = "search_tools"
+    )]
+    pub(crate) limit: usize,
+
+    /// With --config: how tool names are prefixed with their server's:
+    /// conditional (only where two servers offer a name), always, or never
+    /// (a name two servers offer is refused). Default: the file's
+    /// top-level "prefix", else conditional.
+    #[arg(long, value_enum, value_name = "MODE", requires = "config")]
+    pub(crate) prefix: Option<PrefixMode>,
+
+    /// With serve: show the search_tools, describe_tool and call_tool
+    /// meta-tools instead of every tool: auto (above 10000 estimated
+    /// tokens of tool definitions), auto:TOKENS, always or never.
+    #[arg(long, value_name = "MODE", default_value = "auto", requires = "config")]
+    pub(crate) discovery: mcp_connect::group::Discovery,
+
+    /// With serve and --discovery: a tool (name or glob) shown beside the
+    /// meta-tools (repeatable).
+    #[arg(long = "always-load", value_name = "NAME", requires = "config")]
+    pub(crate) always_load: Vec<String>,
+
     /// List the server's resources (every page) after establishing.
     #[arg(long)]
     pub(crate) list_resources: bool,
@@ -439,6 +472,17 @@ pub(crate) struct Args {
     /// One JSON object per line; the last line is the summary.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// The `--prefix` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PrefixMode {
+    /// Bare unless two servers offer the same name; a name once given stays.
+    Conditional,
+    /// `server__tool` for every tool.
+    Always,
+    /// Names as the servers give them; a collision is refused.
+    Never,
 }
 
 /// The `--recovery` values.

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_connect::config::{ConfigFileError, EntryError, ServerConfig, ServersConfig};
-use mcp_connect::group::{RememberedListings, Server, ServerGroup};
+use mcp_connect::group::{Naming, RememberedListings, Server, ServerGroup, ServerGroupBuilder};
 use mcp_connect::inbound::ClientHandler;
 use mcp_connect::layers::{CancelSource, Failure, FailureKind, Stage};
 use mcp_connect::registry::RegistryOptions;
@@ -25,7 +25,7 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::Args;
+use super::args::{Args, PrefixMode};
 use super::output::{chain, shown, Printer};
 use super::prompt::Answers;
 use super::reload::ReloadTriggers;
@@ -167,12 +167,7 @@ pub(super) async fn run(
         Ok(listings) => listings,
         Err(message) => return usage(&message),
     };
-    let group = match &remembered {
-        Some(listings) => (ServerGroup::builder())
-            .with_remembered_listings(listings.clone())
-            .build(),
-        None => ServerGroup::new(),
-    };
+    let group = group_builder(args, config, remembered.as_ref()).build();
     let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
         .with_recovery(recovery_from(args))
         .with_deadline(args.deadline)
@@ -240,6 +235,9 @@ impl<'a> GroupRun<'a> {
         }
         if self.args.list_tools {
             list_tools(printer, &group.catalogue());
+        }
+        if let Some(query) = &self.args.search_tools {
+            lines::search_tools(printer, group, query, self.args.limit);
         }
         // A required server that did not start fails the start: no call.
         let required_failed = match start.ended {
@@ -331,6 +329,30 @@ impl<'a> GroupRun<'a> {
             None if failed == 0 && called => ExitCode::SUCCESS,
             None => ExitCode::FAILURE,
         }
+    }
+}
+
+/// The group as the command's flags and the file's top level configure
+/// it: its naming (--prefix, else the file's "prefix"), its discovery
+/// and its remembered listings.
+pub(super) fn group_builder(
+    args: &Args,
+    config: &ServersConfig,
+    remembered: Option<&RememberedListings>,
+) -> ServerGroupBuilder {
+    let naming = match args.prefix {
+        Some(PrefixMode::Conditional) => Naming::OnCollision,
+        Some(PrefixMode::Always) => Naming::Always,
+        Some(PrefixMode::Never) => Naming::Never,
+        None => config.naming().unwrap_or_default(),
+    };
+    let builder = (ServerGroup::builder())
+        .with_naming(naming)
+        .with_discovery(args.discovery)
+        .with_always_loaded(args.always_load.iter().cloned());
+    match remembered {
+        Some(listings) => builder.with_remembered_listings(listings.clone()),
+        None => builder,
     }
 }
 

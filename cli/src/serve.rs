@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
-use mcp_connect::group::ServerGroup;
+use mcp_connect::group::{ServerGroup, ServerGroupBuilder};
 use mcp_connect::store::redis::RedisStores;
 use mcp_connect::{Connector, EstablishBuilder};
 use mcp_connect_gateway::{Allowed, Gateway, GatewayBuilder};
@@ -50,7 +50,12 @@ pub(super) async fn run(
         Err(message) => return usage(&message),
     };
     let (otlp, replicas) = (checked.otlp, checked.replicas);
-    let (group, members) = match started(args, &file, printer, cancel, otlp.as_ref()) {
+    let remembered = match super::stores::remembered_listings(args).await {
+        Ok(listings) => listings,
+        Err(message) => return usage(&message),
+    };
+    let builder = super::config::group_builder(args, &file.config, remembered.as_ref());
+    let (group, members) = match started(args, &file, printer, cancel, (otlp.as_ref(), builder)) {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -107,6 +112,14 @@ pub(super) async fn run(
         }
     }
     group.shutdown_within(CLOSE_BOUND).await;
+    if let Some(listings) = remembered {
+        if let Err(error) = listings.save().await {
+            eprintln!(
+                "mcp-connect: --catalogue-cache: cannot write: {}",
+                chain(&error)
+            );
+        }
+    }
     let code = match signals.received() {
         Some(signal) => ExitCode::from(signal.exit_code()),
         None => ExitCode::FAILURE,
@@ -226,7 +239,7 @@ fn started<'a>(
     file: &ConfigFile,
     printer: &Printer,
     cancel: &CancellationToken,
-    otlp: Option<&Otlp>,
+    (otlp, builder): (Option<&Otlp>, ServerGroupBuilder),
 ) -> Result<(ServerGroup, Members<'a>), ExitCode> {
     let handler = handler_from(args).map_err(|message| usage(&message))?;
     let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
@@ -242,7 +255,7 @@ fn started<'a>(
     };
     let disabled: Vec<_> = file.config.disabled().collect();
     unusable(printer, file.config.errors(), &disabled);
-    let group = ServerGroup::new();
+    let group = builder.build();
     for server in file.config.servers() {
         // Names in a config file are unique: this cannot be a duplicate.
         let _ = group.add(members.member(server));

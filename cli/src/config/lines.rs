@@ -165,6 +165,25 @@ pub(super) fn not_established(
     );
 }
 
+/// The tools that best match `query`, best first: name, server, score and
+/// one line about each.
+pub(super) fn search_tools(printer: &Printer, group: &ServerGroup, query: &str, limit: usize) {
+    for hit in group.search_tools(query, limit) {
+        let summary = hit.summary();
+        printer.line(
+            &format!(
+                "tool {} ({}) {:.2}: {}",
+                shown(&hit.tool.name),
+                shown(&hit.tool.server),
+                hit.score,
+                shown(&summary)
+            ),
+            json!({ "event": "search", "name": hit.tool.name, "server": &*hit.tool.server,
+                    "score": hit.score, "summary": summary }),
+        );
+    }
+}
+
 /// The merged catalogue: one line per tool under the name a caller uses,
 /// then what was left out and why.
 pub(super) fn list_tools(printer: &Printer, catalogue: &Catalogue) {
@@ -196,15 +215,20 @@ pub(super) fn list_tools(printer: &Printer, catalogue: &Catalogue) {
             LeftOutReason::Collision(name) => ("collision", name),
             _ => ("other", &left.name),
         };
+        let with: Vec<&str> = left.others.iter().map(|server| &**server).collect();
+        let also = match with.is_empty() {
+            true => String::new(),
+            false => format!(", also offered by {}", shown(&with.join(", "))),
+        };
         printer.line(
             &format!(
-                "left out: {} ({}): {reason} as {}",
+                "left out: {} ({}): {reason} as {}{also}",
                 shown(&left.name),
                 shown(&left.server),
                 shown(tried)
             ),
             json!({ "event": "left_out", "server": &*left.server, "server_name": left.name,
-                    "reason": reason, "name": tried }),
+                    "reason": reason, "name": tried, "with": with }),
         );
     }
 }

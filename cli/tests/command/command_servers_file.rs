@@ -272,6 +272,74 @@ async fn list_tools_prints_the_merged_catalogue_by_catalogue_name() {
     assert!(human.contains("tool log (git)"), "{human}");
 }
 
+/// Issue 67, items 1 and 6: `--prefix` (or the file's top-level
+/// `"prefix"`) picks how names are prefixed, an entry's `"prefix"` its
+/// own prefix; under `never` the shared name is refused naming both
+/// servers; `--search-tools` prints the best matches, best first.
+#[tokio::test]
+async fn prefix_modes_and_search_tools_from_the_command() {
+    let files = ScriptServer::start(two_tools("read_file")).await;
+    let git = ScriptServer::start(two_tools("log")).await;
+    let config = write_config(&format!(
+        r#"{{ "prefix": "always", "mcpServers": {{ "files": {{ "url": "{}", "prefix": "fs" }},
+            "git": {{ "url": "{}", "tools": {{ "exclude": ["lo*"] }} }} }} }}"#,
+        files.url(),
+        git.url()
+    ));
+    async fn names(config: &str, extra: &[&str]) -> (Vec<String>, Vec<serde_json::Value>) {
+        let mut args = vec!["--config", config, "--list-tools", "--json"];
+        args.extend_from_slice(extra);
+        let output = run_async(&args).await;
+        let lines = json_lines(&output);
+        let tools: Vec<String> = (lines.iter())
+            .filter(|line| line["event"] == "tool")
+            .map(|line| line["name"].as_str().unwrap().to_owned())
+            .collect();
+        let left_out: Vec<serde_json::Value> = (lines.iter())
+            .filter(|line| line["event"] == "left_out")
+            .cloned()
+            .collect();
+        (tools, left_out)
+    }
+    let (always, _) = names(config.as_str(), &[]).await;
+    assert_eq!(always, ["fs__echo", "fs__read_file", "git__echo"]);
+    let (conditional, _) = names(config.as_str(), &["--prefix", "conditional"]).await;
+    assert_eq!(conditional, ["fs__echo", "git__echo", "read_file"]);
+    let (never, left_out) = names(config.as_str(), &["--prefix", "never"]).await;
+    assert_eq!(never, ["read_file"]);
+    assert_eq!(left_out.len(), 2, "{left_out:?}");
+    assert!(
+        left_out.iter().all(|l| l["reason"] == "collision"),
+        "{left_out:?}"
+    );
+    let with: Vec<&str> = left_out
+        .iter()
+        .map(|l| l["with"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(with, ["git", "files"]);
+
+    let output = run_async(&[
+        "--config",
+        config.as_str(),
+        "--search-tools",
+        "read a file",
+        "--limit",
+        "1",
+        "--json",
+    ])
+    .await;
+    let hits: Vec<serde_json::Value> = (json_lines(&output).into_iter())
+        .filter(|line| line["event"] == "search")
+        .collect();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["name"], "fs__read_file");
+    assert_eq!(hits[0]["server"], "files");
+    assert!(hits[0]["score"].as_f64().unwrap() > 0.0);
+    let human = run_async(&["--config", config.as_str(), "--search-tools", "echo"]).await;
+    let human = String::from_utf8_lossy(&human.stdout).into_owned();
+    assert!(human.contains("tool fs__echo (files) "), "{human}");
+}
+
 /// Issue 45, item 1: each host's tool lists (Gemini CLI's `excludeTools`,
 /// TBXark's `toolFilter`) narrow the catalogue, and Codex's
 /// `tool_timeout_sec` bounds a call on that server alone.

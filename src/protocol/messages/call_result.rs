@@ -78,6 +78,28 @@ impl Visitor<'_> for KeyVisitor {
     }
 }
 
+impl serde::Serialize for CallToolResult {
+    /// As the server sent it: `content`, `structuredContent` when there is
+    /// one, `isError` when it is set, and every other field.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &self.content)?;
+        if let Some(structured) = &self.structured_content {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        if self.is_error {
+            map.serialize_entry("isError", &true)?;
+        }
+        for (key, value) in &self.extra {
+            if !matches!(key.as_str(), "content" | "structuredContent" | "isError") {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -122,27 +144,5 @@ mod tests {
                 "{wrong}"
             );
         }
-    }
-}
-
-impl serde::Serialize for CallToolResult {
-    /// As the server sent it: `content`, `structuredContent` when there is
-    /// one, `isError` when it is set, and every other field.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("content", &self.content)?;
-        if let Some(structured) = &self.structured_content {
-            map.serialize_entry("structuredContent", structured)?;
-        }
-        if self.is_error {
-            map.serialize_entry("isError", &true)?;
-        }
-        for (key, value) in &self.extra {
-            if !matches!(key.as_str(), "content" | "structuredContent" | "isError") {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
     }
 }
