@@ -313,14 +313,7 @@ impl<'a> GroupRun<'a> {
         let (established, now) = established_now(group);
         let failed = self.invalid + now - established;
         group.shutdown_within(CLOSE_BOUND).await;
-        if let Some(listings) = remembered {
-            if let Err(error) = listings.save().await {
-                eprintln!(
-                    "mcp-connect: --catalogue-cache: cannot write: {}",
-                    chain(&error)
-                );
-            }
-        }
+        super::stores::save_listings(remembered).await;
         let signal = signals.received();
         let count = self.invalid + now;
         summary(printer, count, established, failed, self.started, signal);

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
-use mcp_connect::group::{ServerGroup, ServerGroupBuilder};
+use mcp_connect::group::{RememberedListings, ServerGroup};
 use mcp_connect::store::redis::RedisStores;
 use mcp_connect::{Connector, EstablishBuilder};
 use mcp_connect_gateway::{Allowed, Gateway, GatewayBuilder};
@@ -54,8 +54,8 @@ pub(super) async fn run(
         Ok(listings) => listings,
         Err(message) => return usage(&message),
     };
-    let builder = super::config::group_builder(args, &file.config, remembered.as_ref());
-    let (group, members) = match started(args, &file, printer, cancel, (otlp.as_ref(), builder)) {
+    let members = (otlp.as_ref(), remembered.as_ref());
+    let (group, members) = match started(args, &file, printer, cancel, members) {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -77,23 +77,10 @@ pub(super) async fn run(
             on_stdio(gateway.build(), &group, cancel, signals).await,
         );
     }
-    let listener = match TcpListener::bind(args.listen).await {
-        Ok(listener) => listener,
-        Err(error) => {
-            eprintln!("mcp-connect: --listen: cannot listen: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let addr = listener.local_addr().unwrap_or(args.listen);
-    let gateway = match shared(gateway, replicas, addr, &file).await {
-        Ok(gateway) => gateway,
+    let (listener, gateway) = match listening(args, gateway, replicas, &file, printer).await {
+        Ok(listening) => listening,
         Err(code) => return code,
     };
-    let url = format!("http://{addr}/mcp");
-    printer.line(
-        &format!("serving {} servers at {url}", group.names().len()),
-        json!({ "event": "serving", "url": url, "servers": group.names().len() }),
-    );
     let accepting = accept(listener, gateway);
     tokio::pin!(accepting);
     let far = || Instant::now() + std::time::Duration::from_secs(86_400);
@@ -112,19 +99,39 @@ pub(super) async fn run(
         }
     }
     group.shutdown_within(CLOSE_BOUND).await;
-    if let Some(listings) = remembered {
-        if let Err(error) = listings.save().await {
-            eprintln!(
-                "mcp-connect: --catalogue-cache: cannot write: {}",
-                chain(&error)
-            );
-        }
-    }
+    super::stores::save_listings(remembered.as_ref()).await;
     let code = match signals.received() {
         Some(signal) => ExitCode::from(signal.exit_code()),
         None => ExitCode::FAILURE,
     };
     flushed(otlp, code)
+}
+
+/// Listens at --listen, shares sessions with the replicas, and says
+/// where it serves.
+async fn listening(
+    args: &Args,
+    gateway: GatewayBuilder,
+    replicas: Option<(RedisStores, Option<http::Uri>)>,
+    file: &ConfigFile,
+    printer: &Printer,
+) -> Result<(TcpListener, Gateway), ExitCode> {
+    let listener = match TcpListener::bind(args.listen).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("mcp-connect: --listen: cannot listen: {error}");
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    let addr = listener.local_addr().unwrap_or(args.listen);
+    let gateway = shared(gateway, replicas, addr, file).await?;
+    let url = format!("http://{addr}/mcp");
+    let servers = file.config.servers().count();
+    printer.line(
+        &format!("serving {servers} servers at {url}"),
+        json!({ "event": "serving", "url": url, "servers": servers }),
+    );
+    Ok((listener, gateway))
 }
 
 /// What `serve` checks before anything starts: who may call, the replicas
@@ -239,7 +246,7 @@ fn started<'a>(
     file: &ConfigFile,
     printer: &Printer,
     cancel: &CancellationToken,
-    (otlp, builder): (Option<&Otlp>, ServerGroupBuilder),
+    (otlp, remembered): (Option<&Otlp>, Option<&RememberedListings>),
 ) -> Result<(ServerGroup, Members<'a>), ExitCode> {
     let handler = handler_from(args).map_err(|message| usage(&message))?;
     let stack = EstablishBuilder::new(Connector::with_client(file.client.clone()))
@@ -255,7 +262,7 @@ fn started<'a>(
     };
     let disabled: Vec<_> = file.config.disabled().collect();
     unusable(printer, file.config.errors(), &disabled);
-    let group = builder.build();
+    let group = super::config::group_builder(args, &file.config, remembered).build();
     for server in file.config.servers() {
         // Names in a config file are unique: this cannot be a duplicate.
         let _ = group.add(members.member(server));

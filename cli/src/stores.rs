@@ -266,3 +266,16 @@ pub(super) async fn remembered_listings(
         }
     }
 }
+
+/// Writes the --catalogue-cache listings once more at the end of a run;
+/// a file that cannot be written costs a line on stderr.
+pub(super) async fn save_listings(remembered: Option<&mcp_connect::group::RememberedListings>) {
+    if let Some(listings) = remembered {
+        if let Err(error) = listings.save().await {
+            eprintln!(
+                "mcp-connect: --catalogue-cache: cannot write: {}",
+                super::output::chain(&error)
+            );
+        }
+    }
+}

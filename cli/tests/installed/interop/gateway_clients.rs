@@ -107,6 +107,61 @@ async fn the_typescript_sdk_client_in_both_eras_through_serve() {
     http.stop().await;
 }
 
+/// Issue 67, item 5: the Python SDK client, shown only the meta-tools,
+/// finds and describes a tool of a lazy member that is not running
+/// (from the catalogue remembered by an earlier run), then calls it
+/// through `call_tool`, which connects the member for the first time in
+/// this gateway's life.
+#[tokio::test]
+#[ignore = "needs the interop peers: run through .ci/run"]
+async fn the_python_sdk_client_discovers_a_lazy_members_tool_through_serve() {
+    let port = free_port();
+    let dir = tempdir::Dir::new("python-discovery");
+    let config = dir.path().join("servers.json");
+    let cache = dir.path().join("catalogue.json");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let servers = json!({ "mcpServers": { "ev": { "url": url, "lazy": true } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let (config, cache) = (config.to_str().unwrap(), cache.to_str().unwrap());
+    // An earlier run: the lazy member listed once and remembered.
+    let everything = everything_http_on(port).await;
+    let listed =
+        crate::support::cli::run_async(&["--config", config, "--catalogue-cache", cache]).await;
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(
+        std::fs::metadata(cache).is_ok(),
+        "the catalogue is remembered"
+    );
+    drop(everything);
+    watchdog(LIMIT, async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+
+    let (mut serve, gateway) = serve(
+        config,
+        &["--catalogue-cache", cache, "--discovery", "always"],
+    )
+    .await;
+    let script = clients_dir().join("python_discovery.py");
+    let found = client(&python(), &script, &[&gateway, "find"]).await;
+    assert!(found.contains("described get-sum"), "{found}");
+    let everything = everything_http_on(port).await;
+    let called = client(&python(), &script, &[&gateway, "call"]).await;
+    assert!(
+        called.contains("called get-sum through call_tool"),
+        "{called}"
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    drop(everything);
+}
+
 /// A folder of the test's own, removed when it drops.
 mod tempdir {
     pub(super) struct Dir(std::path::PathBuf);
