@@ -29,6 +29,7 @@
 
 mod cheap;
 mod clients;
+mod discovery;
 mod flags;
 mod floor;
 mod gateway;
@@ -124,6 +125,7 @@ fn main() {
             args[3].parse().unwrap(),
         )),
         Some("lazy") => runtime.block_on(lazy::run(&args[2..])),
+        Some("discovery") => runtime.block_on(discovery::run(&args[2..])),
         Some("gateway") => runtime.block_on(gateway::run(&args[2..])),
         Some("scale") => runtime.block_on(scale::run(&args[2..])),
         Some("scale-calls") => runtime.block_on(scale::calls(&args[2..])),

@@ -337,7 +337,7 @@ pub(super) fn group_builder(
         Some(PrefixMode::Conditional) => Naming::OnCollision,
         Some(PrefixMode::Always) => Naming::Always,
         Some(PrefixMode::Never) => Naming::Never,
-        None => config.naming().unwrap_or_default(),
+        None => config.prefix().map(Naming::from).unwrap_or_default(),
     };
     let builder = (ServerGroup::builder())
         .with_naming(naming)

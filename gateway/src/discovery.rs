@@ -7,9 +7,9 @@
 
 use mcp_connect::group::{DiscoveryCall, ServerGroup};
 use mcp_connect::protocol::{codes, RequestKind};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::answer::Answer;
 use crate::reply::RpcFailure;
 
 /// The answer to a call of a meta-tool the group answers itself; `None`
@@ -18,7 +18,7 @@ pub(crate) fn answered(
     group: &ServerGroup,
     kind: RequestKind,
     params: &mut Option<Value>,
-) -> Option<Answer> {
+) -> Option<Result<Box<RawValue>, RpcFailure>> {
     if kind != RequestKind::CallTool {
         return None;
     }

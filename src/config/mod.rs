@@ -97,6 +97,19 @@ pub use settings::PACE_FLOOR;
 pub use source::ConfigSource;
 use target::{invalid, remote, stdio};
 
+/// A file's top-level `"prefix"`: whether a group prefixes its tools'
+/// names with their server's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrefixMode {
+    /// `"conditional"`: bare unless two servers offer the same name.
+    Conditional,
+    /// `"always"`: `server__tool` for every tool.
+    Always,
+    /// `"never"`: names as the servers give them; a collision is refused.
+    Never,
+}
+
 /// The largest config file [`ServersConfig::read`] reads: 4 MiB, far
 /// beyond any real file.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
@@ -149,7 +162,7 @@ pub struct ServersConfig {
     entries: Vec<Result<ServerConfig, EntryError>>,
     inputs: Vec<Input>,
     /// The top-level `"prefix"`: how the group names its tools.
-    naming: Option<crate::group::Naming>,
+    prefix: Option<PrefixMode>,
     /// The registry entries not resolved yet, as written.
     #[cfg(feature = "registry")]
     pending: Vec<(String, Map<String, Value>)>,
@@ -256,18 +269,18 @@ impl ServersConfig {
             return Err(ConfigFileError::NotAnObject);
         };
         let config = Self::from_servers(servers_of(&file)?, variables, standard);
-        let naming = match file.get("prefix") {
+        let prefix = match file.get("prefix") {
             None => None,
             Some(mode) => Some(match mode.as_str() {
-                Some("conditional") => crate::group::Naming::OnCollision,
-                Some("always") => crate::group::Naming::Always,
-                Some("never") => crate::group::Naming::Never,
+                Some("conditional") => PrefixMode::Conditional,
+                Some("always") => PrefixMode::Always,
+                Some("never") => PrefixMode::Never,
                 _ => return Err(ConfigFileError::PrefixMode),
             }),
         };
         Ok(ServersConfig {
             inputs: inputs::read(&file),
-            naming,
+            prefix,
             ..config
         })
     }
@@ -318,7 +331,7 @@ impl ServersConfig {
         ServersConfig {
             entries,
             inputs: Vec::new(),
-            naming: None,
+            prefix: None,
             #[cfg(feature = "registry")]
             pending,
         }
@@ -349,11 +362,10 @@ impl ServersConfig {
         self.entries.iter().filter_map(|entry| entry.as_ref().err())
     }
 
-    /// How the file's top-level `"prefix"` (`never`, `always` or
-    /// `conditional`) names the group's tools, when it has one
-    /// ([`ServerGroupBuilder::with_naming`](crate::group::ServerGroupBuilder::with_naming)).
-    pub fn naming(&self) -> Option<crate::group::Naming> {
-        self.naming.clone()
+    /// The file's top-level `"prefix"`: how a group of its servers names
+    /// their tools (a [`Naming`](crate::group::Naming) through `From`).
+    pub fn prefix(&self) -> Option<PrefixMode> {
+        self.prefix
     }
 
     /// The server called `name`, when it was read (enabled or not).

@@ -161,6 +161,16 @@ impl Naming {
     }
 }
 
+impl From<crate::config::PrefixMode> for Naming {
+    fn from(mode: crate::config::PrefixMode) -> Self {
+        match mode {
+            crate::config::PrefixMode::Always => Naming::Always,
+            crate::config::PrefixMode::Never => Naming::Never,
+            _ => Naming::OnCollision,
+        }
+    }
+}
+
 impl fmt::Debug for Naming {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
