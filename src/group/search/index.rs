@@ -128,18 +128,19 @@ impl SearchIndex {
     }
 
     /// Every tool with a BM25 score above 0 for `query`'s words.
-    pub(crate) fn scores(&self, query: &[String]) -> HashMap<u32, f32> {
+    pub(crate) fn scores(&self, query: &[(String, f32)]) -> HashMap<u32, f32> {
         let mut scores: HashMap<u32, f32> = HashMap::new();
         if self.live == 0 {
             return scores;
         }
         let n = self.live as f32;
         let average = (self.total_length / self.live as f64) as f32;
-        let mut words: Vec<&String> = query.iter().collect();
-        words.sort_unstable();
-        words.dedup();
-        for word in words {
-            let exact = self.postings.get(word.as_str()).map(|p| (p, 1.0));
+        // Each word once, at the highest weight it is asked with.
+        let mut words: Vec<(&String, f32)> = query.iter().map(|(w, weight)| (w, *weight)).collect();
+        words.sort_by(|a, b| a.0.cmp(b.0).then(b.1.total_cmp(&a.1)));
+        words.dedup_by(|later, first| later.0 == first.0);
+        for (word, asked) in words {
+            let exact = self.postings.get(word.as_str()).map(|p| (p, asked));
             let prefixed = (word.chars().count() >= 4)
                 .then(|| {
                     let from = std::ops::Bound::Included(word.as_str());
@@ -150,7 +151,7 @@ impl SearchIndex {
                 .flatten()
                 .skip(usize::from(exact.is_some()))
                 .take_while(|(indexed, _)| indexed.starts_with(word.as_str()))
-                .map(|(_, postings)| (postings, PREFIX_WEIGHT));
+                .map(|(_, postings)| (postings, asked * PREFIX_WEIGHT));
             for (postings, weight) in exact.into_iter().chain(prefixed) {
                 let df = postings.len() as f32;
                 let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();

@@ -126,7 +126,7 @@ impl Search {
         let mut state = search.state.lock().unwrap_or_else(PoisonError::into_inner);
         let (index, tokens) = &mut *state;
         index.follow(catalogue, tokens);
-        let words = tokens.of(query);
+        let words = tokens.query(query);
         let lexical = index.scores(&words);
         let mut hits: Vec<ToolHit> = match &search.ranker {
             None => (lexical.iter())

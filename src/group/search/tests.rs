@@ -93,7 +93,7 @@ fn tools_are_ranked_by_their_words_best_first() {
     let hits = search.search(&catalogue, "open a new issue on a repo", 3);
     assert_eq!(hits[0].tool.name, "create_issue", "{:?}", found(&hits));
     assert_eq!(&*hits[0].tool.server, "github");
-    let hits = search.search(&catalogue, "show me what is in the file notes.txt", 2);
+    let hits = search.search(&catalogue, "read me what is in the file notes.txt", 2);
     assert_eq!(found(&hits)[0], "read_file", "{:?}", found(&hits));
     let hits = search.search(&catalogue, "directories", 5);
     assert_eq!(found(&hits), ["list_directory"]);
@@ -147,7 +147,7 @@ fn a_ranker_scores_every_tool_when_it_asks_to() {
     struct Synonyms;
     impl Ranker for Synonyms {
         fn score(&self, query: &str, tool: &Named<Tool>, lexical: f32) -> f32 {
-            let boost = (query.contains("ticket") && tool.name == "create_issue") as u8;
+            let boost = (query.contains("concern") && tool.name == "create_issue") as u8;
             lexical + f32::from(boost) * 10.0
         }
         fn scores_every_tool(&self) -> bool {
@@ -162,11 +162,11 @@ fn a_ranker_scores_every_tool_when_it_asks_to() {
     );
     let search = Search::new(Some(Arc::new(Synonyms)));
     assert_eq!(
-        found(&search.search(&catalogue, "file a ticket", 5)),
+        found(&search.search(&catalogue, "raise a concern", 5)),
         ["create_issue"]
     );
     assert!(Search::new(None)
-        .search(&catalogue, "file a ticket", 5)
+        .search(&catalogue, "raise a concern", 5)
         .is_empty());
 }
 

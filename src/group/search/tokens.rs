@@ -15,6 +15,35 @@ const STOP_WORDS: &[&str] = &[
     "what", "when", "where", "which", "while", "who", "will", "with", "would", "you", "your",
 ];
 
+/// Words a person uses for what tools call otherwise, each with the tool
+/// words it also looks for (at half weight): a folder is a directory, a
+/// bug an issue, to show is to list or get.
+const SYNONYMS: &[(&str, &[&str])] = &[
+    ("bug", &["issue"]),
+    ("display", &["list", "get"]),
+    ("download", &["fetch", "get"]),
+    ("erase", &["delete"]),
+    ("find", &["search"]),
+    ("folder", &["directory"]),
+    ("folders", &["directory"]),
+    ("grab", &["fetch", "get"]),
+    ("logged", &["authenticated"]),
+    ("look", &["search", "get"]),
+    ("make", &["create"]),
+    ("photo", &["image"]),
+    ("picture", &["image"]),
+    ("pr", &["pull", "request"]),
+    ("prs", &["pull", "request"]),
+    ("read", &["get"]),
+    ("remove", &["delete"]),
+    ("rename", &["move"]),
+    ("show", &["list", "get"]),
+    ("ticket", &["issue"]),
+];
+
+/// How much a synonym counts beside the word the query has.
+const SYNONYM_WEIGHT: f32 = 0.5;
+
 /// The longest word kept: a base64 blob or a hash in a description is not
 /// a word anyone searches for.
 const MAX_WORD: usize = 40;
@@ -39,6 +68,23 @@ impl Tokens {
             }
             each(self.stemmer.stem(&word).into_owned());
         }
+    }
+
+    /// A query's words, stemmed, each with its weight: the query's own at
+    /// 1, their synonyms at half.
+    pub(crate) fn query(&self, text: &str) -> Vec<(String, f32)> {
+        let mut out = Vec::new();
+        for word in words(text) {
+            if let Ok(at) = SYNONYMS.binary_search_by(|(from, _)| from.cmp(&word.as_str())) {
+                for synonym in SYNONYMS[at].1 {
+                    out.push((self.stemmer.stem(synonym).into_owned(), SYNONYM_WEIGHT));
+                }
+            }
+            if word.len() <= MAX_WORD && STOP_WORDS.binary_search(&word.as_str()).is_err() {
+                out.push((self.stemmer.stem(&word).into_owned(), 1.0));
+            }
+        }
+        out
     }
 
     /// Every word of `text`, stemmed, in order.
@@ -82,8 +128,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stop_words_are_sorted_for_the_binary_search() {
+    fn stop_words_and_synonyms_are_sorted_for_the_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(SYNONYMS.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    }
+
+    #[test]
+    fn a_query_looks_for_synonyms_at_half_weight() {
+        let tokens = Tokens::new();
+        assert_eq!(
+            tokens.query("make a folder"),
+            [
+                ("creat".to_owned(), 0.5),
+                ("make".to_owned(), 1.0),
+                ("directori".to_owned(), 0.5),
+                ("folder".to_owned(), 1.0)
+            ]
+        );
     }
 
     #[test]
