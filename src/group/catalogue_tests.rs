@@ -358,3 +358,68 @@ fn a_servers_own_prefix_replaces_its_name() {
     let always = next(&step, &both, &Naming::Always);
     assert_eq!(always.tools()[0].name, "gh__issue");
 }
+
+/// A hostile tool name: empty, 500 characters, Unicode, the group's
+/// separator, the separators other gateways use, a vendor name's shape.
+fn hostile_name() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(String::new()),
+        Just("x".repeat(500)),
+        Just("a".repeat(128)),
+        Just("b".repeat(65)),
+        Just("__".to_owned()),
+        Just("files__read".to_owned()),
+        Just("files_read_2c8d1f6e".to_owned()),
+        "[a-z]{1,6}",
+        "[a-z]{1,4}[/:. -][a-z]{1,4}",
+        "[a-zA-Z0-9_.:/ -]{1,80}",
+        "\\PC{1,12}",
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Issue 67, item 2: under every rule, every name the catalogue
+    /// exposes follows SEP-986, every vendor name the vendors' pattern;
+    /// no two tools share either; each maps back to its own tool; and
+    /// every tool a server lists is exposed or reported, never dropped.
+    #[test]
+    fn every_exposed_name_is_one_every_consumer_accepts(
+        servers in proptest::collection::vec(
+            (proptest::sample::select(vec!["a", "gh", "my server", "x__y", "ünï"]),
+             proptest::collection::vec(hostile_name(), 0..6)),
+            1..4,
+        ),
+        rule in 0..3usize,
+    ) {
+        let naming = [Naming::OnCollision, Naming::Always, Naming::Never][rule].clone();
+        let mut listings: BTreeMap<Arc<str>, Arc<Listing>> = BTreeMap::new();
+        for (server, names) in &servers {
+            let tools = names.iter().map(|name| Arc::new(tool(name))).collect();
+            listings.insert(Arc::from(*server), Arc::new(Listing { tools, ..Listing::default() }));
+        }
+        let catalogue = next(&Step::default(), &listings, &naming);
+        let vendor = |n: &str| {
+            (1..=64).contains(&n.len())
+                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        };
+        let mut seen = std::collections::HashSet::new();
+        for tool in catalogue.tools() {
+            proptest::prop_assert!(crate::group::is_valid_tool_name(&tool.name), "{:?}", tool.name);
+            proptest::prop_assert!(seen.insert(tool.name.clone()), "twice: {:?}", tool.name);
+        }
+        let mut vendors = std::collections::HashSet::new();
+        for (name, tool) in catalogue.vendor_tools() {
+            proptest::prop_assert!(vendor(&name), "{name:?}");
+            proptest::prop_assert!(vendors.insert(name.to_string()), "twice: {name:?}");
+            let back = catalogue.tool_by_vendor_name(&name).expect("maps back");
+            proptest::prop_assert_eq!(&back.name, &tool.name);
+            proptest::prop_assert_eq!(&back.server, &tool.server);
+        }
+        let listed: usize = listings.values().map(|l| l.tools.len()).sum();
+        let reported = catalogue.left_out().iter().filter(|l| l.kind == ItemKind::Tool).count();
+        proptest::prop_assert_eq!(catalogue.tools().len() + reported, listed);
+    }
+}
