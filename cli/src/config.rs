@@ -233,6 +233,7 @@ impl<'a> GroupRun<'a> {
         if let Some(kind) = start.ended {
             ended_unsettled(printer, group, &start.settled, kind, self.started);
         }
+        lines::unmatched_patterns(printer, &group.catalogue());
         if self.args.list_tools {
             list_tools(printer, &group.catalogue());
         }

@@ -35,6 +35,8 @@ pub(crate) struct Listing {
     pub(crate) prompts: Vec<Arc<Prompt>>,
     pub(crate) resources: Vec<Arc<Resource>>,
     pub(crate) templates: Vec<Arc<ResourceTemplate>>,
+    /// The server's filter patterns that matched none of its tools.
+    pub(crate) unmatched: Vec<String>,
 }
 
 /// The catalogue names a server's tools and prompts were given, by the
@@ -144,6 +146,7 @@ pub(crate) struct Part {
     resources: Vec<Listed<Resource>>,
     templates: Vec<Listed<ResourceTemplate>>,
     left_out: Vec<LeftOut>,
+    unmatched: Vec<String>,
 }
 
 impl Part {
@@ -160,6 +163,7 @@ struct View {
     resources: Vec<Listed<Resource>>,
     templates: Vec<Listed<ResourceTemplate>>,
     left_out: Vec<LeftOut>,
+    unmatched: Vec<(Arc<str>, String)>,
 }
 
 impl Catalogue {
@@ -182,12 +186,15 @@ impl Catalogue {
     fn view(&self) -> &View {
         self.view.get_or_init(|| {
             let mut view = View::default();
-            for (_, part) in self.parts.in_order() {
+            for (server, part) in self.parts.in_order() {
                 view.tools.extend(part.tools.iter().cloned());
                 view.prompts.extend(part.prompts.iter().cloned());
                 view.resources.extend(part.resources.iter().cloned());
                 view.templates.extend(part.templates.iter().cloned());
                 view.left_out.extend(part.left_out.iter().cloned());
+                let unmatched = part.unmatched.iter().cloned();
+                view.unmatched
+                    .extend(unmatched.map(|p| (Arc::clone(server), p)));
             }
             // Names are unique across the catalogue.
             view.tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
@@ -225,6 +232,13 @@ impl Catalogue {
     /// The tools and prompts that have no catalogue name, and why.
     pub fn left_out(&self) -> &[LeftOut] {
         &self.view().left_out
+    }
+
+    /// Each server's tool filter patterns (include or exclude) that match
+    /// none of the tools it lists, by server: a warning for whoever wrote
+    /// them (a typo, or a tool the server renamed), never an error.
+    pub fn unmatched_patterns(&self) -> &[(Arc<str>, String)] {
+        &self.view().unmatched
     }
 
     /// The tool a caller names `name`.

@@ -81,6 +81,16 @@ impl ToolFilter {
         included && !self.exclude.iter().any(|(_, glob)| glob.matches(name))
     }
 
+    /// The include and exclude patterns that match none of `names` (a
+    /// mistyped pattern, or a tool the server renamed): each a warning,
+    /// never an error.
+    pub fn unmatched<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) -> Vec<String> {
+        (self.include.iter().chain(&self.exclude))
+            .filter(|(_, glob)| !names.clone().any(|name| glob.matches(name)))
+            .map(|(pattern, _)| pattern.clone())
+            .collect()
+    }
+
     /// Whether `tool` is shown: by its name, then by its FastMCP tags.
     pub fn allows_tool(&self, tool: &Tool) -> bool {
         if !self.allows(&tool.name) {
@@ -159,6 +169,12 @@ mod tests {
         assert!(only_excluded.allows("read"));
         assert!(!only_excluded.allows("delete_repo"));
         assert!(format!("{filter:?}").contains("read_*"));
+        let names = ["read_file", "list"];
+        assert_eq!(filter.unmatched(names.into_iter()), ["read_secret?"]);
+        let typo = ToolFilter::new()
+            .include(["raed_*", "list"])
+            .exclude(["*_delete"]);
+        assert_eq!(typo.unmatched(names.into_iter()), ["raed_*", "*_delete"]);
     }
 
     fn tool(name: &str, meta: Value) -> Tool {

@@ -131,6 +131,21 @@ impl Supervisor {
         };
         match kind {
             ListKind::Tools => kept(client.list_tools().await.map(|listed| {
+                let names = listed.tools.iter().map(|tool| tool.name.as_str());
+                listing.unmatched = self.member.filter.unmatched(names);
+                let before = (self.member.listing.lock())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .as_ref()
+                    .map(|before| before.unmatched.clone());
+                let new = before.is_none_or(|before| before != listing.unmatched);
+                for pattern in listing.unmatched.iter().filter(|_| new) {
+                    tracing::warn!(
+                        target: "mcp_connect::group",
+                        server = %self.member.name,
+                        pattern = %pattern,
+                        "a tool filter pattern matches none of the server's tools"
+                    );
+                }
                 listing.tools = listed
                     .tools
                     .into_iter()

@@ -78,6 +78,7 @@ impl From<Stored> for Entry {
             prompts: stored.prompts.into_iter().map(Arc::new).collect(),
             resources: stored.resources.into_iter().map(Arc::new).collect(),
             templates: stored.templates.into_iter().map(Arc::new).collect(),
+            unmatched: Vec::new(),
         };
         Entry {
             listing,

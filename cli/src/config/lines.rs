@@ -165,6 +165,21 @@ pub(super) fn not_established(
     );
 }
 
+/// A line for each tool filter pattern that matched none of its server's
+/// tools: a warning, not a failure.
+pub(super) fn unmatched_patterns(printer: &Printer, catalogue: &Catalogue) {
+    for (server, pattern) in catalogue.unmatched_patterns() {
+        printer.line(
+            &format!(
+                "{}: the tool pattern {} matches none of its tools",
+                shown(server),
+                shown(pattern)
+            ),
+            json!({ "event": "unmatched_pattern", "name": &**server, "pattern": pattern }),
+        );
+    }
+}
+
 /// The tools that best match `query`, best first: name, server, score and
 /// one line about each.
 pub(super) fn search_tools(printer: &Printer, group: &ServerGroup, query: &str, limit: usize) {

@@ -302,6 +302,19 @@ async fn prefix_modes_and_search_tools_from_the_command() {
         (tools, left_out)
     }
     let (always, _) = names(config.as_str(), &[]).await;
+    // A pattern that matches nothing is a warning line, not a failure.
+    let typo = write_config(&format!(
+        r#"{{ "mcpServers": {{ "files": {{ "url": "{}", "tools": {{ "include": ["raed_*", "echo"] }} }} }} }}"#,
+        files.url()
+    ));
+    let output = run_async(&["--config", typo.as_str(), "--json"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    let warned: Vec<serde_json::Value> = (json_lines(&output).into_iter())
+        .filter(|line| line["event"] == "unmatched_pattern")
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(warned[0]["pattern"], "raed_*");
+    assert_eq!(warned[0]["name"], "files");
     assert_eq!(always, ["fs__echo", "fs__read_file", "git__echo"]);
     let (conditional, _) = names(config.as_str(), &["--prefix", "conditional"]).await;
     assert_eq!(conditional, ["fs__echo", "git__echo", "read_file"]);

@@ -88,6 +88,7 @@ impl Tokens {
     }
 
     /// Every word of `text`, stemmed, in order.
+    #[cfg(test)]
     pub(crate) fn of(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         self.each(text, |word| out.push(word));

@@ -133,6 +133,7 @@ impl CatalogueIndex {
                 resources: listed(server, &listing.resources),
                 templates: listed(server, &listing.templates),
                 left_out,
+                unmatched: listing.unmatched.clone(),
             }
         });
         let current = self.parts.get(server);
