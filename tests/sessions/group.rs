@@ -1931,3 +1931,38 @@ async fn discovery_shows_three_tools_that_find_describe_and_call_the_rest() {
     })
     .await;
 }
+
+/// Two servers started together and settled always share a colliding
+/// name, whichever lists first (the README's example relies on it).
+#[tokio::test]
+async fn servers_started_together_are_both_prefixed_after_the_settle() {
+    watchdog(Duration::from_secs(120), async {
+        let a = Scripted::new("files", &["add", "echo"], Duration::ZERO);
+        let b = Scripted::new("notes", &["add", "echo"], Duration::ZERO);
+        let (a_server, b_server) = (a.start().await, b.start().await);
+        for round in 0..200 {
+            let group = ServerGroup::new();
+            let stack = EstablishBuilder::new(Connector::new()).build();
+            group
+                .add(Server::new(stack.clone(), named(&a_server.url(), "files")))
+                .unwrap();
+            group
+                .add(Server::new(stack, named(&b_server.url(), "notes")))
+                .unwrap();
+            group.settled().await;
+            let names: Vec<String> = group
+                .catalogue()
+                .tools()
+                .iter()
+                .map(|t| t.name.clone())
+                .collect();
+            assert_eq!(
+                names,
+                ["files__add", "files__echo", "notes__add", "notes__echo"],
+                "round {round}"
+            );
+            group.shutdown().await;
+        }
+    })
+    .await;
+}
