@@ -149,14 +149,18 @@ async fn the_python_sdk_client_discovers_a_lazy_members_tool_through_serve() {
     )
     .await;
     let script = clients_dir().join("python_discovery.py");
-    let found = client(&python(), &script, &[&gateway, "find"]).await;
-    assert!(found.contains("described get-sum"), "{found}");
+    for era in ["legacy", "2026-07-28"] {
+        let found = client(&python(), &script, &[&gateway, "find", era]).await;
+        assert!(found.contains("described get-sum"), "{found}");
+    }
     let everything = everything_http_on(port).await;
-    let called = client(&python(), &script, &[&gateway, "call"]).await;
-    assert!(
-        called.contains("called get-sum through call_tool"),
-        "{called}"
-    );
+    for era in ["2026-07-28", "legacy"] {
+        let called = client(&python(), &script, &[&gateway, "call", era]).await;
+        assert!(
+            called.contains("called get-sum through call_tool"),
+            "{called}"
+        );
+    }
     let _ = serve.kill();
     let _ = serve.wait();
     drop(everything);
