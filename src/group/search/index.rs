@@ -115,7 +115,12 @@ impl SearchIndex {
             }
         };
         for (word, count) in &counts {
-            (self.postings.entry(word.clone()).or_default()).insert(id, *count);
+            // The word is copied only the first time it is seen.
+            if let Some(postings) = self.postings.get_mut(word.as_str()) {
+                postings.insert(id, *count);
+            } else {
+                (self.postings).insert(word.clone(), HashMap::from([(id, *count)]));
+            }
         }
         self.total_length += f64::from(length);
         self.live += 1;

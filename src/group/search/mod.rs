@@ -154,10 +154,16 @@ impl Search {
         };
         drop(state);
         hits.retain(|hit| hit.score > 0.0);
-        hits.sort_by(|a, b| {
+        let best_first = |a: &ToolHit, b: &ToolHit| {
             (b.score.total_cmp(&a.score)).then_with(|| a.tool.name.cmp(&b.tool.name))
-        });
-        hits.truncate(limit);
+        };
+        // The best `limit` in linear time, then only those sorted: a
+        // common word matches thousands of tools in a large catalogue.
+        if limit < hits.len() {
+            hits.select_nth_unstable_by(limit, best_first);
+            hits.truncate(limit);
+        }
+        hits.sort_by(best_first);
         hits
     }
 }

@@ -107,6 +107,10 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 fn camel(run: &str) -> Vec<String> {
+    // Most words have no capital: one word, no seams to look for.
+    if !run.chars().any(char::is_uppercase) {
+        return vec![run.to_owned()];
+    }
     let chars: Vec<char> = run.chars().collect();
     let mut out = Vec::new();
     let mut start = 0;
