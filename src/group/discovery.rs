@@ -194,6 +194,9 @@ impl ServerGroup {
         name: &str,
         arguments: &Value,
     ) -> Result<CallToolResult, GroupError> {
+        if !is_meta(name) {
+            return self.call_tool(name, arguments).await;
+        }
         match self.shown_tools().call(name, arguments) {
             Some(DiscoveryCall::Answered(result)) => Ok(result),
             Some(DiscoveryCall::Call { name, arguments }) => {
