@@ -187,22 +187,22 @@ impl ServerGroup {
         }
     }
 
-    /// `call_tool`, meta-tools included, for a model shown
-    /// [`shown_tools`](Self::shown_tools).
-    pub(super) async fn call_shown_tool(
+    /// A call of `name` when it is a meta-tool the group answers (see
+    /// [`ShownTools::call`]); `None` for any other call, which costs one
+    /// name compare.
+    pub(super) async fn call_meta_tool(
         &self,
         name: &str,
         arguments: &Value,
-    ) -> Result<CallToolResult, GroupError> {
+    ) -> Option<Result<CallToolResult, GroupError>> {
         if !is_meta(name) {
-            return self.call_tool(name, arguments).await;
+            return None;
         }
-        match self.shown_tools().call(name, arguments) {
-            Some(DiscoveryCall::Answered(result)) => Ok(result),
-            Some(DiscoveryCall::Call { name, arguments }) => {
-                self.call_tool(&name, &arguments).await
+        match self.shown_tools().call(name, arguments)? {
+            DiscoveryCall::Answered(result) => Some(Ok(result)),
+            DiscoveryCall::Call { name, arguments } => {
+                Some(self.call_tool(&name, &arguments).await)
             }
-            None => self.call_tool(name, arguments).await,
         }
     }
 }

@@ -50,21 +50,16 @@ impl ServerGroup {
         vendor: &str,
         arguments: &Value,
     ) -> Result<CallToolResult, GroupError> {
-        let catalogue = self.catalogue();
-        let meta = [super::SEARCH_TOOLS, super::DESCRIBE_TOOL, super::CALL_TOOL];
-        let name = (meta
-            .iter()
-            .find(|meta| **meta == vendor)
-            .map(|meta| meta.to_string()))
-        .filter(|_| self.discovery_active_in(&catalogue) || catalogue.tool(vendor).is_none())
-        .or_else(|| {
-            catalogue
-                .tool_by_vendor_name(vendor)
-                .map(|tool| tool.name.clone())
-        })
-        .ok_or_else(|| GroupError::UnknownTool {
-            name: vendor.to_owned(),
-        })?;
-        self.call_shown_tool(&name, arguments).await
+        if let Some(outcome) = self.call_meta_tool(vendor, arguments).await {
+            return outcome;
+        }
+        let name = self
+            .catalogue()
+            .tool_by_vendor_name(vendor)
+            .map(|tool| tool.name.clone())
+            .ok_or_else(|| GroupError::UnknownTool {
+                name: vendor.to_owned(),
+            })?;
+        self.call_tool(&name, arguments).await
     }
 }
