@@ -5,7 +5,7 @@
 //! client, its rounds, progress and cancellation), so a lazy member is
 //! connected only when one of its tools is called.
 
-use mcp_connect::group::{DiscoveryCall, ServerGroup, CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS};
+use mcp_connect::group::{is_meta_tool, DiscoveryCall, ServerGroup};
 use mcp_connect::protocol::{codes, RequestKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -25,7 +25,7 @@ pub(crate) fn answered(
     let params = params.as_mut()?;
     let name = params.get("name")?.as_str()?;
     // Every other call pays one compare, not a look at the catalogue.
-    if ![SEARCH_TOOLS, DESCRIBE_TOOL, CALL_TOOL].contains(&name) {
+    if !is_meta_tool(name) {
         return None;
     }
     let arguments = params

@@ -161,7 +161,7 @@ impl ServerGroup {
         let tools = if discovery {
             let mut tools = meta_tools();
             let pinned = (catalogue.tools().iter())
-                .filter(|tool| !is_meta(&tool.name))
+                .filter(|tool| !is_meta_tool(&tool.name))
                 .filter(|tool| {
                     (self.shared.always_loaded.iter()).any(|glob| glob.matches(&tool.name))
                 });
@@ -195,7 +195,7 @@ impl ServerGroup {
         name: &str,
         arguments: &Value,
     ) -> Option<Result<CallToolResult, GroupError>> {
-        if !is_meta(name) {
+        if !is_meta_tool(name) {
             return None;
         }
         match self.shown_tools().call(name, arguments)? {
@@ -227,7 +227,7 @@ impl ShownTools {
     /// (discovery on, or no tool of the catalogue has that name); `None`
     /// for any other call, which goes to the catalogue as it is.
     pub fn call(&self, name: &str, arguments: &Value) -> Option<DiscoveryCall> {
-        if !is_meta(name) || self.group.shared.discovery == Discovery::Never {
+        if !is_meta_tool(name) || self.group.shared.discovery == Discovery::Never {
             return None;
         }
         let catalogue = &self.catalogue;
@@ -271,7 +271,8 @@ impl ShownTools {
     }
 }
 
-fn is_meta(name: &str) -> bool {
+/// Whether `name` is one of the three meta-tools' names.
+pub fn is_meta_tool(name: &str) -> bool {
     matches!(name, SEARCH_TOOLS | DESCRIBE_TOOL | CALL_TOOL)
 }
 

@@ -101,8 +101,8 @@ use builder::Caches;
 pub use builder::ServerGroupBuilder;
 pub use catalogue::{Catalogue, ItemKind, LeftOut, LeftOutReason, Listed, Named};
 pub use discovery::{
-    Discovery, DiscoveryCall, DiscoveryModeError, ShownTool, ShownTools, AUTO_TOKENS, CALL_TOOL,
-    DESCRIBE_TOOL, SEARCH_TOOLS,
+    is_meta_tool, Discovery, DiscoveryCall, DiscoveryModeError, ShownTool, ShownTools, AUTO_TOKENS,
+    CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS,
 };
 pub use error::GroupError;
 pub use filter::ToolFilter;
