@@ -27,6 +27,8 @@ pub struct GatewayBuilder {
     hosts: Allowed,
     origins: Allowed,
     tokens: BearerTokens,
+    #[cfg(feature = "oauth")]
+    resource_server: Option<crate::ResourceServer>,
     listing_ttl: Duration,
     keepalive: Duration,
     session_clients: Option<SessionClients>,
@@ -64,6 +66,8 @@ impl GatewayBuilder {
             hosts: Allowed::Loopback,
             origins: Allowed::Loopback,
             tokens: BearerTokens::default(),
+            #[cfg(feature = "oauth")]
+            resource_server: None,
             listing_ttl: Duration::from_secs(60),
             keepalive: Duration::from_secs(15),
             session_clients: None,
@@ -115,6 +119,16 @@ impl GatewayBuilder {
     /// time and never reach a member.
     pub fn bearer_tokens<T: Into<String>>(mut self, tokens: impl IntoIterator<Item = T>) -> Self {
         self.tokens = BearerTokens(tokens.into_iter().map(|t| t.into().into_bytes()).collect());
+        self
+    }
+
+    /// Makes the gateway an OAuth 2.1 resource server (feature `oauth`):
+    /// every request needs a token `server` accepts, and carries its
+    /// principal; a GET of the Protected Resource Metadata's path (when
+    /// the application routes it here) is answered with the document.
+    #[cfg(feature = "oauth")]
+    pub fn resource_server(mut self, server: crate::ResourceServer) -> Self {
+        self.resource_server = Some(server);
         self
     }
 
@@ -186,8 +200,16 @@ impl GatewayBuilder {
         self
     }
 
+    fn authenticates(&self) -> bool {
+        #[cfg(feature = "oauth")]
+        return self.resource_server.is_some();
+        #[cfg(not(feature = "oauth"))]
+        false
+    }
+
     /// The gateway.
     pub fn build(self) -> Gateway {
+        let private = !self.tokens.0.is_empty() || self.authenticates();
         let inner = Arc::new(Inner {
             group: self.group,
             sessions: Sessions::new(self.idle, self.max_sessions, self.replicas),
@@ -196,9 +218,11 @@ impl GatewayBuilder {
             origins: self.origins,
             cache_hints: CacheHints {
                 ttl_ms: u64::try_from(self.listing_ttl.as_millis()).unwrap_or(u64::MAX),
-                private: !self.tokens.0.is_empty(),
+                private,
             },
             tokens: self.tokens,
+            #[cfg(feature = "oauth")]
+            resource_server: self.resource_server,
             name: self.name,
             version: self.version,
             keepalive: self.keepalive,

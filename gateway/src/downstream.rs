@@ -67,6 +67,8 @@ pub(crate) struct Downstream {
     pub(crate) capabilities: Value,
     /// The version the session was opened under.
     pub(crate) version: ProtocolVersion,
+    /// Who opened it: only the same principal may use it.
+    pub(crate) principal: Option<crate::Principal>,
     state: Mutex<State>,
     next: AtomicU64,
 }
@@ -93,6 +95,7 @@ impl Downstream {
         Downstream {
             capabilities,
             version,
+            principal: None,
             state: Mutex::new(State::default()),
             next: AtomicU64::new(1),
         }

@@ -19,6 +19,8 @@ pub(crate) struct Inner {
     pub(crate) hosts: Allowed,
     pub(crate) origins: Allowed,
     pub(crate) tokens: BearerTokens,
+    #[cfg(feature = "oauth")]
+    pub(crate) resource_server: Option<crate::ResourceServer>,
     pub(crate) cache_hints: CacheHints,
     pub(crate) name: String,
     pub(crate) version: String,

@@ -70,7 +70,10 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod admission;
 mod answer;
+#[cfg(feature = "oauth")]
+mod auth;
 mod body;
 mod builder;
 mod changes;
@@ -82,6 +85,7 @@ mod inner;
 mod listen;
 mod modern;
 mod modern_call;
+mod principal;
 mod relay;
 mod replicas;
 mod reply;
@@ -93,9 +97,12 @@ mod streamed;
 #[cfg(feature = "otel")]
 mod telemetry;
 
+#[cfg(feature = "oauth")]
+pub use auth::{FetchError, ResourceServer, TokenRefused};
 pub use body::ReplyBody;
 pub use builder::GatewayBuilder;
 pub use checks::Allowed;
+pub use principal::Principal;
 pub use relay::SessionRelay;
 pub use service::{Gateway, ResponseFuture};
 pub use stdio::IN_FLIGHT as STDIO_IN_FLIGHT;

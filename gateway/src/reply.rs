@@ -53,6 +53,12 @@ fn json_body(code: StatusCode, body: String) -> Reply {
     response
 }
 
+/// Any JSON document as the body.
+#[cfg(feature = "oauth")]
+pub(crate) fn json(code: StatusCode, document: &Value) -> Reply {
+    json_body(code, document.to_string())
+}
+
 /// A stream of server-sent events, each what `events` receives.
 pub(crate) fn events(events: mpsc::Receiver<Bytes>, keepalive: Duration) -> Reply {
     let mut response = Response::new(ReplyBody::events(events, keepalive));

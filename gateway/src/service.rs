@@ -87,13 +87,10 @@ impl Inner {
         {
             return refused(refusal);
         }
-        if let Err(refusal) = checks::bearer(&parts.headers, &self.tokens) {
-            let mut response = refused(refusal);
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return response;
-        }
+        let principal = match self.admit(&parts).await {
+            Ok(principal) => principal,
+            Err(reply) => return reply,
+        };
         // A 2025 session another replica holds is served there.
         let (parts, body) = match self.held_elsewhere(parts, body).await {
             Ok(reply) => return reply,
@@ -137,6 +134,7 @@ impl Inner {
             method: &method,
             headers: &parts.headers,
             session,
+            principal,
         };
         self.request(exchange, params).await
     }
@@ -278,10 +276,9 @@ impl Inner {
         let capabilities = (params.and_then(|p| p.get("capabilities")))
             .cloned()
             .unwrap_or(Value::Null);
-        match self.sessions.open(
-            version.as_str(),
-            Downstream::new(capabilities, version.clone()),
-        ) {
+        let mut downstream = Downstream::new(capabilities, version.clone());
+        downstream.principal = exchange.principal.clone();
+        match self.sessions.open(version.as_str(), downstream) {
             Ok(session) => {
                 // Claimed before the client can name it to another replica.
                 if let Some(replicas) = self.sessions.replicas() {
@@ -347,6 +344,7 @@ struct Exchange<'a> {
     method: &'a str,
     headers: &'a HeaderMap,
     session: Option<&'a str>,
+    principal: Option<crate::Principal>,
 }
 
 impl Exchange<'_> {

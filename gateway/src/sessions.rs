@@ -72,6 +72,13 @@ impl Sessions {
         self.table().contains_key(id)
     }
 
+    /// Whether `principal` may use session `id`: the one that opened it,
+    /// or any when it is not held here (it is then not found, or another
+    /// replica's, which checks it there).
+    pub(crate) fn belongs(&self, id: &str, principal: Option<&crate::Principal>) -> bool {
+        (self.table().get(id)).is_none_or(|entry| entry.downstream.principal.as_ref() == principal)
+    }
+
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         // Nothing under the lock panics half-way: a poisoned one is taken.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)

@@ -15,6 +15,9 @@
 //! - [`ResumableServer`]: a 2025-11-25 server that cuts its SSE streams
 //!   (after N events, by ending or breaking them, with a chosen `retry:`)
 //!   and resumes them from `Last-Event-ID`, or refuses to.
+//! - [`TokenIssuer`]: an OAuth authorization server that issues ES256 JWT
+//!   access tokens (authorization code with PKCE, client credentials,
+//!   token exchange, introspection) and mints any token a test asks for.
 //! - [`TasksServer`]: a 2026-07-28 server with the Tasks extension whose
 //!   tasks run, ask for input, fail or get cancelled as a [`TaskPlan`] says.
 //! - [`assert_published_server_json`] (with the `schema` feature): a
@@ -41,6 +44,7 @@
 
 mod auth;
 mod http;
+mod issuer;
 mod legacy;
 #[cfg(feature = "schema")]
 mod registry;
@@ -53,6 +57,7 @@ mod tls;
 
 pub use auth::{AutoApprove, NoRedirect};
 pub use http::{error, result, Recorded, Script, ScriptServer};
+pub use issuer::TokenIssuer;
 pub use legacy::{LegacyServer, UnknownSession};
 #[cfg(feature = "schema")]
 pub use registry::assert_published_server_json;

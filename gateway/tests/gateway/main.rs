@@ -20,6 +20,8 @@ use tower_service::Service as _;
 mod cancelled;
 mod changes;
 mod replicas;
+#[cfg(feature = "oauth")]
+mod resource_server;
 mod rounds;
 mod stdio_relay;
 #[cfg(feature = "otel")]
