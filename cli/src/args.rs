@@ -415,6 +415,27 @@ pub(crate) struct Args {
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) bearer_token_env: Option<String>,
 
+    /// With serve: accept OAuth access tokens (JWTs) from this issuer,
+    /// checked against the keys its metadata names; clients find it
+    /// through the 401's Protected Resource Metadata.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "config",
+        conflicts_with = "stdio"
+    )]
+    pub(crate) issuer: Option<String>,
+
+    /// With --issuer: the resource tokens must be for (their audience;
+    /// default http://LISTEN/mcp).
+    #[arg(long, value_name = "URI", requires = "issuer")]
+    pub(crate) audience: Option<String>,
+
+    /// With --issuer: a scope every token must grant (repeatable); a
+    /// token without it gets 403 naming it.
+    #[arg(long, value_name = "SCOPE", requires = "issuer")]
+    pub(crate) required_scope: Vec<String>,
+
     /// With serve: a Host name clients may reach the gateway by, besides
     /// the --listen address (repeatable). Others get 403 (DNS rebinding).
     #[arg(long, value_name = "NAME", requires = "config")]

@@ -23,6 +23,7 @@ mod reload;
 mod request;
 mod run;
 mod serve;
+mod serve_auth;
 mod serve_sessions;
 mod signals;
 mod single;

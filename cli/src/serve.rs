@@ -5,8 +5,8 @@
 //! file read again on SIGHUP (and, with `--watch-config`, when it changes).
 //!
 //! On another address than loopback it needs bearer tokens
-//! (`--bearer-token-env`): a gateway with no authentication there would
-//! serve whoever reaches it.
+//! (`--bearer-token-env`) or an OAuth issuer (`--issuer`): a gateway with
+//! no authentication there would serve whoever reaches it.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ pub(super) async fn run(
         Ok(checked) => checked,
         Err(message) => return usage(&message),
     };
-    let (otlp, replicas) = (checked.otlp, checked.replicas);
+    let (otlp, replicas, issuer) = (checked.otlp, checked.replicas, checked.issuer);
     let remembered = match super::stores::remembered_listings(args).await {
         Ok(listings) => listings,
         Err(message) => return usage(&message),
@@ -71,13 +71,15 @@ pub(super) async fn run(
     if let Some(otlp) = &otlp {
         gateway = gateway.telemetry(otlp.server_telemetry());
     }
+
     if args.stdio {
         return flushed(
             otlp,
             on_stdio(gateway.build(), &group, cancel, signals).await,
         );
     }
-    let (listener, gateway) = match listening(args, gateway, replicas, &file, printer).await {
+    let listening = listening(args, (gateway, issuer), replicas, &file, printer);
+    let (listener, gateway) = match listening.await {
         Ok(listening) => listening,
         Err(code) => return code,
     };
@@ -111,7 +113,7 @@ pub(super) async fn run(
 /// where it serves.
 async fn listening(
     args: &Args,
-    gateway: GatewayBuilder,
+    (mut gateway, issuer): (GatewayBuilder, Option<super::serve_auth::Issuer>),
     replicas: Option<(RedisStores, Option<http::Uri>)>,
     file: &ConfigFile,
     printer: &Printer,
@@ -124,6 +126,9 @@ async fn listening(
         }
     };
     let addr = listener.local_addr().unwrap_or(args.listen);
+    if let Some(issuer) = issuer {
+        gateway = gateway.resource_server(issuer.server(addr, &file.client));
+    }
     let gateway = shared(gateway, replicas, addr, file).await?;
     let url = format!("http://{addr}/mcp");
     let servers = file.config.servers().count();
@@ -141,10 +146,12 @@ struct Checked {
     hosts: Allowed,
     replicas: Option<(RedisStores, Option<http::Uri>)>,
     otlp: Option<Otlp>,
+    issuer: Option<super::serve_auth::Issuer>,
 }
 
 fn checked(args: &Args, file: &ConfigFile) -> Result<Checked, String> {
-    let (tokens, hosts) = access(args)?;
+    let issuer = super::serve_auth::Issuer::from_args(args)?;
+    let (tokens, hosts) = access(args, issuer.is_some())?;
     let replicas = super::stores::replica_owners(args)?;
     let otlp = (args.otlp.as_deref())
         .map(|url| Otlp::start(url, &file.client))
@@ -154,6 +161,7 @@ fn checked(args: &Args, file: &ConfigFile) -> Result<Checked, String> {
         hosts,
         replicas,
         otlp,
+        issuer,
     })
 }
 
@@ -202,7 +210,8 @@ async fn shared(
 /// answered. Another address than loopback needs tokens: a gateway anyone
 /// on the network reaches must know who calls. The Host names are the
 /// listen address's and `--allowed-host`'s (loopback's on loopback).
-fn access(args: &Args) -> Result<(Vec<String>, Allowed), String> {
+/// `--issuer` counts as knowing who calls.
+fn access(args: &Args, issuer: bool) -> Result<(Vec<String>, Allowed), String> {
     let tokens: Vec<String> = match &args.bearer_token_env {
         Some(name) => std::env::var(name)
             .map_err(|_| format!("--bearer-token-env: {name} is not set"))?
@@ -217,8 +226,10 @@ fn access(args: &Args) -> Result<(Vec<String>, Allowed), String> {
         return Err("--bearer-token-env: the variable holds no token".into());
     }
     let loopback = args.listen.ip().is_loopback();
-    if !args.stdio && !loopback && tokens.is_empty() {
-        return Err("--listen: another address than loopback needs --bearer-token-env".into());
+    if !args.stdio && !loopback && tokens.is_empty() && !issuer {
+        return Err(
+            "--listen: another address than loopback needs --bearer-token-env or --issuer".into(),
+        );
     }
     let hosts = match (loopback, args.allowed_host.is_empty()) {
         (true, true) => Allowed::Loopback,
@@ -320,8 +331,8 @@ fn trim() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn trim() {}
 
-/// Serves each connection on a task of its own: the gateway at `/mcp`,
-/// 404 elsewhere. Ends only when the listener fails.
+/// Serves each connection on a task of its own: the gateway at `/mcp`
+/// and at the Protected Resource Metadata's path, 404 elsewhere. Ends only when the listener fails.
 async fn accept(listener: TcpListener, gateway: Gateway) {
     tokio::spawn(give_back_memory(gateway.clone()));
     while let Ok((stream, _)) = listener.accept().await {
@@ -333,7 +344,11 @@ async fn accept(listener: TcpListener, gateway: Gateway) {
             let service = hyper::service::service_fn(move |request: http::Request<_>| {
                 let mut gateway = gateway.clone();
                 async move {
-                    if request.uri().path() != "/mcp" {
+                    let path = request.uri().path();
+                    // The gateway answers its metadata's path when it is a
+                    // resource server, else 404 as for any other path.
+                    let metadata = path.starts_with("/.well-known/oauth-protected-resource");
+                    if path != "/mcp" && !metadata {
                         let mut missing = http::Response::new(Default::default());
                         *missing.status_mut() = http::StatusCode::NOT_FOUND;
                         return Ok(missing);

@@ -35,12 +35,13 @@ impl Inner {
     #[cfg(feature = "oauth")]
     async fn principal(&self, parts: &Parts) -> Result<Option<Principal>, Reply> {
         let Some(server) = &self.resource_server else {
-            return Ok(None);
+            return match is_metadata(parts) {
+                true => Err(reply::status(http::StatusCode::NOT_FOUND)),
+                false => Ok(None),
+            };
         };
         // The metadata is public: it is how a client finds its issuer.
-        if parts.method == http::Method::GET
-            && parts.uri.path().starts_with(crate::auth::METADATA_PATH)
-        {
+        if is_metadata(parts) {
             return Err(server.metadata_reply());
         }
         match server.authenticate(&parts.headers).await {
@@ -50,7 +51,16 @@ impl Inner {
     }
 
     #[cfg(not(feature = "oauth"))]
-    async fn principal(&self, _: &Parts) -> Result<Option<Principal>, Reply> {
-        Ok(None)
+    async fn principal(&self, parts: &Parts) -> Result<Option<Principal>, Reply> {
+        // A gateway that is no resource server has no metadata: 404, as
+        // for any path that is not its own.
+        match is_metadata(parts) {
+            true => Err(reply::status(http::StatusCode::NOT_FOUND)),
+            false => Ok(None),
+        }
     }
+}
+
+fn is_metadata(parts: &Parts) -> bool {
+    parts.method == http::Method::GET && parts.uri.path().starts_with(checks::METADATA_PATH)
 }

@@ -22,6 +22,9 @@ pub enum Allowed {
     Any,
 }
 
+/// The well-known path of Protected Resource Metadata (RFC 9728).
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
 /// A request refused before anything is read: its status and error.
 pub(crate) type Refusal = (StatusCode, RpcFailure);
 

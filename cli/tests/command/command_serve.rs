@@ -206,3 +206,80 @@ async fn serve_with_bearer_tokens_admits_their_holders_only() {
     assert_eq!(output.status.code(), Some(130));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--issuer`: the gateway is an OAuth resource server of a real
+/// authorization server (the testkit's, issuing signed JWTs); a client
+/// without a token gets 401 naming the metadata, this crate's client finds
+/// the issuer through it, gets a token for the gateway's URL and calls;
+/// the token never reaches the member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_an_issuer_admits_the_holders_of_its_tokens() {
+    use mcp_connect::auth::Authorization;
+    let issuer = mcp_connect::testkit::TokenIssuer::start().await;
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-serve-issuer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    let mut child = command(&[
+        "serve",
+        "--config",
+        &config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--issuer",
+        &issuer.issuer(),
+        "--required-scope",
+        "mcp:tools",
+    ])
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = serving["url"].as_str().unwrap().to_owned();
+    let refused = Connector::new()
+        .connect(ConnectRequest::http(&url).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.failure().http_status, Some(401), "{refused:?}");
+    // A token for another resource is refused too.
+    let elsewhere = issuer.access_token("alice", "http://127.0.0.1:1/mcp", "mcp:tools", 300);
+    let wrong = ConnectRequest::http(&url)
+        .unwrap()
+        .with_header("Authorization", &format!("Bearer {elsewhere}"))
+        .unwrap();
+    let refused = Connector::new().connect(wrong).await.unwrap_err();
+    assert_eq!(refused.failure().http_status, Some(401), "{refused:?}");
+    let auth = Authorization::client_credentials("svc", "canary-secret").with_scope("mcp:tools");
+    let request = ConnectRequest::http(&url).unwrap().with_authorization(auth);
+    let session = Connector::new().connect(request).await.unwrap();
+    let mut sum = None;
+    for _ in 0..200 {
+        match session.call_tool("add", &json!({ "a": 1, "b": 2 })).await {
+            Ok(result) => {
+                sum = Some(result.text());
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(25)).await,
+        }
+    }
+    assert_eq!(sum.as_deref(), Some("3"));
+    session.close().await.unwrap();
+    assert!(!demo.saw_header("authorization"), "the token went upstream");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = tokio::task::spawn_blocking(move || finish(child, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let _ = std::fs::remove_dir_all(dir);
+}

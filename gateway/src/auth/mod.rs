@@ -308,8 +308,7 @@ impl ResourceServer {
 
 use mcp_connect::protocol::codes::{INTERNAL_ERROR as INTERNAL, INVALID_REQUEST};
 
-/// The well-known path of Protected Resource Metadata.
-pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+use crate::checks::METADATA_PATH;
 
 /// The request's `Authorization: Bearer` token.
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
