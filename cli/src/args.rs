@@ -436,6 +436,34 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SCOPE", requires = "issuer")]
     pub(crate) required_scope: Vec<String>,
 
+    /// With serve: who may see and call which tool, as the Cedar policies
+    /// in FILE say (docs/GATEWAY.md has the entity model). Needs the
+    /// command built with the `cedar` feature.
+    #[arg(long, value_name = "FILE", requires = "config")]
+    pub(crate) policy: Option<std::path::PathBuf>,
+
+    /// With serve: each principal's calls, whatever the tool (`10/min`,
+    /// `5/s`, `100/hour`); per-tool rates go in the config file's
+    /// `"quotas"`. Shared by the replicas through --state-store.
+    #[arg(long, value_name = "RATE", requires = "config")]
+    pub(crate) quota: Option<mcp_connect::store::Rate>,
+
+    /// With serve: let calls through while the quota store fails (by
+    /// default they are refused).
+    #[arg(long, requires = "config")]
+    pub(crate) quota_fail_open: bool,
+
+    /// With serve: one JSON line per tool call (who, which tool, the
+    /// decisions, the outcome, how long, how large; no arguments or
+    /// results) appended to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE|-", requires = "config")]
+    pub(crate) audit: Option<String>,
+
+    /// With --audit: an argument field the records keep (repeatable; none
+    /// by default).
+    #[arg(long, value_name = "NAME", requires = "audit")]
+    pub(crate) audit_field: Vec<String>,
+
     /// With serve: a Host name clients may reach the gateway by, besides
     /// the --listen address (repeatable). Others get 403 (DNS rebinding).
     #[arg(long, value_name = "NAME", requires = "config")]

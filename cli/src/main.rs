@@ -24,6 +24,7 @@ mod request;
 mod run;
 mod serve;
 mod serve_auth;
+mod serve_governance;
 mod serve_sessions;
 mod signals;
 mod single;

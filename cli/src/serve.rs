@@ -68,6 +68,7 @@ pub(super) async fn run(
         .allowed_hosts(checked.hosts)
         .bearer_tokens(checked.tokens)
         .session_clients(entries.maker(members.stack.clone()));
+    gateway = checked.governance.apply(gateway);
     if let Some(otlp) = &otlp {
         gateway = gateway.telemetry(otlp.server_telemetry());
     }
@@ -147,12 +148,15 @@ struct Checked {
     replicas: Option<(RedisStores, Option<http::Uri>)>,
     otlp: Option<Otlp>,
     issuer: Option<super::serve_auth::Issuer>,
+    governance: super::serve_governance::Governance,
 }
 
 fn checked(args: &Args, file: &ConfigFile) -> Result<Checked, String> {
     let issuer = super::serve_auth::Issuer::from_args(args)?;
     let (tokens, hosts) = access(args, issuer.is_some())?;
     let replicas = super::stores::replica_owners(args)?;
+    let shared = replicas.as_ref().map(|(stores, _)| stores);
+    let governance = super::serve_governance::Governance::from_args(args, &file.config, shared)?;
     let otlp = (args.otlp.as_deref())
         .map(|url| Otlp::start(url, &file.client))
         .transpose()?;
@@ -162,6 +166,7 @@ fn checked(args: &Args, file: &ConfigFile) -> Result<Checked, String> {
         replicas,
         otlp,
         issuer,
+        governance,
     })
 }
 

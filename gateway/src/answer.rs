@@ -14,10 +14,10 @@ use mcp_connect::client::ClientError;
 use mcp_connect::group::{Catalogue, GroupError, HealthState, ServerGroup};
 use mcp_connect::protocol::{codes, meta_keys, methods, ProtocolVersion, RawRequest, RequestKind};
 use mcp_connect::session::{Call, RequestOptions};
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::downstream::Downstream;
+use crate::governance::{Caller, Governance};
 use crate::relay;
 use crate::reply::RpcFailure;
 use crate::SessionClients;
@@ -29,10 +29,12 @@ use crate::SessionClients;
 pub(crate) struct Upstream<'a> {
     pub(crate) group: &'a ServerGroup,
     pub(crate) session: Option<(&'a Arc<Downstream>, &'a SessionClients)>,
+    /// Who asks: what the gateway's policy, quotas and audit see.
+    pub(crate) caller: Caller<'a>,
+    pub(crate) governance: &'a Governance,
 }
 
-/// What a request is answered with: a result's JSON, or an error.
-pub(crate) type Answer = Result<Box<RawValue>, RpcFailure>;
+pub(crate) use crate::reply::Answer;
 
 /// The server's capabilities in a 2025 session.
 pub(crate) fn capabilities() -> Value {
@@ -108,6 +110,22 @@ pub(crate) async fn answer(
     options: RequestOptions,
 ) -> Answer {
     let kind = RequestKind::of(method);
+    let governance = upstream.governance;
+    let gate = governance.gate(upstream.group, upstream.caller, kind, params.as_ref());
+    let gate = match gate.await {
+        Ok(gate) => gate,
+        Err(answer) => return answer,
+    };
+    gate.finish(answered(upstream, kind, method, params, options).await)
+}
+
+async fn answered(
+    upstream: Upstream<'_>,
+    kind: RequestKind,
+    method: &str,
+    params: Option<Value>,
+    options: RequestOptions,
+) -> Answer {
     match kind {
         RequestKind::Ping => raw(&json!({})),
         RequestKind::ListTools

@@ -32,6 +32,7 @@ pub struct GatewayBuilder {
     listing_ttl: Duration,
     keepalive: Duration,
     session_clients: Option<SessionClients>,
+    governance: crate::governance::Governance,
     replicas: Option<Replicas>,
     #[cfg(feature = "otel")]
     telemetry: Option<crate::ServerTelemetry>,
@@ -71,6 +72,7 @@ impl GatewayBuilder {
             listing_ttl: Duration::from_secs(60),
             keepalive: Duration::from_secs(15),
             session_clients: None,
+            governance: Default::default(),
             replicas: None,
             #[cfg(feature = "otel")]
             telemetry: None,
@@ -166,6 +168,35 @@ impl GatewayBuilder {
         self
     }
 
+    /// Decides who may see and call which tool (see [`crate::policy`]):
+    /// asked for every listing and every call, in both eras and over
+    /// stdio.
+    pub fn policy(mut self, policy: impl crate::policy::Policy) -> Self {
+        self.governance.policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// Counts calls against `quotas`; a call past one is answered with
+    /// the rate-limit error (-32023, `data.retryAfterMs`) and never sent.
+    pub fn quotas(mut self, quotas: crate::Quotas) -> Self {
+        self.governance.quotas = Some(quotas);
+        self
+    }
+
+    /// Writes one [`AuditRecord`](crate::AuditRecord) per tool call to
+    /// `sink`.
+    pub fn audit(mut self, sink: impl crate::AuditSink) -> Self {
+        self.governance.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// The argument fields an audit record keeps (none by default: a
+    /// record never holds arguments unless told which).
+    pub fn audit_arguments<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
+        self.governance.audit_arguments = fields.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Serves 2025 sessions together with other replicas of this gateway
     /// behind one load balancer: each session this one opens is claimed in
     /// `owners` (shared by every replica: Redis, sealed with the fleet's
@@ -227,6 +258,7 @@ impl GatewayBuilder {
             version: self.version,
             keepalive: self.keepalive,
             session_clients: self.session_clients,
+            governance: self.governance,
             rounds: Default::default(),
             listeners: Default::default(),
             sweeping: std::sync::OnceLock::new(),

@@ -26,6 +26,8 @@ pub(crate) struct Inner {
     pub(crate) version: String,
     pub(crate) keepalive: Duration,
     pub(crate) session_clients: Option<SessionClients>,
+    /// Policy, quotas and audit.
+    pub(crate) governance: crate::governance::Governance,
     /// The open 2026-07-28 `subscriptions/listen` streams.
     pub(crate) listeners: crate::listen::Listeners,
     /// 2026-07-28 requests waiting for the client's input.
@@ -38,6 +40,22 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Where a request goes: the group, with `session`'s own clients when
+    /// the gateway makes them, for `caller`.
+    pub(crate) fn upstream<'a>(
+        &'a self,
+        session: Option<&'a std::sync::Arc<crate::downstream::Downstream>>,
+        caller: crate::governance::Caller<'a>,
+    ) -> crate::answer::Upstream<'a> {
+        crate::answer::Upstream {
+            group: &self.group,
+            session: session
+                .and_then(|down| (self.session_clients.as_ref()).map(|make| (down, make))),
+            caller,
+            governance: &self.governance,
+        }
+    }
+
     /// `answering` with `params` (request `id`'s `method`, in a session of
     /// `version`): with telemetry, in a SERVER span and counted.
     pub(crate) async fn traced<F>(

@@ -72,6 +72,7 @@
 
 mod admission;
 mod answer;
+mod audit;
 #[cfg(feature = "oauth")]
 mod auth;
 mod body;
@@ -80,12 +81,15 @@ mod changes;
 mod checks;
 mod discovery;
 mod downstream;
+mod governance;
 mod handoff;
 mod inner;
 mod listen;
 mod modern;
 mod modern_call;
+pub mod policy;
 mod principal;
+mod quota;
 mod relay;
 mod replicas;
 mod reply;
@@ -97,12 +101,14 @@ mod streamed;
 #[cfg(feature = "otel")]
 mod telemetry;
 
+pub use audit::{AuditRecord, AuditSink, JsonLines, Outcome};
 #[cfg(feature = "oauth")]
 pub use auth::{FetchError, ResourceServer, TokenRefused};
 pub use body::ReplyBody;
 pub use builder::GatewayBuilder;
 pub use checks::Allowed;
 pub use principal::Principal;
+pub use quota::{QuotaDecision, Quotas};
 pub use relay::SessionRelay;
 pub use service::{Gateway, ResponseFuture};
 pub use stdio::IN_FLIGHT as STDIO_IN_FLIGHT;

@@ -8,7 +8,8 @@ use mcp_connect::protocol::RequestKind;
 use mcp_connect::session::RequestOptions;
 use serde_json::Value;
 
-use crate::answer::{answer, Answer, Upstream};
+use crate::answer::{answer, Answer};
+use crate::governance::{Caller, Gate};
 use crate::inner::Inner;
 use crate::rounds::{own_meta_only, Logs};
 
@@ -23,6 +24,7 @@ impl Inner {
         params: Option<Value>,
         options: RequestOptions,
         logs: Option<Logs>,
+        caller: Caller<'_>,
     ) -> Answer {
         let rounds = matches!(
             kind,
@@ -30,22 +32,43 @@ impl Inner {
         );
         if let (true, Some(make)) = (rounds, self.session_clients.as_ref()) {
             let mut params = params;
+            // A retry answers a round already let through: never counted
+            // twice.
+            let retry = params
+                .as_ref()
+                .is_some_and(|p| p.get("requestState").is_some());
+            let gate = match retry {
+                true => None,
+                false => {
+                    let gate = self
+                        .governance
+                        .gate(&self.group, caller, kind, params.as_ref());
+                    match gate.await {
+                        Ok(gate) => Some(gate),
+                        Err(answer) => return answer,
+                    }
+                }
+            };
             if let Some(answer) = crate::discovery::answered(&self.group, kind, &mut params) {
-                return answer;
+                return finished(gate, answer);
             }
-            return (self
+            let round = self
                 .rounds
-                .round(&self.group, make, kind, method, params, (options, logs)))
-            .await;
+                .round(&self.group, make, kind, method, params, (options, logs));
+            return finished(gate, round.await);
         }
-        let upstream = Upstream {
-            group: &self.group,
-            session: None,
-        };
+        let upstream = self.upstream(None, caller);
         let mut params = params;
         if let Some(params) = params.as_mut() {
             own_meta_only(params);
         }
         answer(upstream, method, params, options).await
+    }
+}
+
+fn finished(gate: Option<Gate<'_>>, answer: Answer) -> Answer {
+    match gate {
+        Some(gate) => gate.finish(answer),
+        None => answer,
     }
 }

@@ -119,7 +119,7 @@ pub(crate) fn handler(down: &Arc<Downstream>) -> ClientHandler {
 }
 
 /// Asks the session's client `method` and waits for its answer.
-async fn ask(
+pub(crate) async fn ask(
     down: Weak<Downstream>,
     method: &'static str,
     params: Value,

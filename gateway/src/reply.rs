@@ -37,6 +37,9 @@ impl RpcFailure {
     }
 }
 
+/// What a request is answered with: a result's JSON, or an error.
+pub(crate) type Answer = Result<Box<RawValue>, RpcFailure>;
+
 pub(crate) fn status(code: StatusCode) -> Reply {
     let mut response = Response::new(ReplyBody::whole(Bytes::new()));
     *response.status_mut() = code;

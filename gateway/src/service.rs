@@ -21,10 +21,11 @@ use mcp_connect::protocol::{codes, meta_keys, Incoming, ProtocolVersion, Request
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::answer::{answer, discovered, initialized, Upstream};
+use crate::answer::{answer, discovered, initialized};
 use crate::body::ReplyBody;
 use crate::checks;
 use crate::downstream::{level_rank, Downstream};
+use crate::governance::Caller;
 use crate::inner::Inner;
 use crate::modern;
 use crate::reply::{self, Reply, RpcFailure};
@@ -196,14 +197,20 @@ impl Inner {
             let logs = meta.and_then(|m| m.get(meta_keys::LOG_LEVEL)).is_some();
             if routed(kind) && (progress || logs) {
                 let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
-                return streamed(self, id, method, params, Era::Modern);
+                let principal = exchange.principal.clone();
+                return streamed(self, (id, method, principal), params, Era::Modern);
             }
             let answer = match kind {
                 RequestKind::Discover => discovered(&self.name, &self.version),
                 _ => {
                     let (mut params, method) = (params, exchange.method);
-                    let answering =
-                        |params| self.modern_answer(kind, method, params, Default::default(), None);
+                    let caller = Caller {
+                        principal: exchange.principal.as_ref(),
+                        approver: None,
+                    };
+                    let answering = |params| {
+                        self.modern_answer(kind, method, params, Default::default(), None, caller)
+                    };
                     (self.traced(
                         exchange.id,
                         method,
@@ -237,7 +244,8 @@ impl Inner {
         };
         if routed(kind) {
             let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
-            return streamed(self, id, method, params, Era::Session(down));
+            let principal = exchange.principal.clone();
+            return streamed(self, (id, method, principal), params, Era::Session(down));
         }
         if kind == RequestKind::SetLoggingLevel {
             let level = params
@@ -253,10 +261,11 @@ impl Inner {
             }
         }
         // A subscription is the session's own, made in its member session.
-        let upstream = Upstream {
-            group: &self.group,
-            session: (self.session_clients.as_ref()).map(|make| (&down, make)),
+        let caller = Caller {
+            principal: exchange.principal.as_ref(),
+            approver: Some(&down),
         };
+        let upstream = self.upstream(Some(&down), caller);
         let (mut params, method) = (params, exchange.method);
         let answering = |params| answer(upstream, method, params, Default::default());
         let answer = (self.traced(exchange.id, method, &mut params, &version, answering)).await;

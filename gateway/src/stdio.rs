@@ -26,9 +26,10 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::{answer, discovered, initialized, negotiated, Answer, Upstream};
+use crate::answer::{answer, discovered, initialized, negotiated, Answer};
 use crate::body::event;
 use crate::downstream::{level_rank, Downstream};
+use crate::governance::Caller;
 use crate::inner::Inner;
 use crate::relay;
 use crate::reply::{error_message, result_message, RpcFailure};
@@ -181,7 +182,7 @@ impl Inner {
                 )),
                 _ => {
                     let options = Default::default();
-                    self.modern_answer(kind, method, params, options, None)
+                    self.modern_answer(kind, method, params, options, None, Caller::default())
                         .await
                 }
             }));
@@ -201,10 +202,7 @@ impl Inner {
             )));
         }
         let Some(down) = connection.session.get() else {
-            let upstream = Upstream {
-                group: &self.group,
-                session: None,
-            };
+            let upstream = self.upstream(None, Caller::default());
             return Some(line(
                 answer(upstream, method, params, Default::default()).await,
             ));
@@ -221,10 +219,11 @@ impl Inner {
                 }
             }
         }
-        let upstream = Upstream {
-            group: &self.group,
-            session: (self.session_clients.as_ref()).map(|make| (down, make)),
+        let caller = Caller {
+            principal: None,
+            approver: Some(down),
         };
+        let upstream = self.upstream(Some(down), caller);
         if !routed(kind) {
             return Some(line(
                 answer(upstream, method, params, Default::default()).await,

@@ -19,9 +19,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::{answer, Upstream};
+use crate::answer::answer;
 use crate::body::event;
 use crate::downstream::{level_rank, Downstream};
+use crate::governance::Caller;
 use crate::inner::Inner;
 use crate::modern;
 use crate::relay;
@@ -51,8 +52,7 @@ fn priming(no: u64, keepalive: std::time::Duration) -> bytes::Bytes {
 /// `method` answered on a stream (see the module's docs).
 pub(crate) fn streamed(
     inner: &Arc<Inner>,
-    id: Value,
-    method: String,
+    (id, method, principal): (Value, String, Option<crate::Principal>),
     params: Option<Value>,
     era: Era,
 ) -> Reply {
@@ -96,14 +96,15 @@ pub(crate) fn streamed(
     let keepalive = inner.keepalive;
     let inner = Arc::clone(inner);
     tokio::spawn(async move {
-        let session = match &era {
-            Era::Session(down) => inner.session_clients.as_ref().map(|make| (down, make)),
+        let down = match &era {
+            Era::Session(down) => Some(down),
             Era::Modern => None,
         };
-        let upstream = Upstream {
-            group: &inner.group,
-            session,
+        let caller = Caller {
+            principal: principal.as_ref(),
+            approver: down,
         };
+        let upstream = inner.upstream(down, caller);
         let kind = RequestKind::of(&method);
         let version = match &era {
             Era::Session(down) => down.version.as_str(),
@@ -116,7 +117,7 @@ pub(crate) fn streamed(
                 Era::Modern => {
                     let logs = log_floor.map(|floor| (sender.clone(), floor));
                     inner
-                        .modern_answer(kind, &method, params, options, logs)
+                        .modern_answer(kind, &method, params, options, logs, caller)
                         .await
                 }
                 Era::Session(_) => answer(upstream, &method, params, options).await,

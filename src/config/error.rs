@@ -43,6 +43,9 @@ pub enum ConfigFileError {
     /// The top-level `prefix` is not `never`, `always` or `conditional`.
     #[error("the config file's `prefix` is not never, always or conditional")]
     PrefixMode,
+    /// The top-level `quotas` is not an object of rates (`"10/min"`).
+    #[error("the config file's `quotas` is not an object of rates such as \"10/min\"")]
+    Quota,
     /// The top level is not a JSON object.
     #[error("the config file is not a JSON object")]
     NotAnObject,

@@ -163,6 +163,8 @@ pub struct ServersConfig {
     inputs: Vec<Input>,
     /// The top-level `"prefix"`: how the group names its tools.
     prefix: Option<PrefixMode>,
+    /// The top-level `"quotas"`: a rate per tool name pattern.
+    quotas: Vec<(String, crate::store::Rate)>,
     /// The registry entries not resolved yet, as written.
     #[cfg(feature = "registry")]
     pending: Vec<(String, Map<String, Value>)>,
@@ -278,9 +280,20 @@ impl ServersConfig {
                 _ => return Err(ConfigFileError::PrefixMode),
             }),
         };
+        let quotas = match file.get("quotas") {
+            None => Vec::new(),
+            Some(Value::Object(quotas)) => (quotas.iter())
+                .map(|(tool, rate)| {
+                    let rate = rate.as_str().and_then(|r| r.parse().ok());
+                    Ok((tool.clone(), rate.ok_or(ConfigFileError::Quota)?))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(ConfigFileError::Quota),
+        };
         Ok(ServersConfig {
             inputs: inputs::read(&file),
             prefix,
+            quotas,
             ..config
         })
     }
@@ -332,6 +345,7 @@ impl ServersConfig {
             entries,
             inputs: Vec::new(),
             prefix: None,
+            quotas: Vec::new(),
             #[cfg(feature = "registry")]
             pending,
         }
@@ -366,6 +380,13 @@ impl ServersConfig {
     /// their tools (a [`Naming`](crate::group::Naming) through `From`).
     pub fn prefix(&self) -> Option<PrefixMode> {
         self.prefix
+    }
+
+    /// The file's top-level `"quotas"`: each principal's rate for the
+    /// tools whose exposed name matches each pattern (a gateway's
+    /// `Quotas::per_tool`), in the file's order.
+    pub fn tool_quotas(&self) -> &[(String, crate::store::Rate)] {
+        &self.quotas
     }
 
     /// The server called `name`, when it was read (enabled or not).

@@ -46,6 +46,12 @@ struct ServersFile {
     /// (bare unless two servers offer the name), `always` (`server__tool`)
     /// or `never` (a name two servers offer is refused).
     prefix: Option<PrefixMode>,
+    /// Each principal's rate for the tools whose name matches a pattern
+    /// (`*` and `?`), when the servers are served as one (mcp-connect's own
+    /// field, `mcp-connect serve`): `{ "*_delete": "1/min" }`. A rate is
+    /// COUNT/PERIOD, the period `s`, `min` or `hour` with an optional
+    /// number before it (`3/10s`).
+    quotas: Option<BTreeMap<String, String>>,
 }
 
 /// The top-level `prefix`.

@@ -372,3 +372,21 @@ fn enabled_and_disabled_are_read_from_every_host() {
         EntryProblem::WrongType { field: "disabled" }
     ));
 }
+
+#[test]
+fn the_top_level_quotas_are_rates_per_tool_pattern_and_a_bad_one_is_refused() {
+    let config =
+        parse(r#"{ "mcpServers": {}, "quotas": { "*_delete": "1/min", "read_*": "100/hour" } }"#);
+    let quotas: Vec<_> = (config.tool_quotas().iter())
+        .map(|(tool, rate)| (tool.as_str(), rate.count(), rate.period().as_secs()))
+        .collect();
+    assert_eq!(quotas, [("*_delete", 1, 60), ("read_*", 100, 3600)]);
+    for bad in [r#""10/min""#, r#"{ "x": "often" }"#, r#"{ "x": 10 }"#] {
+        let text = format!(r#"{{ "mcpServers": {{}}, "quotas": {bad} }}"#);
+        let refused = ServersConfig::parse_with(&text, &env).unwrap_err();
+        assert!(
+            matches!(refused, ConfigFileError::Quota),
+            "{bad}: {refused:?}"
+        );
+    }
+}

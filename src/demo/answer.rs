@@ -103,6 +103,9 @@ pub(super) async fn handle(state: &State, request: http::Request<IncomingBody>) 
         // Notifications and responses.
         return status(StatusCode::ACCEPTED);
     };
+    if RequestKind::of(method) == RequestKind::CallTool {
+        state.tool_calls.fetch_add(1, Ordering::Relaxed);
+    }
     let modern_version = params
         .get("_meta")
         .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))

@@ -37,6 +37,7 @@ pub struct DemoServer {
 struct State {
     sessions: Mutex<HashSet<String>>,
     requests: AtomicU64,
+    tool_calls: AtomicU64,
     sessions_created: AtomicU64,
     /// The name of every request header seen (never a value).
     header_names: Mutex<HashSet<http::HeaderName>>,
@@ -107,6 +108,11 @@ impl DemoServer {
     /// HTTP requests received so far.
     pub fn requests(&self) -> u64 {
         self.state.requests.load(Ordering::Relaxed)
+    }
+
+    /// `tools/call` requests received so far (answered or not).
+    pub fn tool_calls(&self) -> u64 {
+        self.state.tool_calls.load(Ordering::Relaxed)
     }
 
     /// Whether any request so far carried the header `name` (only names

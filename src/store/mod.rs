@@ -7,6 +7,7 @@
 //! | [`EraStore`] | what each server speaks ([`Verdict`]) | the [`EraCache`](crate::era_cache::EraCache) itself | [`EraCache::to_json`](crate::era_cache::EraCache::to_json) | [`RedisEraStore`](redis::RedisEraStore) |
 //! | [`ResponseStore`] | cached results ([`CacheKey`], [`CachedResult`]) | [`MemoryResponseStore`] | - | [`RedisResponseStore`](redis::RedisResponseStore) |
 //! | [`ListingStore`] | a group's remembered listings | the [`RememberedListings`](crate::group::RememberedListings) themselves | [`RememberedListings::file`](crate::group::RememberedListings::file) | [`RedisListingStore`](redis::RedisListingStore) |
+//! | [`BucketStore`] | token buckets: what each caller may still do (a gateway's quotas) | [`MemoryBuckets`] | - | [`RedisBucketStore`](redis::RedisBucketStore) |
 //! | [`OwnerStore`] | which replica holds a session it gave out (a gateway's) | [`MemoryOwnerStore`] | - | [`RedisOwnerStore`](redis::RedisOwnerStore) |
 //!
 //! Here too is what they all share: the one error a store fails with
@@ -15,6 +16,7 @@
 //! modules that use a store (auth, the caches, the group): what each store
 //! keeps is defined here, and what it means stays there.
 
+mod buckets;
 mod eras;
 mod file;
 mod health;
@@ -30,6 +32,7 @@ mod token_key;
 mod token_store;
 mod tokens;
 
+pub use buckets::{BucketStore, MemoryBuckets, Rate, RateError, Taken};
 pub use eras::{EraStore, RememberedDiscover, Verdict};
 pub(crate) use file::write_private;
 pub(crate) use health::StoreHealth;

@@ -100,6 +100,31 @@ fn serve_refuses_another_address_than_loopback_and_needs_a_config() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("loopback"));
     let output = run(&["serve"]);
     assert_eq!(output.status.code(), Some(2));
+    // What governs the gateway is read before anything starts.
+    let policy = dir.join("policy.cedar");
+    std::fs::write(&policy, "permit(principal, action, resource").unwrap();
+    let output = run(&[
+        "serve",
+        "--config",
+        config,
+        "--policy",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("--policy"), "{said}");
+    let output = run(&["serve", "--config", config, "--quota", "often"]);
+    assert_eq!(output.status.code(), Some(2));
+    let unwritable = dir.join("missing").join("audit.jsonl");
+    let output = run(&[
+        "serve",
+        "--config",
+        config,
+        "--audit",
+        unwritable.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--audit"));
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -276,6 +301,192 @@ async fn serve_with_an_issuer_admits_the_holders_of_its_tokens() {
     assert_eq!(sum.as_deref(), Some("3"));
     session.close().await.unwrap();
     assert!(!demo.saw_header("authorization"), "the token went upstream");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = tokio::task::spawn_blocking(move || finish(child, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `--quota RATE --audit FILE --audit-field NAME`, and a per-tool rate in
+/// the file's `"quotas"`: a call past a quota is refused with the time to
+/// wait and never reaches the server; the audit file has one line per
+/// call, the field it was told to keep and no other argument.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_quotas_and_an_audit_file() {
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-serve-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } },
+        "quotas": { "echo": "1/hour" } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let audit = dir.join("audit.jsonl");
+    let (config, audit_path) = (
+        config.to_str().unwrap().to_owned(),
+        audit.to_str().unwrap().to_owned(),
+    );
+    let mut child = command(&[
+        "serve",
+        "--config",
+        &config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--quota",
+        "3/hour",
+        "--audit",
+        &audit_path,
+        "--audit-field",
+        "a",
+    ])
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = serving["url"].as_str().unwrap().to_owned();
+    let session = Connector::new()
+        .connect(ConnectRequest::http(&url).unwrap())
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        if !session.list_tools().await.unwrap().tools.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let canary = json!({ "message": "canary-argument" });
+    session.call_tool("echo", &canary).await.unwrap();
+    let echo_spent = session.call_tool("echo", &canary).await.unwrap_err();
+    assert_eq!(echo_spent.jsonrpc_code(), Some(-32023), "{echo_spent:?}");
+    session
+        .call_tool("add", &json!({ "a": 40, "b": 2 }))
+        .await
+        .unwrap();
+    session
+        .call_tool("add", &json!({ "a": 1, "b": 2 }))
+        .await
+        .unwrap();
+    let spent = session
+        .call_tool("add", &json!({ "a": 1, "b": 2 }))
+        .await
+        .unwrap_err();
+    assert_eq!(spent.jsonrpc_code(), Some(-32023));
+    assert_eq!(demo.tool_calls(), 3, "a refused call reached the server");
+    session.close().await.unwrap();
+    let mut lines = Vec::new();
+    for _ in 0..200 {
+        lines = std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        if lines.len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let records: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let outcomes: Vec<_> = (records.iter())
+        .map(|r| (r["tool"].as_str().unwrap(), r["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("echo", "result"),
+            ("echo", "throttled"),
+            ("add", "result"),
+            ("add", "result"),
+            ("add", "throttled")
+        ]
+    );
+    assert_eq!(records[2]["arguments"], json!({ "a": 40 }));
+    assert_eq!(records[2]["server"], "demo");
+    assert!(lines.iter().all(|l| !l.contains("canary")), "{lines:?}");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = tokio::task::spawn_blocking(move || finish(child, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `--policy FILE` (the command built with `cedar`): a tool the policy
+/// hides is not listed and a call of it is refused unsent; CI runs it
+/// with `--features cedar`.
+#[cfg(feature = "cedar")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_a_cedar_policy_hides_and_refuses_a_tool() {
+    let demo = DemoServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-connect-serve-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let policy = dir.join("policy.cedar");
+    let text = r#"permit(principal, action, resource);
+        forbid(principal, action, resource == Tool::"echo");"#;
+    std::fs::write(&policy, text).unwrap();
+    let (config, policy) = (
+        config.to_str().unwrap().to_owned(),
+        policy.to_str().unwrap().to_owned(),
+    );
+    let mut child = command(&[
+        "serve",
+        "--config",
+        &config,
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--policy",
+        &policy,
+    ])
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = serving["url"].as_str().unwrap().to_owned();
+    let session = Connector::new()
+        .connect(ConnectRequest::http(&url).unwrap())
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    for _ in 0..200 {
+        names = (session.list_tools().await.unwrap().tools.into_iter())
+            .map(|t| t.name)
+            .collect();
+        if !names.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(names, ["add"]);
+    let refused = session
+        .call_tool("echo", &json!({ "message": "hi" }))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.jsonrpc_code(), Some(-32602), "{refused:?}");
+    assert_eq!(demo.tool_calls(), 0);
+    session.close().await.unwrap();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let output = tokio::task::spawn_blocking(move || finish(child, Duration::from_secs(30)))
         .await

@@ -1491,3 +1491,43 @@ async fn two_command_runs_share_listings_through_redis() {
         "{held}"
     );
 }
+
+/// Issue 68: two stores (two connections, as two replicas hold them)
+/// taking from one bucket at once: exactly its count granted, never one
+/// more, each refusal with the time until a token is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn buckets_shared_by_two_replicas_grant_exactly_their_count() {
+    use mcp_connect::store::{BucketStore, Rate, Taken};
+    watchdog(LIMIT, async {
+        let redis = support::redis::Redis::start();
+        let replicas = [stores(&redis).buckets(), stores(&redis).buckets()];
+        let rate = Rate::new(5, Duration::from_secs(3600));
+        let takes = (0..40).map(|n| replicas[n % 2].take("alice\0tool", rate));
+        let taken = futures_util::future::join_all(takes).await;
+        let granted = taken
+            .iter()
+            .filter(|t| matches!(t, Ok(Taken::Granted)))
+            .count();
+        assert_eq!(granted, 5, "{taken:?}");
+        for refused in taken.iter().filter(|t| !matches!(t, Ok(Taken::Granted))) {
+            let Ok(Taken::Refused { retry_after }) = refused else {
+                panic!("{refused:?}")
+            };
+            assert!(
+                *retry_after > Duration::from_secs(600) && *retry_after <= Duration::from_secs(720)
+            );
+        }
+        // Another key, and another rate, are other buckets.
+        assert!(matches!(
+            replicas[0].take("bob\0tool", rate).await,
+            Ok(Taken::Granted)
+        ));
+        let other = Rate::new(1, Duration::from_secs(60));
+        assert!(matches!(
+            replicas[1].take("alice\0tool", other).await,
+            Ok(Taken::Granted)
+        ));
+    })
+    .await;
+}

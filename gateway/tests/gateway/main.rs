@@ -19,6 +19,8 @@ use tower_service::Service as _;
 
 mod cancelled;
 mod changes;
+#[cfg(feature = "oauth")]
+mod governance;
 mod replicas;
 #[cfg(feature = "oauth")]
 mod resource_server;

@@ -15,7 +15,12 @@ use crate::transport::{Reply, TransportKind};
 pub(super) const MAX_PROBES: u32 = 2;
 
 /// What a probe's outcome says about the server.
+///
+/// The modern verdict is large (with `serde_json`'s `preserve_order` a
+/// `Value` is 72 bytes) and made once per establishment, then taken
+/// apart: boxing it would cost an allocation for nothing.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum ProbeVerdict {
     /// Modern, at this version.
     Modern(ProtocolVersion, DiscoverResult),

@@ -17,8 +17,11 @@ pub struct RpcError {
     code: i64,
     #[serde(default)]
     message: String,
+    /// Boxed: an error stays small whatever `serde_json`'s features make
+    /// a `Value` (with `preserve_order`, which an application's other
+    /// dependencies may turn on, a `Value` is 72 bytes).
     #[serde(default)]
-    data: Option<Value>,
+    data: Option<Box<Value>>,
     #[serde(skip)]
     http_status: Option<u16>,
     /// Whether the error object's `id` was `null` or missing.
@@ -35,7 +38,7 @@ impl RpcError {
         RpcError {
             code,
             message: message.into(),
-            data,
+            data: data.map(Box::new),
             http_status: None,
             id_null: false,
             carried_session: false,
@@ -54,7 +57,7 @@ impl RpcError {
 
     /// The server's `data`, if any. Never printed by this crate.
     pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
+        self.data.as_deref()
     }
 
     /// The HTTP status of the response that carried this error, if any.

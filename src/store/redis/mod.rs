@@ -37,6 +37,7 @@
 //! `with_root_certificates_pem`), the stream then handed to the redis
 //! crate: its own TLS features would bring a second root policy.
 
+mod buckets;
 mod connection;
 mod eras;
 mod listings;
@@ -48,6 +49,7 @@ mod tokens;
 
 use std::time::Duration;
 
+pub use buckets::RedisBucketStore;
 pub use connection::StoreConfigError;
 pub use eras::RedisEraStore;
 pub use listings::RedisListingStore;
@@ -176,6 +178,12 @@ impl RedisStores {
     /// [`OwnerStore`](crate::store::OwnerStore).
     pub fn owners(&self) -> RedisOwnerStore {
         RedisOwnerStore::over(self.connection())
+    }
+
+    /// Token buckets (a gateway's quotas), for
+    /// [`BucketStore`](crate::store::BucketStore).
+    pub fn buckets(&self) -> RedisBucketStore {
+        RedisBucketStore::over(self.connection())
     }
 
     /// Cached results, for

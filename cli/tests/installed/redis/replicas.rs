@@ -140,3 +140,70 @@ async fn a_session_alternating_between_two_replicas_is_served_by_both_and_initia
     })
     .await;
 }
+
+/// Issue 68: a quota shared by two `serve` processes through one Redis
+/// (`--quota` with `--state-store`): the fourth call of a 3/hour quota is
+/// refused whichever process it reaches, with the time to wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (apt-get install redis-server); CI runs it"]
+async fn two_replicas_share_one_quota_through_redis() {
+    use mcp_connect::{ConnectRequest, Connector};
+    watchdog(Duration::from_secs(60), async {
+        let redis = Redis::start();
+        let demo = DemoServer::start().await.unwrap();
+        let dir = std::env::temp_dir().join(format!("mcp-connect-quota-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("servers.json");
+        let servers = json!({ "mcpServers": { "one": { "url": demo.url() } } });
+        std::fs::write(&config, servers.to_string()).unwrap();
+        let config = config.to_str().unwrap();
+        let store = redis.url();
+        let extra = [
+            "--state-store",
+            &store,
+            "--store-key-env",
+            "MCP_TEST_STORE_KEY",
+            "--quota",
+            "3/hour",
+        ];
+        let env = [("MCP_TEST_STORE_KEY", KEY_HEX)];
+        let (mut a, url_a) = serve_with_env(config, &extra, &env).await;
+        let (mut b, url_b) = serve_with_env(config, &extra, &env).await;
+        let mut sessions = Vec::new();
+        for url in [&url_a, &url_b] {
+            let request = ConnectRequest::http(url).unwrap();
+            sessions.push(Connector::new().connect(request).await.unwrap());
+        }
+        // The member may still be starting behind each: wait for its tool.
+        for session in &sessions {
+            for _ in 0..200 {
+                if !session.list_tools().await.unwrap().tools.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        let add = json!({ "a": 1, "b": 2 });
+        let mut answers = Vec::new();
+        for n in 0..4 {
+            answers.push(sessions[n % 2].call_tool("add", &add).await);
+        }
+        assert!(answers[..3].iter().all(Result::is_ok), "{answers:?}");
+        let refused = answers[3].as_ref().unwrap_err();
+        assert_eq!(refused.jsonrpc_code(), Some(-32023), "{refused:?}");
+        let wait =
+            (refused.rpc_error().and_then(|e| e.data())).and_then(|d| d["retryAfterMs"].as_u64());
+        assert!(wait.is_some_and(|ms| ms > 1_000_000), "{wait:?}");
+        assert_eq!(demo.tool_calls(), 3, "a refused call reached the member");
+        // Redis names no principal or tool in clear.
+        let keys = redis.cli(&["--scan", "--pattern", "mcp-connect:bucket:*"]);
+        assert_eq!(keys.lines().count(), 1, "{keys}");
+        assert!(!keys.contains("anonymous") && !keys.contains("add"));
+        let _ = a.kill();
+        let _ = b.kill();
+        let _ = a.wait();
+        let _ = b.wait();
+        let _ = std::fs::remove_dir_all(dir);
+    })
+    .await;
+}
