@@ -101,6 +101,14 @@ impl std::fmt::Debug for BearerTokens {
     }
 }
 
+/// The request's `Authorization: Bearer` token, if any.
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// The request's `Authorization: Bearer` token, when the gateway has a
 /// list: one of them (compared in constant time), or 401 with a
 /// `WWW-Authenticate` challenge. The token goes no further: no member
@@ -110,13 +118,7 @@ pub(crate) fn bearer(headers: &HeaderMap, tokens: &BearerTokens) -> Result<(), R
     if tokens.is_empty() {
         return Ok(());
     }
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            let (scheme, token) = value.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        });
+    let presented = bearer_token(headers);
     let known = presented.is_some_and(|token| {
         // Every token compared, so the time says nothing of which matched.
         (tokens.iter()).fold(false, |found, t| found | same(t, token.as_bytes()))

@@ -57,7 +57,25 @@ struct State {
     questions: HashMap<u64, oneshot::Sender<Answered>>,
     /// The lowest level of log message the client asked for.
     level: Option<u8>,
+    /// The bearer token of the session's latest request (a resource
+    /// server's gateway), for a member client that exchanges it.
+    token: CallerToken,
     closed: bool,
+}
+
+/// A caller's bearer token, held in memory for token exchange; `Debug`
+/// says whether there is one, never what.
+#[derive(Default)]
+struct CallerToken(Option<String>);
+
+impl std::fmt::Debug for CallerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CallerToken({})",
+            if self.0.is_some() { "set" } else { "none" }
+        )
+    }
 }
 
 /// One downstream session's own state (see the module's docs).
@@ -306,6 +324,19 @@ impl Downstream {
     /// Question `id` will not be answered (its asker gave up).
     pub(crate) fn forget(&self, id: u64) {
         self.state().questions.remove(&id);
+    }
+
+    /// The bearer token of the session's latest request.
+    pub(crate) fn set_caller_token(&self, token: Option<&str>) {
+        let mut state = self.state();
+        if state.token.0.as_deref() != token {
+            state.token = CallerToken(token.map(str::to_owned));
+        }
+    }
+
+    /// The bearer token of the session's latest request, if any.
+    pub(crate) fn caller_token(&self) -> Option<String> {
+        self.state().token.0.clone()
     }
 
     /// The client's `logging/setLevel`.

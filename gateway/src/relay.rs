@@ -36,6 +36,8 @@ pub struct SessionRelay {
     handler: ClientHandler,
     notifications: NotificationSender,
     version: ProtocolVersion,
+    principal: Option<crate::Principal>,
+    caller: Weak<Downstream>,
 }
 
 impl SessionRelay {
@@ -48,7 +50,30 @@ impl SessionRelay {
             handler,
             notifications,
             version,
+            principal: None,
+            caller: Weak::new(),
         }
+    }
+
+    /// The principal the session belongs to (a resource server's
+    /// gateway): the one to name the member client's tokens for
+    /// ([`Authorization::for_principal`](mcp_connect::auth::Authorization::for_principal)),
+    /// so a store never hands one caller's tokens to another.
+    pub fn principal(&self) -> Option<&crate::Principal> {
+        self.principal.as_ref()
+    }
+
+    /// The caller's access token as its latest request carried it, read
+    /// each time it is needed: the subject of a token exchange
+    /// ([`Authorization::token_exchange`](mcp_connect::auth::Authorization::token_exchange)).
+    /// Never pass it to the member itself: the MCP authorization
+    /// specification forbids passing a client's token through.
+    pub fn caller_token(&self) -> mcp_connect::auth::AssertionSource {
+        let caller = self.caller.clone();
+        mcp_connect::auth::AssertionSource::from_fn(move || {
+            let token = caller.upgrade().and_then(|down| down.caller_token());
+            async move { token.ok_or_else(|| "the session has no caller's token".into()) }
+        })
     }
 
     /// `request` with the relay on it; a request whose versions are
@@ -78,6 +103,8 @@ pub(crate) fn session_relay(down: &Arc<Downstream>) -> SessionRelay {
         handler: handler(down),
         notifications: notifications(down),
         version: down.version.clone(),
+        principal: down.principal.clone(),
+        caller: Arc::downgrade(down),
     }
 }
 

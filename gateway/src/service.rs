@@ -242,6 +242,9 @@ impl Inner {
         let Some((version, down)) = self.sessions.touch(session) else {
             return reply::session_not_found(id);
         };
+        if down.principal.is_some() {
+            down.set_caller_token(checks::bearer_token(exchange.headers));
+        }
         if routed(kind) {
             let (id, method) = (exchange.id.clone(), exchange.method.to_owned());
             let principal = exchange.principal.clone();
@@ -287,6 +290,9 @@ impl Inner {
             .unwrap_or(Value::Null);
         let mut downstream = Downstream::new(capabilities, version.clone());
         downstream.principal = exchange.principal.clone();
+        if downstream.principal.is_some() {
+            downstream.set_caller_token(checks::bearer_token(exchange.headers));
+        }
         match self.sessions.open(version.as_str(), downstream) {
             Ok(session) => {
                 // Claimed before the client can name it to another replica.

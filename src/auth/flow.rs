@@ -7,7 +7,7 @@ use url::Url;
 use super::discovery::{self, canonical, Discovered};
 use super::endpoint::{identity, Client, TokenEndpoint};
 use super::http::AuthHttp;
-use super::{known_code, pkce, AuthError, Authorization, Authorized, Grant, Settings};
+use super::{jwt_bearer, known_code, pkce, AuthError, Authorization, Authorized, Grant, Settings};
 use crate::store::TokenKey;
 use crate::store::Tokens;
 
@@ -76,6 +76,20 @@ pub(crate) async fn authorize(
         Grant::ClientCredentials => {
             let mut form = vec![
                 ("grant_type", "client_credentials"),
+                ("resource", resource.as_str()),
+            ];
+            if let Some(scope) = &scope {
+                form.push(("scope", scope));
+            }
+            token.request(form, &client).await?.into_tokens(None)
+        }
+        Grant::TokenExchange(subject) => {
+            let subject = subject.read().await?;
+            let mut form = vec![
+                ("grant_type", jwt_bearer::TOKEN_EXCHANGE),
+                ("subject_token", subject.as_str()),
+                ("subject_token_type", jwt_bearer::ACCESS_TOKEN),
+                ("requested_token_type", jwt_bearer::ACCESS_TOKEN),
                 ("resource", resource.as_str()),
             ];
             if let Some(scope) = &scope {

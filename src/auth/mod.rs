@@ -95,6 +95,10 @@ enum Grant {
     /// A token exchange at the enterprise identity provider, then the JWT
     /// bearer grant with the ID-JAG it issued (SEP-990).
     EnterpriseManaged(IdentityProvider, AssertionSource),
+    /// Token exchange (RFC 8693): the caller's access token, read from the
+    /// source when needed, exchanged for one for this server, the client
+    /// acting for the caller.
+    TokenExchange(AssertionSource),
 }
 
 impl Grant {
@@ -104,6 +108,7 @@ impl Grant {
             Grant::Code(_) => &["authorization_code", "refresh_token"],
             Grant::ClientCredentials => &["client_credentials"],
             Grant::WorkloadIdentity(_) | Grant::EnterpriseManaged(..) => &[jwt_bearer::JWT_BEARER],
+            Grant::TokenExchange(_) => &[jwt_bearer::TOKEN_EXCHANGE],
         }
     }
 }
@@ -172,6 +177,38 @@ impl Authorization {
     /// takes that).
     pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
         Self::with_grant(Grant::ClientCredentials)
+            .with_client_id(client_id)
+            .with_client_secret(secret)
+    }
+
+    /// Token exchange (RFC 8693) for a service acting for its caller, as a
+    /// gateway does: the caller's access token, read from `subject` each
+    /// time a token is needed, is exchanged at this server's authorization
+    /// server for a token for this server, the client (`client_id`,
+    /// `secret`) authenticating as itself. The caller's own token never
+    /// reaches the server (the MCP authorization specification forbids
+    /// passing it through). Give each caller its own `Authorization`,
+    /// named with [`for_principal`](Self::for_principal), so that a store
+    /// never hands one caller's tokens to another.
+    ///
+    /// ```
+    /// use mcp_connect::auth::{AssertionSource, Authorization};
+    ///
+    /// # fn callers_token() -> String { String::new() }
+    /// let auth = Authorization::token_exchange(
+    ///     "gateway",
+    ///     "client-secret",
+    ///     AssertionSource::from_fn(|| async { Ok(callers_token()) }),
+    /// )
+    /// .for_principal("https://issuer.example|alice");
+    /// # let _ = auth;
+    /// ```
+    pub fn token_exchange(
+        client_id: impl Into<String>,
+        secret: impl Into<String>,
+        subject: AssertionSource,
+    ) -> Self {
+        Self::with_grant(Grant::TokenExchange(subject))
             .with_client_id(client_id)
             .with_client_secret(secret)
     }
@@ -418,6 +455,7 @@ impl fmt::Debug for Authorization {
             Grant::ClientCredentials => "client_credentials",
             Grant::WorkloadIdentity(_) => "workload_identity",
             Grant::EnterpriseManaged(..) => "enterprise_managed",
+            Grant::TokenExchange(_) => "token_exchange",
         };
         f.debug_struct("Authorization")
             .field("grant", &grant)

@@ -325,3 +325,137 @@ fn no_assertion_or_token_reaches_diagnostics_errors_or_debug() {
         assert!(!printed.contains(canary), "{canary} printed: {printed}");
     }
 }
+
+/// A resource of the testkit's issuer: `/mcp` wants a bearer JWT the
+/// issuer signed for it (checked at its introspection endpoint), and
+/// records whose token each request carried.
+async fn resource_of(
+    issuer: &mcp_connect::testkit::TokenIssuer,
+) -> (ScriptServer, Arc<Mutex<Vec<String>>>) {
+    let subjects: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&subjects);
+    let legacy = LegacyServer::new();
+    let as_url = issuer.issuer();
+    let server = ScriptServer::start(move |r: &Recorded| {
+        let base = format!("http://{}", r.header("host").unwrap_or_default());
+        match r.route() {
+            "/mcp" => match r
+                .header("authorization")
+                .and_then(|h| h.strip_prefix("Bearer "))
+            {
+                Some(token) => {
+                    use base64::Engine as _;
+                    let claims = token.split('.').nth(1).unwrap_or_default();
+                    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims);
+                    let claims: serde_json::Value =
+                        serde_json::from_slice(&claims.unwrap_or_default()).unwrap_or_default();
+                    let who = format!("{}/{}", claims["sub"], claims["act"]["sub"]);
+                    seen.lock().unwrap().push(who);
+                    legacy.respond(r)
+                }
+                None => Script::JsonWith(
+                    401,
+                    json!({ "error": "invalid_token" }),
+                    vec![(
+                        "www-authenticate",
+                        format!(r#"Bearer resource_metadata="{base}/prm""#),
+                    )],
+                ),
+            },
+            "/prm" => Script::Json(
+                200,
+                json!({ "resource": format!("{base}/mcp"), "authorization_servers": [as_url] }),
+            ),
+            _ => Script::Status(404),
+        }
+    })
+    .await;
+    (server, subjects)
+}
+
+/// Issue 68: token exchange (RFC 8693) for a caller. Two principals get
+/// two upstream tokens, each with its own subject and the client as the
+/// actor, kept apart in one store (a principal's second connection uses
+/// its own stored token, never the other's); the caller's token never
+/// reaches the resource; a refused exchange is a typed authorization
+/// failure.
+#[tokio::test]
+async fn token_exchange_acts_for_each_caller_and_keeps_their_tokens_apart() {
+    watchdog(LIMIT, async {
+        let issuer = mcp_connect::testkit::TokenIssuer::start().await;
+        let (server, subjects) = resource_of(&issuer).await;
+        let store = Arc::new(mcp_connect::store::MemoryTokenStore::new());
+        let callers: Vec<(String, String)> = ["alice", "bob"]
+            .iter()
+            .map(|who| {
+                (
+                    who.to_string(),
+                    issuer.access_token(who, "http://gateway.invalid/mcp", "", 300),
+                )
+            })
+            .collect();
+        let connector = Connector::new();
+        let connect = |(who, token): &(String, String)| {
+            let token = token.clone();
+            let subject = AssertionSource::from_fn(move || {
+                let token = token.clone();
+                async move { Ok(token) }
+            });
+            let auth = Authorization::token_exchange("gateway", "canary-secret", subject)
+                .with_token_store(Arc::clone(&store))
+                .for_principal(format!("{}|{who}", issuer.issuer()));
+            let request = ConnectRequest::http(&server.url())
+                .unwrap()
+                .with_pin(ProtocolVersion::V2025_11_25)
+                .with_authorization(auth);
+            connector.connect(request)
+        };
+        for caller in callers.iter().chain(callers.iter()) {
+            connect(caller).await.unwrap();
+        }
+        let exchanged: Vec<_> = issuer
+            .exchanges()
+            .into_iter()
+            .map(|(who, client, _)| (who, client))
+            .collect();
+        assert_eq!(
+            exchanged,
+            [
+                ("alice".into(), "gateway".into()),
+                ("bob".into(), "gateway".into())
+            ],
+            "one exchange per caller; the second connection used its stored token"
+        );
+        let seen = subjects.lock().unwrap().clone();
+        assert!(!seen.is_empty());
+        let by_caller: Vec<_> = seen.iter().map(|s| s.as_str()).collect();
+        assert!(
+            by_caller
+                .iter()
+                .all(|s| *s == r#""alice"/"gateway""# || *s == r#""bob"/"gateway""#),
+            "{seen:?}"
+        );
+        assert!(by_caller.contains(&r#""bob"/"gateway""#));
+        // The callers' own tokens never reached the resource.
+        for r in server.recorded() {
+            let presented = r.header("authorization").unwrap_or_default();
+            assert!(callers
+                .iter()
+                .all(|(_, token)| !presented.contains(token.as_str())));
+        }
+        // A refused exchange is an authorization failure, never retried as
+        // something else.
+        issuer.refuse_exchanges(true);
+        let carol = (
+            "carol".to_owned(),
+            issuer.access_token("carol", "http://gateway.invalid/mcp", "", 300),
+        );
+        let refused = connect(&carol).await.unwrap_err();
+        assert_eq!(refused.failure().kind, FailureKind::Auth, "{refused:?}");
+        assert!(
+            matches!(refused.kind(), ErrorKind::Auth(AuthError::Token { .. })),
+            "{refused:?}"
+        );
+    })
+    .await;
+}

@@ -239,7 +239,7 @@ impl ResourceServer {
 
     /// The principal a request's bearer token names, once the token holds.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, TokenRefused> {
-        let token = bearer(headers).ok_or(TokenRefused::Missing)?;
+        let token = crate::checks::bearer_token(headers).ok_or(TokenRefused::Missing)?;
         let claims = match &self.verifier {
             Verifier::Jwt(keys) => {
                 let expected = jwt::Expected {
@@ -309,11 +309,3 @@ impl ResourceServer {
 use mcp_connect::protocol::codes::{INTERNAL_ERROR as INTERNAL, INVALID_REQUEST};
 
 use crate::checks::METADATA_PATH;
-
-/// The request's `Authorization: Bearer` token.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}

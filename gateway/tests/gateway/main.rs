@@ -20,6 +20,8 @@ use tower_service::Service as _;
 mod cancelled;
 mod changes;
 #[cfg(feature = "oauth")]
+mod exchange;
+#[cfg(feature = "oauth")]
 mod governance;
 mod replicas;
 #[cfg(feature = "oauth")]
