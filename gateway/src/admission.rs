@@ -24,7 +24,8 @@ impl Inner {
             return Err(response);
         }
         let principal = self.principal(parts).await?;
-        if let Some(session) = checks::session_id(&parts.headers) {
+        // Only a resource server's sessions have an owner to check.
+        if let (Some(session), Some(_)) = (checks::session_id(&parts.headers), &principal) {
             if !self.sessions.belongs(session, principal.as_ref()) {
                 return Err(reply::session_not_found(None));
             }

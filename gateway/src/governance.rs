@@ -76,7 +76,8 @@ const DESCRIBE_TOOL: &str = "describe_tool";
 const SEARCH_TOOLS: &str = "search_tools";
 
 impl Governance {
-    fn is_off(&self) -> bool {
+    /// Whether nothing is configured: every gate would be open.
+    pub(crate) fn is_off(&self) -> bool {
         self.policy.is_none() && self.quotas.is_none() && self.audit.is_none()
     }
 

@@ -37,13 +37,13 @@ impl Inner {
             let retry = params
                 .as_ref()
                 .is_some_and(|p| p.get("requestState").is_some());
-            let gate = match retry {
+            let gate = match retry || self.governance.is_off() {
                 true => None,
                 false => {
                     let gate = self
                         .governance
                         .gate(&self.group, caller, kind, params.as_ref());
-                    match gate.await {
+                    match Box::pin(gate).await {
                         Ok(gate) => Some(gate),
                         Err(answer) => return answer,
                     }
