@@ -35,6 +35,14 @@
 //!   ones (loopback by default) gets 403 before anything is read; with
 //!   [`GatewayBuilder::bearer_tokens`], a request without one of them 401.
 //!   A client's token never reaches a member.
+//! - An OAuth 2.1 resource server (feature `oauth`,
+//!   `GatewayBuilder::resource_server`): Protected Resource Metadata,
+//!   JWTs checked against the issuer's keys or introspected, each request's
+//!   [`Principal`], which owns its 2025 sessions; a session's member
+//!   clients can act for it by token exchange ([`SessionRelay::caller_token`]).
+//! - Who may call what ([`GatewayBuilder::policy`], [`GatewayBuilder::quotas`],
+//!   [`GatewayBuilder::audit`]): one gate before every listing and call, in
+//!   both eras and over stdio.
 //! - The same over stdio ([`Gateway::serve_stdio`]): the connection is the
 //!   session, a member's questions lines to the client and back.
 //! - Replicas ([`GatewayBuilder::replicas`]): a 2025 session stays on the
