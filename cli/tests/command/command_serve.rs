@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
-use crate::support::cli::{command, finish, run};
+use crate::support::cli::{command, finish, run, serve_with_env};
 use mcp_connect::demo::DemoServer;
 use mcp_connect::protocol::{Era, ProtocolVersion};
 use mcp_connect::{ConnectRequest, Connector};
@@ -248,30 +248,17 @@ async fn serve_with_an_issuer_admits_the_holders_of_its_tokens() {
     let servers = json!({ "mcpServers": { "demo": { "url": demo.url() } } });
     std::fs::write(&config, servers.to_string()).unwrap();
     let config = config.to_str().unwrap().to_owned();
-    let mut child = command(&[
-        "serve",
-        "--config",
+    let (child, url) = serve_with_env(
         &config,
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-        "--issuer",
-        &issuer.issuer(),
-        "--required-scope",
-        "mcp:tools",
-    ])
-    .spawn()
-    .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let url = serving["url"].as_str().unwrap().to_owned();
+        &[
+            "--issuer",
+            &issuer.issuer(),
+            "--required-scope",
+            "mcp:tools",
+        ],
+        &[],
+    )
+    .await;
     let refused = Connector::new()
         .connect(ConnectRequest::http(&url).unwrap())
         .await
@@ -327,32 +314,19 @@ async fn serve_with_quotas_and_an_audit_file() {
         config.to_str().unwrap().to_owned(),
         audit.to_str().unwrap().to_owned(),
     );
-    let mut child = command(&[
-        "serve",
-        "--config",
+    let (child, url) = serve_with_env(
         &config,
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-        "--quota",
-        "3/hour",
-        "--audit",
-        &audit_path,
-        "--audit-field",
-        "a",
-    ])
-    .spawn()
-    .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let url = serving["url"].as_str().unwrap().to_owned();
+        &[
+            "--quota",
+            "3/hour",
+            "--audit",
+            &audit_path,
+            "--audit-field",
+            "a",
+        ],
+        &[],
+    )
+    .await;
     let session = Connector::new()
         .connect(ConnectRequest::http(&url).unwrap())
         .await
@@ -443,28 +417,7 @@ async fn serve_with_a_cedar_policy_hides_and_refuses_a_tool() {
         config.to_str().unwrap().to_owned(),
         policy.to_str().unwrap().to_owned(),
     );
-    let mut child = command(&[
-        "serve",
-        "--config",
-        &config,
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-        "--policy",
-        &policy,
-    ])
-    .spawn()
-    .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let serving: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let url = serving["url"].as_str().unwrap().to_owned();
+    let (child, url) = serve_with_env(&config, &["--policy", &policy], &[]).await;
     let session = Connector::new()
         .connect(ConnectRequest::http(&url).unwrap())
         .await
